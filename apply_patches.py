@@ -1,0 +1,307 @@
+#!/usr/bin/env python3
+"""Materialize upstream/tinygrad: the pinned tinygrad wheel, extracted pristine, with patches/ applied in series order.
+
+  python apply_patches.py                 apply the whole series (a no-op when nothing changed)
+  python apply_patches.py --wheel PATH    use a local copy of the pinned wheel instead of downloading it
+  python apply_patches.py --upto N        apply only the first N patches (for bisecting; the apps refuse such a tree)
+  python apply_patches.py --check         check that every patch applies; writes nothing
+  python apply_patches.py --list          the series, one line per patch with its subject
+  python apply_patches.py --export N DIR  write patch N as a git-am-able mail into DIR, for proposing upstream
+
+The tree is built in a scratch folder and swapped in only when every patch applied, so a failing patch never
+leaves a half-patched tree. Patches are plain unified diffs inside git format-patch mails, applied here by a
+small exact-context applier (no fuzz), so no `patch`/`git` binary is needed and errors name the failing hunk.
+"""
+from __future__ import annotations
+import argparse, hashlib, io, json, os, re, shutil, sys, tempfile, urllib.request, zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+UPSTREAM, PATCHES = ROOT / "upstream", ROOT / "patches"
+TREE, STAMP, CACHE = UPSTREAM / "tinygrad", UPSTREAM / ".stamp", UPSTREAM / ".cache"
+
+class PatchError(Exception):
+  """A one-line, user-facing error."""
+
+# ---------------------------------------------------------------- pin and series
+
+def read_pin() -> dict[str, str]:
+  pin = {}
+  for line in (UPSTREAM / "PIN").read_text().splitlines():
+    if line.strip() and not line.lstrip().startswith("#"):
+      k, _, v = line.partition("=")
+      pin[k.strip()] = v.strip()
+  for k in ("version", "wheel", "url", "sha256"):
+    if k not in pin: raise PatchError(f"upstream/PIN has no '{k} = ...' line")
+  return pin
+
+def read_series(patch_dir: Path = PATCHES) -> list[Path]:
+  """quilt convention: one patch file name per line, '#' comments and blank lines ignored, applied top to bottom."""
+  series_file = patch_dir / "series"
+  if not series_file.exists(): raise PatchError(f"{series_file} is missing")
+  names = [l.split("#", 1)[0].strip() for l in series_file.read_text().splitlines()]
+  names = [n for n in names if n]
+  for n in names:
+    if " " in n: raise PatchError(f"series entry '{n}': options after the patch name are not supported (all patches are -p1)")
+    if not (patch_dir / n).is_file(): raise PatchError(f"series names '{n}', which is not a file in {patch_dir.name}/")
+  if len(set(names)) != len(names): raise PatchError("series names a patch twice")
+  unlisted = sorted(p.name for p in patch_dir.glob("*.patch") if p.name not in names)
+  if unlisted: raise PatchError(f"{patch_dir.name}/{unlisted[0]} has no series entry: add it to {patch_dir.name}/series or delete it")
+  return [patch_dir / n for n in names]
+
+def series_key(upto: int | None = None, patch_dir: Path = PATCHES) -> str:
+  """Identity of (pin, first `upto` patches): what a materialized tree was built from. Also the patch-series id benchmarks print."""
+  h = hashlib.sha256(read_pin()["sha256"].encode())
+  for p in read_series(patch_dir)[:upto]: h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
+  return h.hexdigest()[:16]
+
+def tree_hash(tree: Path) -> str:
+  h = hashlib.sha256()
+  for f in sorted(tree.rglob("*")):
+    if f.is_file() and "__pycache__" not in f.parts: h.update(str(f.relative_to(tree)).encode() + b"\0" + f.read_bytes() + b"\0")
+  return h.hexdigest()[:16]
+
+# ---------------------------------------------------------------- the pinned wheel
+
+def fetch_wheel(wheel: Path | None = None) -> Path:
+  pin = read_pin()
+  if wheel is None:
+    wheel = CACHE / pin["wheel"]
+    if not wheel.exists():
+      CACHE.mkdir(parents=True, exist_ok=True)
+      print(f"downloading {pin['wheel']} from PyPI", file=sys.stderr)
+      try:
+        with urllib.request.urlopen(pin["url"], timeout=60) as r: data = r.read()
+      except Exception as e:
+        raise PatchError(f"cannot download {pin['url']} ({type(e).__name__}: {e}); no network? pass --wheel PATH to a local copy") from None
+      tmp = wheel.with_suffix(".part")
+      tmp.write_bytes(data)
+      os.replace(tmp, wheel)
+  if not wheel.is_file(): raise PatchError(f"wheel {wheel} does not exist")
+  digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+  if digest != pin["sha256"]:
+    raise PatchError(f"sha256 mismatch for {wheel}: expected {pin['sha256']} (upstream/PIN), got {digest}")
+  if not (cached := CACHE / pin["wheel"]).exists():  # a local copy given once serves later runs too
+    CACHE.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(wheel, cached)
+  return wheel
+
+def extract_pristine(wheel: Path, dest: Path) -> None:
+  """Extract the wheel's tinygrad/ package into dest/tinygrad (dist-info is left out)."""
+  with zipfile.ZipFile(wheel) as z:
+    for info in z.infolist():
+      name = info.filename
+      if not name.startswith("tinygrad/") or name.endswith("/"): continue
+      if ".." in Path(name).parts or name.startswith("/"): raise PatchError(f"wheel member with unsafe path: {name}")
+      out = dest / name
+      out.parent.mkdir(parents=True, exist_ok=True)
+      out.write_bytes(z.read(info))
+
+# ---------------------------------------------------------------- patches: parse and apply
+
+@dataclass
+class Hunk:
+  header: str
+  old_start: int
+  lines: list[tuple[str, str]]  # (' '|'-'|'+', text including its newline, if any)
+  def old(self) -> list[str]: return [t for c, t in self.lines if c in " -"]
+  def new(self) -> list[str]: return [t for c, t in self.lines if c in " +"]
+
+@dataclass
+class FilePatch:
+  old_path: str | None  # None for a new file
+  new_path: str | None  # None for a deleted file
+  hunks: list[Hunk] = field(default_factory=list)
+
+@dataclass
+class Patch:
+  path: Path
+  author: str
+  date: str
+  subject: str
+  body: str
+  diff: str
+  files: list[FilePatch]
+
+def _strip_prefix(p: str) -> str | None:
+  p = p.split("\t")[0].strip()
+  if p == "/dev/null": return None
+  if p[:2] in ("a/", "b/"): return p[2:]
+  raise PatchError(f"diff path '{p}' has no a/ or b/ prefix (patches are -p1, relative to a tinygrad checkout)")
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+def parse_patch(path: Path) -> Patch:
+  text = path.read_text()
+  lines = text.splitlines(keepends=True)
+  # mail header: From:, Date:, Subject: (folded lines continue with whitespace); body until the '---' line
+  headers: dict[str, str] = {}
+  i, last = 0, None
+  while i < len(lines) and lines[i].strip():
+    l = lines[i]
+    if l[0] in " \t" and last: headers[last] += " " + l.strip()
+    elif ":" in l and not l.startswith("From "):
+      last, _, v = l.partition(":")
+      headers[last] = v.strip()
+    i += 1
+  subject = re.sub(r"^\[PATCH[^\]]*\]\s*", "", headers.get("Subject", ""))
+  if not subject: raise PatchError(f"{path.name}: no 'Subject:' header (patches are git format-patch mails)")
+  body_start = i
+  while i < len(lines) and lines[i].rstrip("\n") != "---" and not lines[i].startswith("diff --git "): i += 1
+  if i == len(lines): raise PatchError(f"{path.name}: no '---' line before the diff")
+  body = "".join(lines[body_start:i]).strip("\n")
+  diff_start = i + 1 if lines[i].rstrip("\n") == "---" else i
+  files: list[FilePatch] = []
+  j = diff_start
+  while j < len(lines):
+    l = lines[j]
+    if l.startswith("--- ") and j + 1 < len(lines) and lines[j + 1].startswith("+++ "):
+      files.append(FilePatch(_strip_prefix(l[4:]), _strip_prefix(lines[j + 1][4:])))
+      j += 2
+      continue
+    m = _HUNK.match(l)
+    if m:
+      if not files: raise PatchError(f"{path.name}: hunk before any '---/+++' file header")
+      old_len = int(m.group(2) if m.group(2) is not None else 1)
+      new_len = int(m.group(4) if m.group(4) is not None else 1)
+      hunk = Hunk(l.rstrip("\n"), int(m.group(1)), [])
+      j += 1
+      seen_old = seen_new = 0
+      while j < len(lines) and (seen_old < old_len or seen_new < new_len or (j < len(lines) and lines[j].startswith("\\"))):
+        hl = lines[j]
+        if hl.startswith("\\"):  # "\ No newline at end of file" applies to the previous line
+          if hunk.lines: c, t = hunk.lines[-1]; hunk.lines[-1] = (c, t.rstrip("\n"))
+        elif hl[:1] in (" ", "-", "+") or hl in ("\n",):
+          c = hl[0] if hl != "\n" else " "
+          hunk.lines.append((c, hl[1:] if hl != "\n" else "\n"))
+          seen_old += c in " -"
+          seen_new += c in " +"
+        else: raise PatchError(f"{path.name}: malformed line in hunk '{hunk.header}': {hl.rstrip()!r}")
+        j += 1
+      if seen_old != old_len or seen_new != new_len: raise PatchError(f"{path.name}: hunk '{hunk.header}' is truncated")
+      files[-1].hunks.append(hunk)
+      continue
+    j += 1
+  if not files: raise PatchError(f"{path.name}: contains no diff")
+  return Patch(path, headers.get("From", ""), headers.get("Date", ""), subject, body, "".join(lines[diff_start:]), files)
+
+def _apply_hunks(name: str, rel: str, src: list[str], hunks: list[Hunk]) -> list[str]:
+  out, pos, drift = [], 0, 0  # drift: where the previous hunk really applied minus where it said it would
+  for n, h in enumerate(hunks, 1):
+    old = h.old()
+    declared = h.old_start - 1 if old else h.old_start  # an insertion-only hunk (-K,0) inserts after line K
+    want = declared + drift
+    # exact match, nearest to where the hunk says it is, never overlapping the previous hunk
+    candidates = [k for k in range(pos, len(src) - len(old) + 1) if src[k:k + len(old)] == old]
+    if not candidates: raise PatchError(f"{name}: hunk #{n} ({h.header}) does not apply to {rel}")
+    at = min(candidates, key=lambda k: abs(k - want))
+    out += src[pos:at] + h.new()
+    drift, pos = at - declared, at + len(old)
+  return out + src[pos:]
+
+def apply_patch(patch: Patch, root: Path) -> None:
+  name = patch.path.name
+  for fp in patch.files:
+    if fp.old_path is None:  # new file
+      target = root / fp.new_path
+      if target.exists(): raise PatchError(f"{name}: creates {fp.new_path}, which already exists")
+      target.parent.mkdir(parents=True, exist_ok=True)
+      target.write_text("".join(_apply_hunks(name, fp.new_path, [], fp.hunks)))
+      continue
+    target = root / fp.old_path
+    if not target.is_file(): raise PatchError(f"{name}: patches {fp.old_path}, which does not exist")
+    new = _apply_hunks(name, fp.old_path, target.read_text().splitlines(keepends=True), fp.hunks)
+    if fp.new_path is None:
+      if new: raise PatchError(f"{name}: deletes {fp.old_path}, but its content differs from the patch")
+      target.unlink()
+    else:
+      (root / fp.new_path).write_text("".join(new))
+      if fp.new_path != fp.old_path: target.unlink()
+
+# ---------------------------------------------------------------- materialize
+
+def materialize(dest: Path, upto: int | None = None, wheel: Path | None = None, patch_dir: Path = PATCHES) -> int:
+  """Build dest/tinygrad = pristine wheel + the first `upto` patches, atomically. Returns the number of patches applied."""
+  series = read_series(patch_dir)
+  if upto is not None and not 0 <= upto <= len(series): raise PatchError(f"--upto {upto}: the series has {len(series)} patches")
+  chosen = series[:upto]
+  patches = [parse_patch(p) for p in chosen]
+  wheel = fetch_wheel(wheel)
+  dest.mkdir(parents=True, exist_ok=True)
+  scratch = Path(tempfile.mkdtemp(prefix=".build-", dir=dest))
+  try:
+    extract_pristine(wheel, scratch)
+    for p in patches: apply_patch(p, scratch)
+    target, old = dest / "tinygrad", dest / f"{scratch.name}-old"
+    if target.exists(): os.replace(target, old)
+    os.replace(scratch / "tinygrad", target)
+  finally:
+    shutil.rmtree(scratch, ignore_errors=True)
+    shutil.rmtree(dest / f"{scratch.name}-old", ignore_errors=True)
+  return len(patches)
+
+def read_stamp() -> dict:
+  try: return json.loads(STAMP.read_text())
+  except (OSError, ValueError): return {}
+
+def apply(upto: int | None, wheel: Path | None, force: bool = False) -> str:
+  total = len(read_series())
+  n = total if upto is None else upto
+  key = series_key(n)
+  stamp = read_stamp()
+  if not force and TREE.is_dir() and stamp.get("key") == key and stamp.get("upto") == n:
+    if stamp.get("tree") == tree_hash(TREE): return f"upstream/tinygrad is up to date (tinygrad {read_pin()['version']} + {n}/{total} patches, series {key})"
+    print("upstream/tinygrad was edited by hand; rebuilding it from the pristine wheel", file=sys.stderr)
+  STAMP.unlink(missing_ok=True)
+  materialize(UPSTREAM, n, wheel)
+  STAMP.write_text(json.dumps({"key": key, "upto": n, "total": total, "tree": tree_hash(TREE)}) + "\n")
+  return f"materialized upstream/tinygrad: tinygrad {read_pin()['version']} + {n}/{total} patches (series {key})"
+
+def check(wheel: Path | None) -> str:
+  with tempfile.TemporaryDirectory() as d: n = materialize(Path(d), None, wheel)
+  return f"all {n} patches apply cleanly to tinygrad {read_pin()['version']}"
+
+def list_series() -> str:
+  series = read_series()
+  return "\n".join(f"{i:3d}  {p.name:<60s} {parse_patch(p).subject}" for i, p in enumerate(series, 1)) or "(the series is empty)"
+
+def export(n: int, out_dir: Path, wheel: Path | None = None) -> Path:
+  """Patch n (1-based) as a git-am-able mail; paths are already relative to a tinygrad checkout (a/tinygrad/...)."""
+  series = read_series()
+  if not 1 <= n <= len(series): raise PatchError(f"--export {n}: the series has {len(series)} patches")
+  p = parse_patch(series[n - 1])
+  # it must stand alone: check it applies to the pristine tree without the patches before it
+  with tempfile.TemporaryDirectory() as d:
+    extract_pristine(fetch_wheel(wheel), Path(d))
+    try: apply_patch(p, Path(d))
+    except PatchError as e: raise PatchError(f"patch {n} does not apply to pristine tinygrad on its own ({e})") from None
+  out_dir.mkdir(parents=True, exist_ok=True)
+  out = out_dir / p.path.name
+  out.write_text(f"From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\nFrom: {p.author or 'tinygrad-mla <tinygrad-mla@users.noreply.invalid>'}\n"
+                 f"Date: {p.date or 'Sun, 22 Nov 2026 00:00:00 +0000'}\nSubject: [PATCH] {p.subject}\n\n{p.body}\n---\n{p.diff}")
+  return out
+
+def main(argv: list[str] | None = None) -> int:
+  ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+  ap.add_argument("--wheel", type=Path, help="local copy of the pinned wheel (no download)")
+  g = ap.add_mutually_exclusive_group()
+  g.add_argument("--upto", type=int, metavar="N", help="apply only the first N patches")
+  g.add_argument("--check", action="store_true", help="check that every patch applies; write nothing")
+  g.add_argument("--list", action="store_true", help="list the series")
+  g.add_argument("--export", nargs=2, metavar=("N", "DIR"), help="write patch N as a git-am-able mail into DIR")
+  ap.add_argument("--force", action="store_true", help="rebuild even if the tree is up to date")
+  args = ap.parse_args(argv)
+  try:
+    if args.list: print(list_series())
+    elif args.check: print(check(args.wheel))
+    elif args.export:
+      if not args.export[0].isdigit(): raise PatchError(f"--export takes a patch number, not '{args.export[0]}'")
+      print(export(int(args.export[0]), Path(args.export[1]), args.wheel))
+    else: print(apply(args.upto, args.wheel, args.force))
+  except PatchError as e:
+    print(f"apply_patches: error: {e}", file=sys.stderr)
+    return 1
+  return 0
+
+if __name__ == "__main__": sys.exit(main())
