@@ -1,0 +1,254 @@
+"""Multi-head Latent Attention and DeepSeekMoE blocks for llama.cpp's `deepseek2` GGUFs.
+
+DeepSeek-V2 (arXiv:2405.04434) compresses keys and values into one latent c_kv (kv_lora_rank) plus a small shared
+RoPE key (qk_rope). With the up-projections absorbed into the query (attn_k_b) and the output (attn_v_b), as
+llama.cpp stores them, attention is multi-query attention over ONE cache row per token: [c_kv | k_rope].
+V is a view of that row's c_kv part, so there is no second cache. The feed-forward is dense for the leading
+blocks and DeepSeekMoE (routed + shared experts) after them.
+
+Names follow the paper and the GGUF keys; the block math mirrors llama.cpp's src/models/deepseek2.cpp and
+transformers' DeepseekV2 / Glm4MoeLite / Youtu modeling, which the tests compare against.
+"""
+from __future__ import annotations
+import enum, math
+from dataclasses import dataclass
+import numpy as np
+from tinygrad import Tensor, dtypes, UOp
+from tinygrad.uop.ops import resolve
+from apps.gguf import GGUFFile, GGUFError
+from apps.quantized import QuantizedLinear, QuantizedExpertWeights, load_tensor
+
+class Gating(enum.IntEnum):
+  """llama.cpp's LLAMA_EXPERT_GATING_FUNC_TYPE values."""
+  SOFTMAX = 1         # DeepSeek-V2
+  SIGMOID = 2         # DeepSeek-V3 / GLM-4.7-Flash
+  SOFTMAX_WEIGHT = 3  # softmax over the selected logits only
+
+@dataclass(frozen=True)
+class Config:
+  n_layer: int                # transformer blocks used for generation (nextn/MTP blocks excluded)
+  dim: int
+  n_head: int
+  vocab_size: int
+  norm_eps: float
+  context_length: int
+  q_lora_rank: int            # 0: direct attn_q (DeepSeek-V2-Lite)
+  kv_lora_rank: int
+  qk_nope: int
+  qk_rope: int
+  v_head: int
+  ffn_dim: int                # dense blocks
+  n_dense_lead: int
+  n_expert: int = 0
+  n_expert_used: int = 0
+  n_expert_shared: int = 0
+  expert_ffn: int = 0
+  gating: Gating = Gating.SOFTMAX
+  expert_weights_norm: bool = False
+  expert_weights_scale: float = 1.0
+  n_expert_groups: int = 1
+  n_group_used: int = 1
+  rope_theta: float = 10000.0
+  rope_factor: float = 1.0    # YaRN scaling factor; 1.0 = no scaling
+  rope_orig_ctx: int = 0
+  yarn_log_mul: float = 0.0   # mscale_all_dim (GGUF stores 0.1x of it)
+  yarn_beta_fast: float = 32.0
+  yarn_beta_slow: float = 1.0
+  n_nextn: int = 0
+
+  @staticmethod
+  def from_gguf(gf: GGUFFile) -> Config:
+    arch = gf.architecture
+    if arch != "deepseek2": raise GGUFError(f"{gf.path.name}: architecture '{arch}' is not supported (only deepseek2: DeepSeek-V2, GLM-4.7-Flash, Youtu-LLM)")
+    k = lambda key, *default: gf.get(f"{arch}.{key}", *default) if default else gf.require(f"{arch}.{key}")
+    n_vocab = k("vocab_size", None) or len(gf.require("tokenizer.ggml.tokens"))
+    n_block, n_nextn = k("block_count"), k("nextn_predict_layers", 0)
+    rope = k("rope.dimension_count")
+    key_mla = k("attention.key_length_mla", None)
+    if key_mla is None or "blk.0.attn_k_b.weight" not in gf.tensors:
+      raise GGUFError(f"{gf.path.name}: legacy MLA layout (attn_kv_b, no key_length_mla): re-convert it with a current llama.cpp")
+    gating = k("expert_gating_func", 0)
+    if gating == 0:  # llama.cpp's fallback for old files without the key
+      gating = Gating.SIGMOID if n_block in (47, 48) and n_vocab == 154880 else Gating.SOFTMAX
+    scaling = k("rope.scaling.type", "none")
+    if scaling not in ("none", "yarn"): raise GGUFError(f"{gf.path.name}: rope scaling '{scaling}' is not supported (none, yarn)")
+    n_expert = k("expert_count", 0)
+    return Config(
+      n_layer=n_block - n_nextn, dim=k("embedding_length"), n_head=k("attention.head_count"), vocab_size=n_vocab,
+      norm_eps=k("attention.layer_norm_rms_epsilon"), context_length=k("context_length"),
+      q_lora_rank=k("attention.q_lora_rank", 0), kv_lora_rank=k("attention.kv_lora_rank"),
+      qk_nope=key_mla - rope, qk_rope=rope, v_head=k("attention.value_length_mla"),
+      ffn_dim=k("feed_forward_length"), n_dense_lead=k("leading_dense_block_count", 0) if n_expert else n_block,
+      n_expert=n_expert, n_expert_used=k("expert_used_count", 0), n_expert_shared=k("expert_shared_count", 0),
+      expert_ffn=k("expert_feed_forward_length", 0), gating=Gating(gating), expert_weights_norm=bool(k("expert_weights_norm", False)),
+      expert_weights_scale=float(k("expert_weights_scale", 1.0)) or 1.0,
+      n_expert_groups=k("expert_group_count", 1) or 1, n_group_used=k("expert_group_used_count", 1) or 1,
+      rope_theta=float(k("rope.freq_base", 10000.0)),
+      rope_factor=float(k("rope.scaling.factor", 1.0)) if scaling == "yarn" else 1.0,
+      rope_orig_ctx=k("rope.scaling.original_context_length", k("context_length")),
+      yarn_log_mul=float(k("rope.scaling.yarn_log_multiplier", 0.0)) / 0.1,  # the converter stores 0.1 * mscale_all_dim
+      n_nextn=n_nextn)
+
+  # ---- YaRN (arXiv:2309.00071), as llama.cpp applies it to deepseek2 (see llama-context.cpp and models/deepseek2.cpp)
+  @staticmethod
+  def _yarn_mscale(factor: float, mscale: float) -> float: return 1.0 if factor <= 1.0 else 0.1 * mscale * math.log(factor) + 1.0
+
+  @property
+  def attn_mscale(self) -> float:
+    """The magnitude that multiplies q.k twice over (once per side): 1 without YaRN."""
+    if self.rope_factor <= 1.0: return 1.0
+    return self._yarn_mscale(self.rope_factor, self.yarn_log_mul) if self.yarn_log_mul else self._yarn_mscale(self.rope_factor, 1.0)
+
+  @property
+  def kq_scale(self) -> float:
+    """softmax scale: mscale^2 / sqrt(qk_nope + qk_rope), the head size before absorption (not kv_lora + rope)."""
+    return self.attn_mscale ** 2 / math.sqrt(self.qk_nope + self.qk_rope)
+
+  def rope_freqs(self) -> np.ndarray:
+    """Per-pair angular frequencies (qk_rope/2,), with YaRN's ramp between interpolation and extrapolation."""
+    d = self.qk_rope
+    extrap = 1.0 / self.rope_theta ** (np.arange(0, d, 2, dtype=np.float64) / d)
+    if self.rope_factor <= 1.0: return extrap
+    corr = lambda n_rot: d * math.log(self.rope_orig_ctx / (n_rot * 2 * math.pi)) / (2 * math.log(self.rope_theta))
+    low, high = max(0.0, math.floor(corr(self.yarn_beta_fast))), min(d - 1.0, math.ceil(corr(self.yarn_beta_slow)))
+    ramp = 1.0 - np.clip((np.arange(d // 2) - low) / max(0.001, high - low), 0.0, 1.0)  # 1: keep the original frequency
+    return extrap / self.rope_factor * (1.0 - ramp) + extrap * ramp
+
+  @property
+  def rope_mag(self) -> float:
+    """cos/sin magnitude: llama.cpp's mscale(factor, mscale) / mscale(factor, mscale_all_dim); 1 for DeepSeek-V2's equal pair."""
+    if self.rope_factor <= 1.0 or self.yarn_log_mul: return 1.0
+    return self._yarn_mscale(self.rope_factor, 1.0)
+
+def rms_norm(x: Tensor, weight: Tensor, eps: float) -> Tensor:
+  xf = x.float()
+  return xf * (xf.square().mean(-1, keepdim=True) + eps).rsqrt() * weight
+
+def apply_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+  """Rotate interleaved pairs (x0, x1), (x2, x3), ... (llama.cpp's NORM rope for deepseek2). The result lists the rotated
+  even lanes, then the odd ones: q and k both use this order, so q.k is the same as in the interleaved order."""
+  pairs = x.reshape(*x.shape[:-1], x.shape[-1] // 2, 2)
+  x0, x1 = pairs[..., 0], pairs[..., 1]
+  return (x0 * cos - x1 * sin).cat(x1 * cos + x0 * sin, dim=-1)
+
+def topk_indices(scores: Tensor, k: int) -> Tensor:
+  """Indices of the k largest scores along the last axis, largest first; ties go to the lower index. A pairwise rank
+  (one compare-and-count kernel and one one-hot reduce) instead of a sort."""
+  n = scores.shape[-1]
+  idx = Tensor.arange(n)
+  si, sj = scores.unsqueeze(-1), scores.unsqueeze(-2)
+  ahead = (sj > si) | ((sj == si) & (idx.reshape(1, n) < idx.reshape(n, 1)))  # [.., i, j]: j ranks before i
+  rank = ahead.cast(dtypes.int32).sum(-1)                                          # (.., n)
+  onehot = rank.unsqueeze(-1) == Tensor.arange(k)            # (.., n, k)
+  return (onehot.cast(dtypes.int32) * idx.reshape(n, 1).cast(dtypes.int32)).sum(-2)
+
+# Named fusion boundaries: where a .contiguous() may go. A bit set in the split mask realizes the value there.
+SPLIT_POINTS = (
+  "attn_norm",     # normalized block input, read by q and kv projections
+  "q",             # absorbed query [q_nope @ k_b | rope(q_pe)]
+  "kv",            # new latent cache row before the store
+  "attn_scores",   # softmax(q.K) probabilities
+  "attn_out",      # attention output before attn_output
+  "ffn_norm",      # normalized residual, read by router, experts and shared expert
+  "router",        # expert weights and selection
+  "gate_up",       # silu(gate) * up of the routed experts
+  "shexp",         # silu(gate) * up of the shared expert / dense FFN
+)
+DEFAULT_SPLIT_MASK = 0
+
+class Block:
+  """One deepseek2 transformer block: x + MLA(attn_norm(x)), then h + FFN(ffn_norm(h)) with a dense or MoE FFN."""
+
+  def __init__(self, gf: GGUFFile, i: int, cfg: Config, device: str | None, cache_dtype, split_mask: int):
+    self.cfg, self.i, self.split_mask = cfg, i, split_mask
+    p = f"blk.{i}."
+    lin = lambda n: QuantizedLinear.from_gguf(gf, p + n + ".weight", device)
+    self.attn_norm, self.ffn_norm = load_tensor(gf, p + "attn_norm.weight", device), load_tensor(gf, p + "ffn_norm.weight", device)
+    if cfg.q_lora_rank:
+      self.attn_q_a, self.attn_q_b = lin("attn_q_a"), lin("attn_q_b")
+      self.attn_q_a_norm = load_tensor(gf, p + "attn_q_a_norm.weight", device)
+    else: self.attn_q = lin("attn_q")
+    self.attn_kv_a_mqa, self.attn_output = lin("attn_kv_a_mqa"), lin("attn_output")
+    self.attn_kv_a_norm = load_tensor(gf, p + "attn_kv_a_norm.weight", device)
+    # absorbed per-head matrices: k_b maps q_nope (qk_nope) into the latent space, v_b maps latents to v_head
+    self.attn_k_b = QuantizedExpertWeights.from_gguf(gf, p + "attn_k_b.weight", device)
+    self.attn_v_b = QuantizedExpertWeights.from_gguf(gf, p + "attn_v_b.weight", device)
+    self.moe = i >= cfg.n_dense_lead
+    if self.moe:
+      self.ffn_gate_inp = QuantizedLinear.from_gguf(gf, p + "ffn_gate_inp.weight", device)
+      self.exp_probs_b = load_tensor(gf, p + "exp_probs_b.bias", device) if p + "exp_probs_b.bias" in gf.tensors else None
+      merged = p + "ffn_gate_up_exps.weight"
+      self.ffn_gate_up_exps = QuantizedExpertWeights.from_gguf(gf, merged if merged in gf.tensors else
+                                                               [p + "ffn_gate_exps.weight", p + "ffn_up_exps.weight"], device)
+      self.ffn_down_exps = QuantizedExpertWeights.from_gguf(gf, p + "ffn_down_exps.weight", device)
+      if cfg.n_expert_shared:
+        self.ffn_gate_shexp, self.ffn_up_shexp, self.ffn_down_shexp = lin("ffn_gate_shexp"), lin("ffn_up_shexp"), lin("ffn_down_shexp")
+    else:
+      self.ffn_gate, self.ffn_up, self.ffn_down = lin("ffn_gate"), lin("ffn_up"), lin("ffn_down")
+    self.cache_dtype = cache_dtype
+
+  def split(self, x: Tensor, name: str) -> Tensor:
+    return x.contiguous() if self.split_mask >> SPLIT_POINTS.index(name) & 1 else x
+
+  # ---- attention
+  def attention(self, x: Tensor, cache: Tensor, start_pos: int | UOp, cos: Tensor, sin: Tensor) -> Tensor:
+    cfg, T = self.cfg, x.shape[0]
+    q = self.attn_q_b(rms_norm(self.attn_q_a(x), self.attn_q_a_norm, cfg.norm_eps)) if cfg.q_lora_rank else self.attn_q(x)
+    q = q.reshape(T, cfg.n_head, cfg.qk_nope + cfg.qk_rope)
+    q_nope, q_pe = q[..., :cfg.qk_nope], q[..., cfg.qk_nope:]
+    q_pe = apply_rope(q_pe, cos.unsqueeze(1), sin.unsqueeze(1))
+    q = self.split(self.attn_k_b.batched(q_nope).cat(q_pe.cast(q_nope.dtype), dim=-1), "q")  # (T, H, kv_lora + rope)
+
+    kv = self.attn_kv_a_mqa(x)                                                  # (T, kv_lora + rope)
+    c_kv = rms_norm(kv[:, :cfg.kv_lora_rank], self.attn_kv_a_norm, cfg.norm_eps)
+    k_pe = apply_rope(kv[:, cfg.kv_lora_rank:].float(), cos, sin)
+    row = self.split(c_kv.cat(k_pe, dim=-1).cast(self.cache_dtype), "kv")
+    cache = Tensor(cache.uop.after(cache[start_pos:start_pos + T].uop.store(row.uop)))
+    keys = cache[0:start_pos + T]                                               # (S, kv_lora + rope): one row per token
+    values = keys[:, :cfg.kv_lora_rank]                                         # V is the latent part of the same row
+
+    scores = q.transpose(0, 1).float() @ keys.float().T * cfg.kq_scale          # (H, T, S)
+    if resolve(T != 1):  # prefill (a symbolic chunk length counts as T > 1)
+      S = start_pos + T
+      causal = Tensor.arange(S).reshape(1, S) > (Tensor.arange(T) + start_pos).reshape(T, 1)
+      scores = causal.where(float("-inf"), scores)
+    probs = self.split(scores.softmax(-1), "attn_scores")
+    out = (probs @ values.float()).transpose(0, 1)                              # (T, H, kv_lora)
+    out = self.attn_v_b.batched(out.cast(x.dtype))                              # (T, H, v_head)
+    return self.attn_output(self.split(out.reshape(T, cfg.n_head * cfg.v_head), "attn_out"))
+
+  # ---- feed-forward
+  def route(self, x: Tensor) -> tuple[Tensor, Tensor]:
+    """DeepSeekMoE routing: (selected expert ids (T, k) int32, their weights (T, k) float32)."""
+    cfg = self.cfg
+    logits = self.ffn_gate_inp(x).float()                                       # (T, n_expert)
+    probs = logits.sigmoid() if cfg.gating == Gating.SIGMOID else logits.softmax(-1) if cfg.gating == Gating.SOFTMAX else logits
+    choice = probs if self.exp_probs_b is None else probs + self.exp_probs_b   # the bias steers selection only
+    if cfg.n_expert_groups > 1:  # group-limited: keep the n_group_used groups with the best top-2 sums
+      T, G = x.shape[0], cfg.n_expert_groups
+      grouped = choice.reshape(T, G, cfg.n_expert // G)
+      top2 = grouped.gather(-1, topk_indices(grouped, 2))
+      keep = topk_indices(top2.sum(-1), cfg.n_group_used)                       # (T, n_group_used)
+      kept = (keep.unsqueeze(-1) == Tensor.arange(G)).any(-2) # (T, G)
+      choice = kept.unsqueeze(-1).where(grouped, float("-inf")).reshape(T, cfg.n_expert)
+    sel = topk_indices(choice, cfg.n_expert_used)
+    weights = probs.gather(-1, sel)
+    if cfg.gating == Gating.SOFTMAX_WEIGHT: weights = weights.softmax(-1)
+    if cfg.expert_weights_norm: weights = weights / weights.sum(-1, keepdim=True).maximum(6.103515625e-5)
+    return sel, weights * cfg.expert_weights_scale
+
+  def feed_forward(self, x: Tensor) -> Tensor:
+    if not self.moe: return self.ffn_down(self.split(self.ffn_gate(x).silu() * self.ffn_up(x), "shexp"))
+    sel, weights = self.route(x)
+    sel, weights = self.split(sel, "router"), self.split(weights, "router")
+    gate_up = self.ffn_gate_up_exps(sel, x)                                     # (T, k, 2 * expert_ffn): one read of x and sel
+    gate, up = gate_up[..., :self.cfg.expert_ffn], gate_up[..., self.cfg.expert_ffn:]
+    down = self.ffn_down_exps(sel, self.split(gate.silu() * up, "gate_up"))     # (T, k, dim)
+    out = (down.float() * weights.unsqueeze(-1)).sum(-2)
+    if self.cfg.n_expert_shared:
+      out = out + self.ffn_down_shexp(self.split(self.ffn_gate_shexp(x).silu() * self.ffn_up_shexp(x), "shexp")).float()
+    return out
+
+  def __call__(self, x: Tensor, cache: Tensor, start_pos: int | UOp, cos: Tensor, sin: Tensor, act_dtype) -> Tensor:
+    h = x + self.attention(self.split(rms_norm(x, self.attn_norm, self.cfg.norm_eps).cast(act_dtype), "attn_norm"), cache, start_pos, cos, sin).float()
+    return h + self.feed_forward(self.split(rms_norm(h, self.ffn_norm, self.cfg.norm_eps).cast(act_dtype), "ffn_norm")).float()

@@ -1,0 +1,172 @@
+"""The deepseek2-family transformer: token embedding, MLA + MoE blocks (apps/mla.py), output head, KV caches,
+chunked prefill and TinyJit decode with on-device sampling.
+
+  model = Transformer.from_gguf("model.gguf", max_context=4096)
+  model.logits([1, 2, 3])                  # float32 (T, vocab) numpy logits of a fresh context
+  for tok in model.generate(ids, 32): ...  # greedy (or sampled) continuation; one host read per token
+"""
+from __future__ import annotations
+import sys, time
+from pathlib import Path
+from typing import Callable, Iterator
+import numpy as np
+from tinygrad import Tensor, TinyJit, UOp, Device, dtypes
+from apps.gguf import GGUFFile
+from apps.mla import Block, Config, DEFAULT_SPLIT_MASK, rms_norm
+from apps.quantized import QuantizedEmbedding, QuantizedExpertWeights, QuantizedLinear, load_tensor
+from apps import sampling
+
+class ContextOverflow(ValueError):
+  """A prompt plus generation that does not fit in max_context."""
+
+
+class Transformer:
+  def __init__(self, gf: GGUFFile, max_context: int | None = None, device: str | None = None, split_mask: int = DEFAULT_SPLIT_MASK,
+               act_dtype=None, prefill_chunk: int = 128, progress: Callable[[int, int], None] | None = None):
+    self.cfg = cfg = Config.from_gguf(gf)
+    self.device = Device.canonicalize(device)
+    # Activations and latents stay float32 on every device: decode reads weights, not activations, so fp16 would save
+    # almost nothing, while one fp16 rounding per layer moves logits of a 27-block random model by ~1e-2 (measured, and
+    # the same as llama.cpp's default f16 KV cache on that file). Weights are dequantized in registers either way.
+    self.act_dtype = act_dtype or dtypes.float32
+    self.max_context = min(max_context or 4096, cfg.context_length)
+    self.prefill_chunk = min(prefill_chunk, self.max_context)
+    self.token_embd = QuantizedEmbedding.from_gguf(gf, "token_embd.weight", self.device)
+    self.output_norm = load_tensor(gf, "output_norm.weight", self.device)
+    # tied embeddings: no output.weight means the head reads the same packed token_embd (one copy on the device)
+    self.output = QuantizedLinear.from_gguf(gf, "output.weight", self.device) if "output.weight" in gf.tensors else QuantizedLinear(self.token_embd.w)
+    self.blocks: list[Block] = []
+    for i in range(cfg.n_layer):
+      self.blocks.append(Block(gf, i, cfg, self.device, self.act_dtype, split_mask))
+      if progress: progress(i + 1, cfg.n_layer)
+    self.caches = [Tensor.zeros(self.max_context, cfg.kv_lora_rank + cfg.qk_rope, dtype=self.act_dtype, device=self.device).contiguous()
+                   for _ in self.blocks]
+    ang = np.arange(self.max_context, dtype=np.float64)[:, None] * cfg.rope_freqs()[None, :]
+    self.rope_cos = Tensor((np.cos(ang) * cfg.rope_mag).astype(np.float32), device=self.device)
+    self.rope_sin = Tensor((np.sin(ang) * cfg.rope_mag).astype(np.float32), device=self.device)
+    Tensor.realize(*self.caches, self.rope_cos, self.rope_sin)
+    self.cached: list[int] = []  # tokens whose latents are in the caches, in order
+    self._v_pos = UOp.variable("start_pos", 0, self.max_context - 1)
+    self._v_len = UOp.variable("n_tokens", 1, self.prefill_chunk)
+    self.sampler = sampling.Sampler(cfg.vocab_size, self.device)
+    self._jits: dict[tuple, TinyJit] = {}  # (sampler structure, prefill?) -> capture
+    self._fill_jit = TinyJit(self._fill)
+
+  @staticmethod
+  def from_gguf(path: str | Path, max_context: int | None = None, device: str | None = None, **kw) -> Transformer:
+    gf = GGUFFile(path)
+    try:
+      if kw.pop("verbose", False):
+        t0 = time.perf_counter()
+        def progress(i, n):
+          print(f"\rloading {Path(path).name}: block {i}/{n} ({time.perf_counter() - t0:.1f} s)", end="" if i < n else "\n", file=sys.stderr, flush=True)
+        kw["progress"] = progress
+      return Transformer(gf, max_context, device, **kw)
+    finally: gf.close()
+
+  # ---- the network
+  def hidden(self, tokens: Tensor, start_pos: int | UOp) -> Tensor:
+    """Final-normed hidden states (T, dim) of tokens (T,) placed at start_pos.. (their latents go into the caches)."""
+    T = tokens.shape[0]
+    x = self.token_embd(tokens).float()
+    cos, sin = self.rope_cos[start_pos:start_pos + T], self.rope_sin[start_pos:start_pos + T]
+    for block, cache in zip(self.blocks, self.caches): x = block(x, cache, start_pos, cos, sin, self.act_dtype)
+    return rms_norm(x, self.output_norm, self.cfg.norm_eps)
+
+  def _fill(self, tokens: Tensor, start_pos: int | UOp) -> Tensor:
+    """Prefill a chunk whose logits nobody needs: only its latents matter."""
+    return self.hidden(tokens, start_pos)[-1:].realize()
+
+  def _next_token(self, tokens: Tensor, start_pos: int | UOp) -> Tensor:
+    h = self.hidden(tokens, start_pos)[-1:]
+    return self.sampler.sample(self.output(h.cast(self.act_dtype)).float()[0])
+
+  def _jit(self, prefill: bool) -> TinyJit:
+    return self._jits.setdefault((self.sampler.params.structure, prefill), TinyJit(self._next_token))
+
+  # ---- bytes of weights, for bandwidth numbers
+  @staticmethod
+  def _nbytes(w) -> int:
+    if isinstance(w, Tensor): return w.nbytes()
+    if isinstance(w, QuantizedExpertWeights): return sum(g.nbytes for g in w.groups)
+    return w.w.nbytes  # QuantizedLinear, QuantizedEmbedding: one PackedTensor
+
+  def weight_bytes(self) -> int:
+    """Device bytes of all weights (packed as loaded)."""
+    tops = [self.token_embd, self.output_norm] + ([] if self.output.w is self.token_embd.w else [self.output])
+    return sum(self._nbytes(w) for w in tops) + sum(self._nbytes(w) for b in self.blocks for w in vars(b).values()
+                                                    if isinstance(w, (Tensor, QuantizedLinear, QuantizedExpertWeights)))
+
+  def active_weight_bytes(self) -> int:
+    """Bytes of weights one decode step reads: every dense weight, n_expert_used/n_expert of each routed expert tensor,
+    one row of the embedding table (latents in the KV cache are not weights and are not counted)."""
+    total = self._nbytes(self.output_norm) + self._nbytes(self.output) + self._nbytes(self.token_embd) // self.cfg.vocab_size
+    for b in self.blocks:
+      for name, w in vars(b).items():
+        if isinstance(w, QuantizedExpertWeights) and name.endswith("_exps"):
+          total += self._nbytes(w) * self.cfg.n_expert_used // self.cfg.n_expert
+        elif isinstance(w, (Tensor, QuantizedLinear, QuantizedExpertWeights)): total += self._nbytes(w)
+    return total
+
+  # ---- cache bookkeeping
+  def reset(self) -> None: self.cached = []
+
+  def _check_fits(self, n: int) -> None:
+    if n > self.max_context:
+      raise ContextOverflow(f"{n} tokens do not fit in the context of {self.max_context} tokens (raise --max-context, up to "
+                            f"{self.cfg.context_length} for this model, or shorten the prompt)")
+
+  def _token_buffer(self, ids: list[int]) -> Tensor:
+    """ids padded to max_context, so every JIT call sees the same input shape (the chunk is a symbolic slice)."""
+    return Tensor(np.array(ids + [0] * (self.max_context - len(ids)), dtype=np.int32), device=self.device)
+
+  def _chunks(self, n: int, start: int) -> Iterator[tuple[int, int]]:
+    while start < n:
+      yield start, (m := min(self.prefill_chunk, n - start))
+      start += m
+
+  # ---- public API
+  def feed(self, token_ids: list[int]) -> np.ndarray:
+    """Append tokens to the cached context; float32 logits (T, vocab) for each of them."""
+    ids = list(token_ids)
+    self._check_fits(len(self.cached) + len(ids))
+    buf = self._token_buffer(self.cached + ids)
+    out = []
+    for start, n in self._chunks(len(self.cached) + len(ids), len(self.cached)):  # not jitted: this is the reference path
+      out.append(self.output(self.hidden(buf[start:start + n], start).cast(self.act_dtype)).float().numpy())
+    self.cached += ids
+    return np.concatenate(out) if out else np.zeros((0, self.cfg.vocab_size), np.float32)
+
+  def logits(self, token_ids: list[int]) -> np.ndarray:
+    """float32 logits (T, vocab) of token_ids in a fresh context."""
+    self.reset()
+    return self.feed(token_ids)
+
+  def generate(self, token_ids: list[int], max_new_tokens: int, params: sampling.Params | None = None,
+               stop: Callable[[int], bool] | None = None) -> Iterator[int]:
+    """Yield up to max_new_tokens ids continuing token_ids. Latents of a cached prefix are reused (chat turns);
+    the prompt is prefilled in chunks; each decode step is one TinyJit replay and one host read (the token id)."""
+    ids = list(token_ids)
+    if not ids: raise ValueError("generate needs at least one prompt token")
+    self._check_fits(len(ids) + 1)
+    self.sampler.configure(params or sampling.Params(), ids)
+    # reuse the longest cached prefix, but always recompute the last prompt token (its logits start generation)
+    keep = 0
+    for a, b in zip(ids[:-1], self.cached):
+      if a != b: break
+      keep += 1
+    self.cached = ids[:keep]
+    buf, prefill, decode = self._token_buffer(ids), self._jit(True), self._jit(False)
+    tok = None
+    for start, n in self._chunks(len(ids), keep):
+      pos, length = self._v_pos.bind(start), self._v_len.bind(n)
+      if start + n < len(ids): self._fill_jit(buf[pos:pos + length], pos)
+      else: tok = prefill(buf[pos:pos + length], pos)
+    self.cached = ids
+    for i in range(max_new_tokens):
+      t = int(tok.item())
+      yield t
+      # stop on request, at the budget, or when the next token would not fit in the context
+      if (stop is not None and stop(t)) or i + 1 == max_new_tokens or len(self.cached) >= self.max_context: return
+      tok = decode(tok, self._v_pos.bind(len(self.cached)))
+      self.cached.append(t)

@@ -1,0 +1,194 @@
+"""Per-kernel profile of one decode token, grouped by model part (attention, router, experts, shared expert, norms, ...).
+
+  python3 -m apps.profile --model glm-4.7-flash [--target decode] [--pos 128] [--repeat 5] [--json]
+
+The step (bench_block's targets: decode, stack, block, ffn, attn) is captured twice: as the app runs it (graphs batch the
+kernels on CUDA/Metal: `launches` counts graph launches, `kernels` the programs inside) and with JIT graphs off, whose
+kernels are then run one by one with a wait after each, so each gets its own device time (CUDA events; the host clock on
+CPU). Times are medians over --repeat passes of the whole step.
+
+Which model part a kernel belongs to comes from the buffers it reads, so it works the same on every backend: a kernel
+that reads a block's weights belongs to that weight's part (the largest one if it reads several); the KV cache and rope
+tables mean attention; the sampler's state means sampling. A kernel that reads no weights (reductions, softmax, top-k)
+is norms when only norms kernels consume its output (the rms reduction of a norm), else takes the part of the kernel
+that produced its largest input (sampling when that is the output head), else of one that consumes its output, else
+'other'.
+
+Bytes per kernel: tinygrad's estimate (KernelInfo estimates, which counts a re-read per head of the cache), and ours:
+the weight bytes the kernel must read (k of n_expert for routed experts) plus the cache rows it reads or writes; GB/s is
+ours over the kernel's time when it reads weights or cache, else tinygrad's.
+"""
+from __future__ import annotations
+import sys
+from pathlib import Path
+if __name__ == "__main__" and sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+  sys.path[0] = str(Path(__file__).resolve().parent.parent)  # run as a script: do not let apps/profile.py shadow stdlib `profile`
+import argparse, json
+from collections import defaultdict
+from dataclasses import dataclass, asdict
+from typing import Sequence
+import apps  # noqa: F401
+import bench_block as bb
+from tinygrad.helpers import Context, ansistrip
+from tinygrad.uop.ops import Ops, UOp, sym_infer
+from tinygrad.engine.jit import _prepare_jit_inputs, TinyJit
+from tinygrad.engine.realize import ExecContext, pm_exec, get_call_arg_uops, get_call_outs_ins, estimate_uop
+
+@dataclass
+class KernelRow:
+  index: int        # position in the step
+  name: str
+  part: str
+  block: int        # block of the weights it reads (-1: none or model-level)
+  time_s: float     # median device time
+  est_bytes: int    # tinygrad's estimate
+  weight_bytes: int # ours: the active share of the weights it reads
+  cache_bytes: int  # ours: KV-cache rows (and rope rows) it reads or writes
+  how: str          # weights | cache | norms-consumer | producer | consumer | none
+  @property
+  def bytes(self) -> int: return self.weight_bytes + self.cache_bytes
+
+def _buffer_key(t) -> UOp: return t.uop.base
+
+def buffer_parts(m, pos: int) -> dict[UOp, tuple[str, int, int, str]]:
+  """BUFFER UOp -> (part, block, bytes a token reads from it, kind) for every weight, KV cache, rope table and sampler tensor."""
+  out: dict[UOp, tuple[str, int, int, str]] = {}
+  for r in bb.model_weights(m):
+    for t in r.tensors: out[_buffer_key(t)] = (r.part, r.block, int(round(t.nbytes() * r.fraction)), "weights")
+  row = (m.cfg.kv_lora_rank + m.cfg.qk_rope) * m.caches[0].dtype.itemsize
+  for i, c in enumerate(m.caches): out[_buffer_key(c)] = ("attention", i, (pos + 1) * row, "cache")
+  for t in (m.rope_cos, m.rope_sin): out[_buffer_key(t)] = ("attention", -1, t.shape[-1] * t.dtype.itemsize, "cache")
+  for v in vars(m.sampler).values():
+    if hasattr(v, "uop") and v.uop.base.op is Ops.BUFFER: out.setdefault(_buffer_key(v), ("sampling", -1, v.nbytes(), "sampler"))
+  return out
+
+def attribute(calls: Sequence[UOp], parts: dict[UOp, tuple[str, int, int, str]], cache_row: int) -> list[tuple[str, int, int, int, str]]:
+  """(part, block, weight bytes, cache bytes, how) per call, in order."""
+  n = len(calls)
+  res: list[list] = [["", -1, 0, 0, "none"] for _ in range(n)]
+  writer: dict[UOp, int] = {}
+  producers: list[list[int]] = [[] for _ in range(n)]
+  consumers: list[list[int]] = [[] for _ in range(n)]
+  for i, call in enumerate(calls):
+    args = get_call_arg_uops(call)
+    outs, ins = get_call_outs_ins(call)
+    found = [parts[args[k]] for k in ins if args[k] in parts]
+    found += [(p[0], p[1], cache_row, p[3]) for k in outs if k not in ins and (p := parts.get(args[k])) is not None and p[3] == "cache"]
+    # producers, the one behind the largest input first
+    for k in sorted(ins, key=lambda k: -args[k].max_numel() * args[k].dtype.itemsize):
+      if args[k] not in parts and (w := writer.get(args[k])) is not None and w not in producers[i]:
+        producers[i].append(w)
+        consumers[w].append(i)
+    if found:  # a norm weight is tiny: any other weight or the cache decides first
+      part, blk, _, kind = max(found, key=lambda p: (p[0] != "norms", p[2]))
+      res[i] = [part, blk, sum(p[2] for p in found if p[3] == "weights"), sum(p[2] for p in found if p[3] != "weights"), kind]
+    for k in outs:
+      if args[k] not in parts: writer[args[k]] = i
+  for i in range(n):  # kernels that read no weights: the norm they feed (an rms reduction), else their producer
+    if res[i][0]: continue
+    if consumers[i] and all(res[c][0] == "norms" for c in consumers[i]): res[i][0], res[i][4] = "norms", "norms-consumer"
+    elif (src := next((p for p in producers[i] if res[p][0]), None)) is not None:
+      # what consumes the logits is the sampler
+      res[i][0], res[i][1], res[i][4] = "sampling" if res[src][0] in ("output", "sampling") else res[src][0], res[src][1], "producer"
+  for i in reversed(range(n)):  # else a consumer
+    if res[i][0]: continue
+    if (dst := next((c for c in consumers[i] if res[c][0]), None)) is not None: res[i][0], res[i][1], res[i][4] = res[dst][0], res[dst][1], "consumer"
+    else: res[i][0] = "other"
+  return [tuple(r) for r in res]
+
+def time_kernels(jit: TinyJit, args: tuple, repeat: int) -> list[float]:
+  """Median device time of each kernel of a graph-less capture, each run with a wait (as tinygrad's DEBUG=2 timing does)."""
+  cap = jit.captured
+  input_uops, var_vals, _, _ = _prepare_jit_inputs(args, {})
+  from tinygrad.engine.jit import _copy_input
+  concrete = tuple(_copy_input(u) if u in cap._written_uops else u for u in input_uops)
+  ctx = ExecContext(var_vals, concrete, update_stats=False, jit=True, wait=True)
+  times: list[list[float]] = [[] for _ in cap.linear.src]
+  for _ in range(repeat):
+    for i, call in enumerate(cap.linear.src): times[i].append(sum(e for e in (pm_exec.rewrite(call, ctx) or []) if e is not None))
+  return [bb.median(t) for t in times]
+
+def profile(bench: bb.Bench, target: str = "decode", repeat: int = 5, count: int = 10) -> dict:
+  m = bench.m
+  # 1) as the app runs it: step time, kernels and launches with graphs
+  step = bench.step(target)
+  bb.warm(step)
+  step_s = bb.median(bb.time_step(step, count)[0])
+  counts = bb.kernel_counts(bb.jit_of(step))
+  # 2) graphs off: one call per kernel, timed one by one
+  flat = bench.step(target)
+  with Context(JIT=2): bb.warm(flat, extra=0)
+  jit = bb.jit_of(flat)
+  args = flat.args(0)
+  calls = bb.program_calls(jit)
+  times = time_kernels(jit, args, repeat)
+  var_vals = _prepare_jit_inputs(args, {})[1]
+  row = (m.cfg.kv_lora_rank + m.cfg.qk_rope) * m.caches[0].dtype.itemsize
+  attr = attribute(calls, buffer_parts(m, bench.pos), row)
+  rows = []
+  for i, (call, t, (part, blk, wbytes, cbytes, how)) in enumerate(zip(calls, times, attr)):
+    ast = call.src[0]
+    name = ansistrip(ast.arg.name) if ast.op is Ops.PROGRAM else ("copy" if ast.op is Ops.COPY else str(ast.arg))
+    est = int(sym_infer(estimate_uop(call).mem, var_vals))
+    rows.append(KernelRow(i, name, part, blk, t, est, wbytes, cbytes, how))
+  return {"target": target, "step_s": step_s, "kernel_sum_s": sum(r.time_s for r in rows), **counts, "n_rows": len(rows), "rows": rows}
+
+def grouped(rows: Sequence[KernelRow]) -> list[dict]:
+  """Rows merged by (part, kernel name): calls per token, total time, bytes."""
+  g: dict[tuple[str, str], dict] = {}
+  for r in rows:
+    e = g.setdefault((r.part, r.name), {"part": r.part, "name": r.name, "calls": 0, "time_s": 0.0, "est_bytes": 0, "bytes": 0})
+    e["calls"] += 1
+    e["time_s"] += r.time_s
+    e["est_bytes"] += r.est_bytes
+    e["bytes"] += r.bytes
+  order = {p: i for i, p in enumerate(bb.PARTS)}
+  return sorted(g.values(), key=lambda e: (order.get(e["part"], 99), -e["time_s"]))
+
+def report(res: dict, top: int = 12) -> list[str]:
+  total = res["kernel_sum_s"] or 1e-12
+  gbs = lambda b, t: b / t / 1e9 if t > 0 else 0.0
+  lines = [f"{res['target']}: step {res['step_s'] * 1e3:.3f} ms as run ({res['kernels']} kernels in {res['launches']} launches"
+           f"{', ' + str(res['graphs']) + ' graphs' if res['graphs'] else ''}); kernels one by one: {total * 1e3:.3f} ms"
+           f" over {res['n_rows']} kernels",
+           f"{'part':14s} {'kernel':44s} {'calls':>5s} {'time us':>10s} {'%':>6s} {'est MB':>9s} {'MB':>9s} {'GB/s':>8s}"]
+  by_part: dict[str, list[dict]] = defaultdict(list)
+  for e in grouped(res["rows"]): by_part[e["part"]].append(e)
+  for part, es in by_part.items():
+    t, est, b, n = sum(e["time_s"] for e in es), sum(e["est_bytes"] for e in es), sum(e["bytes"] for e in es), sum(e["calls"] for e in es)
+    lines.append(f"{part:14s} {'(all)':44s} {n:5d} {t * 1e6:10.1f} {100 * t / total:5.1f}% {est / 1e6:9.3f} {b / 1e6:9.3f} {gbs(b or est, t):8.1f}")
+    for e in es[:top]:
+      lines.append(f"{'':14s} {e['name'][:44]:44s} {e['calls']:5d} {e['time_s'] * 1e6:10.1f} {100 * e['time_s'] / total:5.1f}%"
+                   f" {e['est_bytes'] / 1e6:9.3f}"
+                   f" {e['bytes'] / 1e6:9.3f} {gbs(e['bytes'] or e['est_bytes'], e['time_s']):8.1f}")
+    if len(es) > top: lines.append(f"{'':14s} ... {len(es) - top} more kernels")
+  return lines
+
+def main(argv: Sequence[str] | None = None) -> int:
+  ap = argparse.ArgumentParser(prog="python3 -m apps.profile", description=__doc__.split("\n\n")[0])
+  ap.add_argument("--model", default=None, help="GGUF path or synthetic preset (default: glm-4.7-flash on a GPU, its -tiny variant on CPU)")
+  ap.add_argument("--mix", default="release")
+  ap.add_argument("--target", default="decode", choices=bb.TARGETS)
+  ap.add_argument("--pos", type=int, default=128)
+  ap.add_argument("--bank", type=int, default=8)
+  ap.add_argument("--mask", type=int, default=bb.DEFAULT_SPLIT_MASK)
+  ap.add_argument("--max-context", type=int, default=4096)
+  ap.add_argument("--repeat", type=int, default=5, help="passes over the kernels; each kernel's time is the median")
+  ap.add_argument("--count", type=int, default=10, help="timed replays of the step as run")
+  ap.add_argument("--top", type=int, default=12, help="kernels listed per part")
+  ap.add_argument("--json", action="store_true")
+  a = ap.parse_args(argv)
+  if a.repeat < 1 or a.count < 1: ap.error("--repeat and --count must be >= 1")
+  a.model = a.model or bb.default_model()
+  path = bb.resolve_model(a.model, a.mix)
+  m = bb.load_model(path, max(a.max_context, a.pos + 1), a.mask)
+  bench = bb.Bench(m, a.pos, a.bank)
+  res = profile(bench, a.target, a.repeat, a.count)
+  h = bb.header(m, path, pos=a.pos, target=a.target)
+  if a.json:
+    print(json.dumps({"header": h, **{k: v for k, v in res.items() if k != "rows"}, "rows": [{**asdict(r), "bytes": r.bytes} for r in res["rows"]],
+                      "grouped": grouped(res["rows"])}, default=str))
+  else: print("\n".join(bb.header_lines(h) + [f"pos {a.pos}  target {a.target}  repeat {a.repeat}"] + report(res, a.top)))
+  return 0
+
+if __name__ == "__main__": sys.exit(main())

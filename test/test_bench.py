@@ -1,0 +1,300 @@
+"""The measuring instruments: bench_block.py statistics, weight accounting and split-mask plumbing, search2.py's searches,
+cache and outputs, and apps/profile.py's per-part attribution, on CPU with the tiny presets."""
+import json, os, struct, subprocess, sys, types, zlib
+from pathlib import Path
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+import bench_block as bb
+import search2
+from apps.quantized import packed_bytes
+
+ROOT = Path(__file__).resolve().parent.parent
+PRESET = "glm-4.7-flash-tiny"
+
+# ---------------------------------------------------------------- statistics
+
+SAMPLES = [[1.0], [3.0, 1.0, 2.0], [5.0, 1.0, 4.0, 2.0, 3.0, 10.0], [2.0, 2.0, 2.0, 7.0], list(np.random.default_rng(0).standard_normal(101))]
+
+@pytest.mark.parametrize("xs", SAMPLES, ids=lambda x: f"n{len(x)}")
+def test_summary_matches_numpy(xs):
+  a = np.asarray(xs)
+  s = bb.summarize(xs)
+  for q in (0, 10, 25, 50, 75, 90, 100): assert bb.percentile(xs, q) == pytest.approx(np.percentile(a, q), rel=1e-12, abs=1e-12)
+  assert s["median"] == pytest.approx(np.median(a), rel=1e-12)
+  assert (s["p10"], s["p90"]) == pytest.approx((np.percentile(a, 10), np.percentile(a, 90)), rel=1e-12, abs=1e-12)
+  assert s["iqr"] == pytest.approx(np.subtract(*np.percentile(a, [75, 25])), rel=1e-12, abs=1e-12)
+  assert s["mad"] == pytest.approx(np.median(np.abs(a - np.median(a))), rel=1e-12, abs=1e-12)
+  assert (s["min"], s["max"], s["n"]) == (a.min(), a.max(), len(a))
+
+@given(st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=1, max_size=40), st.floats(0, 100))
+def test_percentile_any_sample(xs, q):
+  assert bb.percentile(xs, q) == pytest.approx(np.percentile(np.asarray(xs), q), rel=1e-9, abs=1e-6)
+
+def test_rounds_median_of_medians():
+  rounds = [[1.0, 2.0, 9.0], [4.0, 5.0, 6.0], [0.5, 3.0, 3.5]]
+  r = bb.combine_rounds(rounds)
+  assert r["round_medians"] == [2.0, 5.0, 3.0]
+  assert r["median"] == np.median([np.median(x) for x in rounds]) == 3.0
+  assert len(r["rounds"]) == 3 and r["spread"] == pytest.approx((5.0 - 2.0) / 3.0)
+
+def test_percentile_empty_is_an_error():
+  with pytest.raises(ValueError, match="empty"): bb.percentile([], 50)
+
+# ---------------------------------------------------------------- the model under test
+
+@pytest.fixture(scope="module")
+def bench():
+  bb.setup(["--model", PRESET, "--target", "block", "--bank", "2", "--pos", "16", "--max-context", "256"])
+  return bb._ensure()
+
+def _gguf_reference(path: Path):
+  from gguf import GGUFReader
+  r = GGUFReader(str(path))
+  kv = {f.name: f.parts[f.data[0]].tolist() for f in r.fields.values() if f.data}
+  return r, kv
+
+def test_active_weight_bytes_match_the_file(bench):
+  """Independent of the attribute walk: every blk.* tensor in the file (gguf-py's listing), at its device size, k of n_expert
+  for routed experts, must be what active_weight_bytes counts for the stack; and the walk must not miss a tensor."""
+  m = bench.m
+  r, kv = _gguf_reference(bb._S.path)
+  k, n = kv["deepseek2.expert_used_count"][0], kv["deepseek2.expert_count"][0]
+  full = active = 0
+  for t in r.tensors:
+    if not t.name.startswith("blk.") or int(t.name.split(".")[1]) >= m.cfg.n_layer: continue
+    ne = [int(x) for x in t.shape]
+    size = packed_bytes(t.tensor_type, ne) if len(ne) > 1 else int(np.prod(ne)) * (2 if t.tensor_type.name == "F16" else 4)
+    full += size
+    active += size * k // n if "_exps." in t.name else size
+  refs = [w for b in m.blocks for w in bb.block_weights(b)]
+  assert sum(w.nbytes for w in refs) == full
+  assert bb.active_weight_bytes(m.blocks)["total"] == active
+  parts = bb.active_weight_bytes(m)
+  assert parts["embedding"] == m.token_embd.w.nbytes // m.cfg.vocab_size and parts["output"] == m.output.w.nbytes
+  assert parts["total"] == active + parts["embedding"] + parts["output"] + m.output_norm.nbytes()
+
+def test_halves_compose_to_the_block(bench):
+  """attn_half and ffn_half (the per-part targets) are Block.__call__ split in two: same result, bit for bit."""
+  m, b = bench.m, bench.bank[0]
+  x = bench.xs[1]
+  cos, sin = bench._rope(16)
+  whole = b(x, m.caches[b.i], 16, cos, sin, m.act_dtype).numpy()
+  halves = bb.ffn_half(b, bb.attn_half(b, x, m.caches[b.i], 16, cos, sin, m.act_dtype), m.act_dtype).numpy()
+  np.testing.assert_array_equal(whole, halves)
+
+def test_split_mask_changes_the_kernels_not_the_result(bench):
+  """A mask re-traces the loaded blocks (no reload) into a different kernel graph that computes the same values."""
+  full = (1 << len(bb.SPLIT_POINTS)) - 1
+  weights = [id(t.uop.base.buffer) for w in bb.block_weights(bench.bank[0]) for t in w.tensors]
+  g0, g1 = bb.kernel_graph(0, "block"), bb.kernel_graph(full, "block")
+  assert g0 != g1 and len(g1) > len(g0)
+  assert bb.graph_key(0) != bb.graph_key(full)
+  outs = []
+  for mask in (0, full):
+    bb.set_split_mask(bench.m, mask)
+    step = bench.step("block")
+    bb.warm(step, extra=0)
+    outs.append(step.fn(*step.args(3)).numpy().copy())
+  np.testing.assert_allclose(outs[1], outs[0], rtol=1e-5, atol=1e-5)  # fp32 sums in another order, nothing more
+  assert [id(t.uop.base.buffer) for w in bb.block_weights(bench.bank[0]) for t in w.tensors] == weights
+
+def test_graph_key_equals_kernel_identity(bench):
+  """graph_key (schedule only) agrees with the compiled kernels: a mask whose key equals mask 0's runs the same programs."""
+  k0 = bb.graph_key(0)
+  keys = {1 << i: bb.graph_key(1 << i) for i in range(len(bb.SPLIT_POINTS))}
+  same, diff = [m for m, k in keys.items() if k == k0], [m for m, k in keys.items() if k != k0]
+  assert diff, "no split point changes the kernels"
+  names0 = bb.kernel_graph(0, "block")
+  if same: assert bb.kernel_graph(same[0], "block") == names0
+  assert bb.kernel_graph(diff[0], "block") != names0
+
+def test_bench_mask_reuses_weights(bench):
+  bb.setup(["--model", PRESET, "--target", "block", "--bank", "2", "--pos", "16", "--max-context", "256"])  # same config: no reload
+  assert bb._ensure() is bench
+  n = len(bb._S.calls)
+  ms = [bb.bench_mask(m, 3, 0) for m in (0, 1 << bb.SPLIT_POINTS.index("router"))]
+  assert all(np.isfinite(x) and x > 0 for x in ms) and len(bb._S.calls) == n + 2
+  assert bb._ensure() is bench and "|block|pos16|bank2|CPU|" in bb.cache_key()
+
+def test_kernel_counts_under_a_graph():
+  """On a device with JIT graphs (NULL's NullGraph), a graph launch holds many kernels: counted apart, and GlobalCounters
+  sees only the launch."""
+  code = """
+import bench_block as bb
+from tinygrad import Tensor, TinyJit, GlobalCounters
+a = Tensor.ones(64).contiguous().realize()
+def f(a):
+  for _ in range(5): a = (a * 2 + 1).contiguous()
+  return a.sum().realize()
+j = TinyJit(f)
+for _ in range(3): j(a)
+GlobalCounters.reset(); j(a)
+print(bb.kernel_counts(j), GlobalCounters.kernel_count)
+"""
+  out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**os.environ, "DEV": "NULL"}, capture_output=True, text=True, timeout=120)
+  assert out.returncode == 0, out.stderr
+  counts, launched = out.stdout.strip().rsplit(" ", 1)
+  counts = eval(counts)
+  assert counts["kernels"] == 6 and counts["graphs"] == 1 and counts["launches"] == 1 and int(launched) == 1
+
+def test_bench_block_json_end_to_end():
+  cmd = [sys.executable, "bench_block.py", "3", "--rounds", "2", "--json", "--model", PRESET, "--pos", "16", "--max-context", "256",
+         "--bank", "2", "--copy-mib", "8"]
+  out = subprocess.run(cmd, cwd=ROOT, env={**os.environ, "DEV": "CPU"}, capture_output=True, text=True, timeout=300)
+  assert out.returncode == 0, out.stderr[-2000:]
+  res = json.loads(out.stdout)
+  import apply_patches
+  h = res["header"]
+  assert h["device"] == "CPU" and h["tinygrad_series"] == apply_patches.series_key() and h["BEAM"] == 0 and h["bandwidth_GBps"] > 0
+  assert list(res["results"]) == list(bb.DEFAULT_TARGETS)
+  for t, r in res["results"].items():
+    assert len(r["rounds"]) == 2 and all(x["n"] == 3 for x in r["rounds"])
+    assert all(x["p10"] <= x["median"] <= x["p90"] and x["iqr"] >= 0 and x["mad"] >= 0 for x in r["rounds"])
+    assert r["median"] == np.median(r["round_medians"])
+    # CPU: no graphs; decode feeds its output token back in, which tinygrad copies first (one more counted launch, as in generate())
+    assert r["kernels"] == r["launches"] == r["counter_kernels"] - (t == "decode") > 0
+    assert r["weight_bytes"] > 0 and r["est_bytes"] > 0
+    assert r["floor_ms"] == pytest.approx((r["weight_bytes"] + r["cache_bytes"]) / (h["bandwidth_GBps"] * 1e9) * 1e3)
+  s, d, blk = res["results"]["stack"], res["results"]["decode"], res["results"]["block"]
+  assert s["tok_s"] == pytest.approx(1e3 / s["ms"]) and blk["ms_per_block"] == pytest.approx(blk["ms"] / 2)
+  assert d["weight_bytes"] > s["weight_bytes"] and d["kernels"] > s["kernels"]  # the head and sampler on top of the stack
+
+def test_bench_block_bad_model():
+  out = subprocess.run([sys.executable, "bench_block.py", "--model", "no-such-model"], cwd=ROOT, env={**os.environ, "DEV": "CPU"},
+                       capture_output=True, text=True, timeout=120)
+  assert out.returncode != 0 and "unknown model 'no-such-model'" in out.stderr and "Traceback" not in out.stderr
+
+# ---------------------------------------------------------------- profile
+
+def test_profile_attributes_kernels_to_parts(bench):
+  from apps import profile
+  res = profile.profile(bench, "decode", repeat=1, count=2)
+  rows = res["rows"]
+  assert len(rows) == res["kernels"] and all(r.time_s > 0 for r in rows)
+  parts = {r.part for r in rows}
+  assert {"attention", "router", "experts", "shared_expert", "dense_ffn", "norms", "embedding", "output", "sampling"} <= parts
+  for r in rows:
+    if "_experts_" in r.name: assert r.part == "experts"
+    if "_batched_" in r.name: assert r.part == "attention"
+  # every weight is read by exactly one kernel per token: the kernels' weight bytes add up to active_weight_bytes
+  assert sum(r.weight_bytes for r in rows) == bb.active_weight_bytes(bench.m)["total"]
+  assert sum(r.cache_bytes for r in rows) >= bb.cache_bytes(bench.m, bench.m.cfg.n_layer, bench.pos)
+  assert any(r.part == "norms" and r.how == "norms-consumer" for r in rows)  # the rms reductions
+  assert "experts" in "\n".join(profile.report(res))
+
+# ---------------------------------------------------------------- search2 on a fake module with a known cost
+
+def fake_module(weights, beam_bonus=0.0, no_op=(), fail_after=None):
+  """cost(mask, beam) = 10 + sum of the weights of set bits - beam_bonus * beam * bit0; bits in no_op do not change the kernels."""
+  mod = types.ModuleType("fakebench")
+  mod.SPLIT_POINTS = tuple(f"p{i}" for i in range(len(weights)))
+  mod.DEFAULT_SPLIT_MASK = 0
+  mod.calls, mod.keys = [], []
+  live = sum(1 << i for i in range(len(weights)) if i not in no_op)
+  def bench_mask(mask, iters, beam):
+    if fail_after is not None and len(mod.calls) >= fail_after: raise KeyboardInterrupt
+    mod.calls.append((mask, beam))
+    return 10 + sum(w for i, w in enumerate(weights) if mask >> i & 1) - beam_bonus * beam * (mask & 1)
+  mod.bench_mask = bench_mask
+  mod.cache_key = lambda: f"fake{weights}{beam_bonus}"
+  if no_op:
+    def graph_key(mask):
+      mod.keys.append(mask)
+      return str(mask & live)
+    mod.graph_key = graph_key
+  return mod
+
+def run_search(mod, tmp_path, *args):
+  return search2.main(["--cache-dir", str(tmp_path), *args], module=mod, log=lambda *a: None)
+
+W = [0.5, -0.8, 0.3, -0.2, 0.1, -0.4]
+
+def test_exhaustive_finds_the_optimum_and_writes_outputs(tmp_path):
+  mod = fake_module(W)
+  out = run_search(mod, tmp_path, "--mode", "exhaustive")
+  best = min(range(64), key=lambda m: 10 + sum(w for i, w in enumerate(W) if m >> i & 1))
+  assert out["best"]["mask"] == best == 0b101010 and len(mod.calls) == 64
+  assert out["default_line"].startswith("DEFAULT_SPLIT_MASK = 0b101010  # p1+p3+p5")
+  files = {k: Path(v) for k, v in out["files"].items()}
+  rows = files["csv"].read_text().splitlines()
+  assert rows[0].startswith("rank,mask,bits,splits,ms,best_beam") and len(rows) == 65 and rows[1].split(",")[1] == str(best)
+  assert json.loads(files["json"].read_text())["best"]["mask"] == best
+  png = files["png"].read_bytes()
+  assert png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR"
+  w, h = struct.unpack(">II", png[16:24])
+  idat = png.index(b"IDAT")
+  raw = zlib.decompress(png[idat + 4:idat + 4 + struct.unpack(">I", png[idat - 4:idat])[0]])
+  assert len(raw) == h * (1 + 3 * w)
+  pixels = {raw[i:i + 3] for y in range(h) for i in range(y * (1 + 3 * w) + 1, (y + 1) * (1 + 3 * w), 3)}
+  assert bytes(search2.PALETTE[0]) in pixels and bytes((220, 30, 30)) in pixels  # the points and the ring around the best
+
+def test_greedy_reaches_the_optimum_of_a_separable_cost(tmp_path):
+  mod = fake_module(W)
+  out = run_search(mod, tmp_path, "--mode", "greedy", "--min-gain", "0")
+  assert out["best"]["mask"] == 0b101010
+  path = [p["ms"] for p in out["greedy_path"]]
+  assert path == sorted(path, reverse=True) and len(path) == 4  # three helpful bits, taken best first
+  assert [p["mask"] for p in out["greedy_path"]][1] == 0b000010     # p1 (-0.8) first
+  assert len(mod.calls) < 64
+
+def test_random_sample(tmp_path):
+  mod = fake_module(W)
+  out = run_search(mod, tmp_path, "--mode", "random", "--samples", "10", "--seed", "3")
+  masks = [r["mask"] for r in out["rows"]]
+  assert len(set(masks)) == 10 and 0 in masks and len(mod.calls) == 10
+  assert out["best"]["ms"] == min(r["ms"] for r in out["rows"])
+
+def test_coupled_search_over_beam(tmp_path):
+  """With BEAM=2 bit 0 pays off (0.5 - 1.0 * 2 = -1.5): the best mask changes with the BEAM level, and the coupled search finds both."""
+  mod = fake_module(W, beam_bonus=1.0)
+  out = run_search(mod, tmp_path, "--mode", "exhaustive", "--beams", "0,2")
+  assert out["per_beam_best"]["0"]["mask"] == 0b101010 and out["per_beam_best"]["2"]["mask"] == 0b101011
+  assert (out["best"]["mask"], out["best"]["beam"]) == (0b101011, 2) and len(mod.calls) == 128
+
+def test_resume_measures_nothing_twice(tmp_path):
+  mod = fake_module(W)
+  with pytest.raises(KeyboardInterrupt): run_search(fake_module(W, fail_after=20), tmp_path, "--mode", "exhaustive", "--repeat", "2")
+  out = run_search(mod, tmp_path, "--mode", "exhaustive", "--repeat", "2")
+  assert len(mod.calls) == 128 - 20 and out["measured_now"] == 108
+  again = fake_module(W)
+  out2 = run_search(again, tmp_path, "--mode", "exhaustive", "--repeat", "2")
+  assert again.calls == [] and out2["measured_now"] == 0 and out2["best"] == out["best"]
+
+def test_repeat_scores_the_median(tmp_path):
+  mod = fake_module([0.0, 0.0])
+  noise = iter([5.0, 1.0, 3.0] * 4)
+  mod.bench_mask = lambda mask, iters, beam: next(noise) + mask
+  out = run_search(mod, tmp_path, "--mode", "exhaustive", "--repeat", "3")
+  # passes interleave the masks, so each mask sees the noise in another order; the median removes it
+  assert {r["mask"]: r["ms"] for r in out["rows"]} == {m: 3.0 + m for m in range(4)}
+  assert all(sorted(r["reps"]["0"]) == [1.0 + r["mask"], 3.0 + r["mask"], 5.0 + r["mask"]] for r in out["rows"])
+
+def test_graph_key_skips_no_op_bits(tmp_path):
+  mod = fake_module(W, no_op=(3, 4, 5))
+  out = run_search(mod, tmp_path, "--mode", "exhaustive")
+  assert len(mod.calls) == 8 and len(mod.keys) == 64 and out["distinct_graphs"] == 8
+  assert out["no_op_bits"] == ["p3", "p4", "p5"] and out["best"]["mask"] == 0b000010
+  again = fake_module(W, no_op=(3, 4, 5))
+  run_search(again, tmp_path, "--mode", "exhaustive")
+  assert again.calls == [] and again.keys == []  # graph keys are cached too
+
+def test_bits_restrict_the_space(tmp_path):
+  mod = fake_module(W)
+  out = run_search(mod, tmp_path, "--mode", "exhaustive", "--bits", "p0,p1", "--base", "32")
+  assert sorted(r["mask"] for r in out["rows"]) == [32, 33, 34, 35] and out["best"]["mask"] == 34
+
+def test_cache_of_another_configuration_is_refused(tmp_path):
+  run_search(fake_module(W), tmp_path, "--mode", "exhaustive", "--bits", "p0")
+  stem = next(tmp_path.glob("*.jsonl"))
+  # a file whose first line names another configuration (a hash collision or a hand-copied file) is not mixed in
+  lines = stem.read_text().splitlines()
+  stem.write_text(json.dumps({"key": "foreign"}) + "\n" + "\n".join(lines[1:]) + "\n")
+  with pytest.raises(SystemExit, match="another configuration"): run_search(fake_module(W), tmp_path, "--mode", "exhaustive", "--bits", "p0")
+
+def test_search2_drives_bench_block(tmp_path, bench):
+  """The real module through the generic interface: graph keys dedupe the masks, results land in the cache."""
+  out = search2.main(["--cache-dir", str(tmp_path), "--mode", "random", "--samples", "3", "--iters", "2", "--", "--model", PRESET,
+                      "--target", "block", "--bank", "2", "--pos", "16", "--max-context", "256"], log=lambda *a: None)
+  assert out["module"] == "bench_block" and 1 <= out["measured_now"] <= 3 and out["graph_keys_now"] == 3
+  assert all(r["ms"] > 0 for r in out["rows"])

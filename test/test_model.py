@@ -1,0 +1,62 @@
+"""The three architectures against transformers and llama.cpp, through committed goldens (tools/make_model_goldens.py).
+
+Logits are compared through a 64-column sketch of the full vocabulary (an unbiased estimate of ||ours - ref|| / ||ref||),
+top-1 ids per position must agree, and greedy continuations must be identical token for token.
+"""
+import hashlib, json
+from pathlib import Path
+import numpy as np
+import pytest
+from apps import synth
+from apps.model import Transformer
+from tools.make_model_goldens import sketch_matrix, N_GREEDY
+
+GOLDENS = Path(__file__).resolve().parent / "goldens"
+CASES = sorted(tuple(p.stem.removeprefix("model_").split("_", 1)) for p in GOLDENS.glob("model_*.npz"))  # presets have no "_"
+BOUND = 1e-3  # ||d|| / ||ref|| on the CPU fp32 path
+
+def load_golden(preset: str, mix: str) -> tuple[dict, dict]:
+  g = np.load(GOLDENS / f"model_{preset}_{mix}.npz")
+  return json.loads(bytes(g["meta"]).decode()), {k: g[k] for k in g.files if k != "meta"}
+
+@pytest.fixture(scope="module", params=CASES, ids=["/".join(c) for c in CASES])
+def case(request):
+  preset, mix = request.param
+  meta, gold = load_golden(preset, mix)
+  path = synth.generate(preset, mix, progress=False)
+  assert hashlib.sha256(path.read_bytes()).hexdigest() == meta["sha256"], \
+    f"{path.name} differs from the file the goldens were made from: regenerate them with tools/make_model_goldens.py"
+  model = Transformer.from_gguf(path, max_context=96, prefill_chunk=16)  # 33 tokens = 3 chunks: exercises chunked prefill
+  return preset, mix, model, gold
+
+def rel_err(ours: np.ndarray, ref_sketch: np.ndarray, S: np.ndarray) -> float:
+  return float(np.linalg.norm(ours.astype(np.float64) @ S - ref_sketch) / np.linalg.norm(ref_sketch))
+
+def test_goldens_exist():
+  assert {m for _, m in CASES} >= {"f32", "q8_0", "release"} and len({p for p, _ in CASES}) == 3
+
+def test_prompt_logits(case):
+  preset, mix, model, gold = case
+  S = sketch_matrix(model.cfg.vocab_size)
+  for name in ("prompt1", "prompt7", "prompt33"):
+    ours = model.logits(gold[f"{name}/ids"].tolist())
+    assert rel_err(ours, gold[f"{name}/hf_sketch"], S) < BOUND, name
+    assert (ours.argmax(-1) == gold[f"{name}/hf_top8"][:, 0]).all(), name
+    if f"{name}/llamacpp_sketch" in gold: assert rel_err(ours, gold[f"{name}/llamacpp_sketch"], S) < BOUND, name
+
+def test_decode_after_chunked_prefill(case):
+  preset, mix, model, gold = case
+  S = sketch_matrix(model.cfg.vocab_size)
+  ids = gold["continue/ids"].tolist()
+  n_prompt = len(gold["prompt33/ids"])
+  ours = [model.logits(ids[:n_prompt])] + [model.feed([t]) for t in ids[n_prompt:]]  # prefill in 3 chunks, then one token at a time
+  ours = np.concatenate(ours)
+  assert rel_err(ours, gold["continue/hf_sketch"], S) < BOUND
+  assert rel_err(ours[n_prompt:], gold["continue/hf_sketch"][n_prompt:], S) < BOUND  # the decode steps alone
+  if "continue/llamacpp_sketch" in gold: assert rel_err(ours, gold["continue/llamacpp_sketch"], S) < BOUND
+
+def test_greedy(case):
+  preset, mix, model, gold = case
+  ours = list(model.generate(gold["greedy/prompt"].tolist(), N_GREEDY))
+  assert ours == gold["greedy/hf"].tolist()
+  if "greedy/llamacpp" in gold: assert ours == gold["greedy/llamacpp"].tolist()

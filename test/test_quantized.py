@@ -1,0 +1,394 @@
+"""apps/quantized.py against gguf-py: on-device dequantization of every type, linear / expert / batched / embedding
+kernels vs a float64 numpy reference, TinyJit replay across expert selections, load-time memory, clear errors, and the
+CUDA kernels rendered and compiled (DEV=NULL:NVCC:sm_90) when nvcc is there."""
+import os, shutil, subprocess, sys
+import numpy as np
+import pytest
+import gguf
+from hypothesis import given, settings, strategies as st
+from apps.gguf import GGUFFile, GGUFWriter, GGMLType, GGUFError, BLOCK, ValueType
+from apps.quantized import (PackedTensor, QuantizedLinear, QuantizedExpertWeights, QuantizedEmbedding, QUANT_FORMATS,
+                            dequantize_rows, load_tensor, mul_mat_id, packed_bytes, kernel_for, register_kernel, KernelSpec, format_for)
+import apps.quantized as Q
+from tinygrad import Tensor, TinyJit, UOp, Device, GlobalCounters, dtypes
+from tinygrad.uop.ops import Ops
+
+QUANTS = list(QUANT_FORMATS)
+FLOATS = [GGMLType.F32, GGMLType.F16, GGMLType.BF16]
+ALL = QUANTS + FLOATS
+# fp16 fields (byte offsets in a block) that must hold finite scales; every other byte is free
+F16_FIELDS = {GGMLType.Q4_0: [0], GGMLType.Q4_1: [0, 2], GGMLType.Q5_0: [0], GGMLType.Q5_1: [0, 2], GGMLType.Q8_0: [0],
+              GGMLType.Q4_K: [0, 2], GGMLType.Q5_K: [0, 2], GGMLType.Q6_K: [208]}
+
+def gq(typ) -> gguf.GGMLQuantizationType: return gguf.GGMLQuantizationType(int(typ))
+
+def random_tensor(typ: GGMLType, ne: tuple, rng: np.random.Generator, mode: str = "normal") -> np.ndarray:
+  """File bytes of a random tensor with ggml dims ne. mode: normal | extreme (any finite fp16 scale, subnormals to
+  65504) | zeros / ones (all quant bits 0 / 1, normal scales)."""
+  n = int(np.prod(ne))
+  if typ == GGMLType.F32: return rng.standard_normal(n).astype(np.float32).view(np.uint8)
+  if typ == GGMLType.F16: return rng.standard_normal(n).astype(np.float16).view(np.uint8)
+  if typ == GGMLType.BF16: return (rng.standard_normal(n).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16).view(np.uint8)
+  bs, nbytes = BLOCK[typ]
+  blocks = rng.integers(0, 256, (n // bs, nbytes), dtype=np.uint8)
+  if mode in ("zeros", "ones"): blocks[:] = 0 if mode == "zeros" else 255
+  for off in F16_FIELDS[typ]:
+    if mode == "extreme":  # random sign, exponent 0..30 (subnormals included), mantissa: every finite fp16
+      bits = rng.integers(0, 31 << 10, len(blocks), dtype=np.uint16) | (rng.integers(0, 2, len(blocks), dtype=np.uint16) << 15)
+      d = bits.view(np.float16)
+    else: d = (rng.standard_normal(len(blocks)) * 0.02).astype(np.float16)
+    blocks[:, off:off + 2] = d.view(np.uint8).reshape(-1, 2)
+  return blocks.reshape(-1)
+
+def ref_weight(raw: np.ndarray, typ: GGMLType, ne: tuple) -> np.ndarray:
+  """gguf-py's dequantization, numpy shape (reversed ne)."""
+  rows = int(np.prod(ne[1:]))
+  return gguf.quants.dequantize(raw.reshape(rows, -1), gq(typ)).reshape(tuple(reversed(ne)))
+
+def relerr(out, ref) -> float: return float(np.linalg.norm(out.astype(np.float64) - ref) / np.linalg.norm(ref))
+
+def fp32_bound(K: int) -> float:
+  """||out - ref|| / ||ref|| for fp32 products summed in fp32 (K terms): a few ulps times sqrt(K) for random signs."""
+  return 4 * np.sqrt(K) * 2.0 ** -24 + 2.0 ** -22
+
+FP16_BOUND = 2.0 ** -9  # fp16 output (and fp16 x, which the reference uses as given): rounding of the result dominates
+
+def write_gguf(path, tensors: list[tuple[str, tuple, GGMLType, np.ndarray]]) -> None:
+  w = GGUFWriter(path)
+  w.add("general.architecture", "test", ValueType.STRING)
+  for name, ne, typ, _ in tensors: w.add_tensor(name, ne, typ)
+  data = {name: raw for name, _, _, raw in tensors}
+  w.write(lambda name: data[name])
+
+# ---------------------------------------------------------------- dequantization, bitwise vs gguf-py
+
+DQ_NE = {t: (QUANT_FORMATS[t].block * 2, 3) if t in QUANT_FORMATS else (24, 3) for t in ALL}  # one shape per type: one kernel each
+
+def fma_bound(raw: np.ndarray, typ: GGMLType, ref: np.ndarray) -> np.ndarray:
+  """Elementwise bound for formulas a*q + c that a compiler may contract into one fma: the results differ by at most
+  one rounding of the product, |a*q| * 2**-24, plus half an ulp of the sum; |a*q| <= |ref| + |c|."""
+  bs, nbytes = BLOCK[typ]
+  b = raw.reshape(-1, nbytes)
+  if typ in (GGMLType.Q4_1, GGMLType.Q5_1): c = np.repeat(np.abs(b[:, 2:4].copy().view(np.float16).astype(np.float64)), bs, axis=1)
+  else:
+    dmin = b[:, 2:4].copy().view(np.float16).astype(np.float64)
+    _, mn = gguf.quants.Q4_K.get_scale_min(b[:, 4:16].copy())
+    c = np.repeat(np.abs(dmin * mn.astype(np.float64)), 32, axis=1)
+  c = c.reshape(ref.shape)
+  return (np.abs(ref) + 2 * c) * 2.0 ** -23
+
+@pytest.mark.parametrize("typ", ALL, ids=lambda t: t.name)
+@settings(max_examples=40)
+@given(seed=st.integers(0, 2**32 - 1), mode=st.sampled_from(["normal", "extreme", "zeros", "ones"]))
+def test_dequantize_matches_gguf_py(typ, seed, mode):
+  ne = DQ_NE[typ]
+  raw = random_tensor(typ, ne, np.random.default_rng(seed), mode)
+  ref = ref_weight(raw, typ, ne)
+  out = dequantize_rows(PackedTensor.from_bytes(raw, typ, ne)).numpy()
+  assert out.shape == ref.shape and out.dtype == np.float32
+  if typ in QUANT_FORMATS and QUANT_FORMATS[typ].fma_rounding:
+    bad = ~((out.view(np.uint32) == ref.view(np.uint32)) | (np.abs(out.astype(np.float64) - ref) <= fma_bound(raw, typ, ref)))
+    assert not bad.any(), f"{bad.sum()} weights off: {out[bad][:4]} vs {ref[bad][:4]}"
+  else:  # a single rounded product per weight, in gguf-py's order: bit for bit
+    diff = out.view(np.uint32) != ref.view(np.uint32)
+    assert not diff.any(), f"{diff.sum()} weights differ: {out[diff][:4]} vs {ref[diff][:4]}"
+
+def test_packed_bytes_within_budget():
+  # the device layouts may cost at most a few % over the file (decoded K-quant scales), never 10%
+  for typ in ALL:
+    ne = (QUANT_FORMATS[typ].block * 4 if typ in QUANT_FORMATS else 64, 8)
+    fmt = format_for(typ, ne[0])
+    w = PackedTensor.from_bytes(random_tensor(typ, ne, np.random.default_rng(1)), typ, ne)
+    assert w.nbytes == packed_bytes(typ, ne) == fmt.device_bytes * np.prod(ne) // fmt.block
+    file = int(np.prod(ne)) // BLOCK[typ][0] * BLOCK[typ][1]
+    assert w.nbytes <= file * 1.03, (typ.name, w.nbytes, file)
+
+# ---------------------------------------------------------------- linear
+
+LIN_SHAPES = [(1, 1, 5), (1, 3, 37), (4, 2, 37), (3, 2, 1)]  # (T, blocks per row, out): T=1 decode, T>1 prefill, odd outs
+
+@pytest.mark.parametrize("typ", ALL, ids=lambda t: t.name)
+@pytest.mark.parametrize("T,nblk,N", LIN_SHAPES)
+def test_linear_fp32(typ, T, nblk, N):
+  rng = np.random.default_rng(T * 1000 + N)
+  K = (QUANT_FORMATS[typ].block if typ in QUANT_FORMATS else 8) * nblk
+  raw = random_tensor(typ, (K, N), rng)
+  W = ref_weight(raw, typ, (K, N)).astype(np.float64)
+  lin = QuantizedLinear(PackedTensor.from_bytes(raw, typ, (K, N)))
+  assert (lin.in_features, lin.out_features, lin.type) == (K, N, typ)
+  x = rng.standard_normal((T, K)).astype(np.float32)
+  out = lin(Tensor(x)).numpy()
+  assert out.shape == (T, N) and out.dtype == np.float32
+  assert relerr(out, x.astype(np.float64) @ W.T) < fp32_bound(K)
+
+@pytest.mark.parametrize("typ", [GGMLType.Q4_0, GGMLType.Q6_K, GGMLType.F16])
+def test_linear_fp16_and_leading_dims(typ):
+  rng = np.random.default_rng(7)
+  K, N = (QUANT_FORMATS[typ].block * 2 if typ in QUANT_FORMATS else 64), 37
+  raw = random_tensor(typ, (K, N), rng)
+  W = ref_weight(raw, typ, (K, N)).astype(np.float64)
+  lin = QuantizedLinear(PackedTensor.from_bytes(raw, typ, (K, N)))
+  x = rng.standard_normal((2, 3, K)).astype(np.float16)
+  out = lin(Tensor(x)).numpy()
+  assert out.shape == (2, 3, N) and out.dtype == np.float16
+  assert relerr(out, x.astype(np.float64) @ W.T) < FP16_BOUND
+
+def test_linear_one_kernel_no_dequantized_copy():
+  rng = np.random.default_rng(3)
+  K, N = 256, 64
+  lin = QuantizedLinear(PackedTensor.from_bytes(random_tensor(GGMLType.Q4_K, (K, N), rng), GGMLType.Q4_K, (K, N)))
+  x = Tensor(rng.standard_normal((1, K)).astype(np.float32)).realize()
+  lin(x).realize()  # compile once
+  GlobalCounters.reset()
+  before = GlobalCounters.mem_used
+  y = lin(x).realize()
+  assert GlobalCounters.kernel_count == 1
+  assert GlobalCounters.mem_used - before == y.nbytes() == N * 4  # only the output is allocated
+
+def test_linear_symbolic_batch_under_jit():
+  # a prefill chunk of variable length: one capture, right rows for every length
+  rng = np.random.default_rng(4)
+  K, N, T_MAX = 64, 5, 8
+  raw = random_tensor(GGMLType.Q8_0, (K, N), rng)
+  W = ref_weight(raw, GGMLType.Q8_0, (K, N)).astype(np.float64)
+  lin = QuantizedLinear(PackedTensor.from_bytes(raw, GGMLType.Q8_0, (K, N)))
+  xb = Tensor(rng.standard_normal((T_MAX, K)).astype(np.float32)).realize()
+  v, bodies = UOp.variable("n_tokens", 1, T_MAX), []
+  @TinyJit
+  def step(xb, n):
+    bodies.append(1)
+    y = lin(xb[:n])
+    return y.pad(((0, T_MAX - y.shape[0]), None)).contiguous()
+  for t in [3, 5, 1, 8, 2]:
+    out = step(xb, v.bind(t)).numpy()
+    assert relerr(out[:t], xb.numpy()[:t].astype(np.float64) @ W.T) < fp32_bound(K)
+    assert not out[t:].any()
+  assert len(bodies) == 2  # eager run + capture; the rest are replays
+
+# ---------------------------------------------------------------- experts (mul_mat_id) and batched
+
+def expert_file(tmp_path, specs: list[tuple[str, GGMLType, tuple]], seed=0):
+  rng = np.random.default_rng(seed)
+  tensors = [(name, ne, typ, random_tensor(typ, ne, rng)) for name, typ, ne in specs]
+  path = tmp_path / "experts.gguf"
+  write_gguf(path, tensors)
+  return GGUFFile(path), {name: ref_weight(raw, typ, ne).astype(np.float64) for name, ne, typ, raw in tensors}
+
+def expert_ref(W: np.ndarray, sel: np.ndarray, x: np.ndarray) -> np.ndarray:
+  """out[b, j] = W[sel[b, j]] @ x[b] (x (B, K)) or x[b, j] (x (B, J, K)), in float64."""
+  xs = x[:, None, :] if x.ndim == 2 else x
+  return np.einsum("bjnk,bjk->bjn", W[sel], np.broadcast_to(xs, (*sel.shape, x.shape[-1])).astype(np.float64))
+
+@pytest.mark.parametrize("typ", ALL, ids=lambda t: t.name)
+def test_experts_vs_reference(tmp_path, typ):
+  K = QUANT_FORMATS[typ].block * 2 if typ in QUANT_FORMATS else 32
+  E, N = 6, 5
+  gf, W = expert_file(tmp_path, [("ffn_down_exps.weight", typ, (K, N, E))])
+  ex = QuantizedExpertWeights.from_gguf(gf, "ffn_down_exps.weight")
+  assert (ex.in_features, ex.out_features, ex.n_expert, ex.type) == (K, N, E, typ)
+  rng = np.random.default_rng(1)
+  sel = np.array([[1, 1, 4], [5, 0, 5]], dtype=np.int32)  # repeated experts inside one selection
+  x = rng.standard_normal((2, K)).astype(np.float32)
+  out = ex(Tensor(sel), Tensor(x)).numpy()
+  assert out.shape == (2, 3, N)
+  assert relerr(out, expert_ref(W["ffn_down_exps.weight"], sel, x)) < fp32_bound(K)
+  xj = rng.standard_normal((2, 3, K)).astype(np.float32)  # one input per slot (the down projection)
+  out = mul_mat_id(ex, Tensor(sel), Tensor(xj)).numpy()
+  assert relerr(out, expert_ref(W["ffn_down_exps.weight"], sel, xj)) < fp32_bound(K)
+
+def test_merged_gate_up_equals_separate(tmp_path):
+  K, N, E = 64, 7, 4
+  gf, W = expert_file(tmp_path, [("gate", GGMLType.Q4_0, (K, N, E)), ("up", GGMLType.Q4_0, (K, N, E)), ("up8", GGMLType.Q8_0, (K, N, E))])
+  merged = QuantizedExpertWeights.from_gguf(gf, ["gate", "up"])
+  gate, up = QuantizedExpertWeights.from_gguf(gf, "gate"), QuantizedExpertWeights.from_gguf(gf, "up")
+  assert len(merged.groups) == 1 and merged.out_features == 2 * N
+  rng = np.random.default_rng(2)
+  sel, x = Tensor(np.array([[3, 0]], dtype=np.int32)), Tensor(rng.standard_normal((1, K)).astype(np.float32)).realize()
+  merged(sel, x).realize()
+  GlobalCounters.reset()
+  y = merged(sel, x).realize()
+  assert GlobalCounters.kernel_count == 1  # gate and up from one read of sel and x
+  sep = np.concatenate([gate(sel, x).numpy(), up(sel, x).numpy()], axis=-1)
+  ref = expert_ref(np.concatenate([W["gate"], W["up"]], axis=1), sel.numpy(), x.numpy())
+  assert relerr(y.numpy(), ref) < fp32_bound(K) and relerr(sep, ref) < fp32_bound(K)
+  np.testing.assert_allclose(y.numpy(), sep, rtol=0, atol=np.abs(ref).max() * 2.0 ** -20)
+  # different types cannot share a kernel: two groups, same result
+  mixed = QuantizedExpertWeights.from_gguf(gf, ["gate", "up8"])
+  assert len(mixed.groups) == 2 and mixed.out_features == 2 * N
+  assert relerr(mixed(sel, x).numpy(), expert_ref(np.concatenate([W["gate"], W["up8"]], axis=1), sel.numpy(), x.numpy())) < fp32_bound(K)
+
+def test_experts_tinyjit_replays_across_selections(tmp_path):
+  K, N, E = 64, 6, 8
+  gf, W = expert_file(tmp_path, [("gate", GGMLType.Q4_0, (K, N, E)), ("up", GGMLType.Q4_0, (K, N, E))])
+  ex = QuantizedExpertWeights.from_gguf(gf, ["gate", "up"])
+  Wm = np.concatenate([W["gate"], W["up"]], axis=1)
+  rng, bodies = np.random.default_rng(5), []
+  @TinyJit
+  def step(sel: Tensor, x: Tensor) -> Tensor:
+    bodies.append(1)
+    return ex(sel, x).contiguous()
+  captured = None
+  for i in range(6):
+    sel = rng.integers(0, E, (1, 4)).astype(np.int32)
+    if i == 3: sel[0, 1:] = sel[0, 0]  # one expert chosen for all slots
+    x = rng.standard_normal((1, K)).astype(np.float32)
+    out = step(Tensor(sel), Tensor(x)).numpy()
+    assert relerr(out, expert_ref(Wm, sel, x)) < fp32_bound(K), f"step {i} sel {sel}"
+    if i >= 2:
+      captured = captured or step.captured
+      assert step.captured is captured
+  assert len(bodies) == 2  # eager + one capture; every later selection replays the same kernels
+  assert [c.src[0].op for c in captured._linear.src] == [Ops.PROGRAM]  # the replay is one kernel: gate+up of the selected experts
+
+@pytest.mark.parametrize("typ", [GGMLType.Q8_0, GGMLType.F16, GGMLType.Q4_K])
+def test_batched_per_head(tmp_path, typ):
+  K = QUANT_FORMATS[typ].block if typ in QUANT_FORMATS else 16
+  H, N = 3, 5
+  gf, W = expert_file(tmp_path, [("attn_k_b.weight", typ, (K, N, H))])
+  kb = QuantizedExpertWeights.from_gguf(gf, "attn_k_b.weight")
+  x = np.random.default_rng(6).standard_normal((2, H, K)).astype(np.float32)  # (T, n_head, in)
+  out = kb.batched(Tensor(x)).numpy()
+  assert out.shape == (2, H, N)
+  assert relerr(out, np.einsum("hnk,thk->thn", W["attn_k_b.weight"], x.astype(np.float64))) < fp32_bound(K)
+
+def test_experts_prefill_symbolic(tmp_path):
+  K, N, E, T_MAX = 32, 4, 5, 6
+  gf, W = expert_file(tmp_path, [("e", GGMLType.Q5_0, (K, N, E))])
+  ex = QuantizedExpertWeights.from_gguf(gf, "e")
+  rng = np.random.default_rng(8)
+  selb = Tensor(rng.integers(0, E, (T_MAX, 2)).astype(np.int32)).realize()
+  xb = Tensor(rng.standard_normal((T_MAX, 2, K)).astype(np.float32)).realize()
+  v = UOp.variable("n_tokens", 1, T_MAX)
+  t = 4
+  y = ex(selb[:v.bind(t)], xb[:v.bind(t)])
+  out = y.pad(((0, T_MAX - y.shape[0]), None, None)).numpy()
+  assert relerr(out[:t], expert_ref(W["e"], selb.numpy()[:t], xb.numpy()[:t])) < fp32_bound(K)
+
+# ---------------------------------------------------------------- embedding and small tensors
+
+@pytest.mark.parametrize("typ", [GGMLType.Q4_0, GGMLType.Q6_K, GGMLType.Q8_0, GGMLType.F16, GGMLType.BF16, GGMLType.Q5_1])
+def test_embedding_rows(tmp_path, typ):
+  dim = QUANT_FORMATS[typ].block if typ in QUANT_FORMATS else 24
+  vocab = 11
+  gf, W = expert_file(tmp_path, [("token_embd.weight", typ, (dim, vocab))])
+  emb = QuantizedEmbedding.from_gguf(gf, "token_embd.weight")
+  ids = np.array([[3, 10, 3], [0, 7, 1]], dtype=np.int32)
+  out = emb(Tensor(ids)).numpy()
+  assert out.shape == (2, 3, dim)
+  assert np.array_equal(out, W["token_embd.weight"][ids].astype(np.float32))
+
+def test_load_tensor_small(tmp_path):
+  rng = np.random.default_rng(9)
+  specs = [("norm", GGMLType.F32, (48,)), ("router", GGMLType.F16, (32, 4)), ("bias", GGMLType.BF16, (16,)), ("q", GGMLType.Q8_0, (32, 2))]
+  gf, W = expert_file(tmp_path, specs, seed=9)
+  for name, typ, ne in specs:
+    t = load_tensor(gf, name)
+    assert t.shape == tuple(reversed(ne))
+    assert t.dtype == (dtypes.float16 if typ == GGMLType.F16 else dtypes.float32)
+    assert np.array_equal(t.numpy().astype(np.float64), W[name])
+  assert load_tensor(gf, "router", dtype=dtypes.float32).dtype == dtypes.float32
+
+# ---------------------------------------------------------------- errors
+
+@pytest.mark.parametrize("typ", [GGMLType.IQ2_XXS, GGMLType.Q2_K, GGMLType.Q3_K, GGMLType.IQ4_XS])
+def test_unsupported_type_names_tensor_and_type(tmp_path, typ):
+  bs, nbytes = BLOCK[typ]
+  path = tmp_path / "bad.gguf"
+  write_gguf(path, [("blk.0.ffn_down.weight", (bs, 2), typ, np.zeros(2 * nbytes, np.uint8))])
+  with pytest.raises(GGUFError, match=rf"'blk\.0\.ffn_down\.weight'.*{typ.name}"):
+    QuantizedLinear.from_gguf(GGUFFile(path), "blk.0.ffn_down.weight")
+
+def test_shape_errors(tmp_path):
+  with pytest.raises(GGUFError, match=r"'w'.*row length 48 is not a multiple of the Q4_0 block size 32"):
+    PackedTensor.from_bytes(np.zeros(3 * 18, np.uint8), GGMLType.Q4_0, (48, 2), name="w")
+  with pytest.raises(GGUFError, match=r"'w' has 10 bytes"):
+    PackedTensor.from_bytes(np.zeros(10, np.uint8), GGMLType.Q4_0, (32, 1), name="w")
+  gf, _ = expert_file(tmp_path, [("lin", GGMLType.Q4_0, (64, 3)), ("exps", GGMLType.Q4_0, (64, 3, 2)), ("exps2", GGMLType.Q4_0, (32, 3, 2))])
+  lin = QuantizedLinear.from_gguf(gf, "lin")
+  with pytest.raises(ValueError, match="in_features=64"): lin(Tensor.zeros(1, 32))
+  with pytest.raises(GGUFError, match="expected 2"): QuantizedLinear.from_gguf(gf, "exps")
+  with pytest.raises(GGUFError, match="expected 3"): QuantizedExpertWeights.from_gguf(gf, "lin")
+  with pytest.raises(GGUFError, match="cannot merge"): QuantizedExpertWeights.from_gguf(gf, ["exps", "exps2"])
+  ex = QuantizedExpertWeights.from_gguf(gf, "exps")
+  with pytest.raises(ValueError, match="int tensor"): ex(Tensor.zeros(1, 2), Tensor.zeros(1, 64))
+  with pytest.raises(ValueError, match="fits neither"): ex(Tensor.zeros(1, 2, dtype=dtypes.int32), Tensor.zeros(3, 64))
+  with pytest.raises(ValueError, match="n_expert, in"): ex.batched(Tensor.zeros(1, 3, 64))
+  with pytest.raises(GGUFError, match="missing required tensor 'nope'"): QuantizedLinear.from_gguf(gf, "nope")
+
+# ---------------------------------------------------------------- the seam
+
+def test_kernel_seam_takes_registered_kernels():
+  spec = KernelSpec("linear", format_for(GGMLType.Q4_0, 64), 1, 1, 3, 64, 1, False, False, "CPU")
+  assert kernel_for(spec) is not None
+  sentinel = lambda *srcs: None
+  register_kernel(lambda s: sentinel if s.fmt.type == GGMLType.Q4_0 and s.op == "linear" and s.device == "CPU" else None)
+  try:
+    assert kernel_for(spec) is sentinel
+    assert kernel_for(KernelSpec("linear", format_for(GGMLType.Q8_0, 64), 1, 1, 3, 64, 1, False, False, "CPU")) is not sentinel
+  finally: Q._PROVIDERS.pop(0)
+
+# ---------------------------------------------------------------- memory
+
+def test_load_memory_within_file_size(tmp_path):
+  """Every quantized and float tensor of a small GGUF loaded packed: device memory <= 1.1 x the file's tensor bytes,
+  host staging freed, nothing dequantized."""
+  import gc
+  specs = [(f"lin.{t.name}", t, ((QUANT_FORMATS[t].block if t in QUANT_FORMATS else 8) * 4, 24)) for t in ALL]
+  specs += [("exps.gate", GGMLType.Q4_0, (64, 16, 8)), ("exps.up", GGMLType.Q4_0, (64, 16, 8)), ("exps.down", GGMLType.Q6_K, (256, 8, 8)),
+            ("token_embd", GGMLType.Q8_0, (64, 40)), ("norm", GGMLType.F32, (64,))]
+  gf, _ = expert_file(tmp_path, specs)
+  file_tensor_bytes = sum(i.nbytes for i in gf.tensors.values())
+  dev = Device.DEFAULT
+  gc.collect()
+  base_dev, base_all = GlobalCounters.mem_used_per_device[dev], GlobalCounters.mem_used
+  peak = 0
+  loaded = []
+  for name, _, _ in specs:
+    if name.startswith("lin."): loaded.append(QuantizedLinear.from_gguf(gf, name))
+    elif name == "token_embd": loaded.append(QuantizedEmbedding.from_gguf(gf, name))
+    elif name == "norm": loaded.append(load_tensor(gf, name))
+    elif name == "exps.gate": loaded.append(QuantizedExpertWeights.from_gguf(gf, ["exps.gate", "exps.up"]))
+    elif name == "exps.down": loaded.append(QuantizedExpertWeights.from_gguf(gf, name))
+    peak = max(peak, GlobalCounters.mem_used_per_device[dev] - base_dev)
+  gc.collect()
+  used = GlobalCounters.mem_used_per_device[dev] - base_dev
+  assert used <= 1.1 * file_tensor_bytes, (used, file_tensor_bytes)
+  assert peak <= 1.1 * file_tensor_bytes
+  assert GlobalCounters.mem_used - base_all == used  # host staging (NPY buffers) is gone
+  assert used >= 0.95 * file_tensor_bytes  # and it is really all there
+
+# ---------------------------------------------------------------- CUDA render + compile
+
+CUDA_SCRIPT = r"""
+import apps
+from apps.gguf import GGMLType
+from apps.quantized import *
+from tinygrad import Tensor, dtypes, GlobalCounters
+def empty_packed(typ, ne):
+  fmt = format_for(typ, ne[0]); rows = tuple(reversed(ne[1:])); nb = ne[0] // fmt.block
+  return PackedTensor(fmt, rows, ne[0], {n: Tensor.empty(*rows, nb, c, dtype=dt) for n, dt, c in fmt.parts})
+outs = []
+for typ in [GGMLType[t] for t in "%s".split(",")]:
+  K = 512 if typ in QUANT_FORMATS and QUANT_FORMATS[typ].block == 256 else 96
+  outs.append(QuantizedLinear(empty_packed(typ, (K, 37)))(Tensor.empty(1, K)))
+  outs.append(QuantizedLinear(empty_packed(typ, (K, 36)))(Tensor.empty(4, K, dtype=dtypes.float16)))
+  ex = QuantizedExpertWeights([empty_packed(typ, (K, 40, 8))], [40])
+  outs.append(ex(Tensor.empty(1, 4, dtype=dtypes.int32), Tensor.empty(1, K)))
+  outs.append(ex(Tensor.empty(2, 4, dtype=dtypes.int32), Tensor.empty(2, 4, K)))
+  outs.append(ex.batched(Tensor.empty(3, 8, K)))
+  outs.append(dequantize_rows(empty_packed(typ, (K, 9)), Tensor.empty(2, 3, dtype=dtypes.int32)))
+GlobalCounters.reset()
+Tensor.realize(*outs)
+print("KERNELS", GlobalCounters.kernel_count, len(outs))
+"""
+
+@pytest.mark.slow  # ~30 s each: nvcc compiles ~35 kernels
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+@pytest.mark.parametrize("types", [["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0"], ["Q4_K", "Q5_K", "Q6_K", "F32", "F16", "BF16"]], ids=["32", "256+float"])
+def test_cuda_kernels_compile(types):
+  env = {**os.environ, "DEV": "NULL:NVCC:sm_90"}
+  r = subprocess.run([sys.executable, "-c", CUDA_SCRIPT % ",".join(types)], env=env, capture_output=True, text=True, timeout=600,
+                     cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+  assert r.returncode == 0, r.stderr[-3000:]
+  n_kernels, n_outs = map(int, r.stdout.split("KERNELS")[1].split())
+  assert n_kernels == n_outs  # every op is exactly one kernel, on CUDA too

@@ -1,0 +1,38 @@
+#!/usr/bin/env python3
+"""The model goldens (test/goldens/model_*.npz) on the current device, reported rather than asserted: relative logit error
+(sketch) against transformers, top-1 agreement, and how many greedy tokens match. For measuring the GPU fp16 path.
+
+  DEV=CUDA python3 tools/gpu_check.py [MIX,...]
+"""
+import sys, time
+from pathlib import Path
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "test"))
+import numpy as np
+import apps  # noqa: F401
+from tinygrad import Device
+from apps import synth
+from apps.model import Transformer
+from test_model import CASES, load_golden, rel_err
+from tools.make_model_goldens import sketch_matrix, N_GREEDY
+
+def main() -> None:
+  mixes = sys.argv[1].split(",") if len(sys.argv) > 1 else None  # e.g. "release" or "f32,q8_0"
+  print(f"device {Device.DEFAULT}")
+  print(f"{'case':34s} {'prompt33':>9s} {'continue':>9s} {'decode':>9s} {'top1':>6s} {'greedy':>7s} {'s':>5s}")
+  for preset, mix in CASES:
+    if mixes and mix not in mixes: continue
+    t0 = time.perf_counter()
+    _, gold = load_golden(preset, mix)
+    model = Transformer.from_gguf(synth.generate(preset, mix, progress=False), max_context=96, prefill_chunk=16)
+    S = sketch_matrix(model.cfg.vocab_size)
+    ids, n = gold["continue/ids"].tolist(), len(gold["prompt33/ids"])
+    ours = np.concatenate([model.logits(ids[:n])] + [model.feed([t]) for t in ids[n:]])
+    ref = gold["continue/hf_sketch"]
+    top1 = float((ours.argmax(-1) == gold["continue/hf_top8"][:, 0]).mean())
+    greedy = list(model.generate(gold["greedy/prompt"].tolist(), N_GREEDY))
+    same = next((i for i, (a, b) in enumerate(zip(greedy, gold["greedy/hf"].tolist())) if a != b), N_GREEDY)
+    print(f"{preset + '/' + mix:34s} {rel_err(ours[:n], ref[:n], S):9.2e} {rel_err(ours, ref, S):9.2e} {rel_err(ours[n:], ref[n:], S):9.2e} "
+          f"{top1:6.3f} {same:4d}/{N_GREEDY} {time.perf_counter() - t0:5.1f}", flush=True)
+
+if __name__ == "__main__": main()

@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""Regenerate test/goldens/model_*.npz from the live references (transformers; llama.cpp for the F32 files).
+
+  ./run pip install -r requirements-ref.txt     # once: torch 2.13.0 (CPU), transformers, llama-cpp-python from the PyPI sdist
+  ./run python tools/make_model_goldens.py      # ~minutes on 2 cores
+
+For each tiny preset and mix (f32, q8_0, release) it stores, per test sequence, a 64-column sketch of the reference logits
+(logits @ S, S a fixed +-1/8 hash matrix, so ||(ours - ref) S|| / ||ref S|| estimates the full relative error), the top-8
+ids per position, and for the F32 files llama.cpp's sketch and the greedy continuations of both references. The file's
+sha256 is recorded so a changed generator makes the goldens visibly stale. CI needs neither torch nor llama.cpp.
+"""
+from __future__ import annotations
+import hashlib, json, sys, time
+from pathlib import Path
+import numpy as np
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import apps  # noqa: F401
+from apps import synth
+from tools import references as ref
+
+GOLDENS = Path(__file__).resolve().parent.parent / "test" / "goldens"
+PRESETS = ("deepseek-v2-lite-tiny", "glm-4.7-flash-tiny", "youtu-llm-2b-tiny")
+MIXES = ("f32", "q8_0", "release")
+PROMPT_LENS = (1, 7, 33)
+N_CONTINUE = 8    # decode steps fed one at a time after the 33-token prompt
+N_GREEDY = 32
+SKETCH = 64
+
+def sketch_matrix(vocab: int, k: int = SKETCH) -> np.ndarray:
+  """(vocab, k) entries +-1/sqrt(k) from an integer hash: the same on every numpy version."""
+  x = (np.arange(vocab, dtype=np.uint64)[:, None] * 0x9E3779B1 + np.arange(k, dtype=np.uint64)[None, :] * 0x85EBCA77 + 0x165667B1) & 0xFFFFFFFF
+  x ^= x >> 15; x = (x * 0x2C1B3C6D) & 0xFFFFFFFF; x ^= x >> 12; x = (x * 0x297A2D39) & 0xFFFFFFFF; x ^= x >> 15  # noqa: E702
+  return np.where(x & 1, 1.0, -1.0) / np.sqrt(k)
+
+def sequences(vocab_real: int) -> dict[str, list[int]]:
+  """Deterministic token sequences over the real (non-padding) vocabulary."""
+  rng = np.random.default_rng(20261122)
+  seqs = {f"prompt{n}": rng.integers(0, vocab_real, n).tolist() for n in PROMPT_LENS}
+  seqs["continue"] = seqs[f"prompt{PROMPT_LENS[-1]}"] + rng.integers(0, vocab_real, N_CONTINUE).tolist()
+  return seqs
+
+def main() -> None:
+  import torch, transformers, llama_cpp, gguf
+  versions = {"torch": torch.__version__, "transformers": transformers.__version__, "llama_cpp": llama_cpp.__version__,
+              "gguf": getattr(gguf, "__version__", "?"), "numpy": np.__version__}
+  print(versions)
+  for preset in PRESETS:
+    for mix in MIXES:
+      t0 = time.perf_counter()
+      path = synth.generate(preset, mix, progress=False)
+      sha = hashlib.sha256(path.read_bytes()).hexdigest()
+      model = ref.hf_model(str(path))
+      vocab = model.config.vocab_size
+      S = sketch_matrix(vocab)
+      seqs = sequences(min(vocab, 100000))
+      out: dict[str, np.ndarray] = {}
+      for name, ids in seqs.items():
+        logits = ref.hf_logits(model, ids)
+        out[f"{name}/ids"] = np.array(ids, np.int32)
+        out[f"{name}/hf_sketch"] = (logits @ S).astype(np.float64)
+        out[f"{name}/hf_top8"] = np.argsort(-logits, axis=-1)[:, :8].astype(np.int32)
+      greedy_prompt = seqs["prompt7"]
+      out["greedy/prompt"] = np.array(greedy_prompt, np.int32)
+      out["greedy/hf"] = np.array(ref.hf_greedy(model, greedy_prompt, N_GREEDY), np.int32)
+      if mix == "f32":
+        llm = ref.llamacpp(str(path))
+        for name, ids in seqs.items():
+          out[f"{name}/llamacpp_sketch"] = ref.llamacpp_logits(llm, ids) @ S
+        out["greedy/llamacpp"] = np.array(ref.llamacpp_greedy(llm, greedy_prompt, N_GREEDY), np.int32)
+        # how close the two references are to each other (recorded, not asserted here)
+        d = out["continue/llamacpp_sketch"] - out["continue/hf_sketch"]
+        versions_note = float(np.linalg.norm(d) / np.linalg.norm(out["continue/hf_sketch"]))
+        print(f"  llama.cpp vs transformers on {preset}/f32: sketch rel err {versions_note:.2e}, "
+              f"greedy equal: {out['greedy/llamacpp'].tolist() == out['greedy/hf'].tolist()}")
+        del llm
+      meta = {"preset": preset, "mix": mix, "sha256": sha, "versions": versions, "sketch": SKETCH}
+      out["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+      GOLDENS.mkdir(parents=True, exist_ok=True)
+      np.savez_compressed(GOLDENS / f"model_{preset}_{mix}.npz", **out)
+      print(f"{preset}/{mix}: {time.perf_counter() - t0:.1f} s")
+
+if __name__ == "__main__": main()
