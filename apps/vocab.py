@@ -9,7 +9,7 @@ import hashlib, os, sys, tarfile, urllib.request
 from pathlib import Path
 
 SDIST = "llama_cpp_python-0.3.36.tar.gz"
-SDIST_URL = "https://files.pythonhosted.org/packages/source/l/llama-cpp-python/" + SDIST
+SDIST_URL = "https://files.pythonhosted.org/packages/ec/e9/e7de2b0463ea3ffbf0ede6cb21b58c1258a8f6521aae45ca773a59fe7cf3/" + SDIST
 SDIST_SHA256 = "832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e"
 NAMES = ("deepseek-llm", "deepseek-coder", "llama-bpe", "qwen2", "gpt-2")
 
