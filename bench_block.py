@@ -184,7 +184,7 @@ class Bench:
     self.m, self.pos = model, pos
     kind = [b for b in model.blocks if b.moe] or model.blocks
     self.bank = kind[:max(1, bank)]
-    self.v_pos = model._v_pos.bind(pos)  # the model's own start_pos variable: the same symbolic kernels as its decode
+    self.v_pos = model.start_pos.bind(pos)  # the model's own start_pos variable: the same symbolic kernels as its decode
     rng = np.random.default_rng(seed)
     # distinct inputs, rotated: each step routes to other experts, as consecutive tokens do
     self.xs = [Tensor(rng.standard_normal((1, model.cfg.dim), dtype=np.float32), device=model.device).realize() for _ in range(n_inputs)]

@@ -313,9 +313,7 @@ def jit_counts(jit) -> tuple[int, int] | None:
     launches += 1
   return kernels, launches
 
-def decode_jit(model, params):
-  jits = getattr(model, "_jits", {})
-  return jits.get((params.structure, False))
+def decode_jit(model, params): return model.decode_jit(params)
 
 @dataclass
 class BenchResult:

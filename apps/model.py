@@ -81,8 +81,14 @@ class Transformer:
     h = self.hidden(tokens, start_pos)[-1:]
     return self.sampler.sample(self.output(h.cast(self.act_dtype)).float()[0])
 
-  def _jit(self, prefill: bool) -> TinyJit:
-    return self._jits.setdefault((self.sampler.params.structure, prefill), TinyJit(self._next_token))
+  @property
+  def start_pos(self) -> UOp:
+    """The symbolic start position the decode and prefill kernels are traced with (bind it to run them)."""
+    return self._v_pos
+
+  def decode_jit(self, params: sampling.Params | None = None, prefill: bool = False) -> TinyJit:
+    """The TinyJit generate() replays for sampling params of this structure: the decode step, or the last prefill chunk."""
+    return self._jits.setdefault(((params or sampling.Params()).structure, prefill), TinyJit(self._next_token))
 
   # ---- bytes of weights, for bandwidth numbers
   @staticmethod
@@ -149,14 +155,15 @@ class Transformer:
     ids = list(token_ids)
     if not ids: raise ValueError("generate needs at least one prompt token")
     self._check_fits(len(ids) + 1)
-    self.sampler.configure(params or sampling.Params(), ids)
+    params = params or sampling.Params()
+    self.sampler.configure(params, ids)
     # reuse the longest cached prefix, but always recompute the last prompt token (its logits start generation)
     keep = 0
     for a, b in zip(ids[:-1], self.cached):
       if a != b: break
       keep += 1
     self.cached = ids[:keep]
-    buf, prefill, decode = self._token_buffer(ids), self._jit(True), self._jit(False)
+    buf, prefill, decode = self._token_buffer(ids), self.decode_jit(params, prefill=True), self.decode_jit(params)
     tok = None
     for start, n in self._chunks(len(ids), keep):
       pos, length = self._v_pos.bind(start), self._v_len.bind(n)

@@ -60,3 +60,16 @@ def test_greedy(case):
   ours = list(model.generate(gold["greedy/prompt"].tolist(), N_GREEDY))
   assert ours == gold["greedy/hf"].tolist()
   if "greedy/llamacpp" in gold: assert ours == gold["greedy/llamacpp"].tolist()
+
+def test_device_memory_of_a_loaded_model():
+  """Loading keeps weights packed: device memory <= file tensor bytes + 10% + KV cache (and the small rope/sampler tables)."""
+  from tinygrad import GlobalCounters
+  from apps.gguf import GGUFFile
+  path = synth.generate("glm-4.7-flash-tiny", "release", progress=False)
+  with GGUFFile(path) as gf: tensor_bytes = sum(t.nbytes for t in gf.tensors.values())
+  before = GlobalCounters.mem_used
+  model = Transformer.from_gguf(path, max_context=64)
+  used = GlobalCounters.mem_used - before
+  state = sum(c.nbytes() for c in model.caches) + model.rope_cos.nbytes() + model.rope_sin.nbytes() + 4096  # + sampler state
+  assert used <= 1.1 * tensor_bytes + state, (used, tensor_bytes, state)
+  assert model.weight_bytes() <= 1.1 * tensor_bytes
