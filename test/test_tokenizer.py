@@ -88,13 +88,7 @@ def test_goldens_match_the_generator():
 
 # ---------------------------------------------------------------- live comparison with llama.cpp
 
-@contextlib.contextmanager
-def quiet():
-  sys.stderr.flush()
-  saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
-  os.dup2(null, 2)
-  try: yield
-  finally: os.dup2(saved, 2); os.close(saved); os.close(null)
+from tools.make_tokenizer_goldens import quiet  # silences llama.cpp's stderr at the fd level
 
 @pytest.fixture(scope="module")
 def llama(tmp_path_factory):
