@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The GPU-machine runs the open issues still need, in the order of their value, each with its own time limit and log
+# under $OUT (the device tool brings $OUT back). Run from the repo root on the GPU machine:
+#   bash tools/gpu_session.sh [step ...]      steps: glm check serve bench profile (default: all, in that order)
+# Carry: upstream/tinygrad upstream/.stamp upstream/.cache .cache/vocab
+set -u
+export PYTHONUNBUFFERED=1 DEV=${DEV:-CUDA}
+OUT=${OUT:-out}; mkdir -p "$OUT"
+steps=${*:-glm check serve bench profile}
+for s in $steps; do
+  echo "=== $s"
+  case $s in
+    glm)     timeout 300 python3 tools/gpu_bench.py --presets glm-4.7-flash --decode 48 --prefill 256 --json "$OUT/glm.json" 2>&1 | tee "$OUT/glm.log" | grep -v '^{' | tail -4 ;;
+    check)   timeout 300 python3 tools/gpu_check.py 2>&1 | tee "$OUT/check.log" | tail -11 ;;
+    serve)   python3 apps/llm.py --model youtu-llm-2b --serve 8080 > "$OUT/serve.log" 2>&1 &
+             srv=$!
+             timeout 240 python3 tools/serve_client.py --port 8080 --requests 3 --max-tokens 128 2>&1 | tee "$OUT/client.log" | tail -2
+             kill -INT $srv; wait $srv ;;
+    bench)   for m in youtu-llm-2b deepseek-v2-lite glm-4.7-flash; do
+               timeout 300 python3 bench_block.py 50 --rounds 5 --model $m --json > "$OUT/bench_$m.json" 2> "$OUT/bench_$m.log"
+               tail -3 "$OUT/bench_$m.log"
+             done ;;
+    profile) timeout 300 python3 -m apps.profile --model deepseek-v2-lite 2>&1 | tee "$OUT/profile.log" | tail -20 ;;
+    *) echo "unknown step $s" ;;
+  esac
+done
