@@ -72,18 +72,6 @@ def resolve_model(spec: str | None, mix: str | None, device: str | None) -> Sour
 
 def note(msg: str) -> None: print(f"llm: {msg}", file=sys.stderr, flush=True)
 
-def weight_bytes_from_gguf(gf: GGUFFile, cfg) -> int:
-  """Bytes of weights one decode step reads, from the file's tensor sizes: every dense weight, the routed experts in use
-  (n_expert_used of n_expert), one row of the token embedding (the whole of it when the head is tied), no MTP blocks."""
-  total = 0
-  tied = "output.weight" not in gf.tensors
-  for name, ti in gf.tensors.items():
-    if name.startswith("blk.") and int(name.split(".")[1]) >= cfg.n_layer: continue
-    if name == "token_embd.weight": total += ti.nbytes // cfg.vocab_size + (ti.nbytes if tied else 0)
-    elif "_exps." in name and cfg.n_expert: total += ti.nbytes * cfg.n_expert_used // cfg.n_expert
-    else: total += ti.nbytes
-  return total
-
 @dataclass
 class Stats:
   """One completion: token counts, why it ended ("stop", "length" or "cancelled") and its timing."""
@@ -133,10 +121,9 @@ class Engine:
     from apps.mla import Config
     from apps.model import Transformer
     with GGUFFile(source.path) as gf:  # tokenizer, template and config first: their errors come before the slow part
-      cfg = Config.from_gguf(gf)
+      Config.from_gguf(gf)  # unsupported architecture / missing keys: one line, before the slow part
       tok = Tokenizer.from_gguf(gf)
       tmpl = ChatTemplate.from_gguf(gf, tok)
-      weight_bytes = weight_bytes_from_gguf(gf, cfg)
     if not quiet: note(f"loading {source.path} ({source.path.stat().st_size / 2**30:.2f} GiB)")
     t0, tty = time.perf_counter(), sys.stderr.isatty()
     def progress(i: int, n: int) -> None:  # redrawn on a terminal; only the last line otherwise
@@ -145,8 +132,7 @@ class Engine:
       sys.stderr.flush()
     model = Transformer.from_gguf(source.path, max_context=max_context, device=device, progress=progress)
     if not quiet: note(f"loaded {source.name} in {time.perf_counter() - t0:.1f} s on {model.device}, context {model.max_context} tokens")
-    if hasattr(model, "active_weight_bytes"): weight_bytes = int(model.active_weight_bytes())
-    return Engine(model, tok, tmpl, source, weight_bytes)
+    return Engine(model, tok, tmpl, source, model.active_weight_bytes())
 
   @property
   def max_context(self) -> int: return self.model.max_context

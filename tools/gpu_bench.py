@@ -12,26 +12,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np
 import apps  # noqa: F401
-from tinygrad import Tensor, Device, GlobalCounters
+from tinygrad import Device, GlobalCounters
 from apps import synth
 from apps.model import Transformer
 import apply_patches
+from bench_block import copy_bandwidth  # 4 chained 1 GiB copies in one TinyJit, read + write bytes
 
 # llama.cpp tg128 (best of fa0/fa1) and upstream tinygrad 0.14 decode on the H100, same synthetic files (issue 8's anchors)
 ANCHORS = {"glm-4.7-flash": (196, 6.8), "deepseek-v2-lite": (351, 12.8), "youtu-llm-2b": (382, 32.8)}
-
-def copy_bandwidth(nbytes: int = 1 << 30, iters: int = 10) -> float:
-  """Device-to-device copy, bytes read + written per second."""
-  a = Tensor.empty(nbytes // 4, dtype="float32").contiguous().realize()
-  times = []
-  for _ in range(iters):
-    Device[Device.DEFAULT].synchronize()
-    t0 = time.perf_counter()
-    b = (a + 0).realize()
-    Device[Device.DEFAULT].synchronize()
-    times.append(time.perf_counter() - t0)
-    del b
-  return 2 * nbytes / float(np.median(times))
 
 def bench(preset: str, n_decode: int, n_prefill: int, mix: str) -> dict:
   t0 = time.perf_counter()
@@ -81,7 +69,7 @@ def main() -> None:
   ap.add_argument("--json", type=Path)
   args = ap.parse_args()
   print(f"device {Device.DEFAULT}, patch series {apply_patches.series_key()}", flush=True)
-  bw = copy_bandwidth()
+  bw = copy_bandwidth(Device.DEFAULT, 1024)
   print(f"copy bandwidth {bw / 1e9:.0f} GB/s (read + write)", flush=True)
   rows = []
   for p in args.presets.split(","):
