@@ -40,7 +40,7 @@ from tinygrad import Tensor, TinyJit, Device, GlobalCounters, dtypes
 from tinygrad.helpers import Context, getenv, BEAM, NOOPT, JIT
 from tinygrad.uop.ops import Ops
 from apps.gguf import GGUFError
-from apps.mla import SPLIT_POINTS, DEFAULT_SPLIT_MASK, Block, rms_norm
+from apps.mla import SPLIT_POINTS, DEFAULT_SPLIT_MASK, Block
 from apps.model import Transformer
 from apps.quantized import QuantizedLinear, QuantizedExpertWeights, QuantizedEmbedding, PackedTensor
 from apps import synth, sampling
@@ -113,6 +113,7 @@ def _tensors_of(v) -> tuple:
   if isinstance(v, QuantizedExpertWeights): return tuple(t for g in v.groups for t in g.part_list())
   if isinstance(v, PackedTensor): return tuple(v.part_list())
   if isinstance(v, Tensor): return (v,)
+  if isinstance(v, tuple): return tuple(t for x in v for t in _tensors_of(x))  # an unstacked (gate, up) pair
   return ()
 
 def part_of(name: str) -> str:
@@ -158,13 +159,13 @@ def cache_bytes(m: Transformer, n_blocks: int, pos: int) -> int:
 
 # ---------------------------------------------------------------- the steps under test
 
-def attn_half(b: Block, x: Tensor, cache: Tensor, pos, cos: Tensor, sin: Tensor, act_dtype) -> Tensor:
-  """The first residual half of Block.__call__, verbatim (test_bench checks the halves compose to the block)."""
-  return x + b.attention(b.split(rms_norm(x, b.attn_norm, b.cfg.norm_eps).cast(act_dtype), "attn_norm"), cache, pos, cos, sin).float()
+def attn_half(b: Block, x: Tensor, cache: Tensor, pos, cos: Tensor, sin: Tensor, tables: tuple | None = None) -> Tensor:
+  """The first residual half of Block.__call__: x + MLA(attn_norm(x))."""
+  return b.attention(x, cache, pos, cos, sin, tables)
 
-def ffn_half(b: Block, h: Tensor, act_dtype) -> Tensor:
-  """The second residual half of Block.__call__, verbatim."""
-  return h + b.feed_forward(b.split(rms_norm(h, b.ffn_norm, b.cfg.norm_eps).cast(act_dtype), "ffn_norm")).float()
+def ffn_half(b: Block, h: Tensor) -> Tensor:
+  """The second residual half of Block.__call__: h + FFN(ffn_norm(h))."""
+  return b.feed_forward(h)
 
 @dataclass
 class Step:
@@ -190,29 +191,27 @@ class Bench:
     self.xs = [Tensor(rng.standard_normal((1, model.cfg.dim), dtype=np.float32), device=model.device).realize() for _ in range(n_inputs)]
     self.dev = model.device
 
-  def _rope(self, pos): return self.m.rope_cos[pos:pos + 1], self.m.rope_sin[pos:pos + 1]
-
   def step(self, target: str) -> Step:
-    m, act = self.m, self.m.act_dtype
+    m = self.m
     sync_dev = lambda out: Device[self.dev].synchronize()
     xargs = lambda i: (self.xs[i % len(self.xs)], self.v_pos)
     if target in ("block", "ffn", "attn"):
       bank = self.bank
       def part(x: Tensor, pos) -> Tensor:
-        cos, sin = self._rope(pos)
+        args = m.rope_args(pos, 1)
         for b in bank:
           cache = m.caches[b.i]
-          if target == "block": x = b(x, cache, pos, cos, sin, act)
-          elif target == "attn": x = attn_half(b, x, cache, pos, cos, sin, act)
-          else: x = ffn_half(b, x, act)
+          if target == "block": x = b(x, cache, *args)
+          elif target == "attn": x = attn_half(b, x, cache, *args)
+          else: x = ffn_half(b, x)
         return x.realize()
       halves = {"block": ("attn", "ffn"), "attn": ("attn",), "ffn": ("ffn",)}[target]
       return Step(target, TinyJit(part), xargs, sync_dev, len(bank), active_weight_bytes(bank, halves),
                   cache_bytes(m, len(bank), self.pos) if target != "ffn" else 0, "block")
     if target == "stack":
       def stack(x: Tensor, pos) -> Tensor:
-        cos, sin = self._rope(pos)
-        for b, cache in zip(m.blocks, m.caches): x = b(x, cache, pos, cos, sin, act)
+        args = m.rope_args(pos, 1)
+        for b, cache in zip(m.blocks, m.caches): x = b(x, cache, *args)
         return x.realize()
       return Step(target, TinyJit(stack), xargs, sync_dev, len(m.blocks), active_weight_bytes(m.blocks),
                   cache_bytes(m, len(m.blocks), self.pos), "token")
@@ -260,6 +259,23 @@ def time_step(step: Step, count: int, rounds: int = 1) -> list[list[float]]:
     out.append(ts)
   return out
 
+def host_and_pipelined(step: Step, count: int) -> dict[str, float]:
+  """Where a step's time goes: `host_ms`, the median time of the call alone (the JIT replay's Python and driver calls
+  up to the graph launch, no sync), and `pipelined_ms`, the time per step of `count` calls issued back to back with
+  one sync at the end (the device's own time per step when the host keeps ahead of it, else the host's)."""
+  hs = []
+  out = None
+  for i in range(count):
+    a = step.args(i)
+    t0 = time.perf_counter()
+    out = step.fn(*a)
+    hs.append(time.perf_counter() - t0)
+    step.sync(out)
+  t0 = time.perf_counter()
+  for i in range(count): out = step.fn(*step.args(i))
+  step.sync(out)
+  return {"host_ms": float(np.median(hs)) * 1e3, "pipelined_ms": (time.perf_counter() - t0) / count * 1e3}
+
 def program_calls(jit: TinyJit) -> list:
   """The captured calls with graphs expanded: one per kernel (or copy), in order."""
   calls = []
@@ -293,6 +309,7 @@ def measure(step: Step, count: int, rounds: int, beam: int | None = None) -> dic
   warm(step, beam)
   res = combine_rounds(time_step(step, count, rounds))
   res.update(kernel_counts(jit_of(step)), **counters(step))
+  if step.target != "upstream": res.update(host_and_pipelined(step, count))
   res.update(target=step.target, per=step.per, n_blocks=step.n_blocks, weight_bytes=step.weights["total"], weight_parts=step.weights,
              cache_bytes=step.cache)
   res["ms"] = res["median"] * 1e3
@@ -450,8 +467,8 @@ def graph_key(mask: int) -> str:
   set_split_mask(b.m, mask)
   kinds = [next(blk for blk in b.m.blocks if blk.moe == moe) for moe in (False, True) if any(blk.moe == moe for blk in b.m.blocks)]
   x = b.xs[0]
-  cos, sin = b._rope(b.v_pos)
-  for blk in kinds: x = blk(x, b.m.caches[blk.i], b.v_pos, cos, sin, b.m.act_dtype)
+  args = b.m.rope_args(b.v_pos, 1)
+  for blk in kinds: x = blk(x, b.m.caches[blk.i], *args)
   linear, _ = x.linear_with_vars()
   return hashlib.sha256(b"".join(c.src[0].key for c in linear.src)).hexdigest()[:16]
 
@@ -515,7 +532,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         r = results[t]
         mb = (r["weight_bytes"] + r["cache_bytes"]) / 1e6
         print(f"{t}: {r['ms']:.3f} ms/token, {r['tok_s']:.1f} tok/s; floor {r['floor_ms']:.3f} ms ({mb:.1f} MB"
-              f" at {bw / 1e9:.1f} GB/s), {r['kernels']} kernels in {r['launches']} launches per token")
+              f" at {bw / 1e9:.1f} GB/s), {r['kernels']} kernels in {r['launches']} launches per token;"
+              f" host {r['host_ms']:.3f} ms of it, {r['pipelined_ms']:.3f} ms/token pipelined")
   return 0
 
 if __name__ == "__main__": sys.exit(main())

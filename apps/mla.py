@@ -16,7 +16,8 @@ import numpy as np
 from tinygrad import Tensor, dtypes, UOp
 from tinygrad.uop.ops import resolve
 from apps.gguf import GGUFFile, GGUFError
-from apps.quantized import QuantizedLinear, QuantizedExpertWeights, load_tensor
+from apps.quantized import QuantizedLinear, QuantizedExpertWeights, load_tensor, rms_norm
+from apps.kernels import router, mla_attention
 
 class Gating(enum.IntEnum):
   """llama.cpp's LLAMA_EXPERT_GATING_FUNC_TYPE values."""
@@ -120,10 +121,6 @@ class Config:
     if self.rope_factor <= 1.0 or self.yarn_log_mul: return 1.0
     return self._yarn_mscale(self.rope_factor, 1.0)
 
-def rms_norm(x: Tensor, weight: Tensor, eps: float) -> Tensor:
-  xf = x.float()
-  return xf * (xf.square().mean(-1, keepdim=True) + eps).rsqrt() * weight
-
 def apply_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
   """Rotate interleaved pairs (x0, x1), (x2, x3), ... (llama.cpp's NORM rope for deepseek2). The result lists the rotated
   even lanes, then the odd ones: q and k both use this order, so q.k is the same as in the interleaved order."""
@@ -144,25 +141,33 @@ def topk_indices(scores: Tensor, k: int) -> Tensor:
 
 # Named fusion boundaries: where a .contiguous() may go. A bit set in the split mask realizes the value there.
 SPLIT_POINTS = (
-  "attn_norm",     # normalized block input, read by q and kv projections
   "q",             # absorbed query [q_nope @ k_b | rope(q_pe)]
   "kv",            # new latent cache row before the store
   "attn_scores",   # softmax(q.K) probabilities
   "attn_out",      # attention output before attn_output
-  "ffn_norm",      # normalized residual, read by router, experts and shared expert
   "router",        # expert weights and selection
   "gate_up",       # silu(gate) * up of the routed experts
   "shexp",         # silu(gate) * up of the shared expert / dense FFN
 )
 DEFAULT_SPLIT_MASK = 0
 
+def _stackable(gf: GGUFFile, names: list[str]) -> bool:
+  infos = [gf.tensor(n) for n in names]
+  return all(len(i.ne) == 2 and i.ne[0] == infos[0].ne[0] and i.type == infos[0].type for i in infos)
+
 class Block:
-  """One deepseek2 transformer block: x + MLA(attn_norm(x)), then h + FFN(ffn_norm(h)) with a dense or MoE FFN."""
+  """One deepseek2 transformer block: h = x + MLA(attn_norm(x)), then h + FFN(ffn_norm(h)) with a dense or MoE FFN.
+  The norms, SwiGLUs, expert mix and residual adds are passed to the layers, which fuse them into their kernels where
+  a kernel can (the decode matvecs on GPUs) and run them as separate ops elsewhere."""
 
   def __init__(self, gf: GGUFFile, i: int, cfg: Config, device: str | None, cache_dtype, split_mask: int):
     self.cfg, self.i, self.split_mask = cfg, i, split_mask
     p = f"blk.{i}."
     lin = lambda n: QuantizedLinear.from_gguf(gf, p + n + ".weight", device)
+    def gate_up(suffix: str) -> QuantizedLinear | tuple[QuantizedLinear, QuantizedLinear]:
+      # gate and up stacked into one weight [gate; up] (one kernel, SwiGLU fused) when they share a type
+      names = [p + f"ffn_gate{suffix}.weight", p + f"ffn_up{suffix}.weight"]
+      return QuantizedLinear.from_gguf(gf, names, device) if _stackable(gf, names) else (lin(f"ffn_gate{suffix}"), lin(f"ffn_up{suffix}"))
     self.attn_norm, self.ffn_norm = load_tensor(gf, p + "attn_norm.weight", device), load_tensor(gf, p + "ffn_norm.weight", device)
     if cfg.q_lora_rank:
       self.attn_q_a, self.attn_q_b = lin("attn_q_a"), lin("attn_q_b")
@@ -181,25 +186,35 @@ class Block:
       self.ffn_gate_up_exps = QuantizedExpertWeights.from_gguf(gf, merged if merged in gf.tensors else
                                                                [p + "ffn_gate_exps.weight", p + "ffn_up_exps.weight"], device)
       self.ffn_down_exps = QuantizedExpertWeights.from_gguf(gf, p + "ffn_down_exps.weight", device)
-      if cfg.n_expert_shared:
-        self.ffn_gate_shexp, self.ffn_up_shexp, self.ffn_down_shexp = lin("ffn_gate_shexp"), lin("ffn_up_shexp"), lin("ffn_down_shexp")
-    else:
-      self.ffn_gate, self.ffn_up, self.ffn_down = lin("ffn_gate"), lin("ffn_up"), lin("ffn_down")
+      if cfg.n_expert_shared: self.ffn_gate_up_shexp, self.ffn_down_shexp = gate_up("_shexp"), lin("ffn_down_shexp")
+    else: self.ffn_gate_up, self.ffn_down = gate_up(""), lin("ffn_down")
     self.cache_dtype = cache_dtype
 
   def split(self, x: Tensor, name: str) -> Tensor:
     return x.contiguous() if self.split_mask >> SPLIT_POINTS.index(name) & 1 else x
 
   # ---- attention
-  def attention(self, x: Tensor, cache: Tensor, start_pos: int | UOp, cos: Tensor, sin: Tensor) -> Tensor:
+  def attention(self, x: Tensor, cache: Tensor, start_pos: int | UOp, cos: Tensor, sin: Tensor, tables: tuple | None = None) -> Tensor:
+    """x + MLA(attn_norm(x)) for x (T, dim) fp32 at positions start_pos.. (their latent rows go into the cache). cos/sin
+    are the rope rows of those positions; `tables` = (rope_cos, rope_sin, pos as an int32 (1,) buffer) lets a decode
+    token (T = 1) use the one-pass attention kernels where the device has them."""
     cfg, T = self.cfg, x.shape[0]
-    q = self.attn_q_b(rms_norm(self.attn_q_a(x), self.attn_q_a_norm, cfg.norm_eps)) if cfg.q_lora_rank else self.attn_q(x)
+    xn = (self.attn_norm, cfg.norm_eps)
+    q = self.attn_q_b(self.attn_q_a(x, norm=xn), norm=(self.attn_q_a_norm, cfg.norm_eps)) if cfg.q_lora_rank else self.attn_q(x, norm=xn)
     q = q.reshape(T, cfg.n_head, cfg.qk_nope + cfg.qk_rope)
     q_nope, q_pe = q[..., :cfg.qk_nope], q[..., cfg.qk_nope:]
+    if tables is not None and isinstance(T, int) and T == 1 and mla_attention.available(x.device) and cache.dtype == dtypes.float32:
+      q_lat = self.attn_k_b.batched(q_nope)                                     # (1, H, kv_lora): q_nope absorbed into the latent space
+      kv = self.attn_kv_a_mqa(x, norm=xn)
+      out = mla_attention.mla_decode_attention(q_lat.reshape(cfg.n_head, cfg.kv_lora_rank), q.reshape(cfg.n_head, -1), kv.reshape(-1),
+                                               self.attn_kv_a_norm, cache, *tables, n_head=cfg.n_head, kv_lora=cfg.kv_lora_rank,
+                                               qk_nope=cfg.qk_nope, qk_rope=cfg.qk_rope, scale=cfg.kq_scale, eps=cfg.norm_eps)
+      out = self.attn_v_b.batched(out.reshape(1, cfg.n_head, cfg.kv_lora_rank))
+      return self.attn_output(out.reshape(1, cfg.n_head * cfg.v_head), residual=x)
     q_pe = apply_rope(q_pe, cos.unsqueeze(1), sin.unsqueeze(1))
     q = self.split(self.attn_k_b.batched(q_nope).cat(q_pe.cast(q_nope.dtype), dim=-1), "q")  # (T, H, kv_lora + rope)
 
-    kv = self.attn_kv_a_mqa(x)                                                  # (T, kv_lora + rope)
+    kv = self.attn_kv_a_mqa(x, norm=xn)                                         # (T, kv_lora + rope)
     c_kv = rms_norm(kv[:, :cfg.kv_lora_rank], self.attn_kv_a_norm, cfg.norm_eps)
     k_pe = apply_rope(kv[:, cfg.kv_lora_rank:].float(), cos, sin)
     row = self.split(c_kv.cat(k_pe, dim=-1).cast(self.cache_dtype), "kv")
@@ -215,17 +230,20 @@ class Block:
     probs = self.split(scores.softmax(-1), "attn_scores")
     out = (probs @ values.float()).transpose(0, 1)                              # (T, H, kv_lora)
     out = self.attn_v_b.batched(out.cast(x.dtype))                              # (T, H, v_head)
-    return self.attn_output(self.split(out.reshape(T, cfg.n_head * cfg.v_head), "attn_out"))
+    return self.attn_output(self.split(out.reshape(T, cfg.n_head * cfg.v_head), "attn_out"), residual=x)
 
   # ---- feed-forward
-  def route(self, x: Tensor) -> tuple[Tensor, Tensor]:
-    """DeepSeekMoE routing: (selected expert ids (T, k) int32, their weights (T, k) float32)."""
+  def route(self, logits: Tensor) -> tuple[Tensor, Tensor]:
+    """DeepSeekMoE routing from the router logits (T, n_expert): (selected expert ids (T, k) int32, their weights (T, k) fp32)."""
     cfg = self.cfg
-    logits = self.ffn_gate_inp(x).float()                                       # (T, n_expert)
+    fused = router.route(logits, self.exp_probs_b, cfg.n_expert_used, int(cfg.gating), cfg.expert_weights_norm, cfg.expert_weights_scale,
+                         cfg.n_expert_groups)
+    if fused is not None: return fused  # one kernel where the device has hand-written kernels
+    logits = logits.float()
     probs = logits.sigmoid() if cfg.gating == Gating.SIGMOID else logits.softmax(-1) if cfg.gating == Gating.SOFTMAX else logits
     choice = probs if self.exp_probs_b is None else probs + self.exp_probs_b   # the bias steers selection only
     if cfg.n_expert_groups > 1:  # group-limited: keep the n_group_used groups with the best top-2 sums
-      T, G = x.shape[0], cfg.n_expert_groups
+      T, G = logits.shape[0], cfg.n_expert_groups
       grouped = choice.reshape(T, G, cfg.n_expert // G)
       top2 = grouped.gather(-1, topk_indices(grouped, 2))
       keep = topk_indices(top2.sum(-1), cfg.n_group_used)                       # (T, n_group_used)
@@ -237,18 +255,23 @@ class Block:
     if cfg.expert_weights_norm: weights = weights / weights.sum(-1, keepdim=True).maximum(6.103515625e-5)
     return sel, weights * cfg.expert_weights_scale
 
-  def feed_forward(self, x: Tensor) -> Tensor:
-    if not self.moe: return self.ffn_down(self.split(self.ffn_gate(x).silu() * self.ffn_up(x), "shexp"))
-    sel, weights = self.route(x)
+  def _swiglu(self, w, x: Tensor, norm) -> Tensor:
+    """silu(gate(xn)) * up(xn) from a stacked [gate; up] weight (one kernel) or a separate pair."""
+    if isinstance(w, QuantizedLinear): return w(x, norm=norm, glu=True)
+    xn = rms_norm(x, *norm)
+    return w[0](xn).silu() * w[1](xn)
+
+  def feed_forward(self, h: Tensor) -> Tensor:
+    """h + FFN(ffn_norm(h))."""
+    hn = (self.ffn_norm, self.cfg.norm_eps)
+    if not self.moe: return self.ffn_down(self.split(self._swiglu(self.ffn_gate_up, h, hn), "shexp"), residual=h)
+    sel, weights = self.route(self.ffn_gate_inp(h, norm=hn))
     sel, weights = self.split(sel, "router"), self.split(weights, "router")
-    gate_up = self.ffn_gate_up_exps(sel, x)                                     # (T, k, 2 * expert_ffn): one read of x and sel
-    gate, up = gate_up[..., :self.cfg.expert_ffn], gate_up[..., self.cfg.expert_ffn:]
-    down = self.ffn_down_exps(sel, self.split(gate.silu() * up, "gate_up"))     # (T, k, dim)
-    out = (down.float() * weights.unsqueeze(-1)).sum(-2)
+    gate_up = self.split(self.ffn_gate_up_exps(sel, h, norm=hn, glu=True), "gate_up")   # (T, k, expert_ffn): silu(gate) * up
+    out = self.ffn_down_exps(sel, gate_up, mix=weights, residual=h)                       # h + sum_j weight_j * down_j
     if self.cfg.n_expert_shared:
-      out = out + self.ffn_down_shexp(self.split(self.ffn_gate_shexp(x).silu() * self.ffn_up_shexp(x), "shexp")).float()
+      out = self.ffn_down_shexp(self.split(self._swiglu(self.ffn_gate_up_shexp, h, hn), "shexp"), residual=out)
     return out
 
-  def __call__(self, x: Tensor, cache: Tensor, start_pos: int | UOp, cos: Tensor, sin: Tensor, act_dtype) -> Tensor:
-    h = x + self.attention(self.split(rms_norm(x, self.attn_norm, self.cfg.norm_eps).cast(act_dtype), "attn_norm"), cache, start_pos, cos, sin).float()
-    return h + self.feed_forward(self.split(rms_norm(h, self.ffn_norm, self.cfg.norm_eps).cast(act_dtype), "ffn_norm")).float()
+  def __call__(self, x: Tensor, cache: Tensor, start_pos: int | UOp, cos: Tensor, sin: Tensor, tables: tuple | None = None) -> Tensor:
+    return self.feed_forward(self.attention(x, cache, start_pos, cos, sin, tables))

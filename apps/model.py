@@ -12,7 +12,7 @@ from typing import Callable, Iterator
 import numpy as np
 from tinygrad import Tensor, TinyJit, UOp, Device, dtypes
 from apps.gguf import GGUFFile
-from apps.mla import Block, Config, DEFAULT_SPLIT_MASK, rms_norm
+from apps.mla import Block, Config, DEFAULT_SPLIT_MASK
 from apps.quantized import QuantizedEmbedding, QuantizedExpertWeights, QuantizedLinear, load_tensor
 from apps import sampling
 
@@ -22,13 +22,13 @@ class ContextOverflow(ValueError):
 
 class Transformer:
   def __init__(self, gf: GGUFFile, max_context: int | None = None, device: str | None = None, split_mask: int = DEFAULT_SPLIT_MASK,
-               act_dtype=None, prefill_chunk: int = 128, progress: Callable[[int, int], None] | None = None):
+               prefill_chunk: int = 128, progress: Callable[[int, int], None] | None = None):
     self.cfg = cfg = Config.from_gguf(gf)
     self.device = Device.canonicalize(device)
     # Activations and latents stay float32 on every device: decode reads weights, not activations, so fp16 would save
     # almost nothing, while one fp16 rounding per layer moves logits of a 27-block random model by ~1e-2 (measured, and
     # the same as llama.cpp's default f16 KV cache on that file). Weights are dequantized in registers either way.
-    self.act_dtype = act_dtype or dtypes.float32
+    self.act_dtype = dtypes.float32
     self.max_context = min(max_context or 4096, cfg.context_length)
     self.prefill_chunk = min(prefill_chunk, self.max_context)
     self.token_embd = QuantizedEmbedding.from_gguf(gf, "token_embd.weight", self.device)
@@ -44,7 +44,8 @@ class Transformer:
     ang = np.arange(self.max_context, dtype=np.float64)[:, None] * cfg.rope_freqs()[None, :]
     self.rope_cos = Tensor((np.cos(ang) * cfg.rope_mag).astype(np.float32), device=self.device)
     self.rope_sin = Tensor((np.sin(ang) * cfg.rope_mag).astype(np.float32), device=self.device)
-    Tensor.realize(*self.caches, self.rope_cos, self.rope_sin)
+    self._pos_zero = Tensor.zeros(1, dtype=dtypes.int32, device=self.device).contiguous()
+    Tensor.realize(*self.caches, self.rope_cos, self.rope_sin, self._pos_zero)
     self.cached: list[int] = []  # tokens whose latents are in the caches, in order
     self._v_pos = UOp.variable("start_pos", 0, self.max_context - 1)
     self._v_len = UOp.variable("n_tokens", 1, self.prefill_chunk)
@@ -66,12 +67,24 @@ class Transformer:
 
   # ---- the network
   def hidden(self, tokens: Tensor, start_pos: int | UOp) -> Tensor:
-    """Final-normed hidden states (T, dim) of tokens (T,) placed at start_pos.. (their latents go into the caches)."""
-    T = tokens.shape[0]
+    """The residual stream (T, dim) after the last block for tokens (T,) placed at start_pos.. (their latents go into the
+    caches); the output norm is fused into the head (`head`)."""
     x = self.token_embd(tokens).float()
+    args = self.rope_args(start_pos, tokens.shape[0])
+    for block, cache in zip(self.blocks, self.caches): x = block(x, cache, *args)
+    return x
+
+  def rope_args(self, start_pos: int | UOp, T) -> tuple:
+    """What every block takes besides x and its cache: start_pos, the rope rows of the T positions, and for a decode token
+    the whole tables with start_pos in a 1-element device buffer (for kernels that read the position on the device)."""
     cos, sin = self.rope_cos[start_pos:start_pos + T], self.rope_sin[start_pos:start_pos + T]
-    for block, cache in zip(self.blocks, self.caches): x = block(x, cache, start_pos, cos, sin, self.act_dtype)
-    return rms_norm(x, self.output_norm, self.cfg.norm_eps)
+    if not (isinstance(T, int) and T == 1): return start_pos, cos, sin, None
+    pos = (self._pos_zero + Tensor(start_pos, device=self.device).cast(dtypes.int32)).contiguous()
+    return start_pos, cos, sin, (self.rope_cos, self.rope_sin, pos)
+
+  def head(self, x: Tensor) -> Tensor:
+    """Logits (T, vocab) fp32 of residual-stream rows x (T, dim): output(output_norm(x))."""
+    return self.output(x, norm=(self.output_norm, self.cfg.norm_eps)).float()
 
   def _fill(self, tokens: Tensor, start_pos: int | UOp) -> Tensor:
     """Prefill a chunk whose logits nobody needs: only its latents matter."""
@@ -79,7 +92,7 @@ class Transformer:
 
   def _next_token(self, tokens: Tensor, start_pos: int | UOp) -> Tensor:
     h = self.hidden(tokens, start_pos)[-1:]
-    return self.sampler.sample(self.output(h.cast(self.act_dtype)).float()[0])
+    return self.sampler.sample(self.head(h)[0])
 
   @property
   def start_pos(self) -> UOp:
@@ -95,13 +108,14 @@ class Transformer:
   def _nbytes(w) -> int:
     if isinstance(w, Tensor): return w.nbytes()
     if isinstance(w, QuantizedExpertWeights): return sum(g.nbytes for g in w.groups)
+    if isinstance(w, tuple): return sum(Transformer._nbytes(x) for x in w)  # an unstacked (gate, up) pair
     return w.w.nbytes  # QuantizedLinear, QuantizedEmbedding: one PackedTensor
 
   def weight_bytes(self) -> int:
     """Device bytes of all weights (packed as loaded)."""
     tops = [self.token_embd, self.output_norm] + ([] if self.output.w is self.token_embd.w else [self.output])
     return sum(self._nbytes(w) for w in tops) + sum(self._nbytes(w) for b in self.blocks for w in vars(b).values()
-                                                    if isinstance(w, (Tensor, QuantizedLinear, QuantizedExpertWeights)))
+                                                    if isinstance(w, (Tensor, QuantizedLinear, QuantizedExpertWeights, tuple)))
 
   def active_weight_bytes(self) -> int:
     """Bytes of weights one decode step reads: every dense weight, n_expert_used/n_expert of each routed expert tensor,
@@ -111,7 +125,7 @@ class Transformer:
       for name, w in vars(b).items():
         if isinstance(w, QuantizedExpertWeights) and name.endswith("_exps"):
           total += self._nbytes(w) * self.cfg.n_expert_used // self.cfg.n_expert
-        elif isinstance(w, (Tensor, QuantizedLinear, QuantizedExpertWeights)): total += self._nbytes(w)
+        elif isinstance(w, (Tensor, QuantizedLinear, QuantizedExpertWeights, tuple)): total += self._nbytes(w)
     return total
 
   # ---- cache bookkeeping
@@ -139,7 +153,7 @@ class Transformer:
     buf = self._token_buffer(self.cached + ids)
     out = []
     for start, n in self._chunks(len(self.cached) + len(ids), len(self.cached)):  # not jitted: this is the reference path
-      out.append(self.output(self.hidden(buf[start:start + n], start).cast(self.act_dtype)).float().numpy())
+      out.append(self.head(self.hidden(buf[start:start + n], start)).numpy())
     self.cached += ids
     return np.concatenate(out) if out else np.zeros((0, self.cfg.vocab_size), np.float32)
 

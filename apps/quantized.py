@@ -13,7 +13,9 @@ aligned and wide), and each operation is one kernel that dequantizes in register
 
 The kernels are written in tinygrad's UOp DSL (so CPU, CUDA and Metal all run them) with explicit optimization choices;
 `kernel_for` is the one place that decides which kernel serves a given op, type, shape and device, and
-`register_kernel` is where hand-written per-backend kernels plug in.
+`register_kernel` is where hand-written per-backend kernels plug in. On devices that compile CUDA or MSL source, decode
+matvecs (up to 4 tokens) go to apps/kernels/matvec.py, which can also fold in the layer's rms norm, SwiGLU, expert mix and
+residual add (the layers' keyword arguments); where no kernel does a fusion, the layer runs it as separate ops.
 
 Packed layouts, per GGML block (words are little-endian uint32: byte i of a block's quants is bits 8*(i%4).. of word
 i//4). Each part is an array (*rows, n_blocks, count) on the device:
@@ -293,8 +295,18 @@ class KernelSpec:
   x_per_slot: bool
   has_index: bool
   device: str
+  # fused into the kernel (only kernels that say they can do them get such a spec; the layers do the rest in separate ops):
+  norm: bool = False        # x -> rms_norm(x) * norm_w (eps below) before the product
+  residual: bool = False    # out += residual
+  glu: bool = False         # W rows are [gate; up] (2N): out = silu(gate . x) * (up . x)
+  mix: bool = False         # experts: out (B, N) = sum_j mix[b, j] * (W[sel[b, j]] . x[b, j])
+  eps: float = 0.0
+  x_dtype: DType = dtypes.float32
 
-KernelFn = Callable[..., UOp]  # custom_kernel body: (out, x / ids, [sel], *parts) placeholders -> SINK (or PROGRAM)
+  @property
+  def fused(self) -> bool: return self.norm or self.residual or self.glu or self.mix
+
+KernelFn = Callable[..., UOp]  # custom_kernel body: (out, x / ids, [sel], [mix], [norm_w], [residual], *parts) -> SINK or PROGRAM
 _PROVIDERS: list[Callable[[KernelSpec], KernelFn | None]] = []
 
 def register_kernel(provider: Callable[[KernelSpec], KernelFn | None]) -> None:
@@ -302,11 +314,22 @@ def register_kernel(provider: Callable[[KernelSpec], KernelFn | None]) -> None:
   Newer providers are asked first; the portable UOp-DSL kernels serve whatever none of them takes."""
   _PROVIDERS.insert(0, provider)
 
-def kernel_for(spec: KernelSpec) -> KernelFn:
-  """The one place that decides which kernel serves a given op, type, shape and device."""
+def kernel_for(spec: KernelSpec) -> KernelFn | None:
+  """The one place that decides which kernel serves a given op, type, shape and device. None for a fused spec that no
+  kernel does (the layer then runs the same math as separate ops around the plain kernel)."""
   for p in _PROVIDERS:
     if (k := p(spec)) is not None: return k
-  return _portable_kernel(spec)
+  return None if spec.fused else _portable_kernel(spec)
+
+def _source_matvec(spec: KernelSpec) -> KernelFn | None:
+  """Hand-written decode matvecs (apps/kernels/matvec.py) on devices that compile CUDA or Metal source."""
+  from apps.kernels import matvec
+  if spec.op not in ("linear", "experts", "batched") or spec.x_dtype != dtypes.float32 or not matvec.available(spec.device): return None
+  if spec.fmt.type not in matvec.TYPES or spec.fmt.block != matvec.TYPES[spec.fmt.type].block: return None
+  shape = matvec.MatvecShape(spec.op, spec.fmt.type, spec.B, spec.J, spec.N, spec.K, spec.E, spec.x_per_slot,
+                             spec.norm, spec.residual, spec.glu, spec.mix)
+  return matvec.kernel(shape, spec.eps, spec.device) if matvec.supports(shape) else None
+_PROVIDERS.append(_source_matvec)
 
 def _base_device(device: str) -> str: return device.split(":")[0]
 
@@ -443,6 +466,11 @@ def _unflat(y: Tensor, B: sint, Bmax: int, shape: tuple) -> Tensor:
 
 # ---------------------------------------------------------------- the layers
 
+def rms_norm(x: Tensor, weight: Tensor, eps: float) -> Tensor:
+  """RMSNorm (fp32): x / sqrt(mean(x^2) + eps) * weight."""
+  xf = x.float()
+  return xf * (xf.square().mean(-1, keepdim=True) + eps).rsqrt() * weight
+
 class QuantizedLinear:
   """y = x @ W.T for a GGUF 2D weight with ne = (in_features, out_features), W kept packed on the device."""
   def __init__(self, w: PackedTensor):
@@ -450,17 +478,35 @@ class QuantizedLinear:
     self.w, self.in_features, self.out_features, self.type = w, w.in_features, w.rows[0], w.type
 
   @staticmethod
-  def from_gguf(gf: GGUFFile, name: str, device: str | None = None) -> QuantizedLinear:
-    return QuantizedLinear(PackedTensor.from_gguf(gf, name, device, ndim=2))
+  def from_gguf(gf: GGUFFile, name: str | list[str], device: str | None = None) -> QuantizedLinear:
+    """One 2D weight, or several of one type stacked along `out` (e.g. [gate; up], read by one kernel)."""
+    if isinstance(name, str): return QuantizedLinear(PackedTensor.from_gguf(gf, name, device, ndim=2))
+    infos = [gf.tensor(n) for n in name]
+    for i in infos:
+      if len(i.ne) != 2 or i.ne[0] != infos[0].ne[0] or i.type != infos[0].type:
+        raise GGUFError(f"tensors {', '.join(name)} cannot be stacked: they need 2 dims, one row length and one type")
+    packed = [PackedTensor.pack_host(gf.tensor_data(i.name), i.type, i.ne, i.name) for i in infos]
+    fmt = packed[0][0]
+    host = {p: np.concatenate([h[p] for _, h in packed], axis=0) for p, _, _ in fmt.parts}
+    return QuantizedLinear(PackedTensor.from_host(fmt, host, (infos[0].ne[0], sum(i.ne[1] for i in infos)), device, "+".join(name)))
 
-  def __call__(self, x: Tensor) -> Tensor:
+  def __call__(self, x: Tensor, norm: tuple[Tensor, float] | None = None, residual: Tensor | None = None, glu: bool = False) -> Tensor:
+    """x @ W.T, with optional fusions: norm=(w, eps) applies rms_norm(x) * w first; glu treats W as [gate; up] and returns
+    silu(x @ gate.T) * (x @ up.T); residual is added to the result."""
     if x.ndim == 0 or x.shape[-1] != self.in_features:
       raise ValueError(f"{self.w.name}: input shape {x.shape} does not end in in_features={self.in_features}")
     _check_device(self.w, x, "the input")
+    N = self.out_features // 2 if glu else self.out_features
     xs, B, Bmax = _flat(x, 1, self.w.name)
-    spec = KernelSpec("linear", self.w.fmt, Bmax, 1, self.out_features, self.in_features, 1, False, False, _base_device(x.device))
-    y = _run(spec, Tensor.empty(Bmax, self.out_features, dtype=x.dtype, device=x.device), xs, *self.w.part_list())
-    return _unflat(y, B, Bmax, (*x.shape[:-1], self.out_features))
+    spec = KernelSpec("linear", self.w.fmt, Bmax, 1, N, self.in_features, 1, False, False, _base_device(x.device),
+                      norm=norm is not None, residual=residual is not None, glu=glu, eps=norm[1] if norm else 0.0, x_dtype=x.dtype)
+    if _kernel_cached(spec) is None or (residual is not None and not isinstance(B, int)):  # the same math as separate ops
+      y = self(rms_norm(x, *norm).cast(x.dtype) if norm is not None else x)
+      if glu: y = y[..., :N].silu() * y[..., N:]
+      return y if residual is None else residual + y
+    extra = ([norm[0]] if norm is not None else []) + ([residual.reshape(Bmax, N)] if residual is not None else [])
+    y = _run(spec, Tensor.empty(Bmax, N, dtype=x.dtype, device=x.device), xs, *extra, *self.w.part_list())
+    return _unflat(y, B, Bmax, (*x.shape[:-1], N))
 
 class QuantizedExpertWeights:
   """MoE expert weights, GGUF 3D ne = (in, out, n_expert). A list of names (e.g. gate and up) is merged along `out`
@@ -498,16 +544,50 @@ class QuantizedExpertWeights:
 
   def _cat(self, ys: list[Tensor]) -> Tensor: return ys[0] if len(ys) == 1 else ys[0].cat(*ys[1:], dim=-1)
 
-  def __call__(self, sel: Tensor, x: Tensor) -> Tensor:
-    """sel int (..., k) expert ids, x (..., in) or (..., k, in) -> (..., k, out_total)."""
+  def __call__(self, sel: Tensor, x: Tensor, norm: tuple[Tensor, float] | None = None, glu: bool = False,
+               mix: Tensor | None = None, residual: Tensor | None = None) -> Tensor:
+    """sel int (..., k) expert ids, x (..., in) or (..., k, in) -> (..., k, out_total). Fusions: norm=(w, eps) normalizes
+    x first (x shared by the k slots); glu treats the rows as [gate; up] (one group) and gives silu(gate) * up; mix
+    (..., k) weights the k slots and sums them (-> (..., out)); residual is added to the result."""
+    if norm is not None or glu or mix is not None or residual is not None:
+      return self._fused(sel, x, norm, glu, mix, residual)
+    return self._plain(sel, x)
+
+  def _fused(self, sel: Tensor, x: Tensor, norm, glu: bool, mix: Tensor | None, residual: Tensor | None) -> Tensor:
+    J, w, per_slot = sel.shape[-1], self.groups[0], self._check(sel, x)
+    N = self.out_features // 2 if glu else self.out_features
+    lead = sel.shape[:-1]
+    B = prod(lead)
+    ok = len(self.groups) == 1 and isinstance(B, int) and isinstance(J, int) and not (norm is not None and per_slot)
+    spec = KernelSpec("experts", w.fmt, B if isinstance(B, int) else 0, J, N, self.in_features, self.n_expert, per_slot, True,
+                      _base_device(x.device), norm=norm is not None, residual=residual is not None, glu=glu, mix=mix is not None,
+                      eps=norm[1] if norm else 0.0, x_dtype=x.dtype)
+    if not ok or _kernel_cached(spec) is None:  # the same math as separate ops
+      y = self._plain(sel, rms_norm(x, *norm).cast(x.dtype) if norm is not None else x)
+      if glu: y = y[..., :N].silu() * y[..., N:]
+      if mix is not None: y = (y.float() * mix.unsqueeze(-1)).sum(-2).cast(x.dtype)
+      return y if residual is None else residual + y
+    for t in (sel, x): _check_device(w, t, "the input")
+    xs = x.reshape(B, J, self.in_features) if per_slot else x.reshape(B, self.in_features)
+    extra = [sel.cast(dtypes.int32).reshape(B, J)] + ([mix.float().reshape(B, J)] if mix is not None else []) + \
+            ([norm[0]] if norm is not None else []) + ([residual.reshape(B, N) if mix is not None else residual.reshape(B, J, N)]
+                                                       if residual is not None else [])
+    oshape = (B, N) if mix is not None else (B, J, N)
+    y = _run(spec, Tensor.empty(*oshape, dtype=x.dtype, device=x.device), xs, *extra, *w.part_list())
+    return y.reshape(*lead, N) if mix is not None else y.reshape(*lead, J, N)
+
+  def _check(self, sel: Tensor, x: Tensor) -> bool:
+    """Validate the arguments; True when x has one row per slot (..., k, in), False when shared (..., in)."""
     if sel.ndim == 0 or not dtypes.is_int(sel.dtype):
       raise ValueError(f"{self.name}: sel must be an int tensor (..., k), got {sel.shape} {sel.dtype}")
-    J = sel.shape[-1]
-    if not isinstance(J, int): raise ValueError(f"{self.name}: the number of selected experts must be concrete, got {J}")
+    if not isinstance(sel.shape[-1], int): raise ValueError(f"{self.name}: the number of selected experts must be concrete, got {sel.shape[-1]}")
     if x.ndim == 0 or x.shape[-1] != self.in_features: raise ValueError(f"{self.name}: input shape {x.shape} does not end in in={self.in_features}")
-    if x.shape[:-1] == sel.shape: per_slot = True
-    elif x.shape[:-1] == sel.shape[:-1]: per_slot = False
-    else: raise ValueError(f"{self.name}: input shape {x.shape} fits neither sel's {sel.shape} nor {sel.shape[:-1]} (+ in)")
+    if x.shape[:-1] == sel.shape: return True
+    if x.shape[:-1] == sel.shape[:-1]: return False
+    raise ValueError(f"{self.name}: input shape {x.shape} fits neither sel's {sel.shape} nor {sel.shape[:-1]} (+ in)")
+
+  def _plain(self, sel: Tensor, x: Tensor) -> Tensor:
+    J, per_slot = sel.shape[-1], self._check(sel, x)
     for w in self.groups: _check_device(w, x, "the input"); _check_device(w, sel, "sel")
     sels, B, Bmax = _flat(sel.cast(dtypes.int32), 1, self.name)
     xs, _, _ = _flat(x, 2 if per_slot else 1, self.name)

@@ -78,9 +78,9 @@ def test_halves_compose_to_the_block(bench):
   """attn_half and ffn_half (the per-part targets) are Block.__call__ split in two: same result, bit for bit."""
   m, b = bench.m, bench.bank[0]
   x = bench.xs[1]
-  cos, sin = bench._rope(16)
-  whole = b(x, m.caches[b.i], 16, cos, sin, m.act_dtype).numpy()
-  halves = bb.ffn_half(b, bb.attn_half(b, x, m.caches[b.i], 16, cos, sin, m.act_dtype), m.act_dtype).numpy()
+  args = m.rope_args(16, 1)
+  whole = b(x, m.caches[b.i], *args).numpy()
+  halves = bb.ffn_half(b, bb.attn_half(b, x, m.caches[b.i], *args)).numpy()
   np.testing.assert_array_equal(whole, halves)
 
 def test_split_mask_changes_the_kernels_not_the_result(bench):

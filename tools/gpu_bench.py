@@ -1,13 +1,19 @@
 #!/usr/bin/env python3
 """Full-model numbers on the GPU in one go: load, prefill and decode of the full-size synthetic presets, the
-device-to-device copy bandwidth, and one table with tok/s, ratios to the llama.cpp anchors and bandwidth-floor fractions.
+device-to-device copy bandwidth, and one table with tok/s, ratios to llama.cpp and upstream tinygrad, and bandwidth-floor fractions.
 
   DEV=CUDA python3 tools/gpu_bench.py [--presets glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b] [--decode 64] [--prefill 512]
+                                      [--llama] [--upstream] [--json PATH]
 
-Runs with python3 + numpy + upstream/ only (the GPU machine cannot pip install). Writes --json PATH too.
+--llama builds llama.cpp's llama-bench where it is not built yet (tools/llama_bench.py; needs .cache/llama/llama-cpp-src.tar.xz
+from `tools/llama_bench.py pack`) and runs it first, on the same GGUF files: pp<--prefill> and tg128 with flash attention off and on,
+and our ratios to its best, all measured in this run. --upstream times upstream tinygrad 0.14's own decode of each file
+(bench_block's `upstream` target). Without them the ratio columns use issue 8's anchors (measured earlier on an H100).
+
+Runs with python3 + numpy + upstream/ only (the GPU machine cannot pip install). --json PATH is rewritten after every model.
 """
 from __future__ import annotations
-import argparse, json, sys, time
+import argparse, json, math, os, sys, time
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np
@@ -16,15 +22,15 @@ from tinygrad import Device, GlobalCounters
 from apps import synth
 from apps.model import Transformer
 import apply_patches
-from bench_block import copy_bandwidth  # 4 chained 1 GiB copies in one TinyJit, read + write bytes
+import bench_block as bb  # copy_bandwidth (4 chained 1 GiB copies in one TinyJit, read + write bytes), upstream_step, measure
+from tools import llama_bench as llama_cpp
 
 # llama.cpp tg128 (best of fa0/fa1) and upstream tinygrad 0.14 decode on the H100, same synthetic files (issue 8's anchors)
 ANCHORS = {"glm-4.7-flash": (196, 6.8), "deepseek-v2-lite": (351, 12.8), "youtu-llm-2b": (382, 32.8)}
+DECODE_AFTER = 16  # prompt tokens before the timed decode steps, ours and upstream's
 
-def bench(preset: str, n_decode: int, n_prefill: int, mix: str) -> dict:
-  t0 = time.perf_counter()
-  path = synth.generate(preset, mix, progress=False)
-  t_gen = time.perf_counter() - t0
+def bench(preset: str, path: Path, n_decode: int, n_prefill: int, mix: str, upstream: bool = False) -> dict:
+  """Our load, prefill (n_prefill tokens) and steady decode of one file; with upstream, tinygrad.llm's decode of it too."""
   file_bytes = path.stat().st_size
   mem0 = GlobalCounters.mem_used
   t0 = time.perf_counter()
@@ -44,7 +50,7 @@ def bench(preset: str, n_decode: int, n_prefill: int, mix: str) -> dict:
   t_first = pf[0]
   # decode: warm up (capture), then time steady tokens
   model.reset()
-  ids = prompt[:16]
+  ids = prompt[:DECODE_AFTER]
   times, last = [], time.perf_counter()
   for tok in model.generate(ids, n_decode + 3):
     now = time.perf_counter()
@@ -53,12 +59,59 @@ def bench(preset: str, n_decode: int, n_prefill: int, mix: str) -> dict:
   steady = np.array(times[4:])  # drop prefill + first decode steps (JIT capture)
   ms = float(np.median(steady)) * 1e3
   active = model.active_weight_bytes()
-  res = {"preset": preset, "mix": mix, "file_gb": file_bytes / 1e9, "gen_s": t_gen, "load_s": t_load, "weights_gb": model.weight_bytes() / 1e9,
+  res = {"preset": preset, "mix": mix, "file": path.name, "file_gb": file_bytes / 1e9, "load_s": t_load, "weights_gb": model.weight_bytes() / 1e9,
          "device_mem_gb": mem / 1e9, "first_token_s": t_first, "prefill_tok_s": n_prefill / min(pf[1:]),
          "decode_ms": ms, "decode_p10_ms": float(np.percentile(steady, 10)) * 1e3, "decode_p90_ms": float(np.percentile(steady, 90)) * 1e3,
-         "decode_tok_s": 1e3 / ms, "active_gb": active / 1e9, "first_generated": int(first)}
+         "decode_tok_s": 1e3 / ms, "active_gb": active / 1e9, "first_generated": int(first), "n_prefill": n_prefill}
+  if upstream:  # upstream's Transformer on the same file (a second copy of the weights), timed as bench_block times it
+    r = bb.measure(bb.upstream_step(path, model, DECODE_AFTER), n_decode, 1)
+    res.update(upstream_tok_s=r["tok_s"], upstream_ms=r["ms"], upstream_kernels=r["kernels"])
   del model
   return res
+
+# ---------------------------------------------------------------- the table
+
+def _ratio(a, b) -> float | None: return a / b if a is not None and b else None
+
+def columns(rows: list[dict]) -> list[tuple[str, str, object]]:
+  """(header, format, row -> value or None) for the rows: measured llama.cpp / upstream columns where the rows have them
+  (a failed llama-bench run leaves its cells empty), the anchor ratios otherwise."""
+  cols = [("model", "18s", lambda r: r["preset"]), ("file GB", "8.2f", lambda r: r["file_gb"]), ("load s", "7.1f", lambda r: r["load_s"]),
+          ("mem GB", "7.2f", lambda r: r["device_mem_gb"]), ("prefill t/s", "11.1f", lambda r: r["prefill_tok_s"]),
+          ("decode t/s", "10.2f", lambda r: r["decode_tok_s"]), ("ms/tok", "7.1f", lambda r: r["decode_ms"]),
+          ("floor t/s", "9.0f", lambda r: r["floor_tok_s"]), ("% floor", "7.1f", lambda r: 100 * r["decode_tok_s"] / r["floor_tok_s"])]
+  if any("llama" in r for r in rows):
+    lc = lambda r, test, fa=None: (llama_cpp.best(r.get("llama", {}), test) if fa is None else r.get("llama", {}).get(test, {}).get(fa))
+    pp = f"pp{rows[0]['n_prefill']}"  # llama-bench runs with our prefill length
+    cols += [(f"lc {pp}", "9.1f", lambda r: lc(r, pp)), ("lc tg fa0", "9.1f", lambda r: lc(r, "tg128", "fa0")),
+             ("lc tg fa1", "9.1f", lambda r: lc(r, "tg128", "fa1")),
+             ("lc % floor", "10.1f", lambda r: None if lc(r, "tg128") is None else 100 * lc(r, "tg128") / r["floor_tok_s"]),
+             ("x lc pp", "8.3f", lambda r: _ratio(r["prefill_tok_s"], lc(r, pp))),
+             ("x lc tg", "8.3f", lambda r: _ratio(r["decode_tok_s"], lc(r, "tg128")))]
+  else: cols.append(("x llama.cpp", "11.3f", lambda r: _ratio(r["decode_tok_s"], ANCHORS.get(r["preset"], (None, None))[0])))
+  if any("upstream_tok_s" in r for r in rows):
+    cols += [("tg 0.14 t/s", "11.2f", lambda r: r.get("upstream_tok_s")),
+             ("x tg 0.14", "9.2f", lambda r: _ratio(r["decode_tok_s"], r.get("upstream_tok_s")))]
+  else: cols.append(("x tg 0.14", "9.2f", lambda r: _ratio(r["decode_tok_s"], ANCHORS.get(r["preset"], (None, None))[1])))
+  return cols
+
+def table(rows: list[dict]) -> list[str]:
+  """The summary: one line per model, and a last line that says where the comparison numbers come from."""
+  cols = columns(rows)
+  width = lambda spec: int(spec.rstrip("sfd").split(".")[0])
+  cell = lambda v, spec: f"{'-':>{width(spec)}s}" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, spec)
+  out = [" ".join(f"{h:{'<' if s.endswith('s') else '>'}{width(s)}s}" for h, s, _ in cols)]
+  out += [" ".join(cell(f(r), s) for _, s, f in cols) for r in rows]
+  src = []
+  if any("llama" in r for r in rows):
+    commits = sorted({str(r["llama"].get("build_commit")) for r in rows if "llama" in r and "error" not in r["llama"]})
+    src.append(f"llama.cpp {'/'.join(commits) or '?'} llama-bench measured in this run (lc tg: best of fa0/fa1; x lc: ours / lc best)")
+    src += [f"llama-bench failed on {r['preset']}: {r['llama']['error']}" for r in rows if "error" in r.get("llama", {})]
+  else: src.append("x llama.cpp: ours / issue 8's llama.cpp tg128 anchor")
+  src.append("x tg 0.14: ours / upstream tinygrad 0.14 decode " + ("measured in this run" if any("upstream_tok_s" in r for r in rows) else "anchor"))
+  return out + [""] + src
+
+# ---------------------------------------------------------------- main
 
 def main() -> None:
   ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -66,24 +119,42 @@ def main() -> None:
   ap.add_argument("--mix", default="release")
   ap.add_argument("--decode", type=int, default=64)
   ap.add_argument("--prefill", type=int, default=512)
+  ap.add_argument("--llama", action="store_true", help="build llama-bench if needed and run it on the same files (tools/llama_bench.py)")
+  ap.add_argument("--llama-build-limit", type=float, default=480, help="seconds the llama-bench build may take in this run (it resumes)")
+  ap.add_argument("--upstream", action="store_true", help="time upstream tinygrad 0.14's decode of the same files")
   ap.add_argument("--json", type=Path)
   args = ap.parse_args()
+  out_dir = Path(os.environ["OUT"]) if os.environ.get("OUT") else None
+  if args.llama:  # first: a build that cannot finish in this run stops it before anything else is spent
+    try: exe = llama_cpp.build(cuda=Device.DEFAULT.split(":")[0] != "CPU", jobs=os.cpu_count() or 8, time_limit=args.llama_build_limit)
+    except llama_cpp.LlamaError as e: raise SystemExit(f"gpu_bench: {e}")
+    if exe is None: raise SystemExit(f"gpu_bench: the llama-bench build did not finish in {args.llama_build_limit:.0f} s; run again to go on")
   print(f"device {Device.DEFAULT}, patch series {apply_patches.series_key()}", flush=True)
-  bw = copy_bandwidth(Device.DEFAULT, 1024)
+  presets = args.presets.split(",")
+  for p in presets:
+    if p not in synth.PRESETS: raise SystemExit(f"gpu_bench: unknown preset '{p}' ({', '.join(synth.PRESETS)})")
+  paths, gen_s = {}, {}
+  for p in presets:  # generated (or found in the cache) up front: llama-bench reads the same files
+    t0 = time.perf_counter()
+    paths[p] = synth.generate(p, args.mix, progress=False)
+    gen_s[p] = time.perf_counter() - t0
+    print(f"{p}: {paths[p].name} ({gen_s[p]:.0f} s)", flush=True)
+  llama = {}
+  if args.llama:  # before tinygrad holds any device memory (its allocator keeps freed buffers)
+    res = llama_cpp.bench([paths[p] for p in presets], exe, n_prompt=args.prefill, n_gen=128, reps=3,
+                          log_path=out_dir / "llama-bench.log" if out_dir else None)
+    llama = dict(zip(presets, res))
+    print("\n".join(llama_cpp.bench_lines(res)), flush=True)
+  bw = bb.copy_bandwidth(Device.DEFAULT, bb.default_copy_mib(Device.DEFAULT))
   print(f"copy bandwidth {bw / 1e9:.0f} GB/s (read + write)", flush=True)
   rows = []
-  for p in args.presets.split(","):
-    r = bench(p, args.decode, args.prefill, args.mix)
-    r["floor_tok_s"] = bw / (r["active_gb"] * 1e9)
+  for p in presets:
+    r = bench(p, paths[p], args.decode, args.prefill, args.mix, args.upstream)
+    r["floor_tok_s"], r["gen_s"] = bw / (r["active_gb"] * 1e9), gen_s[p]
+    if p in llama: r["llama"] = llama[p]
     rows.append(r)
     print(json.dumps(r), flush=True)
-  print(f"\n{'model':18s} {'file GB':>8s} {'load s':>7s} {'mem GB':>7s} {'prefill t/s':>11s} {'decode t/s':>10s} {'ms/tok':>7s} "
-        f"{'floor t/s':>9s} {'% floor':>7s} {'x llama.cpp':>11s} {'x tg 0.14':>9s}")
-  for r in rows:
-    lc, tg = ANCHORS.get(r["preset"], (float("nan"), float("nan")))
-    print(f"{r['preset']:18s} {r['file_gb']:8.2f} {r['load_s']:7.1f} {r['device_mem_gb']:7.2f} {r['prefill_tok_s']:11.1f} {r['decode_tok_s']:10.2f} "
-          f"{r['decode_ms']:7.1f} {r['floor_tok_s']:9.0f} {100 * r['decode_tok_s'] / r['floor_tok_s']:6.1f}% {r['decode_tok_s'] / lc:11.3f} "
-          f"{r['decode_tok_s'] / tg:9.2f}")
-  if args.json: args.json.write_text(json.dumps({"device": Device.DEFAULT, "copy_bw": bw, "rows": rows}, indent=1))
+    if args.json: args.json.write_text(json.dumps({"device": Device.DEFAULT, "copy_bw": bw, "rows": rows}, indent=1))
+  print("\n" + "\n".join(table(rows)))
 
 if __name__ == "__main__": main()

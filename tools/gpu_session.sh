@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The GPU-machine runs the open issues still need, in the order of their value, each with its own time limit and log
 # under $OUT (the device tool brings $OUT back). Run from the repo root on the GPU machine:
-#   bash tools/gpu_session.sh [step ...]      steps: glm check serve bench profile (default: all, in that order)
-# Carry: upstream/tinygrad upstream/.stamp upstream/.cache .cache/vocab
+#   bash tools/gpu_session.sh [step ...]      steps: glm check serve bench profile llama side (default: the first five)
+# Carry: upstream/tinygrad upstream/.stamp upstream/.cache .cache/vocab (+ .cache/llama/llama-cpp-src.tar.xz for llama/side,
+# made here by `python3 tools/llama_bench.py pack`)
 set -u
 export PYTHONUNBUFFERED=1 DEV=${DEV:-CUDA}
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -21,6 +22,8 @@ for s in $steps; do
                tail -3 "$OUT/bench_$m.log"
              done ;;
     profile) timeout 300 python3 -m apps.profile --model deepseek-v2-lite 2>&1 | tee "$OUT/profile.log" | tail -20 ;;
+    llama)   python3 tools/llama_bench.py build --time-limit 540 2>&1 | tail -3 ;;   # exit 3: stopped, run the step again
+    side)    timeout 590 python3 tools/gpu_bench.py --llama --upstream --json "$OUT/side.json" 2>&1 | tee "$OUT/side.log" | grep -v '^{' | tail -8 ;;
     *) echo "unknown step $s" ;;
   esac
 done

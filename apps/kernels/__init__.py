@@ -1,0 +1,146 @@
+"""Hand-written GPU kernels inside tinygrad's graphs: one description, rendered as CUDA or Metal source.
+
+A `SourceKernel` is the body of a kernel in a small C dialect shared by CUDA and MSL (the macros below), its parameters in
+the order tinygrad passes buffers (the custom_kernel sources: outputs first), and its launch dims. `program()` turns it
+into the body of a `Tensor.custom_kernel`: a PROGRAM UOp carrying the rendered SOURCE, which tinygrad compiles with the
+device's own compiler (NVRTC, nvcc or Metal) and TinyJit captures and batches into CUDA/Metal graphs like any generated
+kernel. The PROGRAM's ProgramInfo names which buffers it writes (`outs`) and reads (`ins`): graphs order kernels by those
+sets, so a kernel that declared none would let its readers run before it finishes.
+
+The dialect (macros defined per backend by the prelude):
+  KPARAM ... (signature)   rendered from `params`; the body sees each parameter by its name
+  GID_X, GID_Y, GID_Z      workgroup (block) index; LID_X, LID_Y, LID_Z thread index in it
+  GLOBAL                   address-space qualifier of a pointer into a buffer (`device` in MSL, nothing in CUDA)
+  SHARED                   declares workgroup memory (`__shared__` / `threadgroup`); BARRIER() synchronizes it
+  WARP_SUM(v), WARP_MAX(v) sum / max of a float over the 32 lanes of a warp/simdgroup (every lane gets it)
+  SHFL_XOR(v, o)           v of lane (this lane ^ o) in the warp (float or int)
+  EXP2(x)                  2^x of a float
+  FLOAT4(a, b, c, d)       a float4 value (for one wide store)
+  DEVFN                    qualifies a helper function; H2F(h) half -> float; AS_FLOAT(u) uint bits -> float
+  uint4/float4 vector types exist in both languages (members .x .y .z .w); the body constructs them only with FLOAT4.
+"""
+from __future__ import annotations
+import functools, math
+from dataclasses import dataclass
+from tinygrad import Device, dtypes
+from tinygrad.dtype import DType
+from tinygrad.uop.ops import UOp, Ops, ProgramInfo, KernelInfo
+from tinygrad.helpers import to_function_name
+
+@dataclass(frozen=True)
+class Param:
+  name: str
+  dtype: DType      # element type of the buffer
+  written: bool = False
+
+@dataclass(frozen=True)
+class SourceKernel:
+  name: str
+  params: tuple[Param, ...]
+  body: str                       # dialect statements of the kernel body
+  global_size: tuple[int, int, int]
+  local_size: tuple[int, int, int]
+  helpers: str = ""               # dialect helper functions, placed before the kernel
+
+  @property
+  def function_name(self) -> str: return to_function_name(self.name)
+  @property
+  def threads(self) -> int: return math.prod(self.local_size)
+
+_CTYPE = {dtypes.float32: "float", dtypes.float16: "half", dtypes.uint32: "uint", dtypes.int32: "int", dtypes.uint8: "uchar",
+          dtypes.int8: "char", dtypes.uint16: "ushort"}
+
+_CUDA_PRELUDE = """#include <cuda_fp16.h>
+#ifndef INFINITY
+#define INFINITY __int_as_float(0x7f800000)
+#endif
+typedef unsigned int uint; typedef unsigned char uchar; typedef unsigned short ushort;
+#define GID_X blockIdx.x
+#define GID_Y blockIdx.y
+#define GID_Z blockIdx.z
+#define LID_X threadIdx.x
+#define LID_Y threadIdx.y
+#define LID_Z threadIdx.z
+#define GLOBAL
+#define SHARED __shared__
+#define BARRIER() __syncthreads()
+#define DEVFN static __device__ __forceinline__
+#define H2F(h) __half2float(h)
+#define AS_FLOAT(u) __uint_as_float(u)
+static __device__ __forceinline__ float WARP_SUM(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+static __device__ __forceinline__ float WARP_MAX(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+#define EXP2(x) exp2f(x)
+#define FLOAT4(a, b, c, d) make_float4(a, b, c, d)
+#define SHFL_XOR(v, o) __shfl_xor_sync(0xffffffffu, v, o)"""
+
+_METAL_PRELUDE = """#include <metal_stdlib>
+using namespace metal;
+#define GID_X gid.x
+#define GID_Y gid.y
+#define GID_Z gid.z
+#define LID_X lid.x
+#define LID_Y lid.y
+#define LID_Z lid.z
+#define GLOBAL device
+#define SHARED threadgroup
+#define BARRIER() threadgroup_barrier(mem_flags::mem_threadgroup)
+#define DEVFN static inline
+#define H2F(h) float(h)
+#define AS_FLOAT(u) as_type<float>(u)
+#define WARP_SUM(v) simd_sum(v)
+#define WARP_MAX(v) simd_max(v)
+#define EXP2(x) exp2(x)
+#define FLOAT4(a, b, c, d) float4(a, b, c, d)
+#define SHFL_XOR(v, o) simd_shuffle_xor(v, (ushort)(o))"""
+
+LANGUAGES = ("CUDA", "METAL")
+
+def language_of(device: str) -> str | None:
+  """The source language the device's renderer compiles (None: no hand-written kernels there)."""
+  from tinygrad.renderer.cstyle import CUDARenderer, MetalRenderer
+  ren = Device[device].renderer
+  return "CUDA" if isinstance(ren, CUDARenderer) else "METAL" if isinstance(ren, MetalRenderer) else None
+
+def render(k: SourceKernel, language: str) -> str:
+  """The complete source of `k` in `language` (CUDA or METAL)."""
+  def ctype(p: Param) -> str: return ("" if p.written else "const ") + _CTYPE[p.dtype]
+  if language == "CUDA":
+    sig = ", ".join(f"{ctype(p)}* __restrict__ {p.name}" for p in k.params)
+    head = f'extern "C" __global__ void __launch_bounds__({k.threads}) {k.function_name}({sig})'
+    prelude = _CUDA_PRELUDE
+  elif language == "METAL":
+    sig = ", ".join([f"{'' if p.written else 'const '}device {_CTYPE[p.dtype]}* {p.name}" for p in k.params] +
+                    ["uint3 gid [[threadgroup_position_in_grid]]", "uint3 lid [[thread_position_in_threadgroup]]"])
+    head = f"kernel void {k.function_name}({sig})"
+    prelude = _METAL_PRELUDE
+  else: raise ValueError(f"no source language {language!r} (have {', '.join(LANGUAGES)})")
+  return f"{prelude}\n{k.helpers}\n{head} {{\n{k.body}\n}}\n"
+
+def _param(u: UOp) -> UOp:
+  while u.op is not Ops.PARAM: u = u.src[0]
+  return u
+
+def program(k: SourceKernel, device: str):
+  """A custom_kernel body that runs `k` on `device`: called with the placeholders of the custom_kernel sources (in the
+  order of k.params), it returns the PROGRAM, with the launch dims and which buffers it writes and reads."""
+  language = language_of(device)
+  if language is None: raise ValueError(f"{k.name}: device {device} compiles no hand-written source")
+  source = render(k, language)
+  def fxn(*placeholders: UOp) -> UOp:
+    if len(placeholders) != len(k.params): raise ValueError(f"{k.name}: {len(placeholders)} buffers for {len(k.params)} parameters")
+    params = [_param(p) for p in placeholders]
+    for p, spec in zip(params, k.params):
+      if p.dtype != spec.dtype: raise ValueError(f"{k.name}: parameter {spec.name} is {spec.dtype}, got a {p.dtype} buffer")
+    slots = [p.arg.slot for p in params]
+    sink = UOp.sink(*params, arg=KernelInfo(name=k.name))
+    info = ProgramInfo(k.name, k.global_size, k.local_size, (), tuple(sorted(slots)),
+                       outs=tuple(sorted(s for s, q in zip(slots, k.params) if q.written)),
+                       ins=tuple(sorted(s for s, q in zip(slots, k.params) if not q.written)), target=Device[device].renderer.target)
+    return UOp(Ops.PROGRAM, src=(sink, UOp(Ops.LINEAR, src=(*params, sink)), UOp(Ops.SOURCE, arg=source)), arg=info)
+  return fxn

@@ -1,0 +1,307 @@
+"""MLA decode attention (one new token) as two hand-written kernels instead of ~10-15 generated ones per block.
+
+With the up-projections absorbed (apps/mla.py), decode attention is multi-query attention of n_head queries over ONE
+latent cache row per token, [c_kv (kv_lora) | k_pe (qk_rope)], with V = c_kv. For the token at position pos:
+  row_pos = [rms_norm(kv_raw[:kv_lora]) * kv_norm_w, rope(kv_raw[kv_lora:])]   -> written to cache[pos]
+  q[h]    = [q_lat[h], rope(q_raw[h, qk_nope:])]
+  out[h]  = sum_t softmax_t(scale * q[h] . row_t) * c_kv_t       t = 0..pos
+rope is apps.mla.apply_rope (pairs (x0, x1) rotated, the rotated even lanes first, then the odd ones) on the row `pos` of
+the model's cos/sin tables.
+
+Flash-decoding in two kernels:
+  attend   grid (SPLITS), workgroup (32, G): the context is cut into contiguous chunks, one per workgroup (chunks are at
+           least MIN_CHUNK tokens, so short contexts use few workgroups and the combine reads few partials). The
+           workgroup copies its rows to shared memory a stage of up to 16 rows at a time (every load of a stage in flight
+           at once: one wait for memory per stage, not per token; a stage fits Metal's 32 KB), and all G warps walk the
+           same rows: warp g owns HG = n_head / G heads, whose queries and accumulators sit in registers (lane i owns
+           latent lanes 4v..4v+3 for v = i, i + 32, ...), so a row read once serves every head. Tokens go TT at a time (more
+           shuffles in flight); scores are max-subtracted in base 2 (log2 e folded into the scale) with a running max and
+           sum per head. The split that holds pos computes the new row itself (every warp: cheap) and its warp 0 writes it
+           to the cache; nobody reads cache[pos]. Each warp leaves (max, sum, acc[kv_lora]) per head per split.
+  combine  grid (n_head, kv_lora / 128), workgroup (32, 8): rescales the partials of the splits that hold tokens to their
+           common max and sums them (8 warps over the splits, then through shared memory), out = acc / sum.
+Both read pos from a 1-element int32 buffer (a source kernel gets no symbolic ints), so one capture serves every position.
+`mla_decode_attention_reference` is the same computation from tinygrad ops, exactly as apps/mla.py does it (any device).
+"""
+from __future__ import annotations
+import functools, math
+from dataclasses import dataclass
+from tinygrad import Tensor, dtypes, UOp
+from apps.kernels import SourceKernel, Param, program, language_of
+
+SPLITS = 128     # partials per head at most (~one workgroup per SM of an H100 at long contexts)
+MIN_CHUNK = 8    # tokens per split at least
+TT = 2           # tokens per step of a warp
+COMBINE_WARPS = 8
+NEG = "-3.0e38f"  # a finite minus infinity: exp2(NEG - m) is 0 and NEG - NEG is 0 (no inf - inf NaN, fast-math safe)
+
+@dataclass(frozen=True)
+class AttentionShape:
+  n_head: int
+  kv_lora: int
+  qk_nope: int
+  qk_rope: int
+
+  @property
+  def heads_per_warp(self) -> int: return next(hg for hg in (4, 2, 1) if self.n_head % hg == 0)
+  @property
+  def stage_rows(self) -> int:
+    """Cached rows per shared-memory stage: up to 16 within 32 KB (Metal's limit; 14 rows of 576 floats)."""
+    return max(1, min(16, 32768 // (4 * (self.kv_lora + self.qk_rope))))
+
+def _check_shape(s: AttentionShape) -> None:
+  if s.n_head < 1 or s.kv_lora < 4 or s.kv_lora % 4 or s.qk_rope < 2 or s.qk_rope % 4 or s.qk_nope < 0:
+    raise ValueError(f"mla_decode_attention: unsupported shape {s} (kv_lora and qk_rope must be multiples of 4)")
+  if 4 * (s.kv_lora + s.qk_rope) > 32768: raise ValueError(f"mla_decode_attention: a cache row of {s} does not fit in 32 KB")
+  if s.n_head // s.heads_per_warp > 32: raise ValueError(f"mla_decode_attention: {s.n_head} heads need more than 32 warps per workgroup")
+
+def _f32(x: float) -> str: return f"{x:.9e}f"
+
+def _load4(dst: str, src: str, s: AttentionShape) -> str:
+  """dst[4i..4i+3] = the float4 `src` (an expression of v) for the lane's latent slots v = lane + 32i (zeros past kv_lora)."""
+  ld = f"{{ float4 x_ = {src}; {dst}[4*i] = x_.x; {dst}[4*i+1] = x_.y; {dst}[4*i+2] = x_.z; {dst}[4*i+3] = x_.w; }}"
+  if (s.kv_lora // 4) % 32: ld = f"if (v < KV4) {ld} else {{ {dst}[4*i] = {dst}[4*i+1] = {dst}[4*i+2] = {dst}[4*i+3] = 0.0f; }}"
+  return f"for (int i = 0; i < NV4; i++) {{ int v = lane + 32*i; {ld} }}"
+
+def _stage_copy(parts: list[tuple[str, str, str, str, int]]) -> str:
+  """For each part (type, dst, width, load, per_thread): dst[e] = row c0 + e / width of the cache for e < cn*width,
+  e = tid + i*NT. Loads go to registers first, up to 16 per part and batch, every part's before any store, at clamped
+  addresses (every load is valid: none waits behind a branch or a store, so a batch waits for memory once)."""
+  batches = max(-(-pt // 16) for *_, pt in parts)
+  loads, stores = [], []
+  for n, (ty, dst, width, load, pt) in enumerate(parts):
+    bl = -(-pt // batches)
+    loads.append(f"{ty} tmp{n}[{bl}];\n      for (int i = 0; i < {bl}; i++) {{ int e = tid + (b*{bl} + i)*NT, ec = e < cn*{width} ? e : 0, "
+                 f"t = ec / {width}; tmp{n}[i] = {load}; }}")
+    stores.append(f"for (int i = 0; i < {bl}; i++) {{ int e = tid + (b*{bl} + i)*NT; if (e < cn*{width}) {dst}[e] = tmp{n}[i]; }}")
+  return f"for (int b = 0; b < {batches}; b++) {{\n      " + "\n      ".join(loads + stores) + "\n    }"
+
+def _rope_guard(s: AttentionShape, expr: str) -> str: return expr if s.qk_rope % 32 == 0 else f"j < R ? {expr} : 0.0f"
+
+def _update(tt: int, valid: str) -> str:
+  """Fold tt loaded rows r[j] (latent) / rk[j] (rope) into every head's running max m, sum l and acc; `valid` masks tokens."""
+  return f"""
+    float sc[HG][{tt}];
+    for (int hh = 0; hh < HG; hh++) for (int j = 0; j < {tt}; j++) {{
+      float d = 0.0f;
+      for (int i = 0; i < 4*NV4; i++) d += ql[hh][i] * r[j][i];
+      for (int k = 0; k < NR; k++) d += qr[hh][k] * rk[j][k];
+      sc[hh][j] = d;
+    }}
+    for (int hh = 0; hh < HG; hh++) for (int j = 0; j < {tt}; j++) {{  // independent shuffles: the compiler overlaps them
+      float d = WARP_SUM(sc[hh][j]) * SCALE2;
+      sc[hh][j] = {valid} ? d : NEG;
+    }}
+    for (int hh = 0; hh < HG; hh++) {{
+      float mx = m[hh];
+      for (int j = 0; j < {tt}; j++) mx = sc[hh][j] > mx ? sc[hh][j] : mx;
+      float alpha = EXP2(m[hh] - mx), ps = 0.0f;
+      for (int j = 0; j < {tt}; j++) {{ sc[hh][j] = EXP2(sc[hh][j] - mx); ps += sc[hh][j]; }}
+      l[hh] = l[hh] * alpha + ps;
+      for (int i = 0; i < 4*NV4; i++) {{
+        float a = acc[hh][i] * alpha;
+        for (int j = 0; j < {tt}; j++) a += sc[hh][j] * r[j][i];
+        acc[hh][i] = a;
+      }}
+      m[hh] = mx;
+    }}"""
+
+def _common(s: AttentionShape) -> str:
+  return f"""  const int H = {s.n_head}, KV = {s.kv_lora}, S = {SPLITS}, MINC = {MIN_CHUNK};
+  const float NEG = {NEG};
+  int p = pos[0], n = p + 1;
+  int chunk = (n + S - 1) / S;
+  chunk = chunk < MINC ? MINC : chunk;   // the same split of 0..pos in both kernels"""
+
+_ROPE_LANE = """
+// lane j of apply_rope(x) with this position's cos/sin: the rotated even lanes (x0 c - x1 s) first, then the odd ones (x1 c + x0 s)
+DEVFN float rope_lane(const GLOBAL float* x, const GLOBAL float* cs, const GLOBAL float* sn, int j, int half_) {
+  int i = j < half_ ? j : j - half_;
+  float x0 = x[2*i], x1 = x[2*i + 1], c = cs[i], s = sn[i];
+  return j < half_ ? x0 * c - x1 * s : x1 * c + x0 * s;
+}"""
+
+def attend_kernel(s: AttentionShape, scale: float, eps: float) -> SourceKernel:
+  _check_shape(s)
+  hg = s.heads_per_warp
+  g, ch = s.n_head // hg, s.stage_rows
+  rope_q = _rope_guard(s, "rope_lane(q_raw + h*(NOPE + R) + NOPE, cs, sn, j, HALF)")
+  rope_k = _rope_guard(s, "rope_lane(kv_raw + KV, cs, sn, j, HALF)")
+  rope_c = _rope_guard(s, "stage_r[tj*R + j]")
+  store_k = "cache[p*ROW + KV + j] = rk[0][k];" if s.qk_rope % 32 == 0 else "if (j < R) cache[p*ROW + KV + j] = rk[0][k];"
+  guard_v = "" if (s.kv_lora // 4) % 32 == 0 else "if (v < KV4) "
+  body = f"""{_common(s)}
+  const int HG = {hg}, NOPE = {s.qk_nope}, R = {s.qk_rope}, HALF = {s.qk_rope // 2}, NR = {-(-s.qk_rope // 32)}, ROW = KV + R;
+  const int KV4 = {s.kv_lora // 4}, NV4 = {-(-s.kv_lora // 128)}, CH = {ch}, NT = {32 * g};
+  const float SCALE2 = {_f32(scale * math.log2(math.e))}, EPS = {_f32(eps)};
+  int lane = LID_X, g = LID_Y, sp = GID_X;
+  int t0 = sp * chunk;
+  if (t0 >= n) return;                            // no tokens here (the combine skips this split too)
+  int t1 = t0 + chunk < p ? t0 + chunk : p;       // cached tokens of this split: [t0, t1); token p is the new one
+  const GLOBAL float* cs = rope_cos + p*HALF;
+  const GLOBAL float* sn = rope_sin + p*HALF;
+  // this warp's heads g*HG..: q_lat and the roped q_pe (rope lanes j = lane + 32k) in registers
+  float ql[HG][4*NV4], qr[HG][NR];
+  for (int hh = 0; hh < HG; hh++) {{
+    int h = g*HG + hh;
+    {_load4("ql[hh]", "((const GLOBAL float4*)(q_lat + h*KV))[v]", s)}
+    for (int k = 0; k < NR; k++) {{ int j = lane + 32*k; qr[hh][k] = {rope_q}; }}
+  }}
+  float m[HG], l[HG], acc[HG][4*NV4];
+  for (int hh = 0; hh < HG; hh++) {{
+    m[hh] = NEG; l[hh] = 0.0f;
+    for (int i = 0; i < 4*NV4; i++) acc[hh][i] = 0.0f;
+  }}
+  // the cached rows, CH at a time through shared memory: all of a stage's loads are in flight at once (constant trip
+  // counts unroll), so a split waits for memory once per stage instead of once per token
+  SHARED float4 stage_c[CH*KV4];
+  SHARED float stage_r[CH*R];
+  int tid = g*32 + lane;
+  for (int c0 = t0; c0 < t1; c0 += CH) {{
+    int cn = t1 - c0 < CH ? t1 - c0 : CH;
+    BARRIER();                                    // the previous stage is consumed
+    {_stage_copy([("float4", "stage_c", "KV4", "((const GLOBAL float4*)(cache + (c0 + t)*ROW))[ec - t*KV4]", -(-ch * s.kv_lora // 4 // (32 * g))),
+                  ("float", "stage_r", "R", "cache[(c0 + t)*ROW + KV + ec - t*R]", -(-ch * s.qk_rope // (32 * g)))])}
+    BARRIER();
+    for (int t = 0; t < cn; t += {TT}) {{
+      float r[{TT}][4*NV4], rk[{TT}][NR];
+      for (int j0 = 0; j0 < {TT}; j0++) {{
+        int tj = t + j0 < cn ? t + j0 : cn - 1;   // past the stage: its last row again, masked out below
+        {_load4("r[j0]", "stage_c[tj*KV4 + v]", s)}
+        for (int k = 0; k < NR; k++) {{ int j = lane + 32*k; rk[j0][k] = {rope_c}; }}
+      }}{_update(TT, "t + j < cn")}
+    }}
+  }}
+  if (p < t0 + chunk) {{  // the new token: its row from kv_raw, into the cache (warp 0) and into the sums
+    float r[1][4*NV4], rk[1][NR];
+    {_load4("r[0]", "((const GLOBAL float4*)kv_raw)[v]", s)}
+    float ss = 0.0f;
+    for (int i = 0; i < 4*NV4; i++) ss += r[0][i] * r[0][i];
+    float rs = 1.0f / sqrt(WARP_SUM(ss) / (float)KV + EPS);
+    for (int i = 0; i < NV4; i++) {{
+      int v = lane + 32*i;
+      {guard_v}{{
+        float4 w = ((const GLOBAL float4*)kv_norm_w)[v];
+        r[0][4*i] = r[0][4*i] * rs * w.x; r[0][4*i+1] = r[0][4*i+1] * rs * w.y;
+        r[0][4*i+2] = r[0][4*i+2] * rs * w.z; r[0][4*i+3] = r[0][4*i+3] * rs * w.w;
+      }}
+    }}
+    for (int k = 0; k < NR; k++) {{ int j = lane + 32*k; rk[0][k] = {rope_k}; }}
+    if (g == 0) {{
+      for (int i = 0; i < NV4; i++) {{
+        int v = lane + 32*i;
+        {guard_v}((GLOBAL float4*)(cache + p*ROW))[v] = FLOAT4(r[0][4*i], r[0][4*i+1], r[0][4*i+2], r[0][4*i+3]);
+      }}
+      for (int k = 0; k < NR; k++) {{ int j = lane + 32*k; {store_k} }}
+    }}{_update(1, "true")}
+  }}
+  for (int hh = 0; hh < HG; hh++) {{
+    int b = sp*H + g*HG + hh;
+    for (int i = 0; i < NV4; i++) {{
+      int v = lane + 32*i;
+      {guard_v}((GLOBAL float4*)(part + b*KV))[v] = FLOAT4(acc[hh][4*i], acc[hh][4*i+1], acc[hh][4*i+2], acc[hh][4*i+3]);
+    }}
+    if (lane == 0) {{ ml[2*b] = m[hh]; ml[2*b + 1] = l[hh]; }}
+  }}"""
+  params = (Param("part", dtypes.float32, True), Param("ml", dtypes.float32, True), Param("cache", dtypes.float32, True),
+            Param("q_lat", dtypes.float32), Param("q_raw", dtypes.float32), Param("kv_raw", dtypes.float32),
+            Param("kv_norm_w", dtypes.float32), Param("rope_cos", dtypes.float32), Param("rope_sin", dtypes.float32),
+            Param("pos", dtypes.int32))
+  return SourceKernel(f"mla_attend_h{s.n_head}_kv{s.kv_lora}_r{s.qk_rope}", params, body, (SPLITS, 1, 1), (32, g, 1), _ROPE_LANE)
+
+def combine_kernel(s: AttentionShape) -> SourceKernel:
+  _check_shape(s)
+  cw = COMBINE_WARPS
+  guard_v = "" if (s.kv_lora // 4) % 32 == 0 else "if (v < KV4) "
+  body = f"""{_common(s)}
+  const int CW = {cw}{"" if not guard_v else f", KV4 = {s.kv_lora // 4}"};
+  int h = GID_X, lane = LID_X, w = LID_Y, v = GID_Y*32 + lane;
+  int ns = (n + chunk - 1) / chunk;              // the splits that hold tokens: exactly those the attend kernel wrote
+  SHARED float red_m[CW], red_l[CW], red_a[CW][128];
+  // the largest partial max: each thread looks at a split or a few, then warp and workgroup max
+  float mx = NEG;
+  for (int sp = w*32 + lane; sp < ns; sp += 32*CW) {{ float ms = ml[2*(sp*H + h)]; mx = ms > mx ? ms : mx; }}
+  mx = WARP_MAX(mx);
+  if (lane == 0) red_m[w] = mx;
+  BARRIER();
+  mx = red_m[0];
+  for (int k = 1; k < CW; k++) mx = red_m[k] > mx ? red_m[k] : mx;
+  // warp w sums splits w, w + CW, ..., each rescaled to the common max
+  float L = 0.0f, a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+  for (int sp = w; sp < ns; sp += CW) {{
+    int b = sp*H + h;
+    float f = EXP2(ml[2*b] - mx);
+    L += f * ml[2*b + 1];
+    {guard_v}{{ float4 x = ((const GLOBAL float4*)(part + b*KV))[v]; a0 += f * x.x; a1 += f * x.y; a2 += f * x.z; a3 += f * x.w; }}
+  }}
+  red_a[w][4*lane] = a0; red_a[w][4*lane+1] = a1; red_a[w][4*lane+2] = a2; red_a[w][4*lane+3] = a3;
+  if (lane == 0) red_l[w] = L;
+  BARRIER();
+  if (w == 0) {{
+    for (int k = 1; k < CW; k++) {{
+      a0 += red_a[k][4*lane]; a1 += red_a[k][4*lane+1]; a2 += red_a[k][4*lane+2]; a3 += red_a[k][4*lane+3]; L += red_l[k];
+    }}
+    {guard_v}((GLOBAL float4*)(out + h*KV))[v] = FLOAT4(a0 / L, a1 / L, a2 / L, a3 / L);
+  }}"""
+  params = (Param("out", dtypes.float32, True), Param("part", dtypes.float32), Param("ml", dtypes.float32), Param("pos", dtypes.int32))
+  return SourceKernel(f"mla_combine_h{s.n_head}_kv{s.kv_lora}", params, body, (s.n_head, -(-s.kv_lora // 128), 1), (32, cw, 1))
+
+@functools.lru_cache(maxsize=None)
+def kernels(s: AttentionShape, scale: float, eps: float, device: str):
+  """The custom_kernel bodies (attend, combine) for shape `s` on `device` (a CUDA or Metal device)."""
+  return program(attend_kernel(s, scale, eps), device), program(combine_kernel(s), device)
+
+def available(device: str) -> bool: return language_of(device) is not None
+
+def _expect(t: Tensor, shape: tuple[int, ...], name: str, dtype=dtypes.float32) -> Tensor:
+  if t.dtype != dtype: raise ValueError(f"mla_decode_attention: {name} is {t.dtype}, expected {dtype}")
+  if t.shape != shape:
+    if math.prod(t.shape) != math.prod(shape): raise ValueError(f"mla_decode_attention: {name} has shape {t.shape}, expected {shape}")
+    t = t.reshape(shape)
+  return t
+
+def mla_decode_attention(q_lat: Tensor, q_raw: Tensor, kv_raw: Tensor, kv_norm_w: Tensor, cache: Tensor, rope_cos: Tensor,
+                         rope_sin: Tensor, pos: Tensor, *, n_head: int, kv_lora: int, qk_nope: int, qk_rope: int, scale: float,
+                         eps: float) -> Tensor:
+  """Attention output (n_head, kv_lora) fp32 of one new token at position pos[0] (an int32 (1,) buffer), and its latent row
+  written into cache[pos] (in place, by the same kernel: realize the output). See the module docstring for the math."""
+  s = AttentionShape(n_head, kv_lora, qk_nope, qk_rope)
+  _check_shape(s)
+  dev = q_lat.device
+  max_context = cache.shape[0]
+  q_lat = _expect(q_lat, (n_head, kv_lora), "q_lat")
+  q_raw = _expect(q_raw, (n_head, qk_nope + qk_rope), "q_raw")
+  kv_raw = _expect(kv_raw, (kv_lora + qk_rope,), "kv_raw")
+  kv_norm_w = _expect(kv_norm_w, (kv_lora,), "kv_norm_w")
+  cache = _expect(cache, (max_context, kv_lora + qk_rope), "cache")
+  rope_cos, rope_sin = _expect(rope_cos, (max_context, qk_rope // 2), "rope_cos"), _expect(rope_sin, (max_context, qk_rope // 2), "rope_sin")
+  pos = _expect(pos, (1,), "pos", dtypes.int32)
+  for name, t in (("q_raw", q_raw), ("kv_raw", kv_raw), ("kv_norm_w", kv_norm_w), ("cache", cache), ("rope_cos", rope_cos),
+                  ("rope_sin", rope_sin), ("pos", pos)):
+    if t.device != dev: raise ValueError(f"mla_decode_attention: {name} is on {t.device}, q_lat on {dev}")
+  if not available(dev): raise ValueError(f"mla_decode_attention: device {dev} compiles no hand-written kernels (use the reference)")
+  attend, combine = kernels(s, float(scale), float(eps), dev)
+  part, ml, *_ = Tensor.empty(SPLITS, n_head, kv_lora, device=dev).custom_kernel(
+    Tensor.empty(SPLITS, n_head, 2, device=dev), cache, q_lat, q_raw, kv_raw, kv_norm_w, rope_cos, rope_sin, pos, fxn=attend)
+  return Tensor.empty(n_head, kv_lora, device=dev).custom_kernel(part, ml, pos, fxn=combine)[0]
+
+def mla_decode_attention_reference(q_lat: Tensor, q_raw: Tensor, kv_raw: Tensor, kv_norm_w: Tensor, cache: Tensor, rope_cos: Tensor,
+                                   rope_sin: Tensor, pos: Tensor | int | UOp, *, n_head: int, kv_lora: int, qk_nope: int, qk_rope: int,
+                                   scale: float, eps: float) -> Tensor:
+  """mla_decode_attention from tinygrad ops, as apps/mla.py's Block.attention computes it for T = 1 (any device). pos may
+  also be an int or a bound symbolic start position (a Tensor is read back to the host: not for a TinyJit)."""
+  from apps.mla import apply_rope
+  from apps.quantized import rms_norm
+  p = int(pos.numpy().reshape(-1)[0]) if isinstance(pos, Tensor) else pos
+  cos, sin = rope_cos[p:p + 1], rope_sin[p:p + 1]                             # (1, qk_rope/2)
+  q_pe = apply_rope(q_raw.reshape(1, n_head, qk_nope + qk_rope)[..., qk_nope:], cos.unsqueeze(1), sin.unsqueeze(1))
+  q = q_lat.reshape(1, n_head, kv_lora).cat(q_pe.cast(q_lat.dtype), dim=-1)  # (1, H, kv_lora + rope)
+  kv = kv_raw.reshape(1, kv_lora + qk_rope)
+  c_kv = rms_norm(kv[:, :kv_lora], kv_norm_w, eps)
+  k_pe = apply_rope(kv[:, kv_lora:].float(), cos, sin)
+  row = c_kv.cat(k_pe, dim=-1).cast(cache.dtype)
+  cache = Tensor(cache.uop.after(cache[p:p + 1].uop.store(row.uop)))
+  keys = cache[0:p + 1]
+  values = keys[:, :kv_lora]
+  scores = q.transpose(0, 1).float() @ keys.float().T * scale                 # (H, 1, S)
+  return (scores.softmax(-1) @ values.float()).transpose(0, 1).reshape(n_head, kv_lora)

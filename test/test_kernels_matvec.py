@@ -1,0 +1,130 @@
+"""The fused decode matvecs (norm before, SwiGLU / expert mix / residual after) against float64 references.
+
+On the CPU the layers run the fusions as separate ops around the portable kernels; on a CUDA or Metal device the same
+calls run the hand-written kernels of apps/kernels/matvec.py (the GPU machine runs this file with DEV=CUDA). The CUDA
+sources of every variant are compiled with nvcc here (DEV=NULL:NVCC:sm_90) and the Metal ones rendered."""
+import os, shutil, subprocess, sys
+import numpy as np
+import pytest
+from apps.gguf import GGUFFile, GGMLType
+from apps.quantized import QuantizedLinear, QuantizedExpertWeights, KernelSpec, kernel_for, format_for
+from apps.kernels import matvec, render, language_of
+from tinygrad import Tensor, Device, GlobalCounters
+from test_quantized import random_tensor, ref_weight, write_gguf, relerr, fp32_bound
+
+TYPES = list(matvec.TYPES)
+EPS = 1e-6
+
+def rms(x: np.ndarray, g: np.ndarray) -> np.ndarray:
+  x = x.astype(np.float64)
+  return x / np.sqrt((x * x).mean(-1, keepdims=True) + EPS) * g
+
+def silu(v):
+  with np.errstate(over="ignore"): return v / (1 + np.exp(-v))
+
+# fused results: an rms scale (K squares summed), the product, and for glu a second product and the silu: each step adds
+# at most the fp32 rounding of a K-term sum, so a few times the plain bound
+BOUND = lambda K: 4 * fp32_bound(K)
+
+def weight_file(tmp_path, typ, ne, seed=0, name="w.weight"):
+  raw = random_tensor(typ, ne, np.random.default_rng(seed))
+  write_gguf(tmp_path / "w.gguf", [(name, ne, typ, raw)])
+  return GGUFFile(tmp_path / "w.gguf"), ref_weight(raw, typ, ne).astype(np.float64)
+
+@pytest.mark.parametrize("typ", TYPES, ids=lambda t: t.name)
+@pytest.mark.parametrize("B", [1, 2])
+def test_linear_fusions(tmp_path, typ, B):
+  K, F = 512, 40
+  gf, W = weight_file(tmp_path, typ, (K, 2 * F))
+  lin = QuantizedLinear.from_gguf(gf, "w.weight")
+  rng = np.random.default_rng(1)
+  x, g, r = rng.standard_normal((B, K)).astype(np.float32), rng.standard_normal(K).astype(np.float32), rng.standard_normal((B, 2 * F)).astype(np.float32)
+  xn = rms(x, g)
+  cases = {
+    "plain": (lin(Tensor(x)), x.astype(np.float64) @ W.T),
+    "norm": (lin(Tensor(x), norm=(Tensor(g), EPS)), xn @ W.T),
+    "residual": (lin(Tensor(x), residual=Tensor(r)), r + x.astype(np.float64) @ W.T),
+    "norm+glu": (lin(Tensor(x), norm=(Tensor(g), EPS), glu=True), silu(xn @ W[:F].T) * (xn @ W[F:].T)),
+  }
+  for name, (out, ref) in cases.items():
+    out = out.numpy()
+    assert out.shape == ref.shape, name
+    assert relerr(out, ref) < BOUND(K), (name, relerr(out, ref))
+
+@pytest.mark.parametrize("typ", TYPES, ids=lambda t: t.name)
+def test_expert_fusions(tmp_path, typ):
+  K, F, E, J, B = 512, 24, 6, 3, 2
+  gf, W = weight_file(tmp_path, typ, (K, 2 * F, E))
+  ex = QuantizedExpertWeights.from_gguf(gf, "w.weight")
+  rng = np.random.default_rng(2)
+  sel = np.array([[1, 1, 5], [0, 4, 2]], dtype=np.int32)
+  x, g = rng.standard_normal((B, K)).astype(np.float32), rng.standard_normal(K).astype(np.float32)
+  xj, mix = rng.standard_normal((B, J, K)).astype(np.float32), rng.random((B, J)).astype(np.float32)
+  r = rng.standard_normal((B, 2 * F)).astype(np.float32)
+  xn = rms(x, g)
+  Ws = W[sel]                                                                   # (B, J, 2F, K)
+  ref_glu = silu(np.einsum("bjnk,bk->bjn", Ws[:, :, :F], xn)) * np.einsum("bjnk,bk->bjn", Ws[:, :, F:], xn)
+  ref_mix = r + np.einsum("bj,bjnk,bjk->bn", mix.astype(np.float64), Ws, xj.astype(np.float64))
+  out = ex(Tensor(sel), Tensor(x), norm=(Tensor(g), EPS), glu=True).numpy()
+  assert out.shape == (B, J, F) and relerr(out, ref_glu) < BOUND(K), relerr(out, ref_glu)
+  out = ex(Tensor(sel), Tensor(xj), mix=Tensor(mix), residual=Tensor(r)).numpy()
+  assert out.shape == (B, 2 * F) and relerr(out, ref_mix) < BOUND(K), relerr(out, ref_mix)
+
+@pytest.mark.parametrize("typ", TYPES, ids=lambda t: t.name)
+def test_batched(tmp_path, typ):
+  K, N, H = 256, 40, 5
+  gf, W = weight_file(tmp_path, typ, (K, N, H))
+  ex = QuantizedExpertWeights.from_gguf(gf, "w.weight")
+  x = np.random.default_rng(3).standard_normal((1, H, K)).astype(np.float32)
+  out = ex.batched(Tensor(x)).numpy()
+  ref = np.einsum("hnk,bhk->bhn", W, x.astype(np.float64))
+  assert relerr(out, ref) < fp32_bound(K)
+
+def test_fused_is_one_kernel_on_source_devices(tmp_path):
+  """Where hand-written kernels exist, a fused call is one kernel; elsewhere the seam says no fused kernel exists."""
+  gf, _ = weight_file(tmp_path, GGMLType.Q4_0, (256, 64))
+  lin = QuantizedLinear.from_gguf(gf, "w.weight")
+  spec = KernelSpec("linear", lin.w.fmt, 1, 1, 32, 256, 1, False, False, Device.DEFAULT.split(":")[0], norm=True, glu=True, eps=EPS)
+  if language_of(Device.DEFAULT) is None:
+    assert kernel_for(spec) is None
+    return
+  x, g, r = Tensor.randn(1, 256).realize(), Tensor.randn(256).realize(), Tensor.randn(1, 32).realize()
+  GlobalCounters.reset()
+  lin(x, norm=(g, EPS), glu=True, residual=r).realize()
+  assert GlobalCounters.kernel_count == 1
+
+def _variants():
+  for t in TYPES:
+    K = 512
+    yield matvec.MatvecShape("linear", t, 1, 1, 2048, 2048, 1, False, norm=True, residual=True)
+    yield matvec.MatvecShape("linear", t, 2, 1, 96, K, 1, False, norm=True, glu=True)
+    yield matvec.MatvecShape("experts", t, 1, 4, 1536, 2048, 64, False, norm=True, glu=True)
+    yield matvec.MatvecShape("experts", t, 1, 6, 2048, 1536, 64, True, mix=True, residual=True)
+    yield matvec.MatvecShape("batched", t, 1, 16, 512, 256, 16, True)
+
+def test_metal_sources_render():
+  """Every kernel variant renders as MSL (not compiled here: no Metal toolchain; unverified on real Metal hardware)."""
+  for s in _variants():
+    src = render(matvec._with_eps(matvec.build(s), EPS), "METAL")
+    assert "kernel void" in src and "simd_sum" in src and "EPS_VALUE" not in src
+
+COMPILE = r"""
+import apps
+from tinygrad import Device
+from apps.kernels import matvec, render
+import test_kernels_matvec as T
+ren = Device["NULL"].renderer
+n = 0
+for s in T._variants():
+  ren.compiler.compile(render(matvec._with_eps(matvec.build(s), T.EPS), "CUDA")); n += 1
+print("COMPILED", n)
+"""
+
+@pytest.mark.slow  # ~25 s: nvcc compiles 35 kernels
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_cuda_sources_compile():
+  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  env = {**os.environ, "DEV": "NULL:NVCC:sm_90", "PYTHONPATH": os.pathsep.join([root, os.path.join(root, "test")])}
+  r = subprocess.run([sys.executable, "-c", COMPILE], env=env, capture_output=True, text=True, timeout=600, cwd=root)
+  assert r.returncode == 0, r.stderr[-3000:]
+  assert f"COMPILED {len(list(_variants()))}" in r.stdout
