@@ -203,9 +203,9 @@ class Block:
     q = self.attn_q_b(self.attn_q_a(x, norm=xn), norm=(self.attn_q_a_norm, cfg.norm_eps)) if cfg.q_lora_rank else self.attn_q(x, norm=xn)
     q = q.reshape(T, cfg.n_head, cfg.qk_nope + cfg.qk_rope)
     q_nope, q_pe = q[..., :cfg.qk_nope], q[..., cfg.qk_nope:]
+    kv = self.attn_kv_a_mqa(x, norm=xn)                                         # (T, kv_lora + rope)
     if tables is not None and isinstance(T, int) and T == 1 and mla_attention.available(x.device) and cache.dtype == dtypes.float32:
       q_lat = self.attn_k_b.batched(q_nope)                                     # (1, H, kv_lora): q_nope absorbed into the latent space
-      kv = self.attn_kv_a_mqa(x, norm=xn)
       out = mla_attention.mla_decode_attention(q_lat.reshape(cfg.n_head, cfg.kv_lora_rank), q.reshape(cfg.n_head, -1), kv.reshape(-1),
                                                self.attn_kv_a_norm, cache, *tables, n_head=cfg.n_head, kv_lora=cfg.kv_lora_rank,
                                                qk_nope=cfg.qk_nope, qk_rope=cfg.qk_rope, scale=cfg.kq_scale, eps=cfg.norm_eps)
@@ -214,7 +214,6 @@ class Block:
     q_pe = apply_rope(q_pe, cos.unsqueeze(1), sin.unsqueeze(1))
     q = self.split(self.attn_k_b.batched(q_nope).cat(q_pe.cast(q_nope.dtype), dim=-1), "q")  # (T, H, kv_lora + rope)
 
-    kv = self.attn_kv_a_mqa(x, norm=xn)                                         # (T, kv_lora + rope)
     c_kv = rms_norm(kv[:, :cfg.kv_lora_rank], self.attn_kv_a_norm, cfg.norm_eps)
     k_pe = apply_rope(kv[:, cfg.kv_lora_rank:].float(), cos, sin)
     row = self.split(c_kv.cat(k_pe, dim=-1).cast(self.cache_dtype), "kv")

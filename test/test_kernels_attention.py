@@ -7,10 +7,11 @@
 - CUDA render + nvcc compile + TinyJit replay (DEV=NULL:NVCC:sm_90) for the three models' shapes, when nvcc is there;
 - on a CUDA / Metal device (the H100): the kernels vs the reference, single calls and a TinyJit decode loop.
 """
-import math, os, shutil, subprocess, sys
+import math, shutil, subprocess
 from pathlib import Path
 import numpy as np
 import pytest
+from nvcc import needs_nvcc, run_nvcc_script
 from tinygrad import Tensor, TinyJit, Device, UOp, dtypes
 from apps.kernels import render, language_of, SourceKernel, _CTYPE
 from apps.kernels.mla_attention import (AttentionShape, attend_kernel, combine_kernel, mla_decode_attention,
@@ -371,14 +372,12 @@ for H, nope, KV, R in ((16, 128, 512, 64), (20, 192, 512, 64), (4, 96, 256, 32))
     if i == 0: print("KERNELS", GlobalCounters.kernel_count)
 """
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+@needs_nvcc
 def test_cuda_compile_and_jit():
   """Rendered, compiled with nvcc for sm_90, and run inside a TinyJit (capture + replay) for the three models' shapes; each
   call is exactly the two kernels (the cache is written in place: no copy of it)."""
-  env = {**os.environ, "DEV": "NULL:NVCC:sm_90"}
-  r = subprocess.run([sys.executable, "-c", CUDA_SCRIPT], env=env, capture_output=True, text=True, timeout=600, cwd=REPO)
-  assert r.returncode == 0, r.stderr[-3000:]
-  assert [int(l.split()[1]) for l in r.stdout.splitlines() if l.startswith("KERNELS")] == [2, 2, 2]
+  out = run_nvcc_script(CUDA_SCRIPT)
+  assert [int(l.split()[1]) for l in out.splitlines() if l.startswith("KERNELS")] == [2, 2, 2]
 
 def test_bad_input_is_a_clear_error():
   with pytest.raises(ValueError, match="multiples of 4"): attend_kernel(AttentionShape(4, 66, 8, 16), 0.1, 1e-6)

@@ -3,14 +3,14 @@
 On the CPU the layers run the fusions as separate ops around the portable kernels; on a CUDA or Metal device the same
 calls run the hand-written kernels of apps/kernels/matvec.py (the GPU machine runs this file with DEV=CUDA). The CUDA
 sources of every variant are compiled with nvcc here (DEV=NULL:NVCC:sm_90) and the Metal ones rendered."""
-import os, shutil, subprocess, sys
 import numpy as np
 import pytest
 from apps.gguf import GGUFFile, GGMLType
-from apps.quantized import QuantizedLinear, QuantizedExpertWeights, KernelSpec, kernel_for, format_for
+from apps.quantized import QuantizedLinear, QuantizedExpertWeights, KernelSpec, kernel_for
 from apps.kernels import matvec, render, language_of
 from tinygrad import Tensor, Device, GlobalCounters
 from test_quantized import random_tensor, ref_weight, write_gguf, relerr, fp32_bound
+from nvcc import needs_nvcc, run_nvcc_script
 
 TYPES = list(matvec.TYPES)
 EPS = 1e-6
@@ -121,10 +121,6 @@ print("COMPILED", n)
 """
 
 @pytest.mark.slow  # ~25 s: nvcc compiles 35 kernels
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+@needs_nvcc
 def test_cuda_sources_compile():
-  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-  env = {**os.environ, "DEV": "NULL:NVCC:sm_90", "PYTHONPATH": os.pathsep.join([root, os.path.join(root, "test")])}
-  r = subprocess.run([sys.executable, "-c", COMPILE], env=env, capture_output=True, text=True, timeout=600, cwd=root)
-  assert r.returncode == 0, r.stderr[-3000:]
-  assert f"COMPILED {len(list(_variants()))}" in r.stdout
+  assert f"COMPILED {len(list(_variants()))}" in run_nvcc_script(COMPILE)

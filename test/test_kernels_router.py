@@ -1,10 +1,10 @@
 """The one-kernel MoE router (apps/kernels/router.py) against a float64 numpy routing, on devices with hand-written kernels
 (the GPU machine runs this with DEV=CUDA); here its CUDA source is compiled with nvcc and its Metal source rendered."""
-import os, shutil, subprocess, sys
 import numpy as np
 import pytest
 from tinygrad import Tensor, Device
 from apps.kernels import router, render, language_of
+from nvcc import needs_nvcc, run_nvcc_script
 
 def reference(logits, bias, k, gating, norm, scale):
   l = logits.astype(np.float64)
@@ -52,13 +52,9 @@ for n, k, g, b, nm, sc in T.CASES: Device["NULL"].renderer.compiler.compile(rend
 print("COMPILED", len(T.CASES))
 """
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+@needs_nvcc
 def test_cuda_sources_compile():
-  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-  env = {**os.environ, "DEV": "NULL:NVCC:sm_90", "PYTHONPATH": os.pathsep.join([root, os.path.join(root, "test")])}
-  r = subprocess.run([sys.executable, "-c", COMPILE], env=env, capture_output=True, text=True, timeout=600, cwd=root)
-  assert r.returncode == 0, r.stderr[-3000:]
-  assert f"COMPILED {len(CASES)}" in r.stdout
+  assert f"COMPILED {len(CASES)}" in run_nvcc_script(COMPILE)
 
 @pytest.mark.parametrize("n,k,gating,has_bias,norm,scale", CASES)
 def test_reference_is_the_models_routing(n, k, gating, has_bias, norm, scale):

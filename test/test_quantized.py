@@ -1,9 +1,9 @@
 """apps/quantized.py against gguf-py: on-device dequantization of every type, linear / expert / batched / embedding
 kernels vs a float64 numpy reference, TinyJit replay across expert selections, load-time memory, clear errors, and the
 CUDA kernels rendered and compiled (DEV=NULL:NVCC:sm_90) when nvcc is there."""
-import os, shutil, subprocess, sys
 import numpy as np
 import pytest
+from nvcc import needs_nvcc, run_nvcc_script
 import gguf
 from hypothesis import given, settings, strategies as st
 from apps.gguf import GGUFFile, GGUFWriter, GGMLType, GGUFError, BLOCK, ValueType
@@ -383,12 +383,8 @@ print("KERNELS", GlobalCounters.kernel_count, len(outs))
 """
 
 @pytest.mark.slow  # ~30 s each: nvcc compiles ~35 kernels
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+@needs_nvcc
 @pytest.mark.parametrize("types", [["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0"], ["Q4_K", "Q5_K", "Q6_K", "F32", "F16", "BF16"]], ids=["32", "256+float"])
 def test_cuda_kernels_compile(types):
-  env = {**os.environ, "DEV": "NULL:NVCC:sm_90"}
-  r = subprocess.run([sys.executable, "-c", CUDA_SCRIPT % ",".join(types)], env=env, capture_output=True, text=True, timeout=600,
-                     cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-  assert r.returncode == 0, r.stderr[-3000:]
-  n_kernels, n_outs = map(int, r.stdout.split("KERNELS")[1].split())
+  n_kernels, n_outs = map(int, run_nvcc_script(CUDA_SCRIPT % ",".join(types)).split("KERNELS")[1].split())
   assert n_kernels == n_outs  # every op is exactly one kernel, on CUDA too

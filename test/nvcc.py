@@ -1,0 +1,14 @@
+"""Running a script where tinygrad renders and compiles CUDA with nvcc but runs nothing (DEV=NULL:NVCC:sm_90): CI has nvcc
+but no GPU. The device is chosen at import, so each script runs in its own process."""
+import os, shutil, subprocess, sys
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+
+def run_nvcc_script(script: str) -> str:
+  """stdout of `script` run with DEV=NULL:NVCC:sm_90 from the repo root (test/ importable); fails the test on an error."""
+  env = {**os.environ, "DEV": "NULL:NVCC:sm_90", "PYTHONPATH": os.pathsep.join([ROOT, os.path.join(ROOT, "test")])}
+  r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)
+  assert r.returncode == 0, r.stderr[-3000:]
+  return r.stdout
