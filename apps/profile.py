@@ -2,6 +2,11 @@
 
   python3 -m apps.profile --model glm-4.7-flash [--target decode] [--pos 128] [--repeat 5] [--json]
 
+  # device times from Nsight Compute instead of events (no launch latency in them; L2 flushed before each kernel):
+  ncu --profile-from-start off --clock-control none --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
+      --csv --log-file ncu.csv python3 -m apps.profile --model M --ncu --json > rows.json
+  python3 -m apps.profile --ncu-csv ncu.csv --rows rows.json        # the same table with ncu's times and DRAM bytes
+
 The step (bench_block's targets: decode, stack, block, ffn, attn) is captured twice: as the app runs it (graphs batch the
 kernels on CUDA/Metal: `launches` counts graph launches, `kernels` the programs inside) and with JIT graphs off, whose
 kernels are then run one by one with a wait after each, so each gets its own device time (CUDA events; the host clock on
@@ -45,6 +50,8 @@ class KernelRow:
   weight_bytes: int # ours: the active share of the weights it reads
   cache_bytes: int  # ours: KV-cache rows (and rope rows) it reads or writes
   how: str          # weights | cache | norms-consumer | producer | consumer | none
+  kernel: bool = True   # a program (not a copy): what Nsight Compute lists
+  dram_bytes: int = 0   # bytes read + written in DRAM, from Nsight Compute (0: not measured)
   @property
   def bytes(self) -> int: return self.weight_bytes + self.cache_bytes
 
@@ -96,8 +103,15 @@ def attribute(calls: Sequence[UOp], parts: dict[UOp, tuple[str, int, int, str]],
     else: res[i][0] = "other"
   return [tuple(r) for r in res]
 
-def time_kernels(jit: TinyJit, args: tuple, repeat: int) -> list[float]:
-  """Median device time of each kernel of a graph-less capture, each run with a wait (as tinygrad's DEBUG=2 timing does)."""
+def _cuda_profiler(start: bool) -> None:
+  """Open / close the range Nsight Compute profiles (ncu --profile-from-start off)."""
+  import ctypes
+  lib = ctypes.CDLL("libcuda.so.1")
+  assert (lib.cuProfilerStart() if start else lib.cuProfilerStop()) == 0
+
+def time_kernels(jit: TinyJit, args: tuple, repeat: int, ncu: bool = False) -> list[float]:
+  """Median device time of each kernel of a graph-less capture, each run with a wait (as tinygrad's DEBUG=2 timing does).
+  ncu: one more pass inside the CUDA profiler range, for Nsight Compute."""
   cap = jit.captured
   input_uops, var_vals, _, _ = _prepare_jit_inputs(args, {})
   from tinygrad.engine.jit import _copy_input
@@ -106,9 +120,13 @@ def time_kernels(jit: TinyJit, args: tuple, repeat: int) -> list[float]:
   times: list[list[float]] = [[] for _ in cap.linear.src]
   for _ in range(repeat):
     for i, call in enumerate(cap.linear.src): times[i].append(sum(e for e in (pm_exec.rewrite(call, ctx) or []) if e is not None))
+  if ncu:
+    _cuda_profiler(True)
+    for call in cap.linear.src: pm_exec.rewrite(call, ctx)
+    _cuda_profiler(False)
   return [bb.median(t) for t in times]
 
-def profile(bench: bb.Bench, target: str = "decode", repeat: int = 5, count: int = 10) -> dict:
+def profile(bench: bb.Bench, target: str = "decode", repeat: int = 5, count: int = 10, ncu: bool = False) -> dict:
   m = bench.m
   # 1) as the app runs it: step time, kernels and launches with graphs
   step = bench.step(target)
@@ -121,7 +139,7 @@ def profile(bench: bb.Bench, target: str = "decode", repeat: int = 5, count: int
   jit = bb.jit_of(flat)
   args = flat.args(0)
   calls = bb.program_calls(jit)
-  times = time_kernels(jit, args, repeat)
+  times = time_kernels(jit, args, repeat, ncu)
   var_vals = _prepare_jit_inputs(args, {})[1]
   row = (m.cfg.kv_lora_rank + m.cfg.qk_rope) * m.caches[0].dtype.itemsize
   attr = attribute(calls, buffer_parts(m, bench.pos), row)
@@ -130,15 +148,44 @@ def profile(bench: bb.Bench, target: str = "decode", repeat: int = 5, count: int
     ast = call.src[0]
     name = ansistrip(ast.arg.name) if ast.op is Ops.PROGRAM else ("copy" if ast.op is Ops.COPY else str(ast.arg))
     est = int(sym_infer(estimate_uop(call).mem, var_vals))
-    rows.append(KernelRow(i, name, part, blk, t, est, wbytes, cbytes, how))
+    rows.append(KernelRow(i, name, part, blk, t, est, wbytes, cbytes, how, ast.op is Ops.PROGRAM))
   return {"target": target, "step_s": step_s, "kernel_sum_s": sum(r.time_s for r in rows), **counts, "n_rows": len(rows), "rows": rows}
+
+def read_ncu_csv(path: Path) -> list[dict[str, float]]:
+  """Nsight Compute --csv output -> one {metric: value} per profiled kernel, in launch order (values in ns and bytes)."""
+  import csv
+  text = Path(path).read_text(errors="replace")
+  lines = text.splitlines()
+  start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID"')), None)
+  if start is None: raise SystemExit(f"profile: {path} has no Nsight Compute CSV table")
+  scale = {"ns": 1, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6, "nsecond": 1, "byte": 1, "Kbyte": 1e3, "Mbyte": 1e6,
+           "Gbyte": 1e9, "KB": 1e3, "MB": 1e6, "GB": 1e9}
+  out: dict[int, dict[str, float]] = {}
+  for r in csv.DictReader(lines[start:]):
+    v = float(r["Metric Value"].replace(",", "")) * scale.get(r.get("Metric Unit", ""), 1)
+    out.setdefault(int(r["ID"]), {})[r["Metric Name"]] = v
+  return [out[k] for k in sorted(out)]
+
+def merge_ncu(doc: dict, kernels: list[dict[str, float]]) -> dict:
+  """profile()'s JSON (--json) with each kernel's time and DRAM bytes replaced by Nsight Compute's."""
+  rows = [KernelRow(**{k: v for k, v in r.items() if k in KernelRow.__dataclass_fields__}) for r in doc["rows"]]
+  progs = [r for r in rows if r.kernel]
+  if len(progs) != len(kernels): raise SystemExit(f"profile: {len(kernels)} kernels in the CSV, {len(progs)} in the step")
+  for r, k in zip(progs, kernels):
+    r.time_s = k["gpu__time_duration.sum"] * 1e-9
+    r.dram_bytes = int(k.get("dram__bytes_read.sum", 0) + k.get("dram__bytes_write.sum", 0))
+  for r in rows:
+    if not r.kernel: r.time_s = 0.0
+  return {**{k: v for k, v in doc.items() if k not in ("rows", "grouped")}, "kernel_sum_s": sum(r.time_s for r in rows), "rows": rows,
+          "source": "ncu"}
 
 def grouped(rows: Sequence[KernelRow]) -> list[dict]:
   """Rows merged by (part, kernel name): calls per token, total time, bytes."""
   g: dict[tuple[str, str], dict] = {}
   for r in rows:
-    e = g.setdefault((r.part, r.name), {"part": r.part, "name": r.name, "calls": 0, "time_s": 0.0, "est_bytes": 0, "bytes": 0})
+    e = g.setdefault((r.part, r.name), {"part": r.part, "name": r.name, "calls": 0, "time_s": 0.0, "est_bytes": 0, "bytes": 0, "dram_bytes": 0})
     e["calls"] += 1
+    e["dram_bytes"] += r.dram_bytes
     e["time_s"] += r.time_s
     e["est_bytes"] += r.est_bytes
     e["bytes"] += r.bytes
@@ -148,19 +195,25 @@ def grouped(rows: Sequence[KernelRow]) -> list[dict]:
 def report(res: dict, top: int = 12) -> list[str]:
   total = res["kernel_sum_s"] or 1e-12
   gbs = lambda b, t: b / t / 1e9 if t > 0 else 0.0
+  ncu = res.get("source") == "ncu"
+  how = "device times (Nsight Compute, L2 flushed before each)" if ncu else "kernels one by one"
   lines = [f"{res['target']}: step {res['step_s'] * 1e3:.3f} ms as run ({res['kernels']} kernels in {res['launches']} launches"
-           f"{', ' + str(res['graphs']) + ' graphs' if res['graphs'] else ''}); kernels one by one: {total * 1e3:.3f} ms"
-           f" over {res['n_rows']} kernels",
-           f"{'part':14s} {'kernel':44s} {'calls':>5s} {'time us':>10s} {'%':>6s} {'est MB':>9s} {'MB':>9s} {'GB/s':>8s}"]
+           f"{', ' + str(res['graphs']) + ' graphs' if res['graphs'] else ''}); {how}: {total * 1e3:.3f} ms"
+           f" over {res['n_rows']} kernels" + (f"; the rest, {(res['step_s'] - total) * 1e3:.3f} ms, is launches and gaps" if ncu else ""),
+           f"{'part':14s} {'kernel':44s} {'calls':>5s} {'time us':>10s} {'%':>6s} {'est MB':>9s} {'MB':>9s} {'GB/s':>8s}"
+           + (f" {'DRAM MB':>9s} {'DRAM GB/s':>9s}" if ncu else "")]
+  dram = lambda e, t: f" {e['dram_bytes'] / 1e6:9.3f} {gbs(e['dram_bytes'], t):9.1f}" if ncu else ""
   by_part: dict[str, list[dict]] = defaultdict(list)
   for e in grouped(res["rows"]): by_part[e["part"]].append(e)
   for part, es in by_part.items():
     t, est, b, n = sum(e["time_s"] for e in es), sum(e["est_bytes"] for e in es), sum(e["bytes"] for e in es), sum(e["calls"] for e in es)
-    lines.append(f"{part:14s} {'(all)':44s} {n:5d} {t * 1e6:10.1f} {100 * t / total:5.1f}% {est / 1e6:9.3f} {b / 1e6:9.3f} {gbs(b or est, t):8.1f}")
+    d = {"dram_bytes": sum(e["dram_bytes"] for e in es)}
+    lines.append(f"{part:14s} {'(all)':44s} {n:5d} {t * 1e6:10.1f} {100 * t / total:5.1f}% {est / 1e6:9.3f} {b / 1e6:9.3f} {gbs(b or est, t):8.1f}"
+                 + dram(d, t))
     for e in es[:top]:
       lines.append(f"{'':14s} {e['name'][:44]:44s} {e['calls']:5d} {e['time_s'] * 1e6:10.1f} {100 * e['time_s'] / total:5.1f}%"
                    f" {e['est_bytes'] / 1e6:9.3f}"
-                   f" {e['bytes'] / 1e6:9.3f} {gbs(e['bytes'] or e['est_bytes'], e['time_s']):8.1f}")
+                   f" {e['bytes'] / 1e6:9.3f} {gbs(e['bytes'] or e['est_bytes'], e['time_s']):8.1f}" + dram(e, e['time_s']))
     if len(es) > top: lines.append(f"{'':14s} ... {len(es) - top} more kernels")
   return lines
 
@@ -177,13 +230,23 @@ def main(argv: Sequence[str] | None = None) -> int:
   ap.add_argument("--count", type=int, default=10, help="timed replays of the step as run")
   ap.add_argument("--top", type=int, default=12, help="kernels listed per part")
   ap.add_argument("--json", action="store_true")
+  ap.add_argument("--ncu", action="store_true", help="run one more pass inside the CUDA profiler range (run under ncu)")
+  ap.add_argument("--ncu-csv", metavar="CSV", help="measure nothing: print --rows's table with this Nsight Compute CSV's times")
+  ap.add_argument("--rows", metavar="JSON", help="the --json output of the profiled run (with --ncu-csv)")
   a = ap.parse_args(argv)
+  if a.ncu_csv:
+    if not a.rows: ap.error("--ncu-csv needs --rows (the --json output of the run ncu profiled)")
+    try: doc = json.loads(Path(a.rows).read_text())
+    except (OSError, json.JSONDecodeError) as e: raise SystemExit(f"profile: cannot read {a.rows}: {e}")
+    res = merge_ncu(doc, read_ncu_csv(Path(a.ncu_csv)))
+    print("\n".join(bb.header_lines(doc["header"]) + [f"pos {doc['header'].get('pos')}  target {res['target']}"] + report(res, a.top)))
+    return 0
   if a.repeat < 1 or a.count < 1: ap.error("--repeat and --count must be >= 1")
   a.model = a.model or bb.default_model()
   path = bb.resolve_model(a.model, a.mix)
   m = bb.load_model(path, max(a.max_context, a.pos + 1), a.mask)
   bench = bb.Bench(m, a.pos, a.bank)
-  res = profile(bench, a.target, a.repeat, a.count)
+  res = profile(bench, a.target, a.repeat, a.count, a.ncu)
   h = bb.header(m, path, pos=a.pos, target=a.target)
   if a.json:
     print(json.dumps({"header": h, **{k: v for k, v in res.items() if k != "rows"}, "rows": [{**asdict(r), "bytes": r.bytes} for r in res["rows"]],

@@ -323,12 +323,12 @@ def kernel_for(spec: KernelSpec) -> KernelFn | None:
 
 def _source_matvec(spec: KernelSpec) -> KernelFn | None:
   """Hand-written decode matvecs (apps/kernels/matvec.py) on devices that compile CUDA or Metal source."""
-  from apps.kernels import matvec
+  from apps.kernels import matvec, language_of
   if spec.op not in ("linear", "experts", "batched") or spec.x_dtype != dtypes.float32 or not matvec.available(spec.device): return None
   if spec.fmt.type not in matvec.TYPES or spec.fmt.block != matvec.TYPES[spec.fmt.type].block: return None
   shape = matvec.MatvecShape(spec.op, spec.fmt.type, spec.B, spec.J, spec.N, spec.K, spec.E, spec.x_per_slot,
                              spec.norm, spec.residual, spec.glu, spec.mix)
-  return matvec.kernel(shape, spec.eps, spec.device) if matvec.supports(shape) else None
+  return matvec.kernel(shape, spec.eps, spec.device) if matvec.supports(shape, language_of(spec.device)) else None
 _PROVIDERS.append(_source_matvec)
 
 def _base_device(device: str) -> str: return device.split(":")[0]

@@ -1,6 +1,6 @@
 """The measuring instruments: bench_block.py statistics, weight accounting and split-mask plumbing, search2.py's searches,
 cache and outputs, and apps/profile.py's per-part attribution, on CPU with the tiny presets."""
-import json, os, struct, subprocess, sys, types, zlib
+import dataclasses, json, os, struct, subprocess, sys, types, zlib
 from pathlib import Path
 import numpy as np
 import pytest
@@ -182,6 +182,31 @@ def test_profile_attributes_kernels_to_parts(bench):
   assert sum(r.cache_bytes for r in rows) >= bb.cache_bytes(bench.m, bench.m.cfg.n_layer, bench.pos)
   assert any(r.part == "norms" and r.how == "norms-consumer" for r in rows)  # the rms reductions
   assert "experts" in "\n".join(profile.report(res))
+
+def test_profile_takes_nsight_compute_times(bench, tmp_path):
+  """--ncu-csv: each program's time and DRAM bytes come from the CSV, in launch order; copies are not in the CSV."""
+  from apps import profile
+  res = profile.profile(bench, "decode", repeat=1, count=1)
+  doc = json.loads(json.dumps({"header": {"pos": bench.pos}, **{k: v for k, v in res.items() if k != "rows"},
+                               "rows": [dataclasses.asdict(r) for r in res["rows"]]}, default=str))
+  progs = [r for r in res["rows"] if r.kernel]
+  head = '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC",' \
+         '"Section Name","Metric Name","Metric Unit","Metric Value"'
+  lines = ["==PROF== Connected to process 1", head]
+  for i, r in enumerate(progs):
+    for metric, unit, v in (("dram__bytes_read.sum", "Kbyte", "1,024.00"), ("dram__bytes_write.sum", "byte", "0"),
+                            ("gpu__time_duration.sum", "usecond", f"{i + 1}.50")):
+      lines.append(f'"{i}","1","python3","h","{r.name}","1","7","(32, 1, 1)","(1, 1, 1)","0","9.0","Command line profiler metrics","{metric}","{unit}","{v}"')
+  (tmp_path / "ncu.csv").write_text("\n".join(lines) + "\n")
+  merged = profile.merge_ncu(doc, profile.read_ncu_csv(tmp_path / "ncu.csv"))
+  got = [r for r in merged["rows"] if r.kernel]
+  assert [r.time_s for r in got] == pytest.approx([(i + 1.5) * 1e-6 for i in range(len(progs))])
+  assert all(r.dram_bytes == 1_024_000 for r in got)
+  assert merged["kernel_sum_s"] == pytest.approx(sum((i + 1.5) * 1e-6 for i in range(len(progs))))
+  text = "\n".join(profile.report(merged))
+  assert "Nsight Compute" in text and "DRAM GB/s" in text
+  with pytest.raises(SystemExit, match="kernels in the CSV"):
+    profile.merge_ncu(doc, profile.read_ncu_csv(tmp_path / "ncu.csv")[:-1])
 
 # ---------------------------------------------------------------- search2 on a fake module with a known cost
 

@@ -1,8 +1,11 @@
 """The fused decode matvecs (norm before, SwiGLU / expert mix / residual after) against float64 references.
 
 On the CPU the layers run the fusions as separate ops around the portable kernels; on a CUDA or Metal device the same
-calls run the hand-written kernels of apps/kernels/matvec.py (the GPU machine runs this file with DEV=CUDA). The CUDA
-sources of every variant are compiled with nvcc here (DEV=NULL:NVCC:sm_90) and the Metal ones rendered."""
+calls run the hand-written kernels of apps/kernels/matvec.py (the GPU machine runs this file with DEV=CUDA). Here the
+rendered CUDA and Metal sources of the kernels also RUN, on the dialect's CPU emulator (test/emulator.py), against
+gguf-py's dequantization in float64: every type, every fusion, 1/2/4 rows per warp, chunk counts that are not a multiple
+of the 32 lanes and several load batches. The CUDA sources of every variant are compiled with nvcc here
+(DEV=NULL:NVCC:sm_90) and the Metal ones rendered."""
 import numpy as np
 import pytest
 from apps.gguf import GGUFFile, GGMLType
@@ -11,6 +14,8 @@ from apps.kernels import matvec, render, language_of
 from tinygrad import Tensor, Device, GlobalCounters
 from test_quantized import random_tensor, ref_weight, write_gguf, relerr, fp32_bound
 from nvcc import needs_nvcc, run_nvcc_script
+from emulator import emulate
+from apps.quantized import PackedTensor
 
 TYPES = list(matvec.TYPES)
 EPS = 1e-6
@@ -124,3 +129,81 @@ print("COMPILED", n)
 @needs_nvcc
 def test_cuda_sources_compile():
   assert f"COMPILED {len(list(_variants()))}" in run_nvcc_script(COMPILE)
+
+# ---------------------------------------------------------------- the rendered sources, run on the CPU emulator
+
+def emulated(s: matvec.MatvecShape, rows: int, language: str, W_raw, ne, x, sel=None, mix=None, g=None, r=None, work=None, warps=4):
+  """Output of the kernel for shape s (rows per warp `rows`) run by the emulator on the packed parts of W_raw."""
+  fmt, host = PackedTensor.pack_host(W_raw, s.type, ne)
+  k = matvec._with_eps(matvec.build(s, matvec.Plan(warps, rows)), EPS)
+  shape = (s.B, s.N) if s.mix or s.op == "linear" else (s.B, s.J, s.N)
+  bufs = [np.full(shape, np.nan, np.float32), np.ascontiguousarray(x, np.float32)]
+  bufs += [np.ascontiguousarray(a) for a in (sel, mix, g, r) if a is not None]
+  bufs += [np.ascontiguousarray(host[p]) for p, _, _ in fmt.parts]
+  emulate(k, language, bufs, work)
+  return bufs[0]
+
+def _k_for(typ, chunks):  # a K with about this many lane chunks per row (whole packed blocks)
+  tc = matvec.TYPES[typ]
+  cpb = tc.block // tc.ch
+  return -(-chunks // cpb) * tc.block
+
+@pytest.mark.parametrize("typ", TYPES, ids=lambda t: t.name)
+def test_emulated_linear(tmp_path, typ):
+  """norm + glu + residual at 4 rows per warp (8 accumulators, load batches split across chunks); plain at 1 row per warp
+  and 16 warps with 33 chunks (a second, partial chunk per lane); norm + residual at 2 rows and 8 warps, N not a multiple
+  of the rows of a workgroup."""
+  rng = np.random.default_rng(4)
+  for (B, F, chunks, rows, warps, fus) in [(2, 20, 64, 4, 4, ("norm", "glu", "residual")), (1, 7, 33, 1, 16, ()),
+                                           (1, 13, 40, 2, 8, ("norm", "residual"))]:
+    K = _k_for(typ, chunks)
+    N = 2 * F if "glu" in fus else F
+    raw = random_tensor(typ, (K, N), rng)
+    W = ref_weight(raw, typ, (K, N)).astype(np.float64)
+    s = matvec.MatvecShape("linear", typ, B, 1, F, K, 1, False, norm="norm" in fus, residual="residual" in fus, glu="glu" in fus)
+    x, g, r = rng.standard_normal((B, K)).astype(np.float32), rng.standard_normal(K).astype(np.float32), rng.standard_normal((B, F)).astype(np.float32)
+    xn = rms(x, g) if s.norm else x.astype(np.float64)
+    ref = silu(xn @ W[:F].T) * (xn @ W[F:].T) if s.glu else xn @ W.T
+    if s.residual: ref = ref + r
+    out = emulated(s, rows, "CUDA", raw, (K, N), x, g=g if s.norm else None, r=r if s.residual else None, work=tmp_path / "cuda",
+                   warps=warps)
+    assert relerr(out, ref) < BOUND(K), (typ.name, fus, relerr(out, ref))
+
+@pytest.mark.parametrize("typ", TYPES, ids=lambda t: t.name)
+def test_emulated_experts_and_batched(tmp_path, typ):
+  """routed experts: norm + glu (one slot per workgroup), mix + residual (all slots staged in one workgroup), a batched
+  (per-head) product; sel out of range clamps."""
+  rng = np.random.default_rng(5)
+  K, F, E, J, B = _k_for(typ, 36), 12, 5, 3, 2
+  raw = random_tensor(typ, (K, 2 * F, E), rng)
+  W = ref_weight(raw, typ, (K, 2 * F, E)).astype(np.float64)
+  sel = np.array([[1, 1, 4], [0, 3, 2]], dtype=np.int32)
+  x, g = rng.standard_normal((B, K)).astype(np.float32), rng.standard_normal(K).astype(np.float32)
+  xj, mix = rng.standard_normal((B, J, K)).astype(np.float32), rng.random((B, J)).astype(np.float32)
+  r = rng.standard_normal((B, 2 * F)).astype(np.float32)
+  Ws, xn = W[sel], rms(x, g)
+  s = matvec.MatvecShape("experts", typ, B, J, F, K, E, False, norm=True, glu=True)
+  ref = silu(np.einsum("bjnk,bk->bjn", Ws[:, :, :F], xn)) * np.einsum("bjnk,bk->bjn", Ws[:, :, F:], xn)
+  out = emulated(s, 2, "CUDA", raw, (K, 2 * F, E), x, sel=sel, g=g, work=tmp_path / "glu")
+  assert relerr(out, ref) < BOUND(K), relerr(out, ref)
+  s = matvec.MatvecShape("experts", typ, B, J, 2 * F, K, E, True, mix=True, residual=True)
+  ref = r + np.einsum("bj,bjnk,bjk->bn", mix.astype(np.float64), Ws, xj.astype(np.float64))
+  out = emulated(s, 1, "CUDA", raw, (K, 2 * F, E), xj, sel=sel, mix=mix, r=r, work=tmp_path / "mix", warps=8)
+  assert relerr(out, ref) < BOUND(K), relerr(out, ref)
+  s = matvec.MatvecShape("batched", typ, 1, E, 2 * F, K, E, True)
+  xh = rng.standard_normal((1, E, K)).astype(np.float32)
+  out = emulated(s, 4, "CUDA", raw, (K, 2 * F, E), xh, work=tmp_path / "batched")
+  assert relerr(out, np.einsum("hnk,bhk->bhn", W, xh.astype(np.float64))) < BOUND(K)
+
+def test_emulated_metal(tmp_path):
+  """The MSL twins run the same math (one type of each family, the fusions with the most code)."""
+  rng = np.random.default_rng(6)
+  for typ in (GGMLType.Q4_0, GGMLType.Q5_K, GGMLType.Q6_K):
+    K, F, B = _k_for(typ, 33), 9, 2
+    raw = random_tensor(typ, (K, 2 * F), rng)
+    W = ref_weight(raw, typ, (K, 2 * F)).astype(np.float64)
+    x, g, r = rng.standard_normal((B, K)).astype(np.float32), rng.standard_normal(K).astype(np.float32), rng.standard_normal((B, F)).astype(np.float32)
+    xn = rms(x, g)
+    s = matvec.MatvecShape("linear", typ, B, 1, F, K, 1, False, norm=True, residual=True, glu=True)
+    out = emulated(s, 2, "METAL", raw, (K, 2 * F), x, g=g, r=r, work=tmp_path / typ.name)
+    assert relerr(out, r + silu(xn @ W[:F].T) * (xn @ W[F:].T)) < BOUND(K)

@@ -17,6 +17,8 @@ The dialect (macros defined per backend by the prelude):
   EXP2(x)                  2^x of a float
   FLOAT4(a, b, c, d)       a float4 value (for one wide store)
   DEVFN                    qualifies a helper function; H2F(h) half -> float; AS_FLOAT(u) uint bits -> float
+  BYTE_F(u, b)             2^23 + (byte b of uint u) as a float, exactly (b a constant 0..3): subtract 8388608.0f (plus
+                           any offset of the quant) for the byte's value; a byte permute, no int-to-float conversion
   uint4/float4 vector types exist in both languages (members .x .y .z .w); the body constructs them only with FLOAT4.
 """
 from __future__ import annotations
@@ -77,7 +79,8 @@ static __device__ __forceinline__ float WARP_MAX(float v) {
 }
 #define EXP2(x) exp2f(x)
 #define FLOAT4(a, b, c, d) make_float4(a, b, c, d)
-#define SHFL_XOR(v, o) __shfl_xor_sync(0xffffffffu, v, o)"""
+#define SHFL_XOR(v, o) __shfl_xor_sync(0xffffffffu, v, o)
+#define BYTE_F(u, b) __uint_as_float(__byte_perm((u), 0x4B000000u, 0x7650u | (b)))"""
 
 _METAL_PRELUDE = """#include <metal_stdlib>
 using namespace metal;
@@ -97,7 +100,8 @@ using namespace metal;
 #define WARP_MAX(v) simd_max(v)
 #define EXP2(x) exp2(x)
 #define FLOAT4(a, b, c, d) float4(a, b, c, d)
-#define SHFL_XOR(v, o) simd_shuffle_xor(v, (ushort)(o))"""
+#define SHFL_XOR(v, o) simd_shuffle_xor(v, (ushort)(o))
+#define BYTE_F(u, b) as_type<float>((((u) >> (8*(b))) & 0xFFu) | 0x4B000000u)"""
 
 LANGUAGES = ("CUDA", "METAL")
 

@@ -2,10 +2,16 @@
 expert mix after folded into the same kernel (each a kernel launch less per use, ~1-3 us each on the H100).
 
 Layout of the work: a warp owns R output rows and walks a row's packed blocks with its 32 lanes (lane i takes chunks
-i, i+32, ...: consecutive lanes read consecutive 16-byte words, so every load is coalesced and wide); the lane keeps the
-chunk's x in registers and uses it for all R rows (x is fp32: reading it once per row would cost several times the weight
-bytes in L1 traffic); WARPS warps per workgroup; the R partial sums are reduced across the warp with shuffles. Grid:
-(row groups, J slots, B tokens). Dequantization is the portable kernels' (apps/quantized.py): same formulas, fp32.
+i, i+32, ...: consecutive lanes read consecutive 16-byte words, so every weight load is coalesced and wide); WARPS warps
+per workgroup; the R partial sums are reduced across the warp with shuffles. Grid: (row groups, J slots, B tokens).
+
+What makes it fast is memory-level parallelism (H100 profile, OPTIMIZATION_JOURNAL.md): a lane's loads for all its rows
+and chunks are written out one after the other, in batches that fit the registers, before any of their math, so a warp
+has many 512-byte loads in flight instead of one per DRAM latency; the first batch is issued before x is staged. x (times
+the norm weight) is staged once per workgroup in shared memory, laid out [slot][float4 q of a chunk][chunk], so a warp
+reads its 32 chunks' q-th float4s as one contiguous 512-byte row (from global memory those reads touched 32 cache lines
+each). Nibbles and bytes become floats by the 2^23 trick (BYTE_F: a byte placed in the mantissa of 2^23, one byte permute
+and one add per weight) instead of integer-to-float conversions, which issue at a quarter of the FMA rate.
 
 What a kernel computes (buffers in this order: out, x, [sel], [mix], [norm_w], [residual], *packed parts):
   linear   out[b, n] = W[n] . xn[b]                       xn = x, or rms_norm(x) * norm_w with `norm`
@@ -19,90 +25,98 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from tinygrad import dtypes
-from apps.gguf import GGMLType
+from apps.gguf import GGMLType, BLOCK
 from apps.kernels import SourceKernel, Param, program, language_of
 
-# ---- per type: packed parts (name, element type), weights per lane step (CH), weights per packed block, and the dialect
-# code of one lane step: `s` += sum over the chunk of w * xr[i]; `bi` is the packed block index, `c` the chunk in the block.
-# xr[] holds the chunk's x (CH floats); xs is their sum (for the types with an offset or a min).
+# ---- per type: packed parts (name, element type), weights per lane step (CH), weights per packed block, the loads of one
+# lane step and their math. In `load` and `math`, `@` is the item's suffix: the load sees `bi@` (packed block index) and
+# `c@` (chunk in the block) and declares its registers; the math reads them and xr[] (the chunk's CH x values, in the
+# order `xrun` gives), xsum[h] (the sum of xr[32h .. 32h+31]), and sets `s` to the chunk's dot product.
 @dataclass(frozen=True)
 class TypeCode:
   parts: tuple[tuple[str, object], ...]
   ch: int
   block: int
-  step: str
+  load: str
+  math: str
+  regs: int                   # registers one item's loads hold (sizes the batches)
   xrun: str = "c*CH + 16*r"   # offset in the block of the chunk's r-th run of 16 x values (xr[16r..16r+15])
 
 _Q4_0 = TypeCode((("d", dtypes.float16), ("qs", dtypes.uint32)), 32, 32, """
-    uint4 q = ((const GLOBAL uint4*)qs)[bi];
-    uint w[4] = {q.x, q.y, q.z, q.w};
+    uint4 q@ = ((const GLOBAL uint4*)qs)[bi@]; float d@ = H2F(d[bi@]);""", """
+    uint w[4] = {q@.x, q@.y, q@.z, q@.w};
     float t = 0.0f;
-    for (int i = 0; i < 4; i++) for (int b = 0; b < 4; b++)
-      t += (float)((w[i] >> (8*b)) & 15u) * xr[4*i + b] + (float)((w[i] >> (8*b + 4)) & 15u) * xr[16 + 4*i + b];
-    s += H2F(d[bi]) * (t - 8.0f * xs);""")
+    for (int i = 0; i < 4; i++) {
+      uint lo = w[i] & 0x0F0F0F0Fu, hi = (w[i] >> 4) & 0x0F0F0F0Fu;
+      for (int b = 0; b < 4; b++) t += (BYTE_F(lo, b) - 8388616.0f) * xr[4*i + b] + (BYTE_F(hi, b) - 8388616.0f) * xr[16 + 4*i + b];
+    }
+    s = d@ * t;""", 5)
 
 _Q8_0 = TypeCode((("d", dtypes.float16), ("qs", dtypes.uint32)), 32, 32, """
-    const GLOBAL uint4* q4 = (const GLOBAL uint4*)qs + 2*bi;
-    uint4 qa = q4[0], qb = q4[1];
-    uint w[8] = {qa.x, qa.y, qa.z, qa.w, qb.x, qb.y, qb.z, qb.w};
+    uint4 qa@ = ((const GLOBAL uint4*)qs)[2*bi@], qb@ = ((const GLOBAL uint4*)qs)[2*bi@ + 1]; float d@ = H2F(d[bi@]);""", """
+    uint w[8] = {qa@.x, qa@.y, qa@.z, qa@.w, qb@.x, qb@.y, qb@.z, qb@.w};
     float t = 0.0f;
-    for (int i = 0; i < 8; i++) for (int b = 0; b < 4; b++) t += (float)(((int)(w[i] << (24 - 8*b))) >> 24) * xr[4*i + b];
-    s += H2F(d[bi]) * t;""")
+    for (int i = 0; i < 8; i++) {
+      uint u = w[i] ^ 0x80808080u;   // int8 + 128
+      for (int b = 0; b < 4; b++) t += (BYTE_F(u, b) - 8388736.0f) * xr[4*i + b];
+    }
+    s = d@ * t;""", 9)
 
 # K-quants: a lane step is 64 weights (chunk c of 4 per 256-weight block); c = 2*c1 + c0, sub-blocks 2c and 2c+1 of 32
-_QK_STEP = """
-    int c1 = c >> 1, c0 = c & 1;
-    const GLOBAL uint4* q4 = (const GLOBAL uint4*)qs + bi*8 + c1*4 + c0*2;
-    uint4 qa = q4[0], qb = q4[1];
-    uint w[8] = {qa.x, qa.y, qa.z, qa.w, qb.x, qb.y, qb.z, qb.w};
-    HIGH_LOAD
-    uint sc = scm[bi*4 + c1], mn = scm[bi*4 + c1 + 2];
-    float dd = H2F(dm[2*bi]), dmin = H2F(dm[2*bi + 1]);
+_QK_LOAD = """
+    const GLOBAL uint4* q4@ = (const GLOBAL uint4*)qs + bi@*8 + (c@ >> 1)*4 + (c@ & 1)*2;
+    uint4 qa@ = q4@[0], qb@ = q4@[1];
+    uint sc@ = scm[bi@*4 + (c@ >> 1)], mn@ = scm[bi@*4 + (c@ >> 1) + 2];
+    float dd@ = H2F(dm[2*bi@]), dmin@ = H2F(dm[2*bi@ + 1]);"""
+_QK_MATH = """
+    uint w[8] = {qa@.x, qa@.y, qa@.z, qa@.w, qb@.x, qb@.y, qb@.z, qb@.w};
+    HIGH_WORDS
+    s = 0.0f;
     for (int h = 0; h < 2; h++) {
-      float t = 0.0f, u = 0.0f;
-      for (int i = 0; i < 8; i++) for (int b = 0; b < 4; b++) {
-        uint qv = (w[i] >> (8*b + 4*h)) & 15u;
+      float t = 0.0f;
+      for (int i = 0; i < 8; i++) {
+        uint q = (w[i] >> (4*h)) & 0x0F0F0F0Fu;
         HIGH_BITS
-        float xv = xr[32*h + 4*i + b];
-        t += (float)qv * xv; u += xv;
+        for (int b = 0; b < 4; b++) t += (BYTE_F(q, b) - 8388608.0f) * xr[32*h + 4*i + b];
       }
-      int sh = 16*c0 + 8*h;
-      s += dd * (float)((sc >> sh) & 255u) * t - dmin * (float)((mn >> sh) & 255u) * u;
+      int sh = 16*(c@ & 1) + 8*h;
+      s += dd@ * (float)((sc@ >> sh) & 255u) * t - dmin@ * (float)((mn@ >> sh) & 255u) * xsum[h];
     }"""
 _Q4_K = TypeCode((("dm", dtypes.float16), ("scm", dtypes.uint32), ("qs", dtypes.uint32)), 64, 256,
-                 _QK_STEP.replace("HIGH_LOAD", "").replace("HIGH_BITS", ""))
+                 _QK_LOAD, _QK_MATH.replace("HIGH_WORDS", "").replace("HIGH_BITS", ""), 12)
 _Q5_K = TypeCode((("dm", dtypes.float16), ("scm", dtypes.uint32), ("qh", dtypes.uint32), ("qs", dtypes.uint32)), 64, 256,
-                 _QK_STEP.replace("HIGH_LOAD", "const GLOBAL uint4* h4 = (const GLOBAL uint4*)qh + bi*2;\n    uint4 ha = h4[0], hb = h4[1];\n"
-                                  "    uint hw[8] = {ha.x, ha.y, ha.z, ha.w, hb.x, hb.y, hb.z, hb.w};")
-                         .replace("HIGH_BITS", "qv |= ((hw[i] >> (8*b + 2*c + h)) & 1u) << 4;"))
+                 _QK_LOAD + "\n    uint4 ha@ = ((const GLOBAL uint4*)qh)[bi@*2], hb@ = ((const GLOBAL uint4*)qh)[bi@*2 + 1];",
+                 _QK_MATH.replace("HIGH_WORDS", "uint hw[8] = {ha@.x, ha@.y, ha@.z, ha@.w, hb@.x, hb@.y, hb@.z, hb@.w};")
+                         .replace("HIGH_BITS", "q |= ((hw[i] >> (2*c@ + h)) & 0x01010101u) << 4;"), 20)
 
 # Q6_K: chunk c = (half i = c >> 1, lh = c & 1): 4 runs of 16 weights at i*128 + s4*32 + lh*16 (s4 = 2*s4h + s4l)
 _Q6_K = TypeCode((("ql", dtypes.uint32), ("qh", dtypes.uint32), ("sc", dtypes.uint32), ("d", dtypes.float16)), 64, 256, """
-    int i = c >> 1, lh = c & 1;
-    const GLOBAL uint4* l4 = (const GLOBAL uint4*)ql + bi*8 + i*4 + lh;
-    uint4 la = l4[0], lb = l4[2];
-    uint4 hq = ((const GLOBAL uint4*)qh)[bi*4 + i*2 + lh];
-    uint lw0[4] = {la.x, la.y, la.z, la.w}, lw1[4] = {lb.x, lb.y, lb.z, lb.w}, hw[4] = {hq.x, hq.y, hq.z, hq.w};
-    uint scw[2] = {sc[bi*4 + i*2], sc[bi*4 + i*2 + 1]};
-    float dd = H2F(d[bi]);
+    const GLOBAL uint4* l4@ = (const GLOBAL uint4*)ql + bi@*8 + (c@ >> 1)*4 + (c@ & 1);
+    uint4 la@ = l4@[0], lb@ = l4@[2];
+    uint4 hq@ = ((const GLOBAL uint4*)qh)[bi@*4 + (c@ >> 1)*2 + (c@ & 1)];
+    uint sa@ = sc[bi@*4 + (c@ >> 1)*2], sb@ = sc[bi@*4 + (c@ >> 1)*2 + 1];
+    float dd@ = H2F(d[bi@]);""", """
+    uint lw0[4] = {la@.x, la@.y, la@.z, la@.w}, lw1[4] = {lb@.x, lb@.y, lb@.z, lb@.w}, hw[4] = {hq@.x, hq@.y, hq@.z, hq@.w};
+    uint scw[2] = {sa@, sb@};
+    s = 0.0f;
     for (int s4h = 0; s4h < 2; s4h++) for (int s4l = 0; s4l < 2; s4l++) {
       float t = 0.0f;
-      for (int lw = 0; lw < 4; lw++) for (int b = 0; b < 4; b++) {
-        uint lo = ((s4l ? lw1[lw] : lw0[lw]) >> (8*b + 4*s4h)) & 15u;
-        uint hi = (hw[lw] >> (8*b + 4*s4h + 2*s4l)) & 3u;
-        t += ((float)(lo | (hi << 4)) - 32.0f) * xr[32*s4h + 16*s4l + 4*lw + b];
+      for (int lw = 0; lw < 4; lw++) {
+        uint q = (((s4l ? lw1[lw] : lw0[lw]) >> (4*s4h)) & 0x0F0F0F0Fu) | (((hw[lw] >> (4*s4h + 2*s4l)) & 0x03030303u) << 4);
+        for (int b = 0; b < 4; b++) t += (BYTE_F(q, b) - 8388640.0f) * xr[32*s4h + 16*s4l + 4*lw + b];
       }
-      int scale = ((int)(scw[s4h] << (24 - 16*s4l - 8*lh))) >> 24;
-      s += dd * (float)scale * t;
-    }""", xrun="(c >> 1)*128 + (c & 1)*16 + 32*r")
+      int scale = ((int)(scw[s4h] << (24 - 16*s4l - 8*(c@ & 1)))) >> 24;
+      s += dd@ * (float)scale * t;
+    }""", 15, xrun="(c >> 1)*128 + (c & 1)*16 + 32*r")
 
 _F32 = TypeCode((("w", dtypes.float32),), 8, 8, """
-    const GLOBAL float4* w4 = (const GLOBAL float4*)w + 2*bi;
-    float4 wa = w4[0], wb = w4[1];
-    s += wa.x*xr[0] + wa.y*xr[1] + wa.z*xr[2] + wa.w*xr[3] + wb.x*xr[4] + wb.y*xr[5] + wb.z*xr[6] + wb.w*xr[7];""")
+    float4 wa@ = ((const GLOBAL float4*)w)[2*bi@], wb@ = ((const GLOBAL float4*)w)[2*bi@ + 1];""", """
+    s = wa@.x*xr[0] + wa@.y*xr[1] + wa@.z*xr[2] + wa@.w*xr[3] + wb@.x*xr[4] + wb@.y*xr[5] + wb@.z*xr[6] + wb@.w*xr[7];""", 8)
 
 _F16 = TypeCode((("w", dtypes.float16),), 8, 8, """
-    for (int i = 0; i < 8; i++) s += H2F(w[8*bi + i]) * xr[i];""")
+    float w@[8]; for (int i = 0; i < 8; i++) w@[i] = H2F(w[8*bi@ + i]);""", """
+    s = 0.0f;
+    for (int i = 0; i < 8; i++) s += w@[i] * xr[i];""", 8)
 
 TYPES: dict[GGMLType, TypeCode] = {GGMLType.Q4_0: _Q4_0, GGMLType.Q8_0: _Q8_0, GGMLType.Q4_K: _Q4_K, GGMLType.Q5_K: _Q5_K,
                                    GGMLType.Q6_K: _Q6_K, GGMLType.F32: _F32, GGMLType.F16: _F16}
@@ -122,88 +136,153 @@ class MatvecShape:
   glu: bool = False
   mix: bool = False
 
-WARPS = 4
+BATCH_REGS = 40             # registers one batch of loads holds per lane (two batches are live: one loading, one in math)
+SHARED_BYTES = {"CUDA": 48 * 1024, "METAL": 32 * 1024}  # static workgroup memory a kernel may declare
+SMS = 132                   # multiprocessors of the H100 the plan is tuned on
 
-def rows_per_warp(s: MatvecShape) -> int:
-  """Rows per warp: as many as keep >= 2 workgroups per SM on an H100 (132 SMs), up to 4 (x reuse from registers)."""
+@dataclass(frozen=True)
+class Plan:
+  warps: int                # warps per workgroup
+  rows: int                 # output rows per warp (R)
+
+def staged_slots(s: MatvecShape) -> int:
+  """x vectors a workgroup stages: all J slots for the expert mix, else the one it reads."""
+  return s.J if s.mix else 1
+
+def plan(s: MatvecShape) -> Plan:
+  """Rows per warp: as many as keep >= 2 workgroups of 4 warps per SM (up to 4: x reuse from registers). Then more warps per
+  workgroup while staging x costs more than half the weight bytes of a workgroup (every workgroup reads all of x from L2:
+  for a down projection, K = 6144 and 4 rows of 3.4 KB, that was 1.8x the weights) and >= 128 workgroups remain."""
   slots = 1 if s.mix else s.J
-  for r in (4, 2):
-    if -(-s.N // (r * WARPS)) * slots * s.B >= 264: return r
-  return 1
+  groups = lambda warps, r: -(-s.N // (r * warps)) * slots * s.B
+  rows = next((r for r in (4, 2) if groups(4, r) >= 2 * SMS), 1)
+  bs, nbytes = BLOCK[s.type]
+  row_bytes = s.K // bs * nbytes * (2 if s.glu else 1) * (s.J if s.mix else 1)
+  warps = 4
+  while warps < 16 and staged_slots(s) * s.K * 4 > 0.5 * warps * rows * row_bytes and groups(2 * warps, rows) >= 128: warps *= 2
+  return Plan(warps, rows)
 
-def build(s: MatvecShape) -> SourceKernel:
+def _pad(steps: int) -> int: return 1 if steps % 2 == 0 else 2  # row stride of the staged x odd in float4s: no bank conflicts
+
+def shared_bytes(s: MatvecShape, p: Plan | None = None) -> int:
+  tc, p = TYPES[s.type], p or plan(s)
+  steps = s.K // tc.ch
+  return staged_slots(s) * (tc.ch // 4) * (steps + _pad(steps)) * 16 + p.warps * 4
+
+def build(s: MatvecShape, p: Plan | None = None) -> SourceKernel:
+  """The kernel for shape `s`; `p` overrides plan(s) (the tests reach every rows-per-warp on small shapes)."""
   tc = TYPES[s.type]
   assert s.K % tc.block == 0 and tc.block % tc.ch == 0, (s, tc)
-  R, slots = rows_per_warp(s), (1 if s.mix else s.J)
+  p = p or plan(s)
+  R, W, slots, staged = p.rows, p.warps, (1 if s.mix else s.J), staged_slots(s)
   nb, cpb = s.K // tc.block, tc.block // tc.ch
-  steps = nb * cpb
+  steps = nb * cpb                               # chunks of CH weights in a row
+  spl = -(-steps // 32)                          # chunks per lane (the last one partial if steps % 32)
+  q4 = tc.ch // 4                                # float4s of x per chunk
+  sp = steps + _pad(steps)                       # row stride of the staged x, in float4s
   params = [Param("out", dtypes.float32, True), Param("x", dtypes.float32)]
   if s.op == "experts": params.append(Param("sel", dtypes.int32))
   if s.mix: params.append(Param("mix", dtypes.float32))
   if s.norm: params.append(Param("norm_w", dtypes.float32))
   if s.residual: params.append(Param("residual", dtypes.float32))
   params += [Param(n, dt) for n, dt in tc.parts]
-  rows_w = 2 * s.N if s.glu else s.N            # rows of one expert's W
+  rows_w = 2 * s.N if s.glu else s.N             # rows of one expert's W
   nacc = 2 * R if s.glu else R
-  # W row of accumulator a: output row n = row0 + (a % R); glu: a >= R is the up row F + n
-  wrow = "(a < R ? n : N + n)" if s.glu else "n"
-  slot_loop = "for (int j = 0; j < J; j++)" if s.mix else "int j = GID_Y;"
-  expert = {"experts": f"int e = sel[b*J + j]; e = e < 0 ? 0 : (e >= {s.E} ? {s.E - 1} : e);", "batched": "int e = j;",
-            "linear": "int e = 0;"}[s.op]
-  xoff = "(b*J + j)*K" if s.x_per_slot else "b*K"
-  norm_pre = ""
-  if s.norm:
-    norm_pre = """
-  // rms norm of x: each warp sums the squares itself (x is a few KB, read from L1/L2), no workgroup barrier needed
-  // float4 loads, unrolled: the K/128 loads of a lane are independent, so they wait for memory once, not K/128 times
-  float ss = 0.0f;
-  const GLOBAL float4* xn4 = (const GLOBAL float4*)(x + XOFF);
-  #pragma unroll
-  for (int k = lane; k < K / 4; k += 32) { float4 v = xn4[k]; ss += v.x*v.x + v.y*v.y + v.z*v.z + v.w*v.w; }
-  float rs = 1.0f / sqrt(WARP_SUM(ss) / (float)K + EPS);""".replace("XOFF", xoff if not s.mix else "b*K")
-  run = min(16, tc.ch)  # x is read in runs of 16 floats (4 float4 loads): a chunk's weights may not be contiguous in the row
+  js = list(range(s.J)) if s.mix else [None]     # the slots this workgroup loops over (None: the one of GID_Y)
+  jname = lambda j: "j" if j is None else str(j)
+  ename = lambda j: "e" if j is None else f"e{j}"
+
+  # ---- prologue: slot, expert(s), the expert mix weights
+  pro = []
+  for j in js:
+    e = ename(j)
+    if s.op == "experts": pro.append(f"int {e} = sel[b*J + {jname(j)}]; {e} = {e} < 0 ? 0 : ({e} >= {s.E} ? {s.E - 1} : {e});")
+    else: pro.append(f"int {e} = {'j' if s.op == 'batched' else '0'};")
+    if s.mix: pro.append(f"float wj{j} = mix[b*J + {j}];")
+
+  # ---- items: (slot, lane chunk u, accumulator a) in batches that fit BATCH_REGS; batch k+1's loads are issued before
+  # batch k's math, so a warp always has a batch in flight while it computes
+  items = [(j, u, a) for j in js for u in range(spl) for a in range(nacc)]
+  per = max(1, BATCH_REGS // tc.regs)
+  batches = [items[i:i + per] for i in range(0, len(items), per)]
+  partial = steps % 32 != 0
+  def suffix(it): return f"_{'s' if it[0] is None else it[0]}_{it[1]}_{it[2]}"
+  def loads(batch):
+    out = []
+    for it in batch:
+      j, u, a = it
+      sf = suffix(it)
+      n = f"min(row0 + {a % R}, N - 1)"
+      wrow = (n if a < R else f"N + {n}") if s.glu else n
+      st = f"lane + {32 * u}" if not (partial and u == spl - 1) else f"min(lane + {32 * u}, {steps - 1})"
+      out.append(f"int st{sf} = {st}, ib{sf} = st{sf} / {cpb}, c{sf} = st{sf} - ib{sf} * {cpb};")
+      out.append(f"int bi{sf} = ({ename(j)} * {rows_w} + {wrow}) * NB + ib{sf};")
+      out.append(tc.load.replace("@", sf).strip())
+    return "\n  ".join(out)
+  def maths(batch):
+    out, cur = [], None
+    for it in batch:
+      j, u, a = it
+      sf = suffix(it)
+      if (j, u) != cur:
+        if cur is not None: out.append("}")
+        cur = (j, u)
+        guard = f"if (lane + {32 * u} < {steps}) " if partial and u == spl - 1 else ""
+        slot = 0 if j is None else j
+        out.append(f"{guard}{{  // slot {jname(j)}, chunk {u}")
+        out.append(f"  float xr[{tc.ch}], xsum[{max(1, tc.ch // 32)}];")
+        out.append(f"  for (int q = 0; q < {q4}; q++) {{ float4 v = xs4[({slot * q4} + q) * {sp} + lane + {32 * u}]; "
+                   "xr[4*q] = v.x; xr[4*q+1] = v.y; xr[4*q+2] = v.z; xr[4*q+3] = v.w; }")
+        if tc.ch >= 64: out.append(f"  for (int h = 0; h < {tc.ch // 32}; h++) {{ xsum[h] = 0.0f; for (int i = 0; i < 32; i++) xsum[h] += xr[32*h + i]; }}")
+      wj = f" * wj{j}" if s.mix else ""
+      out.append(f"  {{ float s;{tc.math.replace('@', sf)}\n    acc[{a}] += s{wj}; }}")
+    out.append("}")
+    return "\n  ".join(out)
+
+  # ---- x staging, read in x's order (coalesced), written to xs4[(slot*Q4 + q)*SP + st] = the q-th float4 of chunk st's
+  # x values (times norm_w): in the math a warp reads 32 consecutive float4s
+  run = min(16, tc.ch)
   xrun = tc.xrun.replace("CH", str(tc.ch)).replace("16*r", f"{run}*r")
-  load_x = f"""
-      float xr[{tc.ch}]; float xs = 0.0f;
-      for (int r = 0; r < {tc.ch // run}; r++) {{
-        int ko = ib*{tc.block} + {xrun};
-        const GLOBAL float4* x4 = (const GLOBAL float4*)(x + xo + ko);
-        for (int i = 0; i < {run // 4}; i++) {{ float4 v = x4[i]; xr[{run}*r+4*i] = v.x; xr[{run}*r+4*i+1] = v.y; xr[{run}*r+4*i+2] = v.z; xr[{run}*r+4*i+3] = v.w; }}"""
-  if s.norm: load_x += f"""
-        const GLOBAL float4* g4 = (const GLOBAL float4*)(norm_w + ko);
-        for (int i = 0; i < {run // 4}; i++) {{ float4 v = g4[i]; xr[{run}*r+4*i] *= v.x; xr[{run}*r+4*i+1] *= v.y; xr[{run}*r+4*i+2] *= v.z; xr[{run}*r+4*i+3] *= v.w; }}"""
-  load_x += "\n      }"
-  load_x += f"\n      for (int i = 0; i < {tc.ch}; i++) xs += xr[i];"
-  step = tc.step.replace("\n", "\n    ")
+  xbase = "(b*J + js)*K" if s.mix else "(b*J + j)*K" if s.x_per_slot else "b*K"
+  stage = f"""float ss = 0.0f;
+  for (int idx = tid; idx < {staged * steps * q4}; idx += {32 * W}) {{
+    int q = idx % {q4}, t2 = idx / {q4}, st = t2 % {steps}, js = t2 / {steps};
+    int ib = st / {cpb}, c = st - ib * {cpb}, r = (4*q) / {run};
+    int ko = ib*{tc.block} + {xrun} + (4*q) % {run};
+    float4 v = *(const GLOBAL float4*)(x + {xbase} + ko);"""
+  if s.norm: stage += """
+    ss += v.x*v.x + v.y*v.y + v.z*v.z + v.w*v.w;
+    float4 g = *(const GLOBAL float4*)(norm_w + ko);
+    v = FLOAT4(v.x*g.x, v.y*g.y, v.z*g.z, v.w*g.w);"""
+  stage += f"\n    xs4[(js*{q4} + q)*{sp} + st] = v;\n  }}"
+  if s.norm: stage += """
+  ss = WARP_SUM(ss);
+  if (lane == 0) part[warp] = ss;"""
+  stage += "\n  BARRIER();"
+  if s.norm: stage += f"\n  rs = 1.0f / sqrt(({' + '.join(f'part[{w}]' for w in range(W))}) / (float)K + EPS);"
+
   final = "float v = acc[r]"
   if s.norm: final += " * rs"
   if s.glu: final = "float g = acc[r]" + (" * rs" if s.norm else "") + ", u = acc[R + r]" + (" * rs" if s.norm else "") + \
                     ";\n      float v = g / (1.0f + exp(-g)) * u"
   out_idx = "b*N + n" if s.mix or s.op == "linear" else "(b*J + j)*N + n"
   if s.residual: final += f";\n      v += residual[{out_idx}]"
+  main = [f"// batch 0 of the weight loads: in flight while x is staged\n  {loads(batches[0])}", stage]
+  for k, bt in enumerate(batches):
+    if k + 1 < len(batches): main.append(f"// batch {k + 1}: loads\n  {loads(batches[k + 1])}")
+    main.append(f"// batch {k}: math\n  {maths(bt)}")
   body = f"""  const int R = {R}, N = {s.N}, K = {s.K}, J = {s.J}, NB = {nb};
   const float EPS = EPS_VALUE;
-  int lane = LID_X, warp = LID_Y, b = GID_Z;
-  int row0 = (GID_X * {WARPS} + warp) * R;{norm_pre}
+  int lane = LID_X, warp = LID_Y, b = GID_Z, j = GID_Y, tid = warp * 32 + lane;
+  (void)j; (void)K; (void)J; (void)EPS;
+  int row0 = (GID_X * {W} + warp) * R;
+  SHARED float4 xs4[{staged * q4 * sp}];
+  SHARED float part[{W}];
+  float rs = 1.0f; (void)rs; (void)part;
+  {(chr(10) + '  ').join(pro)}
   float acc[{nacc}];
   for (int a = 0; a < {nacc}; a++) acc[a] = 0.0f;
-  {slot_loop} {{
-    {expert}
-    int xo = {xoff};
-    float wj = {"mix[b*J + j]" if s.mix else "1.0f"};
-    for (int st = lane; st < {steps}; st += 32) {{
-      int ib = st / {cpb}, c = st - ib * {cpb};{load_x}
-      for (int a = 0; a < {nacc}; a++) {{
-        int n = row0 + (a % R);
-        if (n >= N) continue;
-        int bi = (e * {rows_w} + {wrow}) * NB + ib;
-        float s = 0.0f;
-        {{{step}
-        }}
-        acc[a] += wj * s;
-      }}
-    }}
-  }}
+  {(chr(10) + '  ').join(main)}
   for (int r = 0; r < R; r++) {{
     int n = row0 + r;
     {"" if not s.glu else "acc[R + r] = WARP_SUM(acc[R + r]);"}
@@ -214,19 +293,19 @@ def build(s: MatvecShape) -> SourceKernel:
     }}
   }}"""
   name = f"mv_{s.type.name.lower()}_{s.op}_{s.B}_{s.J}_{s.N}_{s.K}" + "".join(f"_{f}" for f in ("norm", "residual", "glu", "mix") if getattr(s, f))
-  return SourceKernel(name, tuple(params), body, (-(-s.N // (R * WARPS)), slots, s.B), (32, WARPS, 1))
+  return SourceKernel(name, tuple(params), body, (-(-s.N // (R * W)), slots, s.B), (32, W, 1))
 
 def _with_eps(k: SourceKernel, eps: float) -> SourceKernel:
   from dataclasses import replace
   return replace(k, body=k.body.replace("EPS_VALUE", f"{float(eps)!r}f" if "e" not in repr(float(eps)) else f"{float(eps):.9e}f"))
 
-def supports(s: MatvecShape) -> bool:
+def supports(s: MatvecShape, language: str = "CUDA") -> bool:
   if s.type not in TYPES or s.B > 4: return False
   tc = TYPES[s.type]
   if s.K % tc.block or s.K % 4: return False
   if s.mix and s.op != "experts": return False
   if s.norm and s.x_per_slot: return False
-  return True
+  return shared_bytes(s) <= SHARED_BYTES[language]
 
 @functools.lru_cache(maxsize=None)
 def kernel(s: MatvecShape, eps: float, device: str):
