@@ -13,7 +13,7 @@ and our ratios to its best, all measured in this run. --upstream times upstream 
 Runs with python3 + numpy + upstream/ only (the GPU machine cannot pip install). --json PATH is rewritten after every model.
 """
 from __future__ import annotations
-import argparse, json, math, os, sys, time
+import argparse, gc, json, math, os, sys, time
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np
@@ -32,6 +32,7 @@ DECODE_AFTER = 16  # prompt tokens before the timed decode steps, ours and upstr
 def bench(preset: str, path: Path, n_decode: int, n_prefill: int, mix: str, upstream: bool = False) -> dict:
   """Our load, prefill (n_prefill tokens) and steady decode of one file; with upstream, tinygrad.llm's decode of it too."""
   file_bytes = path.stat().st_size
+  gc.collect()  # the previous model's buffers (ours and upstream's) go now, not during this load: they would hide in the delta
   mem0 = GlobalCounters.mem_used
   t0 = time.perf_counter()
   model = Transformer.from_gguf(path, max_context=n_prefill + n_decode + 64)
