@@ -169,11 +169,17 @@ class Block:
       names = [p + f"ffn_gate{suffix}.weight", p + f"ffn_up{suffix}.weight"]
       return QuantizedLinear.from_gguf(gf, names, device) if _stackable(gf, names) else (lin(f"ffn_gate{suffix}"), lin(f"ffn_up{suffix}"))
     self.attn_norm, self.ffn_norm = load_tensor(gf, p + "attn_norm.weight", device), load_tensor(gf, p + "ffn_norm.weight", device)
+    # q_a and kv_a read the same normed x: stacked [q_a; kv_a] into one weight (one kernel) when they share a type;
+    # q_b and the attention kernel then read their parts of its output in place
+    self.attn_qkv_a = self.attn_q_a = self.attn_kv_a_mqa = None
     if cfg.q_lora_rank:
-      self.attn_q_a, self.attn_q_b = lin("attn_q_a"), lin("attn_q_b")
+      names = [p + "attn_q_a.weight", p + "attn_kv_a_mqa.weight"]
+      if _stackable(gf, names): self.attn_qkv_a = QuantizedLinear.from_gguf(gf, names, device)
+      else: self.attn_q_a, self.attn_kv_a_mqa = lin("attn_q_a"), lin("attn_kv_a_mqa")
+      self.attn_q_b = lin("attn_q_b")
       self.attn_q_a_norm = load_tensor(gf, p + "attn_q_a_norm.weight", device)
-    else: self.attn_q = lin("attn_q")
-    self.attn_kv_a_mqa, self.attn_output = lin("attn_kv_a_mqa"), lin("attn_output")
+    else: self.attn_q, self.attn_kv_a_mqa = lin("attn_q"), lin("attn_kv_a_mqa")
+    self.attn_output = lin("attn_output")
     self.attn_kv_a_norm = load_tensor(gf, p + "attn_kv_a_norm.weight", device)
     # absorbed per-head matrices: k_b maps q_nope (qk_nope) into the latent space, v_b maps latents to v_head
     self.attn_k_b = QuantizedExpertWeights.from_gguf(gf, p + "attn_k_b.weight", device)
@@ -199,18 +205,24 @@ class Block:
     are the rope rows of those positions; `tables` = (rope_cos, rope_sin, pos as an int32 (1,) buffer) lets a decode
     token (T = 1) use the one-pass attention kernels where the device has them."""
     cfg, T = self.cfg, x.shape[0]
-    xn = (self.attn_norm, cfg.norm_eps)
-    q = self.attn_q_b(self.attn_q_a(x, norm=xn), norm=(self.attn_q_a_norm, cfg.norm_eps)) if cfg.q_lora_rank else self.attn_q(x, norm=xn)
+    xn, qn = (self.attn_norm, cfg.norm_eps), (self.attn_q_a_norm, cfg.norm_eps) if cfg.q_lora_rank else None
+    kv_off = 0                                                                  # where kv starts in kv_a's output
+    if self.attn_qkv_a is not None:
+      qkv = self.attn_qkv_a(x, norm=xn)                                         # (T, q_lora + kv_lora + rope)
+      q, kv, kv_off = self.attn_q_b(qkv, norm=qn, prefix=True), qkv, cfg.q_lora_rank
+    else:
+      q = self.attn_q_b(self.attn_q_a(x, norm=xn), norm=qn) if cfg.q_lora_rank else self.attn_q(x, norm=xn)
+      kv = self.attn_kv_a_mqa(x, norm=xn)                                       # (T, kv_lora + rope)
     q = q.reshape(T, cfg.n_head, cfg.qk_nope + cfg.qk_rope)
-    q_nope, q_pe = q[..., :cfg.qk_nope], q[..., cfg.qk_nope:]
-    kv = self.attn_kv_a_mqa(x, norm=xn)                                         # (T, kv_lora + rope)
     if tables is not None and isinstance(T, int) and T == 1 and mla_attention.available(x.device) and cache.dtype == dtypes.float32:
-      q_lat = self.attn_k_b.batched(q_nope)                                     # (1, H, kv_lora): q_nope absorbed into the latent space
+      q_lat = self.attn_k_b.batched(q, prefix=True)                             # (1, H, kv_lora): q_nope (read in place) absorbed
       out = mla_attention.mla_decode_attention(q_lat.reshape(cfg.n_head, cfg.kv_lora_rank), q.reshape(cfg.n_head, -1), kv.reshape(-1),
                                                self.attn_kv_a_norm, cache, *tables, n_head=cfg.n_head, kv_lora=cfg.kv_lora_rank,
-                                               qk_nope=cfg.qk_nope, qk_rope=cfg.qk_rope, scale=cfg.kq_scale, eps=cfg.norm_eps)
+                                               qk_nope=cfg.qk_nope, qk_rope=cfg.qk_rope, scale=cfg.kq_scale, eps=cfg.norm_eps,
+                                               kv_offset=kv_off)
       out = self.attn_v_b.batched(out.reshape(1, cfg.n_head, cfg.kv_lora_rank))
       return self.attn_output(out.reshape(1, cfg.n_head * cfg.v_head), residual=x)
+    q_nope, q_pe, kv = q[..., :cfg.qk_nope], q[..., cfg.qk_nope:], kv[:, kv_off:]
     q_pe = apply_rope(q_pe, cos.unsqueeze(1), sin.unsqueeze(1))
     q = self.split(self.attn_k_b.batched(q_nope).cat(q_pe.cast(q_nope.dtype), dim=-1), "q")  # (T, H, kv_lora + rope)
 

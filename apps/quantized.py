@@ -302,9 +302,10 @@ class KernelSpec:
   mix: bool = False         # experts: out (B, N) = sum_j mix[b, j] * (W[sel[b, j]] . x[b, j])
   eps: float = 0.0
   x_dtype: DType = dtypes.float32
+  x_stride: int = 0         # elements between x rows (slots); 0: K. Wider rows: the first K are the input
 
   @property
-  def fused(self) -> bool: return self.norm or self.residual or self.glu or self.mix
+  def fused(self) -> bool: return self.norm or self.residual or self.glu or self.mix or bool(self.x_stride)
 
 KernelFn = Callable[..., UOp]  # custom_kernel body: (out, x / ids, [sel], [mix], [norm_w], [residual], *parts) -> SINK or PROGRAM
 _PROVIDERS: list[Callable[[KernelSpec], KernelFn | None]] = []
@@ -327,7 +328,7 @@ def _source_matvec(spec: KernelSpec) -> KernelFn | None:
   if spec.op not in ("linear", "experts", "batched") or spec.x_dtype != dtypes.float32 or not matvec.available(spec.device): return None
   if spec.fmt.type not in matvec.TYPES or spec.fmt.block != matvec.TYPES[spec.fmt.type].block: return None
   shape = matvec.MatvecShape(spec.op, spec.fmt.type, spec.B, spec.J, spec.N, spec.K, spec.E, spec.x_per_slot,
-                             spec.norm, spec.residual, spec.glu, spec.mix)
+                             spec.norm, spec.residual, spec.glu, spec.mix, spec.x_stride)
   return matvec.kernel(shape, spec.eps, spec.device) if matvec.supports(shape, language_of(spec.device)) else None
 _PROVIDERS.append(_source_matvec)
 
@@ -490,16 +491,21 @@ class QuantizedLinear:
     host = {p: np.concatenate([h[p] for _, h in packed], axis=0) for p, _, _ in fmt.parts}
     return QuantizedLinear(PackedTensor.from_host(fmt, host, (infos[0].ne[0], sum(i.ne[1] for i in infos)), device, "+".join(name)))
 
-  def __call__(self, x: Tensor, norm: tuple[Tensor, float] | None = None, residual: Tensor | None = None, glu: bool = False) -> Tensor:
+  def __call__(self, x: Tensor, norm: tuple[Tensor, float] | None = None, residual: Tensor | None = None, glu: bool = False,
+               prefix: bool = False) -> Tensor:
     """x @ W.T, with optional fusions: norm=(w, eps) applies rms_norm(x) * w first; glu treats W as [gate; up] and returns
-    silu(x @ gate.T) * (x @ up.T); residual is added to the result."""
-    if x.ndim == 0 or x.shape[-1] != self.in_features:
+    silu(x @ gate.T) * (x @ up.T); residual is added to the result. prefix: the input is x[..., :in_features] (x is a
+    stacked layer's output; a kernel that can reads it in place, else it is sliced)."""
+    if x.ndim == 0 or (x.shape[-1] != self.in_features if not prefix else not x.shape[-1] >= self.in_features):
       raise ValueError(f"{self.w.name}: input shape {x.shape} does not end in in_features={self.in_features}")
     _check_device(self.w, x, "the input")
     N = self.out_features // 2 if glu else self.out_features
     xs, B, Bmax = _flat(x, 1, self.w.name)
+    stride = x.shape[-1] if prefix and x.shape[-1] != self.in_features else 0
     spec = KernelSpec("linear", self.w.fmt, Bmax, 1, N, self.in_features, 1, False, False, _base_device(x.device),
-                      norm=norm is not None, residual=residual is not None, glu=glu, eps=norm[1] if norm else 0.0, x_dtype=x.dtype)
+                      norm=norm is not None, residual=residual is not None, glu=glu, eps=norm[1] if norm else 0.0, x_dtype=x.dtype,
+                      x_stride=stride)
+    if stride and (_kernel_cached(spec) is None or not isinstance(B, int)): return self(x[..., :self.in_features], norm, residual, glu)
     if _kernel_cached(spec) is None or (residual is not None and not isinstance(B, int)):  # the same math as separate ops
       y = self(rms_norm(x, *norm).cast(x.dtype) if norm is not None else x)
       if glu: y = y[..., :N].silu() * y[..., N:]
@@ -597,15 +603,22 @@ class QuantizedExpertWeights:
       ys.append(_run(spec, Tensor.empty(Bmax, J, n, dtype=x.dtype, device=x.device), xs, sels, *w.part_list()))
     return _unflat(self._cat(ys), B, Bmax, (*sel.shape, self.out_features))
 
-  def batched(self, x: Tensor) -> Tensor:
-    """x (..., n_expert, in) -> (..., n_expert, out): expert e applied to x[..., e, :], no gather."""
-    if x.shape[-2:] != (self.n_expert, self.in_features):
+  def batched(self, x: Tensor, prefix: bool = False) -> Tensor:
+    """x (..., n_expert, in) -> (..., n_expert, out): expert e applied to x[..., e, :], no gather. prefix: x's last axis
+    may be longer, the input is its first `in` entries (a kernel that can reads them in place, e.g. q_nope inside q)."""
+    if x.shape[-2] != self.n_expert or (x.shape[-1] != self.in_features if not prefix else not x.shape[-1] >= self.in_features):
       raise ValueError(f"{self.name}: batched input shape {x.shape} does not end in (n_expert, in)={(self.n_expert, self.in_features)}")
     for w in self.groups: _check_device(w, x, "the input")
     xs, B, Bmax = _flat(x, 2, self.name)
+    stride = x.shape[-1] if prefix and x.shape[-1] != self.in_features else 0
+    if stride:
+      specs = [KernelSpec("batched", w.fmt, Bmax, self.n_expert, n, self.in_features, self.n_expert, True, False, _base_device(x.device),
+                          x_stride=stride) for w, n in zip(self.groups, self.outs)]
+      if not isinstance(B, int) or any(_kernel_cached(sp) is None for sp in specs): return self.batched(x[..., :self.in_features])
     ys = []
     for w, n in zip(self.groups, self.outs):
-      spec = KernelSpec("batched", w.fmt, Bmax, self.n_expert, n, self.in_features, self.n_expert, True, False, _base_device(x.device))
+      spec = KernelSpec("batched", w.fmt, Bmax, self.n_expert, n, self.in_features, self.n_expert, True, False, _base_device(x.device),
+                        x_stride=stride)
       ys.append(_run(spec, Tensor.empty(Bmax, self.n_expert, n, dtype=x.dtype, device=x.device), xs, *w.part_list()))
     return _unflat(self._cat(ys), B, Bmax, (*x.shape[:-1], self.out_features))
 

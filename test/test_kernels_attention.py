@@ -89,9 +89,11 @@ def test_reference_symbolic_pos():
   assert rel_err(out, ref) < 1e-5
   check_cache(SMALL, c, t["cache"].numpy(), row)
 
-def emulate_attention(s: AttentionShape, c: dict, language: str, work: Path) -> tuple[np.ndarray, np.ndarray]:
-  """Both kernels on the emulator: (out, cache after). Partials start as NaN: reading one that was not written shows."""
-  attend, combine = attend_kernel(s, c["scale"], c["eps"]), combine_kernel(s)
+def emulate_attention(s: AttentionShape, c: dict, language: str, work: Path, kv_offset: int = 0) -> tuple[np.ndarray, np.ndarray]:
+  """Both kernels on the emulator: (out, cache after). Partials start as NaN: reading one that was not written shows.
+  kv_offset: kv_raw is passed behind that many NaNs (a stacked [q_a; kv_a] output), which the kernel must skip."""
+  attend, combine = attend_kernel(s, c["scale"], c["eps"], kv_offset), combine_kernel(s)
+  if kv_offset: c = {**c, "kv_raw": np.concatenate([np.full(kv_offset, np.nan, np.float32), c["kv_raw"]])}
   part = np.full((SPLITS, s.n_head, s.kv_lora), np.nan, np.float32)
   ml = np.full((SPLITS, s.n_head, 2), np.nan, np.float32)
   cache = c["cache"].copy()
@@ -111,6 +113,14 @@ def test_kernels_emulated_cuda(shape, pos, tmp_path):
   ref, row = numpy_attention(shape, c)
   assert rel_err(out, ref) < 1e-5
   check_cache(shape, c, cache, row)
+
+def test_kernels_emulated_kv_offset(tmp_path):
+  """The new token's kv row read at an offset into kv_raw (Youtu / GLM stack q_a and kv_a into one output)."""
+  c = make_case(SMALL, 37, 4096, seed=3)
+  out, cache = emulate_attention(SMALL, c, "CUDA", tmp_path, kv_offset=24)
+  ref, row = numpy_attention(SMALL, c)
+  assert rel_err(out, ref) < 1e-5
+  check_cache(SMALL, c, cache, row)
 
 # glm-2001: 16-token chunks over two stages of 14 and 2 rows, and a split with one cached row (a masked tile)
 @pytest.mark.parametrize("shape,pos", [(GLM, 101), (GLM, 2001), (DSV2, 9), (TINY, 40)], ids=["glm", "glm-2001", "dsv2", "tiny"])

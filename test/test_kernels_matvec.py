@@ -106,6 +106,7 @@ def _variants():
     yield matvec.MatvecShape("experts", t, 1, 4, 1536, 2048, 64, False, norm=True, glu=True)
     yield matvec.MatvecShape("experts", t, 1, 6, 2048, 1536, 64, True, mix=True, residual=True)
     yield matvec.MatvecShape("batched", t, 1, 16, 512, 256, 16, True)
+    yield matvec.MatvecShape("batched", t, 1, 16, 512, 256, 16, True, x_stride=320)
 
 def test_metal_sources_render():
   """Every kernel variant renders as MSL (not compiled here: no Metal toolchain; unverified on real Metal hardware)."""
@@ -194,6 +195,36 @@ def test_emulated_experts_and_batched(tmp_path, typ):
   xh = rng.standard_normal((1, E, K)).astype(np.float32)
   out = emulated(s, 4, "CUDA", raw, (K, 2 * F, E), xh, work=tmp_path / "batched")
   assert relerr(out, np.einsum("hnk,bhk->bhn", W, xh.astype(np.float64))) < BOUND(K)
+
+@pytest.mark.parametrize("typ", [GGMLType.Q4_0, GGMLType.Q6_K], ids=lambda t: t.name)
+def test_emulated_x_stride(tmp_path, typ):
+  """x rows (slots) wider than K: the kernel reads the first K of each, in place (a stacked layer's output; q_nope in q)."""
+  rng = np.random.default_rng(7)
+  K, N, H, B = _k_for(typ, 8), 24, 3, 2
+  raw = random_tensor(typ, (K, N, H), rng)
+  W = ref_weight(raw, typ, (K, N, H)).astype(np.float64)
+  x = rng.standard_normal((B, K + 64)).astype(np.float32)
+  g = rng.standard_normal(K).astype(np.float32)
+  s = matvec.MatvecShape("linear", typ, B, 1, N, K, 1, False, norm=True, x_stride=K + 64)
+  raw0 = raw[:raw.size // H]                                                   # expert 0 as a plain 2-D weight
+  out = emulated(s, 2, "CUDA", raw0, (K, N), x, g=g, work=tmp_path / "linear")
+  assert relerr(out, rms(x[:, :K], g) @ W[0].T) < BOUND(K)
+  xh = rng.standard_normal((1, H, K + 32)).astype(np.float32)
+  s = matvec.MatvecShape("batched", typ, 1, H, N, K, H, True, x_stride=K + 32)
+  out = emulated(s, 1, "CUDA", raw, (K, N, H), xh, work=tmp_path / "batched")
+  assert relerr(out, np.einsum("hnk,bhk->bhn", W, xh[..., :K].astype(np.float64))) < BOUND(K)
+
+def test_prefix_inputs_match_sliced(tmp_path):
+  """prefix=True: the layer's input is the first in_features of a wider x; same result as slicing it first."""
+  gf, _ = weight_file(tmp_path, GGMLType.Q4_0, (256, 40))
+  lin = QuantizedLinear.from_gguf(gf, "w.weight")
+  x, g = Tensor.randn(1, 320).realize(), Tensor.randn(256).realize()
+  np.testing.assert_allclose(lin(x, norm=(g, EPS), prefix=True).numpy(), lin(x[:, :256], norm=(g, EPS)).numpy(), rtol=1e-5, atol=1e-5)
+  with pytest.raises(ValueError, match="in_features"): lin(x[:, :200], prefix=True)
+  gf, _ = weight_file(tmp_path, GGMLType.Q4_0, (128, 32, 4), name="e.weight")
+  ex = QuantizedExpertWeights.from_gguf(gf, "e.weight")
+  xh = Tensor.randn(1, 4, 192).realize()
+  np.testing.assert_allclose(ex.batched(xh, prefix=True).numpy(), ex.batched(xh[..., :128]).numpy(), rtol=1e-5, atol=1e-5)
 
 def test_emulated_metal(tmp_path):
   """The MSL twins run the same math (one type of each family, the fusions with the most code)."""

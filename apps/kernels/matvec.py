@@ -16,6 +16,7 @@ and one add per weight) instead of integer-to-float conversions, which issue at 
 What a kernel computes (buffers in this order: out, x, [sel], [mix], [norm_w], [residual], *packed parts):
   linear   out[b, n] = W[n] . xn[b]                       xn = x, or rms_norm(x) * norm_w with `norm`
   experts  out[b, j, n] = W[sel[b, j]][n] . xn[b] (x (B, K)) or . x[b, j] (x (B, J, K))
+  x_stride x rows (slots) x_stride apart, of which the first K are read (a stacked layer's output, q_nope in q)
   batched  out[b, e, n] = W[e][n] . x[b, e]
   glu      the W rows are [gate; up] (2F): out[..., f] = silu(gate_f . x) * (up_f . x)
   mix      (experts) out[b, n] = sum_j mix[b, j] * (W[sel[b, j]][n] . x[b, j])
@@ -135,8 +136,10 @@ class MatvecShape:
   residual: bool = False
   glu: bool = False
   mix: bool = False
+  x_stride: int = 0 # elements between x rows / slots (0: K); a larger stride reads the first K of each (a stacked output)
 
-BATCH_REGS = 40             # registers one batch of loads holds per lane (two batches are live: one loading, one in math)
+BATCH_REGS = 40             # registers one batch of loads holds per lane (the source has batch k+1's loads before batch k's
+                            # math; ptxas may hoist more of them, and in the SASS seen it hoists all where registers allow)
 SHARED_BYTES = {"CUDA": 48 * 1024, "METAL": 32 * 1024}  # static workgroup memory a kernel may declare
 SMS = 132                   # multiprocessors of the H100 the plan is tuned on
 
@@ -243,7 +246,8 @@ def build(s: MatvecShape, p: Plan | None = None) -> SourceKernel:
   # x values (times norm_w): in the math a warp reads 32 consecutive float4s
   run = min(16, tc.ch)
   xrun = tc.xrun.replace("CH", str(tc.ch)).replace("16*r", f"{run}*r")
-  xbase = "(b*J + js)*K" if s.mix else "(b*J + j)*K" if s.x_per_slot else "b*K"
+  xs = s.x_stride or s.K
+  xbase = f"(b*J + js)*{xs}" if s.mix else f"(b*J + j)*{xs}" if s.x_per_slot else f"b*{xs}"
   stage = f"""float ss = 0.0f;
   for (int idx = tid; idx < {staged * steps * q4}; idx += {32 * W}) {{
     int q = idx % {q4}, t2 = idx / {q4}, st = t2 % {steps}, js = t2 / {steps};
@@ -292,7 +296,8 @@ def build(s: MatvecShape, p: Plan | None = None) -> SourceKernel:
       out[{out_idx}] = v;
     }}
   }}"""
-  name = f"mv_{s.type.name.lower()}_{s.op}_{s.B}_{s.J}_{s.N}_{s.K}" + "".join(f"_{f}" for f in ("norm", "residual", "glu", "mix") if getattr(s, f))
+  name = f"mv_{s.type.name.lower()}_{s.op}_{s.B}_{s.J}_{s.N}_{s.K}" + (f"_xs{s.x_stride}" if s.x_stride else "") + \
+         "".join(f"_{f}" for f in ("norm", "residual", "glu", "mix") if getattr(s, f))
   return SourceKernel(name, tuple(params), body, (-(-s.N // (R * W)), slots, s.B), (32, W, 1))
 
 def _with_eps(k: SourceKernel, eps: float) -> SourceKernel:
@@ -303,6 +308,7 @@ def supports(s: MatvecShape, language: str = "CUDA") -> bool:
   if s.type not in TYPES or s.B > 4: return False
   tc = TYPES[s.type]
   if s.K % tc.block or s.K % 4: return False
+  if s.x_stride and (s.x_stride < s.K or s.x_stride % 4): return False
   if s.mix and s.op != "experts": return False
   if s.norm and s.x_per_slot: return False
   return shared_bytes(s) <= SHARED_BYTES[language]

@@ -121,12 +121,13 @@ DEVFN float rope_lane(const GLOBAL float* x, const GLOBAL float* cs, const GLOBA
   return j < half_ ? x0 * c - x1 * s : x1 * c + x0 * s;
 }"""
 
-def attend_kernel(s: AttentionShape, scale: float, eps: float) -> SourceKernel:
+def attend_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: int = 0) -> SourceKernel:
+  """kv_offset: where the new token's kv row starts in kv_raw (a stacked [q_a; kv_a] output: the kernel reads it in place)."""
   _check_shape(s)
   hg = s.heads_per_warp
   g, ch = s.n_head // hg, s.stage_rows
   rope_q = _rope_guard(s, "rope_lane(q_raw + h*(NOPE + R) + NOPE, cs, sn, j, HALF)")
-  rope_k = _rope_guard(s, "rope_lane(kv_raw + KV, cs, sn, j, HALF)")
+  rope_k = _rope_guard(s, f"rope_lane(kv_raw + {kv_offset} + KV, cs, sn, j, HALF)")
   rope_c = _rope_guard(s, "stage_r[tj*R + j]")
   store_k = "cache[p*ROW + KV + j] = rk[0][k];" if s.qk_rope % 32 == 0 else "if (j < R) cache[p*ROW + KV + j] = rk[0][k];"
   guard_v = "" if (s.kv_lora // 4) % 32 == 0 else "if (v < KV4) "
@@ -174,7 +175,7 @@ def attend_kernel(s: AttentionShape, scale: float, eps: float) -> SourceKernel:
   }}
   if (p < t0 + chunk) {{  // the new token: its row from kv_raw, into the cache (warp 0) and into the sums
     float r[1][4*NV4], rk[1][NR];
-    {_load4("r[0]", "((const GLOBAL float4*)kv_raw)[v]", s)}
+    {_load4("r[0]", f"((const GLOBAL float4*)(kv_raw + {kv_offset}))[v]", s)}
     float ss = 0.0f;
     for (int i = 0; i < 4*NV4; i++) ss += r[0][i] * r[0][i];
     float rs = 1.0f / sqrt(WARP_SUM(ss) / (float)KV + EPS);
@@ -207,7 +208,7 @@ def attend_kernel(s: AttentionShape, scale: float, eps: float) -> SourceKernel:
             Param("q_lat", dtypes.float32), Param("q_raw", dtypes.float32), Param("kv_raw", dtypes.float32),
             Param("kv_norm_w", dtypes.float32), Param("rope_cos", dtypes.float32), Param("rope_sin", dtypes.float32),
             Param("pos", dtypes.int32))
-  return SourceKernel(f"mla_attend_h{s.n_head}_kv{s.kv_lora}_r{s.qk_rope}", params, body, (SPLITS, 1, 1), (32, g, 1), _ROPE_LANE)
+  return SourceKernel(f"mla_attend_h{s.n_head}_kv{s.kv_lora}_r{s.qk_rope}" + (f"_o{kv_offset}" if kv_offset else ""), params, body, (SPLITS, 1, 1), (32, g, 1), _ROPE_LANE)
 
 def combine_kernel(s: AttentionShape) -> SourceKernel:
   _check_shape(s)
@@ -247,9 +248,9 @@ def combine_kernel(s: AttentionShape) -> SourceKernel:
   return SourceKernel(f"mla_combine_h{s.n_head}_kv{s.kv_lora}", params, body, (s.n_head, -(-s.kv_lora // 128), 1), (32, cw, 1))
 
 @functools.lru_cache(maxsize=None)
-def kernels(s: AttentionShape, scale: float, eps: float, device: str):
+def kernels(s: AttentionShape, scale: float, eps: float, device: str, kv_offset: int = 0):
   """The custom_kernel bodies (attend, combine) for shape `s` on `device` (a CUDA or Metal device)."""
-  return program(attend_kernel(s, scale, eps), device), program(combine_kernel(s), device)
+  return program(attend_kernel(s, scale, eps, kv_offset), device), program(combine_kernel(s), device)
 
 def available(device: str) -> bool: return language_of(device) is not None
 
@@ -262,16 +263,18 @@ def _expect(t: Tensor, shape: tuple[int, ...], name: str, dtype=dtypes.float32) 
 
 def mla_decode_attention(q_lat: Tensor, q_raw: Tensor, kv_raw: Tensor, kv_norm_w: Tensor, cache: Tensor, rope_cos: Tensor,
                          rope_sin: Tensor, pos: Tensor, *, n_head: int, kv_lora: int, qk_nope: int, qk_rope: int, scale: float,
-                         eps: float) -> Tensor:
+                         eps: float, kv_offset: int = 0) -> Tensor:
   """Attention output (n_head, kv_lora) fp32 of one new token at position pos[0] (an int32 (1,) buffer), and its latent row
-  written into cache[pos] (in place, by the same kernel: realize the output). See the module docstring for the math."""
+  written into cache[pos] (in place, by the same kernel: realize the output). See the module docstring for the math.
+  kv_offset: the new token's kv row is kv_raw[kv_offset : kv_offset + kv_lora + qk_rope] (a multiple of 4)."""
   s = AttentionShape(n_head, kv_lora, qk_nope, qk_rope)
   _check_shape(s)
   dev = q_lat.device
   max_context = cache.shape[0]
   q_lat = _expect(q_lat, (n_head, kv_lora), "q_lat")
   q_raw = _expect(q_raw, (n_head, qk_nope + qk_rope), "q_raw")
-  kv_raw = _expect(kv_raw, (kv_lora + qk_rope,), "kv_raw")
+  if kv_offset < 0 or kv_offset % 4: raise ValueError(f"mla_decode_attention: kv_offset {kv_offset} is not a non-negative multiple of 4")
+  kv_raw = _expect(kv_raw, (kv_offset + kv_lora + qk_rope,), "kv_raw")
   kv_norm_w = _expect(kv_norm_w, (kv_lora,), "kv_norm_w")
   cache = _expect(cache, (max_context, kv_lora + qk_rope), "cache")
   rope_cos, rope_sin = _expect(rope_cos, (max_context, qk_rope // 2), "rope_cos"), _expect(rope_sin, (max_context, qk_rope // 2), "rope_sin")
@@ -280,7 +283,7 @@ def mla_decode_attention(q_lat: Tensor, q_raw: Tensor, kv_raw: Tensor, kv_norm_w
                   ("rope_sin", rope_sin), ("pos", pos)):
     if t.device != dev: raise ValueError(f"mla_decode_attention: {name} is on {t.device}, q_lat on {dev}")
   if not available(dev): raise ValueError(f"mla_decode_attention: device {dev} compiles no hand-written kernels (use the reference)")
-  attend, combine = kernels(s, float(scale), float(eps), dev)
+  attend, combine = kernels(s, float(scale), float(eps), dev, kv_offset)
   part, ml, *_ = Tensor.empty(SPLITS, n_head, kv_lora, device=dev).custom_kernel(
     Tensor.empty(SPLITS, n_head, 2, device=dev), cache, q_lat, q_raw, kv_raw, kv_norm_w, rope_cos, rope_sin, pos, fxn=attend)
   return Tensor.empty(n_head, kv_lora, device=dev).custom_kernel(part, ml, pos, fxn=combine)[0]
