@@ -462,6 +462,13 @@ def _flat(t: Tensor, keep: int, what: str) -> tuple[Tensor, sint, int]:
   Bmax = int(B.vmax)
   return t.pad(((0, Bmax - B),) + ((0, 0),) * keep), B, Bmax
 
+def _input_stride(x: Tensor, K: int, prefix: bool) -> int | None:
+  """The x_stride of a spec for input x whose last axis holds the K inputs: 0 when it is exactly K, its length when
+  `prefix` allows it to be longer (the first K are the input), None when x does not fit."""
+  n = x.shape[-1] if x.ndim else None
+  if n == K: return 0
+  return n if prefix and isinstance(n, int) and n > K else None
+
 def _unflat(y: Tensor, B: sint, Bmax: int, shape: tuple) -> Tensor:
   return (y if isinstance(B, int) else y[:B]).reshape(*shape)
 
@@ -496,12 +503,11 @@ class QuantizedLinear:
     """x @ W.T, with optional fusions: norm=(w, eps) applies rms_norm(x) * w first; glu treats W as [gate; up] and returns
     silu(x @ gate.T) * (x @ up.T); residual is added to the result. prefix: the input is x[..., :in_features] (x is a
     stacked layer's output; a kernel that can reads it in place, else it is sliced)."""
-    if x.ndim == 0 or (x.shape[-1] != self.in_features if not prefix else not x.shape[-1] >= self.in_features):
+    if (stride := _input_stride(x, self.in_features, prefix)) is None:
       raise ValueError(f"{self.w.name}: input shape {x.shape} does not end in in_features={self.in_features}")
     _check_device(self.w, x, "the input")
     N = self.out_features // 2 if glu else self.out_features
     xs, B, Bmax = _flat(x, 1, self.w.name)
-    stride = x.shape[-1] if prefix and x.shape[-1] != self.in_features else 0
     spec = KernelSpec("linear", self.w.fmt, Bmax, 1, N, self.in_features, 1, False, False, _base_device(x.device),
                       norm=norm is not None, residual=residual is not None, glu=glu, eps=norm[1] if norm else 0.0, x_dtype=x.dtype,
                       x_stride=stride)
@@ -606,11 +612,10 @@ class QuantizedExpertWeights:
   def batched(self, x: Tensor, prefix: bool = False) -> Tensor:
     """x (..., n_expert, in) -> (..., n_expert, out): expert e applied to x[..., e, :], no gather. prefix: x's last axis
     may be longer, the input is its first `in` entries (a kernel that can reads them in place, e.g. q_nope inside q)."""
-    if x.shape[-2] != self.n_expert or (x.shape[-1] != self.in_features if not prefix else not x.shape[-1] >= self.in_features):
+    if x.ndim < 2 or x.shape[-2] != self.n_expert or (stride := _input_stride(x, self.in_features, prefix)) is None:
       raise ValueError(f"{self.name}: batched input shape {x.shape} does not end in (n_expert, in)={(self.n_expert, self.in_features)}")
     for w in self.groups: _check_device(w, x, "the input")
     xs, B, Bmax = _flat(x, 2, self.name)
-    stride = x.shape[-1] if prefix and x.shape[-1] != self.in_features else 0
     if stride:
       specs = [KernelSpec("batched", w.fmt, Bmax, self.n_expert, n, self.in_features, self.n_expert, True, False, _base_device(x.device),
                           x_stride=stride) for w, n in zip(self.groups, self.outs)]
