@@ -217,13 +217,9 @@ class Bench:
                   cache_bytes(m, len(m.blocks), self.pos), "token")
     if target == "decode":
       m.sampler.configure(sampling.Params(), [])  # greedy, as the default generate()
-      jit = TinyJit(m._next_token)                # what generate() replays per token
-      tok = [Tensor([1], dtype=dtypes.int32, device=self.dev).realize()]
-      def decode(t: Tensor, pos) -> Tensor:
-        tok[0] = jit(t, pos)
-        return tok[0]
-      decode.jit = jit
-      return Step(target, decode, lambda i: (tok[0], self.v_pos), lambda out: out.item(), len(m.blocks), active_weight_bytes(m),
+      m.token.assign(Tensor([1], dtype=dtypes.int32, device=self.dev)).realize()
+      decode = TinyJit(m._decode)                 # what generate() replays per token (its own capture), token read back as there
+      return Step(target, decode, lambda i: (self.v_pos,), lambda out: m.token.item(), len(m.blocks), active_weight_bytes(m),
                   cache_bytes(m, len(m.blocks), self.pos), "token")
     raise ValueError(f"unknown target '{target}' (choose from {', '.join(TARGETS)})")
 

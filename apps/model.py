@@ -45,7 +45,9 @@ class Transformer:
     self.rope_cos = Tensor((np.cos(ang) * cfg.rope_mag).astype(np.float32), device=self.device)
     self.rope_sin = Tensor((np.sin(ang) * cfg.rope_mag).astype(np.float32), device=self.device)
     self._pos_zero = Tensor.zeros(1, dtype=dtypes.int32, device=self.device).contiguous()
-    Tensor.realize(*self.caches, self.rope_cos, self.rope_sin, self._pos_zero)
+    # the last sampled id lives on the device: the decode step reads it and overwrites it (a JIT input would be copied)
+    self.token = Tensor.zeros(1, dtype=dtypes.int32, device=self.device).contiguous()
+    Tensor.realize(*self.caches, self.rope_cos, self.rope_sin, self._pos_zero, self.token)
     self.cached: list[int] = []  # tokens whose latents are in the caches, in order
     self._v_pos = UOp.variable("start_pos", 0, self.max_context - 1)
     self._v_len = UOp.variable("n_tokens", 1, self.prefill_chunk)
@@ -91,8 +93,13 @@ class Transformer:
     return self.hidden(tokens, start_pos)[-1:].realize()
 
   def _next_token(self, tokens: Tensor, start_pos: int | UOp) -> Tensor:
+    """Sample the token after `tokens` (placed at start_pos..) into self.token."""
     h = self.hidden(tokens, start_pos)[-1:]
-    return self.sampler.sample(self.head(h)[0])
+    return self.sampler.sample(self.head(h)[0], into=self.token)
+
+  def _decode(self, start_pos: int | UOp) -> Tensor:
+    """One decode step: self.token, placed at start_pos, is replaced by the token after it."""
+    return self._next_token(self.token, start_pos)
 
   @property
   def start_pos(self) -> UOp:
@@ -100,8 +107,9 @@ class Transformer:
     return self._v_pos
 
   def decode_jit(self, params: sampling.Params | None = None, prefill: bool = False) -> TinyJit:
-    """The TinyJit generate() replays for sampling params of this structure: the decode step, or the last prefill chunk."""
-    return self._jits.setdefault(((params or sampling.Params()).structure, prefill), TinyJit(self._next_token))
+    """The TinyJit generate() replays for sampling params of this structure: the decode step (start_pos only: it reads and
+    writes self.token), or the last prefill chunk (tokens, start_pos)."""
+    return self._jits.setdefault(((params or sampling.Params()).structure, prefill), TinyJit(self._next_token if prefill else self._decode))
 
   # ---- bytes of weights, for bandwidth numbers
   @staticmethod
@@ -178,16 +186,15 @@ class Transformer:
       keep += 1
     self.cached = ids[:keep]
     buf, prefill, decode = self._token_buffer(ids), self.decode_jit(params, prefill=True), self.decode_jit(params)
-    tok = None
     for start, n in self._chunks(len(ids), keep):
       pos, length = self._v_pos.bind(start), self._v_len.bind(n)
       if start + n < len(ids): self._fill_jit(buf[pos:pos + length], pos)
-      else: tok = prefill(buf[pos:pos + length], pos)
+      else: prefill(buf[pos:pos + length], pos)
     self.cached = ids
     for i in range(max_new_tokens):
-      t = int(tok.item())
+      t = int(self.token.item())
       yield t
       # stop on request, at the budget, or when the next token would not fit in the context
       if (stop is not None and stop(t)) or i + 1 == max_new_tokens or len(self.cached) >= self.max_context: return
-      tok = decode(tok, self._v_pos.bind(len(self.cached)))
+      decode(self._v_pos.bind(len(self.cached)))
       self.cached.append(t)

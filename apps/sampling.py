@@ -85,8 +85,9 @@ class Sampler:
                  (self.counter, [0]), (self.recent, recent)):
       t.assign(Tensor(np.asarray(v, dtype=_to_np_dtype(t.dtype)), device=self.device)).realize()
 
-  def sample(self, logits: Tensor) -> Tensor:
-    """(vocab,) float32 logits -> (1,) int32 token id; updates the penalty window and the RNG counter in place."""
+  def sample(self, logits: Tensor, into: Tensor) -> Tensor:
+    """(vocab,) float32 logits -> the token id, written into `into` (a realized (1,) int32 buffer) and returned; updates the
+    penalty window and the RNG counter in place."""
     greedy, penalize, top_k, top_p, min_p = self.params.structure
     n = logits.shape[0]
     if penalize:  # llama.cpp: divide positive logits, multiply negative ones, for tokens in the window
@@ -108,6 +109,7 @@ class Sampler:
         if min_p: keep = keep & (probs >= probs.max() * self.min_p)
       gumbel = -(-_uniform(self.counter, self.seed, n).log()).log()
       tok = (keep.where(logits / self.temperature, float("-inf")) + gumbel).argmax(-1, keepdim=True).cast(dtypes.int32)
+    tok = into.assign(tok)
     updates = ([self.counter.assign(self.counter + 1)] if not greedy else []) + ([self.recent.assign(self.recent[1:].cat(tok))] if penalize else [])
     Tensor.realize(tok, *updates)
     return tok

@@ -7,7 +7,8 @@ import shutil, subprocess
 from pathlib import Path
 import numpy as np
 import pytest
-from apps.kernels import render, SourceKernel, _CTYPE
+from tinygrad import dtypes
+from apps.kernels import render, SourceKernel, _CTYPE, _uses_pdl
 
 _EMU_H = r"""#pragma once
 #include <ucontext.h>
@@ -54,6 +55,34 @@ static float emu_reduce(float v, bool is_max) {
   return r;
 }
 static void emu_barrier() { emu_wait(emu_wg); }
+// programmatic dependent launch (apps/kernels: GRID_WAIT()): before a workgroup runs, every buffer but the `weight`
+// parameters is saved and overwritten with poison (NaN bits for floats, 0x7f7f7f7f for ints); the first GRID_WAIT() of the
+// workgroup checks the poison is intact (nothing written before the wait) and puts the real contents back. A read before
+// the wait sees poison (a wrong result or a fault), and a workgroup that never waits fails.
+static int emu_np, emu_pdl, emu_waited;
+static char** emu_data; static long* emu_bytes; static const unsigned char* emu_poison;  // 0: not poisoned (a weight)
+static std::vector<std::vector<char>> emu_saved;
+static void emu_pdl_begin() {
+  emu_waited = 0;
+  if (!emu_pdl) return;
+  emu_saved.resize(emu_np);
+  for (int i = 0; i < emu_np; i++) if (emu_poison[i]) {
+    emu_saved[i].assign(emu_data[i], emu_data[i] + emu_bytes[i]); memset(emu_data[i], emu_poison[i], emu_bytes[i]);
+  }
+}
+static void emu_grid_wait() {
+  if (!emu_pdl || emu_waited) return;
+  emu_waited = 1;
+  for (int i = 0; i < emu_np; i++) if (emu_poison[i]) {
+    for (long k = 0; k < emu_bytes[i]; k++)
+      if ((unsigned char)emu_data[i][k] != emu_poison[i]) { fprintf(stderr, "buffer %d written before GRID_WAIT()\n", i); exit(4); }
+    memcpy(emu_data[i], emu_saved[i].data(), emu_bytes[i]);
+  }
+}
+static void emu_pdl_end() {
+  if (emu_pdl && !emu_waited) { fprintf(stderr, "a workgroup ended without GRID_WAIT()\n"); exit(5); }
+}
+#define GRID_WAIT() emu_grid_wait()
 // workgroup memory lives in one section, filled with NaN bits before every workgroup (uninitialized on a GPU)
 #define EMU_SHARED static __attribute__((section("emu_shared")))
 extern "C" char __start_emu_shared[] __attribute__((weak)), __stop_emu_shared[] __attribute__((weak));
@@ -130,6 +159,10 @@ int main(int argc, char** argv) {
     fclose(f); args[i] = mem[i] + GUARD;
   }
   emu_args = args; emu_local = {(unsigned)LX, (unsigned)LY, (unsigned)LZ};
+  static const unsigned char poison[NP + 1] = {POISON};
+  char* data_[NP]; long bytes_[NP];
+  for (int i = 0; i < NP; i++) { data_[i] = mem[i] + GUARD; bytes_[i] = size[i] - 2*GUARD; }
+  emu_np = NP; emu_pdl = USES_PDL; emu_data = data_; emu_bytes = bytes_; emu_poison = poison;
   std::vector<EmuFiber> fib(NT); emu_f = fib.data();
   const size_t STACK = 1 << 18;
   std::vector<char> stacks((size_t)NT * STACK);
@@ -143,6 +176,7 @@ int main(int argc, char** argv) {
       fib[t].ctx.uc_stack.ss_sp = &stacks[t * STACK]; fib[t].ctx.uc_stack.ss_size = STACK; fib[t].ctx.uc_link = &emu_sched;
       makecontext(&fib[t].ctx, emu_entry, 0);
     }
+    emu_pdl_begin();
     for (;;) {
       int pick = -1, left = 0;
       for (int k = 0; k < NT; k++) {
@@ -155,6 +189,7 @@ int main(int argc, char** argv) {
       if (pick < 0) { fprintf(stderr, "deadlock in workgroup %d %d %d\n", x, y, z); return 2; }
       emu_cur = pick; swapcontext(&emu_sched, &fib[pick].ctx);
     }
+    emu_pdl_end();
   }
   for (int i = 0; i < NP; i++) {
     char fn[4096]; snprintf(fn, sizeof fn, "%s/b%d.bin", argv[1], i);
@@ -176,7 +211,9 @@ def _compile(k: SourceKernel, language: str, work: Path) -> Path:
   args = [cast(i, p) for i, p in enumerate(k.params)]
   if language == "METAL": args += ["metal::uint3{emu_gid.x, emu_gid.y, emu_gid.z}", "metal::uint3{lid_.x, lid_.y, lid_.z}"]
   call = f"EmuDim3 lid_ = emu_f[emu_cur].lid; (void)lid_; {k.function_name}({', '.join(args)})"
-  main = _MAIN.replace("KERNEL_CALL", call).replace("NPARAMS", str(len(k.params))).replace("GUARD", str(GUARD))
+  poison = [0 if p.weight else 0xff if p.dtype in (dtypes.float32, dtypes.float16) else 0x7f for p in k.params]
+  main = _MAIN.replace("KERNEL_CALL", call).replace("NPARAMS", str(len(k.params))).replace("GUARD", str(GUARD)) \
+              .replace("POISON", ", ".join(map(str, poison + [0]))).replace("USES_PDL", str(int(_uses_pdl(k))))
   for n, v in zip(("GRID_X", "GRID_Y", "GRID_Z", "LOCAL_X", "LOCAL_Y", "LOCAL_Z"), (*k.global_size, *k.local_size)): main = main.replace(n, str(v))
   code = render(k, language) + main
   if (exe := _EXES.get(code)) is None:

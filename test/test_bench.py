@@ -152,8 +152,8 @@ def test_bench_block_json_end_to_end():
     assert len(r["rounds"]) == 2 and all(x["n"] == 3 for x in r["rounds"])
     assert all(x["p10"] <= x["median"] <= x["p90"] and x["iqr"] >= 0 and x["mad"] >= 0 for x in r["rounds"])
     assert r["median"] == np.median(r["round_medians"])
-    # CPU: no graphs; decode feeds its output token back in, which tinygrad copies first (one more counted launch, as in generate())
-    assert r["kernels"] == r["launches"] == r["counter_kernels"] - (t == "decode") > 0
+    # CPU: no graphs; decode reads its token from the model's device state, so no input copy is launched either
+    assert r["kernels"] == r["launches"] == r["counter_kernels"] > 0
     assert r["weight_bytes"] > 0 and r["est_bytes"] > 0
     assert r["floor_ms"] == pytest.approx((r["weight_bytes"] + r["cache_bytes"]) / (h["bandwidth_GBps"] * 1e9) * 1e3)
   s, d, blk = res["results"]["stack"], res["results"]["decode"], res["results"]["block"]

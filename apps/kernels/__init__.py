@@ -20,6 +20,14 @@ The dialect (macros defined per backend by the prelude):
   BYTE_F(u, b)             2^23 + (byte b of uint u) as a float, exactly (b a constant 0..3): subtract 8388608.0f (plus
                            any offset of the quant) for the byte's value; a byte permute, no int-to-float conversion
   uint4/float4 vector types exist in both languages (members .x .y .z .w); the body constructs them only with FLOAT4.
+  GRID_WAIT()              waits until the kernels this one depends on have finished and their writes are visible
+
+Programmatic dependent launch (CUDA sm_90+; no-ops elsewhere): a kernel whose source executes GRID_WAIT() gets
+programmatic edges in the CUDA graph (patches/0004): it is launched as its predecessors' blocks exit, before their writes
+are flushed, and its loads of weights issued before the wait overlap that. (Triggering dependents earlier, with
+griddepcontrol.launch_dependents at the top, was slower: OPTIMIZATION_JOURNAL.md.) The contract, which test/emulator.py
+checks: every workgroup executes GRID_WAIT() before it touches any buffer but its `weight`
+parameters (read-only for the whole step: packed weights, norm vectors) and before it writes anything.
 """
 from __future__ import annotations
 import functools, math
@@ -34,6 +42,7 @@ class Param:
   name: str
   dtype: DType      # element type of the buffer
   written: bool = False
+  weight: bool = False  # never written during a step: may be read before GRID_WAIT()
 
 @dataclass(frozen=True)
 class SourceKernel:
@@ -103,7 +112,22 @@ using namespace metal;
 #define SHFL_XOR(v, o) simd_shuffle_xor(v, (ushort)(o))
 #define BYTE_F(u, b) as_type<float>((((u) >> (8*(b))) & 0xFFu) | 0x4B000000u)"""
 
+# griddepcontrol (PTX ISA 7.8, sm_90): defined only in sources that use it, so "griddepcontrol.wait" in a source means the
+# kernel waits (the CUDA graph patch keys programmatic edges on that); a harness may define the two macros first
+_CUDA_PDL = """#ifndef GRID_WAIT
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define GRID_WAIT() asm volatile("griddepcontrol.wait;" ::: "memory")
+#else
+#define GRID_WAIT()
+#endif
+#endif"""
+_METAL_PDL = """#ifndef GRID_WAIT
+#define GRID_WAIT()
+#endif"""
+
 LANGUAGES = ("CUDA", "METAL")
+
+def _uses_pdl(k: SourceKernel) -> bool: return "GRID_WAIT" in k.body
 
 def language_of(device: str) -> str | None:
   """The source language the device's renderer compiles (None: no hand-written kernels there)."""
@@ -115,14 +139,17 @@ def render(k: SourceKernel, language: str) -> str:
   """The complete source of `k` in `language` (CUDA or METAL)."""
   def ctype(p: Param) -> str: return ("" if p.written else "const ") + _CTYPE[p.dtype]
   if language == "CUDA":
-    sig = ", ".join(f"{ctype(p)}* __restrict__ {p.name}" for p in k.params)
+    # a kernel that waits on its grid gets no __restrict__: its loads are then ordinary ones, which ptxas keeps in program
+    # order around GRID_WAIT() (read-only `ld.global.nc` loads it moves across: weights after it, or x before it)
+    restrict = lambda p: "" if _uses_pdl(k) else " __restrict__"
+    sig = ", ".join(f"{ctype(p)}*{restrict(p)} {p.name}" for p in k.params)
     head = f'extern "C" __global__ void __launch_bounds__({k.threads}) {k.function_name}({sig})'
-    prelude = _CUDA_PRELUDE
+    prelude = _CUDA_PRELUDE + ("\n" + _CUDA_PDL if _uses_pdl(k) else "")
   elif language == "METAL":
     sig = ", ".join([f"{'' if p.written else 'const '}device {_CTYPE[p.dtype]}* {p.name}" for p in k.params] +
                     ["uint3 gid [[threadgroup_position_in_grid]]", "uint3 lid [[thread_position_in_threadgroup]]"])
     head = f"kernel void {k.function_name}({sig})"
-    prelude = _METAL_PRELUDE
+    prelude = _METAL_PRELUDE + ("\n" + _METAL_PDL if _uses_pdl(k) else "")
   else: raise ValueError(f"no source language {language!r} (have {', '.join(LANGUAGES)})")
   return f"{prelude}\n{k.helpers}\n{head} {{\n{k.body}\n}}\n"
 

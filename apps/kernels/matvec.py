@@ -186,9 +186,9 @@ def build(s: MatvecShape, p: Plan | None = None) -> SourceKernel:
   params = [Param("out", dtypes.float32, True), Param("x", dtypes.float32)]
   if s.op == "experts": params.append(Param("sel", dtypes.int32))
   if s.mix: params.append(Param("mix", dtypes.float32))
-  if s.norm: params.append(Param("norm_w", dtypes.float32))
+  if s.norm: params.append(Param("norm_w", dtypes.float32, weight=True))
   if s.residual: params.append(Param("residual", dtypes.float32))
-  params += [Param(n, dt) for n, dt in tc.parts]
+  params += [Param(n, dt, weight=True) for n, dt in tc.parts]
   rows_w = 2 * s.N if s.glu else s.N             # rows of one expert's W
   nacc = 2 * R if s.glu else R
   js = list(range(s.J)) if s.mix else [None]     # the slots this workgroup loops over (None: the one of GID_Y)
@@ -271,12 +271,17 @@ def build(s: MatvecShape, p: Plan | None = None) -> SourceKernel:
                     ";\n      float v = g / (1.0f + exp(-g)) * u"
   out_idx = "b*N + n" if s.mix or s.op == "linear" else "(b*J + j)*N + n"
   if s.residual: final += f";\n      v += residual[{out_idx}]"
-  main = [f"// batch 0 of the weight loads: in flight while x is staged\n  {loads(batches[0])}", stage]
+  # programmatic dependent launch: the weights are read before GRID_WAIT() (the previous kernel may still run), x and the
+  # rest after it; an expert kernel's weights depend on `sel`, so it waits first
+  wait = "GRID_WAIT();  // batch 0 issued; from here on, what earlier kernels wrote is visible"
+  main = [f"// batch 0 of the weight loads: in flight while the previous kernel ends and x is staged\n  {loads(batches[0])}", wait, stage]
+  if s.op == "experts": main.remove(wait)
   for k, bt in enumerate(batches):
     if k + 1 < len(batches): main.append(f"// batch {k + 1}: loads\n  {loads(batches[k + 1])}")
     main.append(f"// batch {k}: math\n  {maths(bt)}")
   body = f"""  const int R = {R}, N = {s.N}, K = {s.K}, J = {s.J}, NB = {nb};
   const float EPS = EPS_VALUE;
+{"" if s.op != "experts" else chr(10) + "  GRID_WAIT();"}
   int lane = LID_X, warp = LID_Y, b = GID_Z, j = GID_Y, tid = warp * 32 + lane;
   (void)j; (void)K; (void)J; (void)EPS;
   int row0 = (GID_X * {W} + warp) * R;

@@ -107,7 +107,8 @@ def _update(tt: int, valid: str) -> str:
     }}"""
 
 def _common(s: AttentionShape) -> str:
-  return f"""  const int H = {s.n_head}, KV = {s.kv_lora}, S = {SPLITS}, MINC = {MIN_CHUNK};
+  return f"""  GRID_WAIT();                            // everything here depends on earlier kernels of the step (q, pos, the cache)
+  const int H = {s.n_head}, KV = {s.kv_lora}, S = {SPLITS}, MINC = {MIN_CHUNK};
   const float NEG = {NEG};
   int p = pos[0], n = p + 1;
   int chunk = (n + S - 1) / S;
@@ -206,7 +207,8 @@ def attend_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: int = 
   }}"""
   params = (Param("part", dtypes.float32, True), Param("ml", dtypes.float32, True), Param("cache", dtypes.float32, True),
             Param("q_lat", dtypes.float32), Param("q_raw", dtypes.float32), Param("kv_raw", dtypes.float32),
-            Param("kv_norm_w", dtypes.float32), Param("rope_cos", dtypes.float32), Param("rope_sin", dtypes.float32),
+            Param("kv_norm_w", dtypes.float32, weight=True), Param("rope_cos", dtypes.float32, weight=True),
+            Param("rope_sin", dtypes.float32, weight=True),
             Param("pos", dtypes.int32))
   return SourceKernel(f"mla_attend_h{s.n_head}_kv{s.kv_lora}_r{s.qk_rope}" + (f"_o{kv_offset}" if kv_offset else ""), params, body, (SPLITS, 1, 1), (32, g, 1), _ROPE_LANE)
 

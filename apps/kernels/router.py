@@ -17,7 +17,8 @@ def build(B: int, n_expert: int, k: int, gating: int, has_bias: bool, norm: bool
   params = [Param("sel", dtypes.int32, True), Param("weights", dtypes.float32, True), Param("logits", dtypes.float32)]
   if has_bias: params.append(Param("bias", dtypes.float32))
   prob = {SOFTMAX: "exp(l[i] - m) / s", SIGMOID: "1.0f / (1.0f + exp(-l[i]))", SOFTMAX_WEIGHT: "l[i]"}[gating]
-  body = f"""  const int NE = {n_expert}, K = {k}, PER = {per};
+  body = f"""  GRID_WAIT();
+  const int NE = {n_expert}, K = {k}, PER = {per};
   int lane = LID_X, b = GID_X;
   float l[PER], p[PER], c[PER];
   float m = -INFINITY, s = 0.0f;
