@@ -616,14 +616,11 @@ class QuantizedExpertWeights:
       raise ValueError(f"{self.name}: batched input shape {x.shape} does not end in (n_expert, in)={(self.n_expert, self.in_features)}")
     for w in self.groups: _check_device(w, x, "the input")
     xs, B, Bmax = _flat(x, 2, self.name)
-    if stride:
-      specs = [KernelSpec("batched", w.fmt, Bmax, self.n_expert, n, self.in_features, self.n_expert, True, False, _base_device(x.device),
-                          x_stride=stride) for w, n in zip(self.groups, self.outs)]
-      if not isinstance(B, int) or any(_kernel_cached(sp) is None for sp in specs): return self.batched(x[..., :self.in_features])
+    specs = [KernelSpec("batched", w.fmt, Bmax, self.n_expert, n, self.in_features, self.n_expert, True, False, _base_device(x.device),
+                        x_stride=stride) for w, n in zip(self.groups, self.outs)]
+    if stride and (not isinstance(B, int) or any(_kernel_cached(sp) is None for sp in specs)): return self.batched(x[..., :self.in_features])
     ys = []
-    for w, n in zip(self.groups, self.outs):
-      spec = KernelSpec("batched", w.fmt, Bmax, self.n_expert, n, self.in_features, self.n_expert, True, False, _base_device(x.device),
-                        x_stride=stride)
+    for w, n, spec in zip(self.groups, self.outs, specs):
       ys.append(_run(spec, Tensor.empty(Bmax, self.n_expert, n, dtype=x.dtype, device=x.device), xs, *w.part_list()))
     return _unflat(self._cat(ys), B, Bmax, (*x.shape[:-1], self.out_features))
 

@@ -273,15 +273,15 @@ def build(s: MatvecShape, p: Plan | None = None) -> SourceKernel:
   if s.residual: final += f";\n      v += residual[{out_idx}]"
   # programmatic dependent launch: the weights are read before GRID_WAIT() (the previous kernel may still run), x and the
   # rest after it; an expert kernel's weights depend on `sel`, so it waits first
-  wait = "GRID_WAIT();  // batch 0 issued; from here on, what earlier kernels wrote is visible"
-  main = [f"// batch 0 of the weight loads: in flight while the previous kernel ends and x is staged\n  {loads(batches[0])}", wait, stage]
-  if s.op == "experts": main.remove(wait)
+  wait = "GRID_WAIT();  // from here on, what earlier kernels wrote is visible"
+  if s.op == "experts": pro.insert(0, wait)
+  main = [f"// batch 0 of the weight loads: in flight while the previous kernel ends and x is staged\n  {loads(batches[0])}",
+          *([] if s.op == "experts" else [wait]), stage]
   for k, bt in enumerate(batches):
     if k + 1 < len(batches): main.append(f"// batch {k + 1}: loads\n  {loads(batches[k + 1])}")
     main.append(f"// batch {k}: math\n  {maths(bt)}")
   body = f"""  const int R = {R}, N = {s.N}, K = {s.K}, J = {s.J}, NB = {nb};
   const float EPS = EPS_VALUE;
-{"" if s.op != "experts" else chr(10) + "  GRID_WAIT();"}
   int lane = LID_X, warp = LID_Y, b = GID_Z, j = GID_Y, tid = warp * 32 + lane;
   (void)j; (void)K; (void)J; (void)EPS;
   int row0 = (GID_X * {W} + warp) * R;
