@@ -15,6 +15,7 @@ from apps.gguf import GGUFFile
 from apps.mla import Block, Config, DEFAULT_SPLIT_MASK
 from apps.quantized import QuantizedEmbedding, QuantizedExpertWeights, QuantizedLinear, load_tensor
 from apps import sampling
+from apps.readback import Readback
 
 class ContextOverflow(ValueError):
   """A prompt plus generation that does not fit in max_context."""
@@ -47,6 +48,7 @@ class Transformer:
     self._pos_zero = Tensor.zeros(1, dtype=dtypes.int32, device=self.device).contiguous()
     # the last sampled id lives on the device: the decode step reads it and overwrites it (a JIT input would be copied)
     self.token = Tensor.zeros(1, dtype=dtypes.int32, device=self.device).contiguous()
+    self._read: Readback | None = None  # made on the first generate()
     Tensor.realize(*self.caches, self.rope_cos, self.rope_sin, self._pos_zero, self.token)
     self.cached: list[int] = []  # tokens whose latents are in the caches, in order
     self._v_pos = UOp.variable("start_pos", 0, self.max_context - 1)
@@ -153,6 +155,10 @@ class Transformer:
       yield start, (m := min(self.prefill_chunk, n - start))
       start += m
 
+  def _readback(self) -> Readback:
+    if self._read is None: self._read = Readback(self.token)
+    return self._read
+
   # ---- public API
   def feed(self, token_ids: list[int]) -> np.ndarray:
     """Append tokens to the cached context; float32 logits (T, vocab) for each of them."""
@@ -173,7 +179,8 @@ class Transformer:
   def generate(self, token_ids: list[int], max_new_tokens: int, params: sampling.Params | None = None,
                stop: Callable[[int], bool] | None = None) -> Iterator[int]:
     """Yield up to max_new_tokens ids continuing token_ids. Latents of a cached prefix are reused (chat turns);
-    the prompt is prefilled in chunks; each decode step is one TinyJit replay and one host read (the token id)."""
+    the prompt is prefilled in chunks; each decode step is one TinyJit replay and one read of the token id, queued one
+    step ahead where the device allows (apps/readback.py)."""
     ids = list(token_ids)
     if not ids: raise ValueError("generate needs at least one prompt token")
     self._check_fits(len(ids) + 1)
@@ -191,10 +198,19 @@ class Transformer:
       if start + n < len(ids): self._fill_jit(buf[pos:pos + length], pos)
       else: prefill(buf[pos:pos + length], pos)
     self.cached = ids
+    read = self._readback()
+    read.capture()
     for i in range(max_new_tokens):
-      t = int(self.token.item())
+      # the step after this token, unless the budget or the context ends here (a stop token is known only once read)
+      more = i + 1 < max_new_tokens and len(self.cached) < self.max_context
+      # one step ahead where the read is in queue order (apps/readback.py): the device runs the next step while the host
+      # waits, yields and detokenizes; if this token stops generation that step is wasted, and harmless (its latent lands
+      # past self.cached)
+      ahead = more and read.in_queue_order
+      if ahead: decode(self._v_pos.bind(len(self.cached)))
+      t = read.value()
+      if more and not ahead: decode(self._v_pos.bind(len(self.cached)))
+      if more: read.capture()
       yield t
-      # stop on request, at the budget, or when the next token would not fit in the context
-      if (stop is not None and stop(t)) or i + 1 == max_new_tokens or len(self.cached) >= self.max_context: return
-      decode(self._v_pos.bind(len(self.cached)))
+      if (stop is not None and stop(t)) or not more: return
       self.cached.append(t)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from apps import synth
 from apps.model import Transformer
+from apps.readback import Readback
 from tools.make_model_goldens import sketch_matrix, N_GREEDY
 
 GOLDENS = Path(__file__).resolve().parent / "goldens"
@@ -60,6 +61,43 @@ def test_greedy(case):
   ours = list(model.generate(gold["greedy/prompt"].tolist(), N_GREEDY))
   assert ours == gold["greedy/hf"].tolist()
   if "greedy/llamacpp" in gold: assert ours == gold["greedy/llamacpp"].tolist()
+
+class _QueueOrderRead(Readback):
+  """On the CPU a read made at capture time is a read in queue order: generate() then takes its one-step-ahead path, as on
+  CUDA (apps/readback.py). Logs captures and waits."""
+  def __init__(self, t, log: list):
+    super().__init__(t)
+    self.in_queue_order, self.log = True, log
+  def capture(self):
+    self.v = int(self.t.item())
+    self.log.append("capture")
+  def value(self):
+    self.log.append("value")
+    return self.v
+
+def test_generate_one_step_ahead(case, monkeypatch):
+  """Each decode step is queued before the wait for the token it continues from; the outputs, a stop token's wasted step
+  and the cached context are what the in-order loop gives."""
+  preset, mix, model, gold = case
+  log: list[str] = []
+  monkeypatch.setattr(model, "_read", _QueueOrderRead(model.token, log))
+  jit_of = model.decode_jit
+  def logged(params=None, prefill=False):
+    jit = jit_of(params, prefill)
+    if prefill: return jit
+    def decode(*a):
+      log.append("decode")
+      return jit(*a)
+    return decode
+  monkeypatch.setattr(model, "decode_jit", logged)
+  prompt, want = gold["greedy/prompt"].tolist(), gold["greedy/hf"].tolist()
+  assert list(model.generate(prompt, N_GREEDY)) == want
+  assert log == ["capture"] + ["decode", "value", "capture"] * (N_GREEDY - 1) + ["value"]
+  stop_at = want.index(want[N_GREEDY // 2])
+  out = list(model.generate(prompt, N_GREEDY, stop=lambda t: t == want[stop_at]))
+  assert out == want[:stop_at + 1]
+  assert model.cached == prompt + out[:-1]  # the step queued after the stop token is not part of the context
+  assert list(model.generate(prompt + out, 2)) == want[stop_at + 1:stop_at + 3]
 
 def test_device_memory_of_a_loaded_model():
   """Loading keeps weights packed: device memory <= file tensor bytes + 10% + KV cache (and the small rope/sampler tables)."""

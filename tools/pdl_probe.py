@@ -37,7 +37,7 @@ extern "C" __global__ void __launch_bounds__(128) step(float* __restrict__ out, 
     acc += __uint_as_float((r[i].x & 0x7fffffu) | 0x3f800000u) + __uint_as_float((r[i].y & 0x7fffffu) | 0x3f800000u)
          + __uint_as_float((r[i].z & 0x7fffffu) | 0x3f800000u) + __uint_as_float((r[i].w & 0x7fffffu) | 0x3f800000u);
   for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-  if ((threadIdx.x & 31) == 0) out[(blockIdx.x*4 + threadIdx.x/32) & (NOUT - 1)] = acc * 1e-6f + xv * 0.5f;
+  if ((threadIdx.x & 31) == 0) out[(blockIdx.x*4 + threadIdx.x/32) & (NOUT - 1)] = acc * 1e-6f + xv * 0.5f + SALT;
 }
 """
 
@@ -55,6 +55,8 @@ def main(argv=None) -> int:
   ap.add_argument("--nodes", type=int, default=300)
   ap.add_argument("--mib", default="0.5,2,8", help="weight MiB per kernel, comma-separated")
   ap.add_argument("--replays", type=int, default=20)
+  ap.add_argument("--funcs", type=int, default=1, help="distinct kernels (each its own module), used round-robin along the chain")
+  ap.add_argument("--extra-edges", type=int, default=0, help="each node also depends (full edges) on this many earlier nodes")
   ap.add_argument("--bandwidth", type=float, default=2900.0, help="copy floor GB/s")
   a = ap.parse_args(argv)
   dev = Device["CUDA"]
@@ -72,8 +74,8 @@ def main(argv=None) -> int:
     check(cu.cuMemAlloc_v2(ctypes.byref(p), n), "cuMemAlloc")
     check(cu.cuMemsetD8_v2(p, 1, ctypes.c_size_t(n)), "cuMemset")
     return p
-  def function(nl, trigger, wait):
-    ptx = comp.compile(f"#define NL {nl}\n#define NOUT 512\n#define TRIGGER {int(trigger)}\n#define WAIT {int(wait)}\n" + SRC)
+  def function(nl, trigger, wait, salt=0):
+    ptx = comp.compile(f"#define SALT {salt}\n#define NL {nl}\n#define NOUT 512\n#define TRIGGER {int(trigger)}\n#define WAIT {int(wait)}\n" + SRC)
     mod, fn = ctypes.c_void_p(), ctypes.c_void_p()
     check(cu.cuModuleLoadData(ctypes.byref(mod), ptx), "cuModuleLoadData")
     check(cu.cuModuleGetFunction(ctypes.byref(fn), mod, b"step"), "cuModuleGetFunction")
@@ -85,21 +87,24 @@ def main(argv=None) -> int:
     nbytes = 128 * 128 * nl * 16
     ws = [alloc(nbytes) for _ in range(a.nodes)]
     for variant, trigger, wait, prog in (("plain", False, False, False), ("pdl", True, True, True), ("pdl-late", False, True, True)):
-      fn = function(nl, trigger, wait)
+      fns = [function(nl, trigger, wait, k) for k in range(a.funcs)]
       graph = ctypes.c_void_p()
       check(cu.cuGraphCreate(ctypes.byref(graph), 0), "cuGraphCreate")
-      keep, prev = [], None
+      keep, prev, nodes = [], None, []
       for i in range(a.nodes):
         args = [ctypes.c_uint64(outs[i % 2].value), ctypes.c_uint64(outs[(i + 1) % 2].value), ctypes.c_uint64(ws[i].value)]
         argv_ = (ctypes.c_void_p * 3)(*[ctypes.cast(ctypes.byref(x), ctypes.c_void_p) for x in args])
-        params = KernelNodeParams(fn, 128, 1, 1, 128, 1, 1, 0, ctypes.cast(argv_, ctypes.POINTER(ctypes.c_void_p)), None)
+        params = KernelNodeParams(fns[i % a.funcs], 128, 1, 1, 128, 1, 1, 0, ctypes.cast(argv_, ctypes.POINTER(ctypes.c_void_p)), None)
         node = ctypes.c_void_p()
         if prev is None or prog: check(cu.cuGraphAddKernelNode(ctypes.byref(node), graph, None, ctypes.c_size_t(0), ctypes.byref(params)), "add")
         else: check(cu.cuGraphAddKernelNode(ctypes.byref(node), graph, ctypes.byref(prev), ctypes.c_size_t(1), ctypes.byref(params)), "add")
         if prev is not None and prog:
           e = EdgeData(PORT_PROGRAMMATIC, 0, DEPENDENCY_PROGRAMMATIC)
           check(cu.cuGraphAddDependencies_v2(graph, ctypes.byref(prev), ctypes.byref(node), ctypes.byref(e), ctypes.c_size_t(1)), "edge")
+        for k in range(2, 2 + a.extra_edges):
+          if i - k >= 0: check(cu.cuGraphAddDependencies(graph, ctypes.byref(nodes[i - k]), ctypes.byref(node), ctypes.c_size_t(1)), "extra edge")
         keep += [args, argv_, params]
+        nodes.append(node)
         prev = node
       inst = ctypes.c_void_p()
       check(cu.cuGraphInstantiateWithFlags(ctypes.byref(inst), graph, ctypes.c_ulonglong(0)), "instantiate")

@@ -46,12 +46,15 @@ class TypeCode:
 _Q4_0 = TypeCode((("d", dtypes.float16), ("qs", dtypes.uint32)), 32, 32, """
     uint4 q@ = ((const GLOBAL uint4*)qs)[bi@]; float d@ = H2F(d[bi@]);""", """
     uint w[4] = {q@.x, q@.y, q@.z, q@.w};
-    float t = 0.0f;
+    float t0 = 0.0f, t1 = 0.0f;
     for (int i = 0; i < 4; i++) {
       uint lo = w[i] & 0x0F0F0F0Fu, hi = (w[i] >> 4) & 0x0F0F0F0Fu;
-      for (int b = 0; b < 4; b++) t += (BYTE_F(lo, b) - 8388616.0f) * xr[4*i + b] + (BYTE_F(hi, b) - 8388616.0f) * xr[16 + 4*i + b];
+      for (int b = 0; b < 4; b++) {
+        t0 += (BYTE_F(lo, b) - 8388616.0f) * xr[4*i + b];
+        t1 += (BYTE_F(hi, b) - 8388616.0f) * xr[16 + 4*i + b];
+      }
     }
-    s = d@ * t;""", 5)
+    s = d@ * (t0 + t1);""", 5)
 
 _Q8_0 = TypeCode((("d", dtypes.float16), ("qs", dtypes.uint32)), 32, 32, """
     uint4 qa@ = ((const GLOBAL uint4*)qs)[2*bi@], qb@ = ((const GLOBAL uint4*)qs)[2*bi@ + 1]; float d@ = H2F(d[bi@]);""", """
