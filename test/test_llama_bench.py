@@ -1,6 +1,6 @@
 """tools/llama_bench.py (the trimmed llama.cpp source archive, its build and llama-bench's output) and gpu_bench's table, without
 network: a small fake sdist stands in for the real one; the real archive and a CPU llama-bench are checked where they are present."""
-import hashlib, io, json, lzma, os, sys, tarfile, time
+import hashlib, io, json, lzma, os, signal, sys, tarfile, time
 from pathlib import Path
 import pytest
 from tools import llama_bench as lc
@@ -153,7 +153,13 @@ def test_cmake_args_offline():
   cpu = lc.cmake_args(Path("s"), Path("b"), False, "90a", "x")
   assert "-DGGML_CUDA=OFF" in cpu and not any("CUDA_ARCH" in a for a in cpu)
 
-def test_time_limit_stops_the_group(tmp_path):
+@pytest.mark.parametrize("sigint", ["default", "ignored"])
+def test_time_limit_stops_the_group(tmp_path, sigint):
+  """Also when this process ignores SIGINT (a background job of a non-interactive shell, as CI may run us)."""
+  if sigint == "ignored":
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try: return test_time_limit_stops_the_group(tmp_path, "default")
+    finally: signal.signal(signal.SIGINT, old)
   child = tmp_path / "child.pid"
   code = f"import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); " \
          f"open({str(child)!r}, 'w').write(str(p.pid)); time.sleep(60)"

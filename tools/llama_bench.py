@@ -180,7 +180,10 @@ def _run_logged(cmd: list[str], log, env: dict, deadline: float | None) -> int |
   """Run cmd with its output appended to log; None when the deadline came first (the build is interrupted, its objects kept)."""
   log.write(f"$ {' '.join(cmd)}\n")
   log.flush()
-  p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+  # SIGINT at its default in the child: a shell's background job inherits it ignored, and then the interrupt below would
+  # do nothing until the 60 s grace ran out
+  p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                       preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
   while True:
     try: return p.wait(timeout=None if deadline is None else max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired: pass
