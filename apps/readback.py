@@ -13,12 +13,12 @@ from tinygrad import Device, Tensor, dtypes
 from tinygrad.device import BufferSpec
 
 class Readback:
-  """capture(): remember a 1-element 4-byte int device tensor as of this point of the device's queue; value(): the int."""
+  """capture(): remember a 1-element int32 device tensor as of this point of the device's queue; value(): the int."""
   def __init__(self, t: Tensor):
-    if t.numel() != 1 or t.dtype not in (dtypes.int32, dtypes.uint32):
+    if t.numel() != 1 or t.dtype != dtypes.int32:
       raise ValueError(f"readback of a {t.dtype} tensor of shape {t.shape}: one int32 only")
     self.t, self.dev, self._captured = t, Device[t.device], False
-    self.in_queue_order = type(self.dev).__name__ == "CUDADevice"
+    self.in_queue_order = t.device.split(":")[0] == "CUDA"
     if self.in_queue_order:
       import tinygrad.runtime.autogen.cuda as cuda
       from tinygrad.runtime.ops_cuda import check
@@ -39,7 +39,7 @@ class Readback:
     if not self._captured: raise RuntimeError("readback: value() without capture()")
     if not self.in_queue_order: return int(self.t.item())
     self._check(self._cu.cuEventSynchronize(self._event))
-    return (ctypes.c_int32 if self.t.dtype == dtypes.int32 else ctypes.c_uint32).from_address(self._host.value).value
+    return ctypes.c_int32.from_address(self._host.value).value
 
   def __del__(self):
     if getattr(self, "in_queue_order", False) and hasattr(self, "_event"):
