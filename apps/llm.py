@@ -90,23 +90,29 @@ class Stats:
             f"tokens, {self.decode_tok_s:.1f} tok/s, finish: {self.finish_reason}")
 
 class StopStrings:
-  """Cuts streamed text at the first stop string; holds back a tail that could be the start of one."""
+  """Cuts streamed text at the first stop string; holds back a tail that could be the start of one. A stop found in the
+  text is final only when no longer stop could still begin before it (stops "<" and "><<": "><" is held, not cut at "<")."""
   def __init__(self, stops: list[str]):
     self.stops, self.buf = [s for s in stops if s], ""
-    self.longest = max((len(s) for s in self.stops), default=0)
+  def _first_hit(self) -> int | None: return min((i for s in self.stops if (i := self.buf.find(s)) >= 0), default=None)
   def feed(self, text: str) -> tuple[str, bool]:
     """(text that is safe to show, whether a stop string was found)."""
     self.buf += text
-    hits = [i for s in self.stops if (i := self.buf.find(s)) >= 0]
-    if hits:
-      out, self.buf = self.buf[:min(hits)], ""
+    hit = self._first_hit()
+    # the earliest position where a stop could begin but is not complete yet (a proper prefix of it ends the buffer)
+    pending = next((j for j in range(max(0, len(self.buf) - max((len(s) for s in self.stops), default=0)), len(self.buf))
+                    if any(len(s) > len(self.buf) - j and s.startswith(self.buf[j:]) for s in self.stops)), len(self.buf))
+    if hit is not None and hit <= pending:
+      out, self.buf = self.buf[:hit], ""
       return out, True
-    hold = next((k for k in range(min(self.longest - 1, len(self.buf)), 0, -1) if any(s.startswith(self.buf[-k:]) for s in self.stops)), 0)
-    out, self.buf = self.buf[:len(self.buf) - hold], self.buf[len(self.buf) - hold:]
+    cut = pending if hit is None else min(pending, hit)
+    out, self.buf = self.buf[:cut], self.buf[cut:]
     return out, False
-  def rest(self) -> str:
-    out, self.buf = self.buf, ""
-    return out
+  def end(self) -> tuple[str, bool]:
+    """At the end of the stream, nothing held back can grow into a stop any more: (the rest up to a stop in it, found)."""
+    hit = self._first_hit()
+    out, self.buf = self.buf if hit is None else self.buf[:hit], ""
+    return out, hit is not None
 
 class Engine:
   """A loaded model with its tokenizer and chat template: text in, streamed text out (EOG and stop strings end it)."""
@@ -179,8 +185,10 @@ class Engine:
           st.finish_reason = "cancelled"
           return
       text, hit = matcher.feed(dec.flush())
+      if not hit:
+        rest, hit = matcher.end()
+        text += rest
       if hit: st.finish_reason = "stop"
-      else: text += matcher.rest()
       if text: yield text
     finally: gen.close()
 

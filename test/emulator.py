@@ -103,6 +103,11 @@ _CUDA_SHIM = r"""#pragma once
 struct alignas(16) float4 { float x, y, z, w; };
 struct alignas(16) uint4 { unsigned x, y, z, w; };
 static inline float4 make_float4(float a, float b, float c, float d) { return float4{a, b, c, d}; }
+static inline uint4 make_uint4(unsigned a, unsigned b, unsigned c, unsigned d) { return uint4{a, b, c, d}; }
+static inline int __dp4a(int a, int b, int c) {
+  for (int i = 0; i < 4; i++) c += (int)(signed char)(a >> (8 * i)) * (int)(signed char)(b >> (8 * i));
+  return c;
+}
 template <class T> static inline T __shfl_xor_sync(unsigned, T v, int o) { return emu_shfl_xor(v, o); }
 static inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
 static inline float __int_as_float(int u) { float f; memcpy(&f, &u, 4); return f; }
@@ -131,16 +136,21 @@ template <class T> static inline T simd_shuffle_xor(T v, unsigned short o) { ret
 static inline float exp2(float x) { return __builtin_exp2f(x); }
 static inline float sqrt(float x) { return __builtin_sqrtf(x); }
 static inline float exp(float x) { return __builtin_expf(x); }
+static inline float round(float x) { return __builtin_roundf(x); }
+static inline float fabs(float x) { return __builtin_fabsf(x); }
+static inline float fmax(float a, float b) { return __builtin_fmaxf(a, b); }
 static inline int min(int a, int b) { return a < b ? a : b; }
 typedef unsigned int uint; typedef unsigned char uchar; typedef unsigned short ushort; typedef _Float16 half;
 struct uint3 { uint x, y, z; };
 struct alignas(16) float4 { float x, y, z, w; float4() = default; float4(float a, float b, float c, float d) : x(a), y(b), z(c), w(d) {} };
-struct alignas(16) uint4 { uint x, y, z, w; };
+struct alignas(16) uint4 { uint x, y, z, w; uint4() = default; uint4(uint a, uint b, uint c, uint d) : x(a), y(b), z(c), w(d) {} };
 template <class T, class U> static inline T as_type(U u) { T t; memcpy(&t, &u, sizeof(T)); return t; }
 }
 #define exp2f exp2f_is_not_metal
 #define sqrtf sqrtf_is_not_metal
 #define fmaxf fmaxf_is_not_metal
+#define fabsf fabsf_is_not_metal
+#define roundf roundf_is_not_metal
 """
 
 _MAIN = r"""

@@ -12,7 +12,7 @@ from apps.gguf import GGUFFile, GGMLType
 from apps.quantized import QuantizedLinear, QuantizedExpertWeights, KernelSpec, kernel_for
 from apps.kernels import matvec, render, language_of
 from tinygrad import Tensor, Device, GlobalCounters
-from test_quantized import random_tensor, ref_weight, write_gguf, relerr, fp32_bound
+from test_quantized import random_tensor, ref_weight, write_gguf, relerr, fp32_bound, x16
 from nvcc import needs_nvcc, run_nvcc_script
 from emulator import emulate
 from apps.quantized import PackedTensor
@@ -23,6 +23,26 @@ EPS = 1e-6
 def rms(x: np.ndarray, g: np.ndarray) -> np.ndarray:
   x = x.astype(np.float64)
   return x / np.sqrt((x * x).mean(-1, keepdims=True) + EPS) * g
+
+def seen(typ, x: np.ndarray, g: np.ndarray | None = None, kernels: bool = True) -> np.ndarray:
+  """x as a kernel for weights of type `typ` multiplies it: rms_norm(x) * g with `g`. The xint types round x * g (fp32) to
+  16 bits per block (test_quantized.x16) and apply the norm's scale after the product; `kernels`=False: the portable path,
+  which does neither."""
+  if not (kernels and matvec.TYPES[typ].xint): return x.astype(np.float64) if g is None else rms(x, g)
+  if g is None: return x16(x)
+  x64 = x.astype(np.float64)
+  return x16(x * g) / np.sqrt((x64 * x64).mean(-1, keepdims=True) + EPS)
+
+def test_x16_is_within_half_a_step():
+  """The rounding the references apply: every value within half a step (max |v| / 65024) of its block, zeros exact."""
+  v = np.random.default_rng(9).standard_normal((3, 128)).astype(np.float32) * np.float32([[1e-3], [1.0], [1e4]])
+  v[0, :32] = 0
+  b, r = v.reshape(3, 4, 32).astype(np.float64), x16(v).reshape(3, 4, 32)
+  step = np.abs(b).max(-1, keepdims=True) / 32512
+  assert (np.abs(r - b) <= step * (0.5 + 1e-6)).all() and (r[0, 0] == 0).all()
+  assert np.abs(r).max(-1).ravel().tolist() == pytest.approx(np.abs(b).max(-1).ravel().tolist(), rel=1e-6)
+
+ON_KERNELS = language_of(Device.DEFAULT) is not None  # the device runs the hand-written kernels (tests below on the device)
 
 def silu(v):
   with np.errstate(over="ignore"): return v / (1 + np.exp(-v))
@@ -44,11 +64,11 @@ def test_linear_fusions(tmp_path, typ, B):
   lin = QuantizedLinear.from_gguf(gf, "w.weight")
   rng = np.random.default_rng(1)
   x, g, r = rng.standard_normal((B, K)).astype(np.float32), rng.standard_normal(K).astype(np.float32), rng.standard_normal((B, 2 * F)).astype(np.float32)
-  xn = rms(x, g)
+  xn, x64 = seen(typ, x, g, ON_KERNELS), seen(typ, x, kernels=ON_KERNELS)
   cases = {
-    "plain": (lin(Tensor(x)), x.astype(np.float64) @ W.T),
+    "plain": (lin(Tensor(x)), x64 @ W.T),
     "norm": (lin(Tensor(x), norm=(Tensor(g), EPS)), xn @ W.T),
-    "residual": (lin(Tensor(x), residual=Tensor(r)), r + x.astype(np.float64) @ W.T),
+    "residual": (lin(Tensor(x), residual=Tensor(r)), r + x64 @ W.T),
     "norm+glu": (lin(Tensor(x), norm=(Tensor(g), EPS), glu=True), silu(xn @ W[:F].T) * (xn @ W[F:].T)),
   }
   for name, (out, ref) in cases.items():
@@ -66,10 +86,10 @@ def test_expert_fusions(tmp_path, typ):
   x, g = rng.standard_normal((B, K)).astype(np.float32), rng.standard_normal(K).astype(np.float32)
   xj, mix = rng.standard_normal((B, J, K)).astype(np.float32), rng.random((B, J)).astype(np.float32)
   r = rng.standard_normal((B, 2 * F)).astype(np.float32)
-  xn = rms(x, g)
+  xn = seen(typ, x, g, ON_KERNELS)
   Ws = W[sel]                                                                   # (B, J, 2F, K)
   ref_glu = silu(np.einsum("bjnk,bk->bjn", Ws[:, :, :F], xn)) * np.einsum("bjnk,bk->bjn", Ws[:, :, F:], xn)
-  ref_mix = r + np.einsum("bj,bjnk,bjk->bn", mix.astype(np.float64), Ws, xj.astype(np.float64))
+  ref_mix = r + np.einsum("bj,bjnk,bjk->bn", mix.astype(np.float64), Ws, seen(typ, xj, kernels=ON_KERNELS))
   out = ex(Tensor(sel), Tensor(x), norm=(Tensor(g), EPS), glu=True).numpy()
   assert out.shape == (B, J, F) and relerr(out, ref_glu) < BOUND(K), relerr(out, ref_glu)
   out = ex(Tensor(sel), Tensor(xj), mix=Tensor(mix), residual=Tensor(r)).numpy()
@@ -82,7 +102,7 @@ def test_batched(tmp_path, typ):
   ex = QuantizedExpertWeights.from_gguf(gf, "w.weight")
   x = np.random.default_rng(3).standard_normal((1, H, K)).astype(np.float32)
   out = ex.batched(Tensor(x)).numpy()
-  ref = np.einsum("hnk,bhk->bhn", W, x.astype(np.float64))
+  ref = np.einsum("hnk,bhk->bhn", W, seen(typ, x, kernels=ON_KERNELS))
   assert relerr(out, ref) < fp32_bound(K)
 
 def test_fused_is_one_kernel_on_source_devices(tmp_path):
@@ -163,7 +183,7 @@ def test_emulated_linear(tmp_path, typ):
     W = ref_weight(raw, typ, (K, N)).astype(np.float64)
     s = matvec.MatvecShape("linear", typ, B, 1, F, K, 1, False, norm="norm" in fus, residual="residual" in fus, glu="glu" in fus)
     x, g, r = rng.standard_normal((B, K)).astype(np.float32), rng.standard_normal(K).astype(np.float32), rng.standard_normal((B, F)).astype(np.float32)
-    xn = rms(x, g) if s.norm else x.astype(np.float64)
+    xn = seen(typ, x, g if s.norm else None)
     ref = silu(xn @ W[:F].T) * (xn @ W[F:].T) if s.glu else xn @ W.T
     if s.residual: ref = ref + r
     out = emulated(s, rows, "CUDA", raw, (K, N), x, g=g if s.norm else None, r=r if s.residual else None, work=tmp_path / "cuda",
@@ -182,19 +202,19 @@ def test_emulated_experts_and_batched(tmp_path, typ):
   x, g = rng.standard_normal((B, K)).astype(np.float32), rng.standard_normal(K).astype(np.float32)
   xj, mix = rng.standard_normal((B, J, K)).astype(np.float32), rng.random((B, J)).astype(np.float32)
   r = rng.standard_normal((B, 2 * F)).astype(np.float32)
-  Ws, xn = W[sel], rms(x, g)
+  Ws, xn = W[sel], seen(typ, x, g)
   s = matvec.MatvecShape("experts", typ, B, J, F, K, E, False, norm=True, glu=True)
   ref = silu(np.einsum("bjnk,bk->bjn", Ws[:, :, :F], xn)) * np.einsum("bjnk,bk->bjn", Ws[:, :, F:], xn)
   out = emulated(s, 2, "CUDA", raw, (K, 2 * F, E), x, sel=sel, g=g, work=tmp_path / "glu")
   assert relerr(out, ref) < BOUND(K), relerr(out, ref)
   s = matvec.MatvecShape("experts", typ, B, J, 2 * F, K, E, True, mix=True, residual=True)
-  ref = r + np.einsum("bj,bjnk,bjk->bn", mix.astype(np.float64), Ws, xj.astype(np.float64))
+  ref = r + np.einsum("bj,bjnk,bjk->bn", mix.astype(np.float64), Ws, seen(typ, xj))
   out = emulated(s, 1, "CUDA", raw, (K, 2 * F, E), xj, sel=sel, mix=mix, r=r, work=tmp_path / "mix", warps=8)
   assert relerr(out, ref) < BOUND(K), relerr(out, ref)
   s = matvec.MatvecShape("batched", typ, 1, E, 2 * F, K, E, True)
   xh = rng.standard_normal((1, E, K)).astype(np.float32)
   out = emulated(s, 4, "CUDA", raw, (K, 2 * F, E), xh, work=tmp_path / "batched")
-  assert relerr(out, np.einsum("hnk,bhk->bhn", W, xh.astype(np.float64))) < BOUND(K)
+  assert relerr(out, np.einsum("hnk,bhk->bhn", W, seen(typ, xh))) < BOUND(K)
 
 @pytest.mark.parametrize("typ", [GGMLType.Q4_0, GGMLType.Q6_K], ids=lambda t: t.name)
 def test_emulated_x_stride(tmp_path, typ):
@@ -208,11 +228,11 @@ def test_emulated_x_stride(tmp_path, typ):
   s = matvec.MatvecShape("linear", typ, B, 1, N, K, 1, False, norm=True, x_stride=K + 64)
   raw0 = raw[:raw.size // H]                                                   # expert 0 as a plain 2-D weight
   out = emulated(s, 2, "CUDA", raw0, (K, N), x, g=g, work=tmp_path / "linear")
-  assert relerr(out, rms(x[:, :K], g) @ W[0].T) < BOUND(K)
+  assert relerr(out, seen(typ, x[:, :K], g) @ W[0].T) < BOUND(K)
   xh = rng.standard_normal((1, H, K + 32)).astype(np.float32)
   s = matvec.MatvecShape("batched", typ, 1, H, N, K, H, True, x_stride=K + 32)
   out = emulated(s, 1, "CUDA", raw, (K, N, H), xh, work=tmp_path / "batched")
-  assert relerr(out, np.einsum("hnk,bhk->bhn", W, xh[..., :K].astype(np.float64))) < BOUND(K)
+  assert relerr(out, np.einsum("hnk,bhk->bhn", W, seen(typ, xh[..., :K]))) < BOUND(K)
 
 def test_prefix_inputs_match_sliced(tmp_path):
   """prefix=True: the layer's input is the first in_features of a wider x; same result as slicing it first."""
@@ -234,7 +254,7 @@ def test_emulated_metal(tmp_path):
     raw = random_tensor(typ, (K, 2 * F), rng)
     W = ref_weight(raw, typ, (K, 2 * F)).astype(np.float64)
     x, g, r = rng.standard_normal((B, K)).astype(np.float32), rng.standard_normal(K).astype(np.float32), rng.standard_normal((B, F)).astype(np.float32)
-    xn = rms(x, g)
+    xn = seen(typ, x, g)
     s = matvec.MatvecShape("linear", typ, B, 1, F, K, 1, False, norm=True, residual=True, glu=True)
     out = emulated(s, 2, "METAL", raw, (K, 2 * F), x, g=g, r=r, work=tmp_path / typ.name)
     assert relerr(out, r + silu(xn @ W[:F].T) * (xn @ W[F:].T)) < BOUND(K)

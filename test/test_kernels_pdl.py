@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from tinygrad import dtypes
 from apps.gguf import GGMLType
-from apps.kernels import SourceKernel, Param, render, matvec, mla_attention, router
+from apps.kernels import SourceKernel, Param, render, matvec, mla_attention, router, gemm
 from emulator import emulate
 
 def _copy(body: str) -> SourceKernel:
@@ -45,6 +45,7 @@ def _kernels():
   yield "attend", mla_attention.attend_kernel(a, 0.1, 1e-6)
   yield "combine", mla_attention.combine_kernel(a)
   yield "router", router.build(1, 64, 6, 1, False, False, 1.0)
+  yield "gemm", gemm.build(gemm.GemmShape(GGMLType.Q4_0, 128, 256, 2048))
 
 @pytest.mark.parametrize("name,k", list(_kernels()))
 def test_every_family_waits_in_its_cuda_source(name, k):

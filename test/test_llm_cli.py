@@ -302,6 +302,16 @@ def test_download_progress_and_errors(file_server, tmp_path, capsys):
 
 # ---------------------------------------------------------------- stop strings
 
+def test_stop_string_that_begins_earlier_wins():
+  """A shorter stop found inside a longer one's possible start is not final until the longer one is decided."""
+  m = StopStrings(["<", "><<"])
+  assert m.feed("><") == ("", False)  # "<" is complete, but "><<" may begin at 0
+  assert m.feed("<") == ("", True)    # it does: the text is cut before it
+  m = StopStrings(["<", "><<"])
+  assert m.feed("><") == ("", False) and m.feed("a") == (">", True)  # it does not: cut at "<"
+  m = StopStrings(["<", "><<"])
+  assert m.feed("><") == ("", False) and m.end() == (">", True)      # the stream ends: cut at "<"
+
 @given(st.text(alphabet="abc<>|", max_size=40), st.lists(st.text(alphabet="abc<>|", min_size=1, max_size=4), max_size=3),
        st.lists(st.integers(1, 5), max_size=20))
 def test_stop_strings_cut_at_the_first_match(text, stops, cuts):
@@ -315,7 +325,9 @@ def test_stop_strings_cut_at_the_first_match(text, stops, cuts):
     out, hit = m.feed(p)
     shown.append(out)
     if hit: break
-  if not hit: shown.append(m.rest())
+  if not hit:
+    out, hit = m.end()
+    shown.append(out)
   first = min((j for s in stops if (j := text.find(s)) >= 0), default=None)
   assert "".join(shown) == (text if first is None else text[:first])
   assert hit == (first is not None)

@@ -19,7 +19,11 @@ The dialect (macros defined per backend by the prelude):
   DEVFN                    qualifies a helper function; H2F(h) half -> float; AS_FLOAT(u) uint bits -> float
   BYTE_F(u, b)             2^23 + (byte b of uint u) as a float, exactly (b a constant 0..3): subtract 8388608.0f (plus
                            any offset of the quant) for the byte's value; a byte permute, no int-to-float conversion
-  uint4/float4 vector types exist in both languages (members .x .y .z .w); the body constructs them only with FLOAT4.
+  DP4A(a, b, c)            c + the dot product of the four signed bytes of int a with those of int b (one instruction on
+                           CUDA sm_61+; four multiplies on Metal)
+  FMAX(a, b), FABS(a)      float max and absolute value; ROUNDF(a) rounds half away from zero (C's roundf, as ggml does)
+  uint4/float4 vector types exist in both languages (members .x .y .z .w); the body constructs them only with FLOAT4 and
+  UINT4.
   GRID_WAIT()              waits until the kernels this one depends on have finished and their writes are visible
 
 Programmatic dependent launch (CUDA sm_90+; no-ops elsewhere): a kernel whose source executes GRID_WAIT() gets
@@ -89,7 +93,12 @@ static __device__ __forceinline__ float WARP_MAX(float v) {
 #define EXP2(x) exp2f(x)
 #define FLOAT4(a, b, c, d) make_float4(a, b, c, d)
 #define SHFL_XOR(v, o) __shfl_xor_sync(0xffffffffu, v, o)
-#define BYTE_F(u, b) __uint_as_float(__byte_perm((u), 0x4B000000u, 0x7650u | (b)))"""
+#define BYTE_F(u, b) __uint_as_float(__byte_perm((u), 0x4B000000u, 0x7650u | (b)))
+#define UINT4(a, b, c, d) make_uint4(a, b, c, d)
+#define DP4A(a, b, c) __dp4a((int)(a), (int)(b), (int)(c))
+#define FMAX(a, b) fmaxf(a, b)
+#define FABS(a) fabsf(a)
+#define ROUNDF(a) roundf(a)"""
 
 _METAL_PRELUDE = """#include <metal_stdlib>
 using namespace metal;
@@ -110,7 +119,15 @@ using namespace metal;
 #define EXP2(x) exp2(x)
 #define FLOAT4(a, b, c, d) float4(a, b, c, d)
 #define SHFL_XOR(v, o) simd_shuffle_xor(v, (ushort)(o))
-#define BYTE_F(u, b) as_type<float>((((u) >> (8*(b))) & 0xFFu) | 0x4B000000u)"""
+#define BYTE_F(u, b) as_type<float>((((u) >> (8*(b))) & 0xFFu) | 0x4B000000u)
+#define UINT4(a, b, c, d) uint4(a, b, c, d)
+static inline int DP4A(int a, int b, int c) {
+  for (int i = 0; i < 32; i += 8) c += ((a << (24 - i)) >> 24) * ((b << (24 - i)) >> 24);
+  return c;
+}
+#define FMAX(a, b) fmax(a, b)
+#define FABS(a) fabs(a)
+#define ROUNDF(a) round(a)"""
 
 # griddepcontrol (PTX ISA 7.8, sm_90): defined only in sources that use it, so "griddepcontrol.wait" in a source means the
 # kernel waits (the CUDA graph patch keys programmatic edges on that); a harness may define the two macros first

@@ -13,6 +13,15 @@ reads its 32 chunks' q-th float4s as one contiguous 512-byte row (from global me
 each). Nibbles and bytes become floats by the 2^23 trick (BYTE_F: a byte placed in the mantissa of 2^23, one byte permute
 and one add per weight) instead of integer-to-float conversions, which issue at a quarter of the FMA rate.
 
+Q4_0 and Q8_0 go further: their weights are small integers times a scale per 32, so each workgroup rounds its staged x
+to 16-bit integers times a scale per block of 32 (max |x| / 32512, rounded half away from zero) and the math is integer
+DP4A. An x value is split into two signed bytes (x = 256 h + l), so one weight word meets x in two DP4A: 8 weights in 2
+instructions against ~3 float instructions per weight. In these one-wave decode matvecs a warp issues all its loads and
+then computes, so math is time the memory system idles (Youtu gate_up: 2,928 SASS instructions per lane in float, 1,376
+now; decode -7%, OPTIMIZATION_JOURNAL.md). 16 bits keep the product within ~1e-5 of float; llama.cpp rounds x to 8 bits
+(q8_1), which was 4% faster still here but moved the test models' logits by 3e-2 to 9e-2 (rejected, the journal). The
+tests' references round x the same way (test_quantized.x16); the norm's scale (a scalar per token) applies after the product.
+
 What a kernel computes (buffers in this order: out, x, [sel], [mix], [norm_w], [residual], *packed parts):
   linear   out[b, n] = W[n] . xn[b]                       xn = x, or rms_norm(x) * norm_w with `norm`
   experts  out[b, j, n] = W[sel[b, j]][n] . xn[b] (x (B, K)) or . x[b, j] (x (B, J, K))
@@ -32,7 +41,9 @@ from apps.kernels import SourceKernel, Param, program, language_of
 # ---- per type: packed parts (name, element type), weights per lane step (CH), weights per packed block, the loads of one
 # lane step and their math. In `load` and `math`, `@` is the item's suffix: the load sees `bi@` (packed block index) and
 # `c@` (chunk in the block) and declares its registers; the math reads them and xr[] (the chunk's CH x values, in the
-# order `xrun` gives), xsum[h] (the sum of xr[32h .. 32h+31]), and sets `s` to the chunk's dot product.
+# order `xrun` gives), xsum[h] (the sum of xr[32h .. 32h+31]), and sets `s` to the chunk's dot product. An xint type (CH = 32,
+# one x block per chunk) instead reads the block's 32 x values as integers X = 256 h + l (signed bytes h and l, four to an
+# int, in order): xh[8], xl[8]; dx (their scale: x = dx * X) and xqs (the sum of the 32 X).
 @dataclass(frozen=True)
 class TypeCode:
   parts: tuple[tuple[str, object], ...]
@@ -42,29 +53,26 @@ class TypeCode:
   math: str
   regs: int                   # registers one item's loads hold (sizes the batches)
   xrun: str = "c*CH + 16*r"   # offset in the block of the chunk's r-th run of 16 x values (xr[16r..16r+15])
+  xint: bool = False          # the math reads x as 16-bit integers (xh, xl, dx, xqs) instead of xr/xsum
 
+# Q4_0 and Q8_0 meet x as 16-bit integers: DP4A multiplies and sums four weights with four bytes of x
 _Q4_0 = TypeCode((("d", dtypes.float16), ("qs", dtypes.uint32)), 32, 32, """
     uint4 q@ = ((const GLOBAL uint4*)qs)[bi@]; float d@ = H2F(d[bi@]);""", """
     uint w[4] = {q@.x, q@.y, q@.z, q@.w};
-    float t0 = 0.0f, t1 = 0.0f;
+    int th = 0, tl = 0;
     for (int i = 0; i < 4; i++) {
-      uint lo = w[i] & 0x0F0F0F0Fu, hi = (w[i] >> 4) & 0x0F0F0F0Fu;
-      for (int b = 0; b < 4; b++) {
-        t0 += (BYTE_F(lo, b) - 8388616.0f) * xr[4*i + b];
-        t1 += (BYTE_F(hi, b) - 8388616.0f) * xr[16 + 4*i + b];
-      }
+      uint n0 = w[i] & 0x0F0F0F0Fu, n1 = (w[i] >> 4) & 0x0F0F0F0Fu;
+      th = DP4A(n0, xh[i], th); th = DP4A(n1, xh[4 + i], th);
+      tl = DP4A(n0, xl[i], tl); tl = DP4A(n1, xl[4 + i], tl);
     }
-    s = d@ * (t0 + t1);""", 5)
+    s = d@ * dx * (float)(256*th + tl - 8*xqs);   // the nibbles are the weights + 8""", 5, xint=True)
 
 _Q8_0 = TypeCode((("d", dtypes.float16), ("qs", dtypes.uint32)), 32, 32, """
     uint4 qa@ = ((const GLOBAL uint4*)qs)[2*bi@], qb@ = ((const GLOBAL uint4*)qs)[2*bi@ + 1]; float d@ = H2F(d[bi@]);""", """
     uint w[8] = {qa@.x, qa@.y, qa@.z, qa@.w, qb@.x, qb@.y, qb@.z, qb@.w};
-    float t = 0.0f;
-    for (int i = 0; i < 8; i++) {
-      uint u = w[i] ^ 0x80808080u;   // int8 + 128
-      for (int b = 0; b < 4; b++) t += (BYTE_F(u, b) - 8388736.0f) * xr[4*i + b];
-    }
-    s = d@ * t;""", 9)
+    int th = 0, tl = 0;
+    for (int i = 0; i < 8; i++) { th = DP4A(w[i], xh[i], th); tl = DP4A(w[i], xl[i], tl); }
+    s = d@ * dx * (float)(256*th + tl);""", 9, xint=True)
 
 # K-quants: a lane step is 64 weights (chunk c of 4 per 256-weight block); c = 2*c1 + c0, sub-blocks 2c and 2c+1 of 32
 _QK_LOAD = """
@@ -173,7 +181,8 @@ def _pad(steps: int) -> int: return 1 if steps % 2 == 0 else 2  # row stride of 
 def shared_bytes(s: MatvecShape, p: Plan | None = None) -> int:
   tc, p = TYPES[s.type], p or plan(s)
   steps = s.K // tc.ch
-  return staged_slots(s) * (tc.ch // 4) * (steps + _pad(steps)) * 16 + p.warps * 4
+  per_chunk = (4 * (steps + _pad(steps)) * 16 + steps * 4) if tc.xint else (tc.ch // 4) * (steps + _pad(steps)) * 16
+  return staged_slots(s) * per_chunk + p.warps * 4
 
 def build(s: MatvecShape, p: Plan | None = None) -> SourceKernel:
   """The kernel for shape `s`; `p` overrides plan(s) (the tests reach every rows-per-warp on small shapes)."""
@@ -236,32 +245,75 @@ def build(s: MatvecShape, p: Plan | None = None) -> SourceKernel:
         guard = f"if (lane + {32 * u} < {steps}) " if partial and u == spl - 1 else ""
         slot = 0 if j is None else j
         out.append(f"{guard}{{  // slot {jname(j)}, chunk {u}")
-        out.append(f"  float xr[{tc.ch}], xsum[{max(1, tc.ch // 32)}];")
-        out.append(f"  for (int q = 0; q < {q4}; q++) {{ float4 v = xs4[({slot * q4} + q) * {sp} + lane + {32 * u}]; "
-                   "xr[4*q] = v.x; xr[4*q+1] = v.y; xr[4*q+2] = v.z; xr[4*q+3] = v.w; }")
-        if tc.ch >= 64: out.append(f"  for (int h = 0; h < {tc.ch // 32}; h++) {{ xsum[h] = 0.0f; for (int i = 0; i < 32; i++) xsum[h] += xr[32*h + i]; }}")
+        xi = f"lane + {32 * u}"
+        if tc.xint:
+          out.append(f"  uint4 la = xq4[{4 * slot}*{sp} + {xi}], lb = xq4[{4 * slot + 1}*{sp} + {xi}], "
+                     f"ha = xq4[{4 * slot + 2}*{sp} + {xi}], hb = xq4[{4 * slot + 3}*{sp} + {xi}];")
+          out.append("  int xl[8] = {(int)la.x, (int)la.y, (int)la.z, (int)la.w, (int)lb.x, (int)lb.y, (int)lb.z, (int)lb.w};")
+          out.append("  int xh[8] = {(int)ha.x, (int)ha.y, (int)ha.z, (int)ha.w, (int)hb.x, (int)hb.y, (int)hb.z, (int)hb.w};")
+          out.append(f"  float dx = xd[{slot * steps} + {xi}];")
+          out.append("  int xqs = 0, xqh = 0; for (int i = 0; i < 8; i++) { xqh = DP4A(xh[i], 0x01010101, xqh); xqs = DP4A(xl[i], 0x01010101, xqs); }")
+          out.append("  xqs += 256*xqh;")
+        else:
+          out.append(f"  float xr[{tc.ch}], xsum[{max(1, tc.ch // 32)}];")
+          out.append(f"  for (int q = 0; q < {q4}; q++) {{ float4 v = xs4[({slot * q4} + q) * {sp} + {xi}]; "
+                     "xr[4*q] = v.x; xr[4*q+1] = v.y; xr[4*q+2] = v.z; xr[4*q+3] = v.w; }")
+          if tc.ch >= 64: out.append(f"  for (int h = 0; h < {tc.ch // 32}; h++) {{ xsum[h] = 0.0f; for (int i = 0; i < 32; i++) xsum[h] += xr[32*h + i]; }}")
       wj = f" * wj{j}" if s.mix else ""
       out.append(f"  {{ float s;{tc.math.replace('@', sf)}\n    acc[{a}] += s{wj}; }}")
     out.append("}")
     return "\n  ".join(out)
 
   # ---- x staging, read in x's order (coalesced), written to xs4[(slot*Q4 + q)*SP + st] = the q-th float4 of chunk st's
-  # x values (times norm_w): in the math a warp reads 32 consecutive float4s
+  # x values (times norm_w): in the math a warp reads 32 consecutive float4s. xint types stage integer blocks instead.
   run = min(16, tc.ch)
   xrun = tc.xrun.replace("CH", str(tc.ch)).replace("16*r", f"{run}*r")
   xs = s.x_stride or s.K
   xbase = f"(b*J + js)*{xs}" if s.mix else f"(b*J + j)*{xs}" if s.x_per_slot else f"b*{xs}"
-  stage = f"""float ss = 0.0f;
+  if tc.xint:
+    # a block of 32 x values per 8 lanes (a float4 each), four blocks per warp step: the block's max |x| from 3 shuffles;
+    # X = round(x / dx) in [-32512, 32512] splits into h = round(X / 256) and l = X - 256 h, both in [-128, 127]; each
+    # lane packs its 4 l and 4 h bytes into two ints, and the block's first and fifth lanes gather 4 of each into uint4s
+    # of xq4[(slot*4 + part)*SP + st], parts l0-15, l16-31, h0-15, h16-31 (uniform trip counts: every lane of a warp takes
+    # part in every shuffle)
+    stage = f"""float ss = 0.0f;
+  for (int base = warp * 4; base < {staged * steps}; base += {4 * W}) {{
+    int u = base + lane / 8, e = lane % 8, ok = u < {staged * steps};
+    int st = ok ? u % {steps} : 0, js = ok ? u / {steps} : 0, ko = st*32 + 4*e;
+    float4 v = ok ? *(const GLOBAL float4*)(x + {xbase} + ko) : FLOAT4(0.0f, 0.0f, 0.0f, 0.0f);"""
+    if s.norm: stage += """
+    ss += v.x*v.x + v.y*v.y + v.z*v.z + v.w*v.w;
+    float4 g = ok ? *(const GLOBAL float4*)(norm_w + ko) : FLOAT4(0.0f, 0.0f, 0.0f, 0.0f);
+    v = FLOAT4(v.x*g.x, v.y*g.y, v.z*g.z, v.w*g.w);"""
+    stage += f"""
+    float am = FMAX(FMAX(FABS(v.x), FABS(v.y)), FMAX(FABS(v.z), FABS(v.w)));
+    am = FMAX(am, SHFL_XOR(am, 1)); am = FMAX(am, SHFL_XOR(am, 2)); am = FMAX(am, SHFL_XOR(am, 4));
+    float d = am / 32512.0f, id = d == 0.0f ? 0.0f : 1.0f / d;
+    int X0 = (int)ROUNDF(v.x * id), X1 = (int)ROUNDF(v.y * id), X2 = (int)ROUNDF(v.z * id), X3 = (int)ROUNDF(v.w * id);
+    int H0 = (X0 + 128) >> 8, H1 = (X1 + 128) >> 8, H2 = (X2 + 128) >> 8, H3 = (X3 + 128) >> 8;
+    uint wh = ((uint)H0 & 255u) | (((uint)H1 & 255u) << 8) | (((uint)H2 & 255u) << 16) | ((uint)H3 << 24);
+    uint wl = ((uint)(X0 - 256*H0) & 255u) | (((uint)(X1 - 256*H1) & 255u) << 8) | (((uint)(X2 - 256*H2) & 255u) << 16) |
+              ((uint)(X3 - 256*H3) << 24);
+    uint l1 = SHFL_XOR(wl, 1), l2 = SHFL_XOR(wl, 2), l3 = SHFL_XOR(wl, 3);
+    uint h1 = SHFL_XOR(wh, 1), h2 = SHFL_XOR(wh, 2), h3 = SHFL_XOR(wh, 3);
+    if (ok && (e & 3) == 0) {{
+      xq4[(js*4 + e/4)*{sp} + st] = UINT4(wl, l1, l2, l3);
+      xq4[(js*4 + 2 + e/4)*{sp} + st] = UINT4(wh, h1, h2, h3);
+    }}
+    if (ok && e == 0) xd[u] = d;
+  }}"""
+  else:
+    stage = f"""float ss = 0.0f;
   for (int idx = tid; idx < {staged * steps * q4}; idx += {32 * W}) {{
     int q = idx % {q4}, t2 = idx / {q4}, st = t2 % {steps}, js = t2 / {steps};
     int ib = st / {cpb}, c = st - ib * {cpb}, r = (4*q) / {run};
     int ko = ib*{tc.block} + {xrun} + (4*q) % {run};
     float4 v = *(const GLOBAL float4*)(x + {xbase} + ko);"""
-  if s.norm: stage += """
+    if s.norm: stage += """
     ss += v.x*v.x + v.y*v.y + v.z*v.z + v.w*v.w;
     float4 g = *(const GLOBAL float4*)(norm_w + ko);
     v = FLOAT4(v.x*g.x, v.y*g.y, v.z*g.z, v.w*g.w);"""
-  stage += f"\n    xs4[(js*{q4} + q)*{sp} + st] = v;\n  }}"
+    stage += f"\n    xs4[(js*{q4} + q)*{sp} + st] = v;\n  }}"
   if s.norm: stage += """
   ss = WARP_SUM(ss);
   if (lane == 0) part[warp] = ss;"""
@@ -288,7 +340,7 @@ def build(s: MatvecShape, p: Plan | None = None) -> SourceKernel:
   int lane = LID_X, warp = LID_Y, b = GID_Z, j = GID_Y, tid = warp * 32 + lane;
   (void)j; (void)K; (void)J; (void)EPS;
   int row0 = (GID_X * {W} + warp) * R;
-  SHARED float4 xs4[{staged * q4 * sp}];
+  {f"SHARED uint4 xq4[{staged * 4 * sp}];{chr(10)}  SHARED float xd[{staged * steps}];" if tc.xint else f"SHARED float4 xs4[{staged * q4 * sp}];"}
   SHARED float part[{W}];
   float rs = 1.0f; (void)rs; (void)part;
   {(chr(10) + '  ').join(pro)}

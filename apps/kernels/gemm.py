@@ -1,0 +1,120 @@
+"""Prefill products on packed GGUF weights: out[t, n] = W[n] . x[t] for a chunk of tokens (more than the decode matvecs
+take), tiled the classic way for CUDA cores: a workgroup of 256 threads owns 64 tokens x 64 rows of out; per packed block
+of K (32 weights) it dequantizes its 64 rows' block and copies its 64 tokens' 32 x values into shared memory, both k-major
+as float4s of 4 tokens / 4 rows, and every thread accumulates a 4 x 4 tile of out from two float4 reads per k (16 FMA).
+W is read once per 64 tokens, dequantized exactly (d * (q - offset) in fp32) and summed in fp32, so the result is the
+float product: the tests hold it to the fp32 bound against gguf-py's dequantization.
+
+Not yet on the path (apps/quantized.py does not register it): it waits for its H100 A/B against the portable kernels
+(`tools/ab_prefill.py`), as every performance change does (OPTIMIZATION_JOURNAL.md).
+
+Buffers: out (T, N), x (T, K), then the packed parts of W (Q4_0 / Q8_0: d, qs).
+"""
+from __future__ import annotations
+import functools
+from dataclasses import dataclass
+from tinygrad import dtypes
+from apps.gguf import GGMLType
+from apps.kernels import SourceKernel, Param, program
+
+TILE = 64        # tokens and rows of out per workgroup
+THREADS = 256    # 16 x 16 threads, each a 4 x 4 tile of out
+KB = 32          # weights per packed block: one k step of the loop
+ROW4 = TILE // 4 + 1  # float4s per k in the shared tiles (one of padding: the k-major stores spread over banks)
+
+@dataclass(frozen=True)
+class GemmType:
+  words: int     # uint32 words of qs per block
+  dequant: str   # sets v[0..7] or v[0..3] (the weights of word `q`, at k offsets koff(b)) from `q`, `dw`
+  koffs: str     # k offset in the block of value b of word p (C expression in p, b)
+  per_word: int  # values per word
+
+# Q4_0: byte j of the block holds weight j (low nibble) and weight j + 16 (high); word p = bytes 4p..4p+3
+_Q4_0 = GemmType(4, """
+      uint lo = q & 0x0F0F0F0Fu, hi = (q >> 4) & 0x0F0F0F0Fu;
+      v[0] = BYTE_F(lo, 0); v[1] = BYTE_F(lo, 1); v[2] = BYTE_F(lo, 2); v[3] = BYTE_F(lo, 3);
+      v[4] = BYTE_F(hi, 0); v[5] = BYTE_F(hi, 1); v[6] = BYTE_F(hi, 2); v[7] = BYTE_F(hi, 3);
+      for (int b = 0; b < 8; b++) v[b] = dw * (v[b] - 8388616.0f);""", "(b < 4 ? 4*p + b : 16 + 4*p + b - 4)", 8)
+# Q8_0: 32 int8 weights, word p = weights 4p..4p+3
+_Q8_0 = GemmType(8, """
+      uint u = q ^ 0x80808080u;   // int8 + 128
+      v[0] = BYTE_F(u, 0); v[1] = BYTE_F(u, 1); v[2] = BYTE_F(u, 2); v[3] = BYTE_F(u, 3);
+      for (int b = 0; b < 4; b++) v[b] = dw * (v[b] - 8388736.0f);""", "4*p + b", 4)
+
+TYPES: dict[GGMLType, GemmType] = {GGMLType.Q4_0: _Q4_0, GGMLType.Q8_0: _Q8_0}
+
+@dataclass(frozen=True)
+class GemmShape:
+  type: GGMLType
+  T: int    # tokens (rows of x and out)
+  N: int    # rows of W (columns of out)
+  K: int
+
+def supports(s: GemmShape) -> bool: return s.type in TYPES and s.K % KB == 0 and s.T > 0 and s.N > 0
+
+def build(s: GemmShape) -> SourceKernel:
+  gt = TYPES[s.type]
+  assert supports(s), s
+  nb = s.K // KB
+  w_items = (TILE // 4) * gt.words   # (row group of 4, word) pairs of the W tile; the x tile has (TILE // 4) * (KB // 4) = 128
+  params = (Param("out", dtypes.float32, True), Param("x", dtypes.float32),
+            Param("d", dtypes.float16, weight=True), Param("qs", dtypes.uint32, weight=True))
+  body = f"""  const int T = {s.T}, N = {s.N}, K = {s.K}, NB = {nb};
+  int tx = LID_X, ty = LID_Y, tid = ty * 16 + tx;
+  int m0 = GID_Y * {TILE}, n0 = GID_X * {TILE};
+  SHARED float4 xs4[{KB * ROW4}];   // [k][token group]: x[m0 + 4g .. 4g + 3][k0 + k]
+  SHARED float4 ws4[{KB * ROW4}];   // [k][row group]: W[n0 + 4g .. 4g + 3][k0 + k]
+  float acc[4][4];
+  for (int i = 0; i < 4; i++) for (int j = 0; j < 4; j++) acc[i][j] = 0.0f;
+  GRID_WAIT();
+  for (int kb = 0; kb < NB; kb++) {{
+    if (tid < 128) {{
+      // x: token group g (4 tokens), k group c (4 values): 8 consecutive threads read 128 contiguous bytes of a token
+      int g = tid / 8, c = tid % 8;
+      float4 a[4];
+      for (int i = 0; i < 4; i++) a[i] = *(const GLOBAL float4*)(x + min(m0 + 4*g + i, T - 1) * K + kb * {KB} + 4*c);
+      xs4[(4*c + 0) * {ROW4} + g] = FLOAT4(a[0].x, a[1].x, a[2].x, a[3].x);
+      xs4[(4*c + 1) * {ROW4} + g] = FLOAT4(a[0].y, a[1].y, a[2].y, a[3].y);
+      xs4[(4*c + 2) * {ROW4} + g] = FLOAT4(a[0].z, a[1].z, a[2].z, a[3].z);
+      xs4[(4*c + 3) * {ROW4} + g] = FLOAT4(a[0].w, a[1].w, a[2].w, a[3].w);
+    }} else if (tid < {128 + w_items}) {{
+      // W: row group g (4 rows), word p of their blocks: {gt.per_word} values per row, dequantized
+      int g = (tid - 128) / {gt.words}, p = (tid - 128) % {gt.words};
+      float r[4][{gt.per_word}];
+      for (int i = 0; i < 4; i++) {{
+        int bi = min(n0 + 4*g + i, N - 1) * NB + kb;
+        uint q = qs[bi * {gt.words} + p];
+        float dw = H2F(d[bi]);
+        float v[{gt.per_word}];{gt.dequant}
+        for (int b = 0; b < {gt.per_word}; b++) r[i][b] = v[b];
+      }}
+      for (int b = 0; b < {gt.per_word}; b++) ws4[({gt.koffs}) * {ROW4} + g] = FLOAT4(r[0][b], r[1][b], r[2][b], r[3][b]);
+    }}
+    BARRIER();
+    for (int k = 0; k < {KB}; k++) {{
+      float4 a = xs4[k * {ROW4} + ty], w = ws4[k * {ROW4} + tx];
+      float av[4] = {{a.x, a.y, a.z, a.w}}, wv[4] = {{w.x, w.y, w.z, w.w}};
+      for (int i = 0; i < 4; i++) for (int j = 0; j < 4; j++) acc[i][j] += av[i] * wv[j];
+    }}
+    BARRIER();
+  }}
+  for (int i = 0; i < 4; i++) {{
+    int t = m0 + 4*ty + i;
+    if (t < T) for (int j = 0; j < 4; j++) if (n0 + 4*tx + j < N) out[t * N + n0 + 4*tx + j] = acc[i][j];
+  }}"""
+  name = f"gemm_{s.type.name.lower()}_{s.T}_{s.N}_{s.K}"
+  return SourceKernel(name, params, body, (-(-s.N // TILE), -(-s.T // TILE), 1), (16, 16, 1))
+
+@functools.lru_cache(maxsize=None)
+def kernel(s: GemmShape, device: str):
+  """The custom_kernel body for shape `s` on `device` (a CUDA or Metal device)."""
+  return program(build(s), device)
+
+def provider(spec):
+  """A kernel provider for apps/quantized.register_kernel: plain linear products of more tokens than the decode matvecs
+  take, on devices that compile CUDA or Metal source; None for everything else."""
+  from apps.kernels import matvec
+  if spec.op != "linear" or spec.fused or spec.x_dtype != dtypes.float32 or not isinstance(spec.B, int) or spec.B <= 4: return None
+  if spec.fmt.type not in TYPES or spec.fmt.block != KB or not matvec.available(spec.device): return None
+  s = GemmShape(spec.fmt.type, spec.B, spec.N, spec.K)
+  return kernel(s, spec.device) if supports(s) else None

@@ -1,0 +1,98 @@
+"""The prefill GEMM (apps/kernels/gemm.py): its rendered CUDA and Metal sources RUN on the dialect's CPU emulator against
+gguf-py's dequantization in float64 (token and row counts that are not multiples of the 64 x 64 tile, several k blocks),
+the CUDA source compiles with nvcc here, and on a CUDA or Metal device the provider serves QuantizedLinear's prefill
+products (not registered by default yet: tools/ab_prefill.py decides on the H100)."""
+import numpy as np
+import pytest
+from tinygrad import Tensor, Device
+from apps.gguf import GGMLType
+import apps.quantized as Q
+from apps.quantized import PackedTensor, QuantizedLinear, KernelSpec, format_for
+from apps.kernels import gemm, render, language_of
+from test_quantized import random_tensor, ref_weight, relerr, fp32_bound
+from nvcc import needs_nvcc, run_nvcc_script
+from emulator import emulate
+
+TYPES = list(gemm.TYPES)
+
+def emulated(typ, T, N, K, language, work, seed=0):
+  rng = np.random.default_rng(seed)
+  raw = random_tensor(typ, (K, N), rng)
+  W = ref_weight(raw, typ, (K, N)).astype(np.float64)
+  x = rng.standard_normal((T, K)).astype(np.float32)
+  fmt, host = PackedTensor.pack_host(raw, typ, (K, N))
+  out = np.full((T, N), np.nan, np.float32)
+  emulate(gemm.build(gemm.GemmShape(typ, T, N, K)), language, [out, x] + [np.ascontiguousarray(host[p]) for p, _, _ in fmt.parts], work)
+  return out, x.astype(np.float64) @ W.T
+
+@pytest.mark.parametrize("typ", TYPES, ids=lambda t: t.name)
+def test_emulated_cuda(tmp_path, typ):
+  """Partial tiles in both directions (70 tokens, 72 rows: a second workgroup row and column mostly out of range)."""
+  out, ref = emulated(typ, 70, 72, 96, "CUDA", tmp_path)
+  assert relerr(out, ref) < fp32_bound(96), relerr(out, ref)
+
+def test_emulated_metal(tmp_path):
+  out, ref = emulated(GGMLType.Q4_0, 9, 40, 64, "METAL", tmp_path, seed=1)
+  assert relerr(out, ref) < fp32_bound(64), relerr(out, ref)
+
+def test_parts_order_matches_the_packed_format():
+  """The kernel's weight parameters are the packed format's parts, in order (d, qs)."""
+  for typ in TYPES:
+    k = gemm.build(gemm.GemmShape(typ, 8, 8, 64))
+    assert [p.name for p in k.params[2:]] == [n for n, _, _ in format_for(typ, 64).parts]
+
+def test_provider_takes_only_what_it_can():
+  fmt = format_for(GGMLType.Q4_0, 256)
+  spec = lambda **kw: KernelSpec(**{**dict(op="linear", fmt=fmt, B=64, J=1, N=32, K=256, E=1, x_per_slot=False, has_index=False,
+                                           device="CUDA"), **kw})
+  assert gemm.provider(spec(B=4)) is None                                # decode: the matvecs
+  assert gemm.provider(spec(norm=True)) is None                          # fused: done as separate ops around the plain product
+  assert gemm.provider(spec(op="experts")) is None
+  assert gemm.provider(spec(fmt=format_for(GGMLType.Q6_K, 256))) is None
+  assert gemm.provider(spec(device="CPU")) is None
+
+COMPILE = r"""
+import apps
+from tinygrad import Device
+from apps.gguf import GGMLType
+from apps.kernels import gemm, render
+ren = Device["NULL"].renderer
+for t in gemm.TYPES: ren.compiler.compile(render(gemm.build(gemm.GemmShape(t, 128, 6144, 2048)), "CUDA"))
+print("COMPILED", len(gemm.TYPES))
+"""
+
+@needs_nvcc
+def test_cuda_sources_compile():
+  assert f"COMPILED {len(TYPES)}" in run_nvcc_script(COMPILE)
+
+def test_metal_sources_render():
+  for t in TYPES:
+    src = render(gemm.build(gemm.GemmShape(t, 128, 2048, 2048)), "METAL")
+    assert "kernel void" in src and "SHARED float4 xs4" in src
+
+@pytest.mark.skipif(language_of(Device.DEFAULT) is None, reason="no hand-written kernels on this device")
+@pytest.mark.parametrize("typ", TYPES, ids=lambda t: t.name)
+def test_device_prefill_product(typ, monkeypatch):
+  """With the provider registered, a 70-token product on the device is the GEMM's, at the fp32 bound."""
+  monkeypatch.setattr(Q, "_PROVIDERS", [gemm.provider] + Q._PROVIDERS)
+  Q._kernel_cached.cache_clear()
+  try:
+    rng = np.random.default_rng(3)
+    K, N, T = 256, 96, 70
+    raw = random_tensor(typ, (K, N), rng)
+    W = ref_weight(raw, typ, (K, N)).astype(np.float64)
+    lin = QuantizedLinear(PackedTensor.from_bytes(raw, typ, (K, N)))
+    x = rng.standard_normal((T, K)).astype(np.float32)
+    assert relerr(lin(Tensor(x)).numpy(), x.astype(np.float64) @ W.T) < fp32_bound(K)
+  finally: Q._kernel_cached.cache_clear()
+
+def test_ab_tool_runs_and_restores_the_providers(capsys):
+  """tools/ab_prefill.py on a tiny preset (on the CPU both variants are the portable kernels): one line per variant, the
+  same first token, and the providers as they were."""
+  from tools import ab_prefill
+  before = list(Q._PROVIDERS)
+  assert ab_prefill.main(["--presets", "youtu-llm-2b-tiny", "--prefill", "20", "--rounds", "1"]) == 0
+  lines = [l for l in capsys.readouterr().out.splitlines() if "prefill 20 tokens" in l]
+  assert len(lines) == 2 and "portable" in lines[0] and "gemm" in lines[1]
+  assert lines[0].split("first token ")[1] == lines[1].split("first token ")[1]
+  assert Q._PROVIDERS == before

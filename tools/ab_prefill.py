@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""A/B of the prefill GEMM (apps/kernels/gemm.py) against the portable kernels on one loaded model: the provider is put in
+front of apps/quantized.py's providers (or not), the kernel cache and the model's captures are dropped, and the prompt
+is prefilled three times (the first compiles and captures; the best of the other two counts, as in gpu_bench).
+
+  DEV=CUDA python3 tools/ab_prefill.py [--presets youtu-llm-2b,deepseek-v2-lite] [--prefill 512] [--rounds 2]
+
+Prints tok/s per variant and round, and the first generated token (the two variants should agree on it).
+"""
+from __future__ import annotations
+import argparse, sys, time
+from pathlib import Path
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))
+import apps  # noqa: F401
+import numpy as np
+from tinygrad import Device, TinyJit
+import apps.quantized as Q
+from apps import synth
+from apps.kernels import gemm
+from apps.model import Transformer
+
+def use(model: Transformer, providers: list) -> None:
+  Q._PROVIDERS[:] = providers
+  Q._kernel_cached.cache_clear()
+  model._jits.clear()
+  model._fill_jit = TinyJit(model._fill)
+
+def prefill(model: Transformer, prompt: list[int]) -> tuple[float, float, int]:
+  """(compile + first run s, best of two warm runs s, the first generated token)"""
+  times, first = [], None
+  for _ in range(3):
+    model.reset()
+    t0 = time.perf_counter()
+    first = next(model.generate(prompt, 1))
+    times.append(time.perf_counter() - t0)
+  return times[0], min(times[1:]), first
+
+def main(argv=None) -> int:
+  ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  ap.add_argument("--presets", default="youtu-llm-2b,deepseek-v2-lite")
+  ap.add_argument("--prefill", type=int, default=512)
+  ap.add_argument("--rounds", type=int, default=2)
+  a = ap.parse_args(argv)
+  base = list(Q._PROVIDERS)
+  for preset in a.presets.split(","):
+    model = Transformer.from_gguf(synth.generate(preset, "release", progress=False), max_context=a.prefill + 64)
+    prompt = np.random.default_rng(0).integers(0, 100000, a.prefill).tolist()
+    for r in range(a.rounds):
+      for label, providers in (("portable", base), ("gemm", [gemm.provider] + base)):
+        use(model, providers)
+        cold, warm, first = prefill(model, prompt)
+        print(f"{preset} on {Device.DEFAULT} round {r + 1} {label:8s}: prefill {a.prefill} tokens {warm * 1e3:.1f} ms "
+              f"({a.prefill / warm:.0f} tok/s), first run {cold:.1f} s, first token {first}", flush=True)
+    use(model, base)
+    del model
+  return 0
+
+if __name__ == "__main__": sys.exit(main())
