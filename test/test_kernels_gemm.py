@@ -7,7 +7,7 @@ import pytest
 from tinygrad import Tensor, Device
 from apps.gguf import GGMLType
 import apps.quantized as Q
-from apps.quantized import PackedTensor, QuantizedLinear, KernelSpec, format_for
+from apps.quantized import PackedTensor, QuantizedLinear, QuantizedExpertWeights, KernelSpec, format_for
 from apps.kernels import gemm, render, language_of
 from test_quantized import random_tensor, ref_weight, relerr, fp32_bound
 from nvcc import needs_nvcc, run_nvcc_script
@@ -31,6 +31,29 @@ def test_emulated_cuda(tmp_path, typ):
   out, ref = emulated(typ, 70, 72, 96, "CUDA", tmp_path)
   assert relerr(out, ref) < fp32_bound(96), relerr(out, ref)
 
+def expert_case(typ, T, J, E, N, K, per_slot, sel, seed=0):
+  rng = np.random.default_rng(seed)
+  raw = random_tensor(typ, (K, N, E), rng)
+  W = ref_weight(raw, typ, (K, N, E)).astype(np.float64)                     # (E, N, K)
+  x = rng.standard_normal((T, J, K) if per_slot else (T, K)).astype(np.float32)
+  xs = x if per_slot else np.broadcast_to(x[:, None], (T, J, K))
+  ref = np.einsum("tjnk,tjk->tjn", W[np.clip(sel, 0, E - 1)], xs.astype(np.float64))
+  fmt, host = PackedTensor.pack_host(raw, typ, (K, N, E))
+  return [np.full((T, J, N), np.nan, np.float32), x, sel.astype(np.int32)] + [np.ascontiguousarray(host[p]) for p, _, _ in fmt.parts], ref
+
+@pytest.mark.parametrize("typ", TYPES, ids=lambda t: t.name)
+def test_emulated_experts(tmp_path, typ):
+  """Routed experts: 150 tokens x 2 slots (two scan steps of 256 entries), expert 1 chosen 85 times (two tiles), expert 3
+  by nobody, a repeated expert within a token, ids out of range clamped; x shared by the slots, then one row per slot."""
+  T, J, E, N, K = 150, 2, 4, 40, 64
+  sel = np.zeros((T, J), np.int64)
+  sel[:, 0], sel[:, 1] = 1, np.arange(T) % 3 - 1      # slot 1: 2 (-1 clamps to 0), 0, 1, ...; expert 3 unused
+  sel[5] = [2, 2]
+  for per_slot in (False, True):
+    bufs, ref = expert_case(typ, T, J, E, N, K, per_slot, sel, seed=int(per_slot))
+    emulate(gemm.build(gemm.GemmShape(typ, T, N, K, J, E, per_slot)), "CUDA", bufs, tmp_path / str(per_slot))
+    assert relerr(bufs[0], ref) < fp32_bound(K), (per_slot, relerr(bufs[0], ref))
+
 def test_emulated_metal(tmp_path):
   out, ref = emulated(GGMLType.Q4_0, 9, 40, 64, "METAL", tmp_path, seed=1)
   assert relerr(out, ref) < fp32_bound(64), relerr(out, ref)
@@ -42,14 +65,17 @@ def test_parts_order_matches_the_packed_format():
     assert [p.name for p in k.params[2:]] == [n for n, _, _ in format_for(typ, 64).parts]
 
 def test_provider_takes_only_what_it_can():
+  dev = Device.DEFAULT.split(":")[0]
   fmt = format_for(GGMLType.Q4_0, 256)
   spec = lambda **kw: KernelSpec(**{**dict(op="linear", fmt=fmt, B=64, J=1, N=32, K=256, E=1, x_per_slot=False, has_index=False,
-                                           device="CUDA"), **kw})
+                                           device=dev), **kw})
   assert gemm.provider(spec(B=4)) is None                                # decode: the matvecs
   assert gemm.provider(spec(norm=True)) is None                          # fused: done as separate ops around the plain product
-  assert gemm.provider(spec(op="experts")) is None
+  assert gemm.provider(spec(op="batched", J=4, E=4)) is None
   assert gemm.provider(spec(fmt=format_for(GGMLType.Q6_K, 256))) is None
-  assert gemm.provider(spec(device="CPU")) is None
+  on_kernels = language_of(Device.DEFAULT) is not None
+  assert (gemm.provider(spec()) is not None) == on_kernels
+  assert (gemm.provider(spec(op="experts", J=6, E=64, has_index=True)) is not None) == on_kernels
 
 COMPILE = r"""
 import apps
@@ -57,13 +83,15 @@ from tinygrad import Device
 from apps.gguf import GGMLType
 from apps.kernels import gemm, render
 ren = Device["NULL"].renderer
-for t in gemm.TYPES: ren.compiler.compile(render(gemm.build(gemm.GemmShape(t, 128, 6144, 2048)), "CUDA"))
-print("COMPILED", len(gemm.TYPES))
+shapes = [gemm.GemmShape(t, 128, 6144, 2048) for t in gemm.TYPES] + \
+         [gemm.GemmShape(t, 128, 2816, 2048, 6, 64, False) for t in gemm.TYPES] + [gemm.GemmShape(t, 128, 2048, 1408, 6, 64, True) for t in gemm.TYPES]
+for s in shapes: ren.compiler.compile(render(gemm.build(s), "CUDA"))
+print("COMPILED", len(shapes))
 """
 
 @needs_nvcc
 def test_cuda_sources_compile():
-  assert f"COMPILED {len(TYPES)}" in run_nvcc_script(COMPILE)
+  assert f"COMPILED {3 * len(TYPES)}" in run_nvcc_script(COMPILE)
 
 def test_metal_sources_render():
   for t in TYPES:
@@ -84,6 +112,11 @@ def test_device_prefill_product(typ, monkeypatch):
     lin = QuantizedLinear(PackedTensor.from_bytes(raw, typ, (K, N)))
     x = rng.standard_normal((T, K)).astype(np.float32)
     assert relerr(lin(Tensor(x)).numpy(), x.astype(np.float64) @ W.T) < fp32_bound(K)
+    T, J, E, N = 70, 3, 5, 40                                               # routed experts, x shared by the slots
+    sel = rng.integers(0, E, (T, J))
+    bufs, ref = expert_case(typ, T, J, E, N, K, False, sel, seed=4)
+    ex = QuantizedExpertWeights(*[[PackedTensor.from_bytes(random_tensor(typ, (K, N, E), np.random.default_rng(4)), typ, (K, N, E))], [N]])
+    assert relerr(ex(Tensor(sel.astype(np.int32)), Tensor(bufs[1])).numpy(), ref) < fp32_bound(K)
   finally: Q._kernel_cached.cache_clear()
 
 def test_ab_tool_runs_and_restores_the_providers(capsys):
