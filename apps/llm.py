@@ -94,19 +94,19 @@ class StopStrings:
   text is final only when no longer stop could still begin before it (stops "<" and "><<": "><" is held, not cut at "<")."""
   def __init__(self, stops: list[str]):
     self.stops, self.buf = [s for s in stops if s], ""
+    self.longest = max((len(s) for s in self.stops), default=0)
   def _first_hit(self) -> int | None: return min((i for s in self.stops if (i := self.buf.find(s)) >= 0), default=None)
   def feed(self, text: str) -> tuple[str, bool]:
     """(text that is safe to show, whether a stop string was found)."""
     self.buf += text
     hit = self._first_hit()
     # the earliest position where a stop could begin but is not complete yet (a proper prefix of it ends the buffer)
-    pending = next((j for j in range(max(0, len(self.buf) - max((len(s) for s in self.stops), default=0)), len(self.buf))
+    pending = next((j for j in range(max(0, len(self.buf) - self.longest), len(self.buf))
                     if any(len(s) > len(self.buf) - j and s.startswith(self.buf[j:]) for s in self.stops)), len(self.buf))
     if hit is not None and hit <= pending:
       out, self.buf = self.buf[:hit], ""
       return out, True
-    cut = pending if hit is None else min(pending, hit)
-    out, self.buf = self.buf[:cut], self.buf[cut:]
+    out, self.buf = self.buf[:pending], self.buf[pending:]  # a hit after `pending` waits for the stop that may begin there
     return out, False
   def end(self) -> tuple[str, bool]:
     """At the end of the stream, nothing held back can grow into a stop any more: (the rest up to a stop in it, found)."""

@@ -22,10 +22,9 @@ import functools
 from dataclasses import dataclass
 from tinygrad import dtypes
 from apps.gguf import GGMLType
-from apps.kernels import SourceKernel, Param, program
+from apps.kernels import SourceKernel, Param, program, language_of, matvec
 
-TILE = 64        # tokens and rows of out per workgroup
-THREADS = 256    # 16 x 16 threads, each a 4 x 4 tile of out
+TILE = 64        # tokens and rows of out per workgroup (16 x 16 threads, each a 4 x 4 tile of out)
 KB = 32          # weights per packed block: one k step of the loop
 ROW4 = TILE // 4 + 1  # float4s per k in the shared tiles (one of padding: the k-major stores spread over banks)
 
@@ -51,7 +50,6 @@ _Q8_0 = GemmType(8, """
 TYPES: dict[GGMLType, GemmType] = {GGMLType.Q4_0: _Q4_0, GGMLType.Q8_0: _Q8_0}
 
 SCAN = 256       # sel entries a workgroup scans per step (one per thread)
-SHARED_BYTES = 48 * 1024
 
 @dataclass(frozen=True)
 class GemmShape:
@@ -68,8 +66,8 @@ class GemmShape:
 
 def shared_bytes(s: GemmShape) -> int: return 2 * KB * ROW4 * 16 + (s.T * s.J * 4 + SCAN * 4 if s.experts else 0)
 
-def supports(s: GemmShape) -> bool:
-  return s.type in TYPES and s.K % KB == 0 and s.T > 0 and s.N > 0 and s.J > 0 and shared_bytes(s) <= SHARED_BYTES
+def supports(s: GemmShape, language: str = "CUDA") -> bool:
+  return s.type in TYPES and s.K % KB == 0 and s.T > 0 and s.N > 0 and s.J > 0 and shared_bytes(s) <= matvec.SHARED_BYTES[language]
 
 def build(s: GemmShape) -> SourceKernel:
   gt = TYPES[s.type]
@@ -94,7 +92,7 @@ def build(s: GemmShape) -> SourceKernel:
     cnt += scan[{SCAN - 1}];
     BARRIER();
   }}"""
-    xrow = f"(x_per_slot ? ent : ent / {s.J})".replace("x_per_slot", "1" if s.x_per_slot else "0")
+    xrow = "ent" if s.x_per_slot else f"ent / {s.J}"
     wrow0 = f"e * {s.N} + "
     ent = "lst[min(m0 + {t}, cnt - 1)]"
   else:
@@ -165,8 +163,7 @@ def kernel(s: GemmShape, device: str):
 def provider(spec):
   """A kernel provider for apps/quantized.register_kernel: plain linear and routed-expert products of more tokens than the
   decode matvecs take, on devices that compile CUDA or Metal source; None for everything else."""
-  from apps.kernels import matvec
   if spec.op not in ("linear", "experts") or spec.fused or spec.x_dtype != dtypes.float32 or not isinstance(spec.B, int): return None
   if spec.B <= 4 or spec.fmt.type not in TYPES or spec.fmt.block != KB or not matvec.available(spec.device): return None
   s = GemmShape(spec.fmt.type, spec.B, spec.N, spec.K, *((spec.J, spec.E, spec.x_per_slot) if spec.op == "experts" else ()))
-  return kernel(s, spec.device) if supports(s) else None
+  return kernel(s, spec.device) if supports(s, language_of(spec.device)) else None

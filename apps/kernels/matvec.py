@@ -270,6 +270,11 @@ def build(s: MatvecShape, p: Plan | None = None) -> SourceKernel:
   xrun = tc.xrun.replace("CH", str(tc.ch)).replace("16*r", f"{run}*r")
   xs = s.x_stride or s.K
   xbase = f"(b*J + js)*{xs}" if s.mix else f"(b*J + j)*{xs}" if s.x_per_slot else f"b*{xs}"
+  # with `norm`: the squares summed for the rms scale, and x times the norm weight (read as the load of x is guarded)
+  normed = lambda pre, post: f"""
+    ss += v.x*v.x + v.y*v.y + v.z*v.z + v.w*v.w;
+    float4 g = {pre}*(const GLOBAL float4*)(norm_w + ko){post};
+    v = FLOAT4(v.x*g.x, v.y*g.y, v.z*g.z, v.w*g.w);"""
   if tc.xint:
     # a block of 32 x values per 8 lanes (a float4 each), four blocks per warp step: the block's max |x| from 3 shuffles;
     # X = round(x / dx) in [-32512, 32512] splits into h = round(X / 256) and l = X - 256 h, both in [-128, 127]; each
@@ -281,10 +286,7 @@ def build(s: MatvecShape, p: Plan | None = None) -> SourceKernel:
     int u = base + lane / 8, e = lane % 8, ok = u < {staged * steps};
     int st = ok ? u % {steps} : 0, js = ok ? u / {steps} : 0, ko = st*32 + 4*e;
     float4 v = ok ? *(const GLOBAL float4*)(x + {xbase} + ko) : FLOAT4(0.0f, 0.0f, 0.0f, 0.0f);"""
-    if s.norm: stage += """
-    ss += v.x*v.x + v.y*v.y + v.z*v.z + v.w*v.w;
-    float4 g = ok ? *(const GLOBAL float4*)(norm_w + ko) : FLOAT4(0.0f, 0.0f, 0.0f, 0.0f);
-    v = FLOAT4(v.x*g.x, v.y*g.y, v.z*g.z, v.w*g.w);"""
+    if s.norm: stage += normed("ok ? ", " : FLOAT4(0.0f, 0.0f, 0.0f, 0.0f)")
     stage += f"""
     float am = FMAX(FMAX(FABS(v.x), FABS(v.y)), FMAX(FABS(v.z), FABS(v.w)));
     am = FMAX(am, SHFL_XOR(am, 1)); am = FMAX(am, SHFL_XOR(am, 2)); am = FMAX(am, SHFL_XOR(am, 4));
@@ -309,10 +311,7 @@ def build(s: MatvecShape, p: Plan | None = None) -> SourceKernel:
     int ib = st / {cpb}, c = st - ib * {cpb}, r = (4*q) / {run};
     int ko = ib*{tc.block} + {xrun} + (4*q) % {run};
     float4 v = *(const GLOBAL float4*)(x + {xbase} + ko);"""
-    if s.norm: stage += """
-    ss += v.x*v.x + v.y*v.y + v.z*v.z + v.w*v.w;
-    float4 g = *(const GLOBAL float4*)(norm_w + ko);
-    v = FLOAT4(v.x*g.x, v.y*g.y, v.z*g.z, v.w*g.w);"""
+    if s.norm: stage += normed("", "")
     stage += f"\n    xs4[(js*{q4} + q)*{sp} + st] = v;\n  }}"
   if s.norm: stage += """
   ss = WARP_SUM(ss);
