@@ -332,6 +332,12 @@ def _source_matvec(spec: KernelSpec) -> KernelFn | None:
   return matvec.kernel(shape, spec.eps, spec.device) if matvec.supports(shape, language_of(spec.device)) else None
 _PROVIDERS.append(_source_matvec)
 
+def _source_gemm(spec: KernelSpec) -> KernelFn | None:
+  """Hand-written prefill GEMMs (apps/kernels/gemm.py): the products of more tokens than the decode matvecs take."""
+  from apps.kernels import gemm
+  return gemm.provider(spec)
+_PROVIDERS.insert(0, _source_gemm)
+
 def _base_device(device: str) -> str: return device.split(":")[0]
 
 def _scheduler_view(sink: UOp, ren):

@@ -1,7 +1,7 @@
 """The prefill GEMM (apps/kernels/gemm.py): its rendered CUDA and Metal sources RUN on the dialect's CPU emulator against
 gguf-py's dequantization in float64 (token and row counts that are not multiples of the 64 x 64 tile, several k blocks),
-the CUDA source compiles with nvcc here, and on a CUDA or Metal device the provider serves QuantizedLinear's prefill
-products (not registered by default yet: tools/ab_prefill.py decides on the H100)."""
+the CUDA source compiles with nvcc here, apps/quantized.py's seam gives it the prefill products of CUDA and Metal devices
+(the decode matvecs keep B <= 4), and on such a device it serves QuantizedLinear's prefill products at the fp32 bound."""
 import numpy as np
 import pytest
 from tinygrad import Tensor, Device
@@ -89,6 +89,22 @@ for s in shapes: ren.compiler.compile(render(gemm.build(s), "CUDA"))
 print("COMPILED", len(shapes))
 """
 
+SEAM = r"""
+import apps
+from apps.gguf import GGMLType
+from apps.quantized import KernelSpec, format_for, kernel_for
+from apps.kernels import gemm, matvec
+fmt = format_for(GGMLType.Q4_0, 2048)
+spec = lambda B: KernelSpec("linear", fmt, B, 1, 512, 2048, 1, False, False, "NULL")
+print("PREFILL", kernel_for(spec(64)) is gemm.kernel(gemm.GemmShape(GGMLType.Q4_0, 64, 512, 2048), "NULL"))
+print("DECODE", kernel_for(spec(1)) is matvec.kernel(matvec.MatvecShape("linear", GGMLType.Q4_0, 1, 1, 512, 2048, 1, False), 0.0, "NULL"))
+"""
+
+@needs_nvcc
+def test_seam_routes_prefill_to_the_gemm_and_decode_to_the_matvecs():
+  out = run_nvcc_script(SEAM)
+  assert "PREFILL True" in out and "DECODE True" in out, out
+
 @needs_nvcc
 def test_cuda_sources_compile():
   assert f"COMPILED {3 * len(TYPES)}" in run_nvcc_script(COMPILE)
@@ -100,9 +116,8 @@ def test_metal_sources_render():
 
 @pytest.mark.skipif(language_of(Device.DEFAULT) is None, reason="no hand-written kernels on this device")
 @pytest.mark.parametrize("typ", TYPES, ids=lambda t: t.name)
-def test_device_prefill_product(typ, monkeypatch):
-  """With the provider registered, a 70-token product on the device is the GEMM's, at the fp32 bound."""
-  monkeypatch.setattr(Q, "_PROVIDERS", [gemm.provider] + Q._PROVIDERS)
+def test_device_prefill_product(typ):
+  """A 70-token product on the device (the GEMM's), at the fp32 bound."""
   Q._kernel_cached.cache_clear()
   try:
     rng = np.random.default_rng(3)

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""A/B of the prefill GEMM (apps/kernels/gemm.py) against the portable kernels on one loaded model: the provider is put in
-front of apps/quantized.py's providers (or not), the kernel cache and the model's captures are dropped, and the prompt
+"""A/B of the prefill GEMM (apps/kernels/gemm.py) against the portable kernels on one loaded model: apps/quantized.py's
+providers with and without the GEMM's, the kernel cache and the model's captures are dropped, and the prompt
 is prefilled three times (the first compiles and captures; the best of the other two counts, as in gpu_bench).
 
   DEV=CUDA python3 tools/ab_prefill.py [--presets youtu-llm-2b,deepseek-v2-lite] [--prefill 512] [--rounds 2]
@@ -17,7 +17,6 @@ import numpy as np
 from tinygrad import Device, TinyJit
 import apps.quantized as Q
 from apps import synth
-from apps.kernels import gemm
 from apps.model import Transformer
 
 def use(model: Transformer, providers: list) -> None:
@@ -42,17 +41,18 @@ def main(argv=None) -> int:
   ap.add_argument("--prefill", type=int, default=512)
   ap.add_argument("--rounds", type=int, default=2)
   a = ap.parse_args(argv)
-  base = list(Q._PROVIDERS)
+  before = list(Q._PROVIDERS)
+  base = [p for p in before if p is not Q._source_gemm]
   for preset in a.presets.split(","):
     model = Transformer.from_gguf(synth.generate(preset, "release", progress=False), max_context=a.prefill + 64)
     prompt = np.random.default_rng(0).integers(0, 100000, a.prefill).tolist()
     for r in range(a.rounds):
-      for label, providers in (("portable", base), ("gemm", [gemm.provider] + base)):
+      for label, providers in (("portable", base), ("gemm", [Q._source_gemm] + base)):
         use(model, providers)
         cold, warm, first = prefill(model, prompt)
         print(f"{preset} on {Device.DEFAULT} round {r + 1} {label:8s}: prefill {a.prefill} tokens {warm * 1e3:.1f} ms "
               f"({a.prefill / warm:.0f} tok/s), first run {cold:.1f} s, first token {first}", flush=True)
-    use(model, base)
+    use(model, before)
     del model
   return 0
 
