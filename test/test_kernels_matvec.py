@@ -216,6 +216,24 @@ def test_emulated_experts_and_batched(tmp_path, typ):
   out = emulated(s, 4, "CUDA", raw, (K, 2 * F, E), xh, work=tmp_path / "batched")
   assert relerr(out, np.einsum("hnk,bhk->bhn", W, seen(typ, xh))) < BOUND(K)
 
+@pytest.mark.parametrize("typ", [t for t in TYPES if matvec.TYPES[t].xint], ids=lambda t: t.name)
+def test_emulated_integer_x_blocks(tmp_path, typ):
+  """Which x values share a scale: one large value per 32 (in alternating halves) makes the rounding of the others coarse
+  inside its block only. The kernel matches x rounded in blocks of 32 to ~1e-7; x rounded in blocks of 16, or not
+  rounded, is 3e-5 to 5e-5 away (inside BOUND, so the other tests cannot tell)."""
+  rng = np.random.default_rng(11)
+  K, N = _k_for(typ, 40), 16
+  raw = random_tensor(typ, (K, N), rng)
+  W = ref_weight(raw, typ, (K, N)).astype(np.float64)
+  x = rng.standard_normal((1, K)).astype(np.float32)
+  x[0, np.arange(0, K, 32) + 16 * (np.arange(K // 32) % 2)] = 3000.0
+  s = matvec.MatvecShape("linear", typ, 1, 1, N, K, 1, False)
+  out = emulated(s, 1, "CUDA", raw, (K, N), x, work=tmp_path)
+  ref = seen(typ, x) @ W.T
+  other = x16(x, 16) @ W.T
+  assert relerr(out, ref) < BOUND(K), relerr(out, ref)
+  assert 20 * relerr(out, ref) < min(relerr(out, other), relerr(out, x.astype(np.float64) @ W.T))
+
 @pytest.mark.parametrize("typ", [GGMLType.Q4_0, GGMLType.Q6_K], ids=lambda t: t.name)
 def test_emulated_x_stride(tmp_path, typ):
   """x rows (slots) wider than K: the kernel reads the first K of each, in place (a stacked layer's output; q_nope in q)."""
@@ -258,3 +276,40 @@ def test_emulated_metal(tmp_path):
     s = matvec.MatvecShape("linear", typ, B, 1, F, K, 1, False, norm=True, residual=True, glu=True)
     out = emulated(s, 2, "METAL", raw, (K, 2 * F), x, g=g, r=r, work=tmp_path / typ.name)
     assert relerr(out, r + silu(xn @ W[:F].T) * (xn @ W[F:].T)) < BOUND(K)
+
+def test_ab_kernel_tool_runs_and_restores(tmp_path, capsys):
+  """tools/ab_kernel.py on a tiny preset with A = a copy of the module (on the CPU both variants are the portable kernels):
+  a line per variant, identical greedy tokens, the module restored; a missing A file is a one-line error."""
+  import apps.kernels
+  from pathlib import Path
+  from tools import ab_kernel
+  a = tmp_path / "matvec.py"
+  a.write_text(Path(matvec.__file__).read_text())
+  assert ab_kernel.main(["--a", str(a), "--presets", "youtu-llm-2b-tiny", "--decode", "6", "--rounds", "1"]) == 0
+  out = capsys.readouterr().out
+  assert "round 1 A: median" in out and "round 1 B: median" in out and "greedy tokens A vs B: 10/10 the same" in out, out
+  assert apps.kernels.matvec is matvec
+  with pytest.raises(SystemExit): ab_kernel.main(["--a", str(tmp_path / "none.py")])
+  assert "no such file" in capsys.readouterr().err
+
+AB_SWAP = r"""
+import apps, apps.kernels
+from apps.gguf import GGMLType
+from apps.quantized import KernelSpec, format_for, kernel_for
+from apps.kernels import matvec
+from tools import ab_kernel
+spec = KernelSpec("linear", format_for(GGMLType.Q4_0, 256), 1, 1, 64, 256, 1, False, False, "NULL")
+shape = lambda m: m.MatvecShape("linear", GGMLType.Q4_0, 1, 1, 64, 256, 1, False)
+a = ab_kernel.load_variant(matvec.__file__, "matvec")
+ab_kernel.swap("matvec", a)
+print("A", kernel_for(spec) is a.kernel(shape(a), 0.0, "NULL"), kernel_for(spec) is not matvec.kernel(shape(matvec), 0.0, "NULL"))
+ab_kernel.swap("matvec", matvec)
+print("B", kernel_for(spec) is matvec.kernel(shape(matvec), 0.0, "NULL"))
+"""
+
+@needs_nvcc
+def test_ab_kernel_swap_reaches_the_seam():
+  """On a device with hand-written kernels (DEV=NULL:NVCC), after ab_kernel.swap the seam builds its kernels from the
+  swapped-in module, and from the checked-out one again after the swap back."""
+  out = run_nvcc_script(AB_SWAP)
+  assert "A True True" in out and "B True" in out, out

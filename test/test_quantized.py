@@ -51,11 +51,11 @@ def fp32_bound(K: int) -> float:
   """||out - ref|| / ||ref|| for fp32 products summed in fp32 (K terms): a few ulps times sqrt(K) for random signs."""
   return 4 * np.sqrt(K) * 2.0 ** -24 + 2.0 ** -22
 
-def x16(v: np.ndarray) -> np.ndarray:
-  """v (float32, last axis a multiple of 32) as the Q4_0/Q8_0 decode matvecs round it (apps/kernels/matvec.py), in float64:
-  integers X times a scale per block of 32, d = max |v| / 32512 (fp32; 32512 = 127 * 256 keeps X's high byte signed),
-  X = v * (1 / d) rounded half away from zero."""
-  b = np.ascontiguousarray(v, np.float32).reshape(*v.shape[:-1], -1, 32)
+def x16(v: np.ndarray, block: int = 32) -> np.ndarray:
+  """v (float32, last axis a multiple of `block`) as the integer-x decode matvecs round it (apps/kernels/matvec.py), in
+  float64: integers X times a scale per block, d = max |v| / 32512 (fp32; 32512 = 127 * 256 keeps X's high byte signed),
+  X = v * (1 / d) rounded half away from zero. The kernels use blocks of 32; other lengths are for tests that tell them apart."""
+  b = np.ascontiguousarray(v, np.float32).reshape(*v.shape[:-1], -1, block)
   d = (np.abs(b).max(-1, keepdims=True) / np.float32(32512)).astype(np.float32)
   with np.errstate(divide="ignore"): idv = np.where(d == 0, np.float32(0), np.float32(1) / d).astype(np.float32)
   X = np.sign(b * idv) * np.floor(np.abs(b * idv) + np.float32(0.5))

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""A/B of a kernel file on one loaded model: variant A is another version of an apps/kernels module (a file path, e.g.
+`git show HEAD~1:apps/kernels/matvec.py > ab/A/matvec.py`), B the module as checked out. For each variant the package
+attribute the seam imports at call time (`from apps.kernels import matvec`) points at that module, the kernel cache and
+the model's captures are dropped, and generate()'s steady decode is timed as gpu_bench times it (median ms per token).
+One load per model instead of one per variant and process: on the H100 a model's load and synthesis cost more than the
+decode runs of both variants.
+
+  DEV=CUDA python3 tools/ab_kernel.py --a ab/A/matvec.py [--presets deepseek-v2-lite,glm-4.7-flash] [--decode 64] [--rounds 2]
+
+Prints ms per token per variant and round (order A B A B ...) and the greedy tokens' agreement between the variants.
+"""
+from __future__ import annotations
+import argparse, importlib.util, sys
+from pathlib import Path
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))
+import apps  # noqa: F401
+import apps.kernels
+import numpy as np
+from tinygrad import Device, TinyJit
+import apps.quantized as Q
+from apps import synth
+from apps.model import Transformer
+
+def load_variant(path: Path, name: str):
+  """The module at `path`, imported under apps.kernels (its relative names resolve as the checked-out module's do)."""
+  spec = importlib.util.spec_from_file_location(f"apps.kernels._ab_{name}", path)
+  if spec is None or spec.loader is None: raise SystemExit(f"error: cannot import {path}")
+  mod = importlib.util.module_from_spec(spec)
+  sys.modules[spec.name] = mod  # dataclasses look their module up there
+  spec.loader.exec_module(mod)
+  return mod
+
+def swap(name: str, mod) -> None:
+  """apps.kernels.<name> is `mod` from now on, for kernels built from now on."""
+  setattr(apps.kernels, name, mod)
+  Q._kernel_cached.cache_clear()
+
+def use(model: Transformer, name: str, mod) -> None:
+  swap(name, mod)
+  model._jits.clear()
+  model._fill_jit = TinyJit(model._fill)
+
+def decode(model: Transformer, ids: list[int], n: int) -> tuple[float, list[int]]:
+  """(median ms per steady token, the tokens): the first 4 steps (prefill, capture) are dropped."""
+  import time
+  model.reset()
+  times, toks, last = [], [], time.perf_counter()
+  for t in model.generate(ids, n + 4):
+    now = time.perf_counter()
+    times.append(now - last)
+    toks.append(t)
+    last = now
+  return float(np.median(np.array(times[4:]) * 1e3)), toks
+
+def main(argv=None) -> int:
+  ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  ap.add_argument("--a", type=Path, required=True, help="variant A of the module (a .py file)")
+  ap.add_argument("--module", default="matvec", help="the apps.kernels module it replaces (default matvec)")
+  ap.add_argument("--presets", default="youtu-llm-2b,deepseek-v2-lite")
+  ap.add_argument("--decode", type=int, default=64)
+  ap.add_argument("--rounds", type=int, default=2)
+  a = ap.parse_args(argv)
+  if not a.a.is_file(): ap.error(f"--a {a.a}: no such file")
+  b_mod = importlib.import_module(f"apps.kernels.{a.module}")
+  variants = (("A", load_variant(a.a, a.module)), ("B", b_mod))
+  try:
+    for preset in a.presets.split(","):
+      model = Transformer.from_gguf(synth.generate(preset, "release", progress=False), max_context=a.decode + 96)
+      ids = np.random.default_rng(0).integers(0, 100000, 16).tolist()
+      toks = {}
+      for r in range(a.rounds):
+        for label, mod in variants:
+          use(model, a.module, mod)
+          decode(model, ids, 4)  # compile and capture
+          ms, toks[label] = decode(model, ids, a.decode)
+          print(f"{preset} on {Device.DEFAULT} round {r + 1} {label}: median {ms:.3f} ms/token ({1e3 / ms:.1f} tok/s)", flush=True)
+      same = sum(x == y for x, y in zip(toks["A"], toks["B"]))
+      print(f"{preset}: greedy tokens A vs B: {same}/{len(toks['B'])} the same", flush=True)
+      del model
+  finally: swap(a.module, b_mod)
+  return 0
+
+if __name__ == "__main__": sys.exit(main())
