@@ -12,6 +12,8 @@ through the model's own symbolic variable, so the kernels are the decode kernels
   attn    its attention half (norm, MLA, output)      /   the last step left in the caches; reported per block
   stack   the decode-stack proxy: every block of the model, wired as Transformer.hidden() wires them
   decode  the real decode step (embedding, stack, head, on-device sampling, one host read), as generate() runs it
+  fill    (only when asked for) one prefill chunk of the model's prefill_chunk tokens at --pos, as generate() runs every
+          chunk but the last (Transformer._fill); reported per chunk, tok/s = its tokens / its time
   upstream  (only when asked for) upstream tinygrad.llm's own decode of the same file: its Transformer.generate(), one
           next() per token as its --benchmark times it (a second copy of the weights on the device)
 
@@ -45,7 +47,7 @@ from apps.model import Transformer
 from apps.quantized import QuantizedLinear, QuantizedExpertWeights, QuantizedEmbedding, PackedTensor
 from apps import synth, sampling
 
-TARGETS = ("block", "ffn", "attn", "stack", "decode", "upstream")
+TARGETS = ("block", "ffn", "attn", "stack", "decode", "fill", "upstream")
 DEFAULT_TARGETS = ("block", "ffn", "attn", "stack", "decode")
 PARTS = ("attention", "router", "experts", "shared_expert", "dense_ffn", "norms", "embedding", "output", "sampling", "other")
 
@@ -141,21 +143,22 @@ def model_weights(m: Transformer) -> list[WeightRef]:
     refs.append(WeightRef(-1, name, part, "model", ts, sum(t.nbytes() for t in ts), frac))
   return refs
 
-def active_weight_bytes(obj: Transformer | Sequence[Block], halves: Sequence[str] = ("attn", "ffn", "model")) -> dict[str, int]:
+def active_weight_bytes(obj: Transformer | Sequence[Block], halves: Sequence[str] = ("attn", "ffn", "model"), whole: bool = False) -> dict[str, int]:
   """Bytes of weights one decode token reads, per model part and in total: every tensor it touches whole, except the k of
-  n_expert routed experts and the one embedding row. Takes a Transformer (blocks, embedding, head) or a list of blocks."""
+  n_expert routed experts and the one embedding row. Takes a Transformer (blocks, embedding, head) or a list of blocks.
+  whole: every tensor whole (a prefill chunk: its tokens route to nearly every expert)."""
   refs = model_weights(obj) if isinstance(obj, Transformer) else [r for b in obj for r in block_weights(b)]
   out = {p: 0 for p in PARTS}
   for r in refs:
-    if r.half in halves: out[r.part] += r.active
+    if r.half in halves: out[r.part] += r.nbytes if whole else r.active
   out = {k: v for k, v in out.items() if v}
   out["total"] = sum(out.values())
   return out
 
-def cache_bytes(m: Transformer, n_blocks: int, pos: int) -> int:
-  """KV-cache bytes a decode token at pos reads (pos + 1 rows) and writes (one row) in n_blocks blocks."""
+def cache_bytes(m: Transformer, n_blocks: int, pos: int, tokens: int = 1) -> int:
+  """KV-cache bytes that `tokens` tokens at pos.. read (pos + tokens rows) and write (tokens rows) in n_blocks blocks."""
   row = (m.cfg.kv_lora_rank + m.cfg.qk_rope) * m.caches[0].dtype.itemsize
-  return n_blocks * (pos + 2) * row
+  return n_blocks * (pos + 2 * tokens) * row
 
 # ---------------------------------------------------------------- the steps under test
 
@@ -176,7 +179,8 @@ class Step:
   n_blocks: int                   # blocks per step (the bank size, or the whole stack)
   weights: dict[str, int]         # active_weight_bytes of the step
   cache: int                      # KV-cache bytes of the step
-  per: str                        # what the headline is per: "block" or "token"
+  per: str                        # what the headline is per: "block", "token" or "chunk" (of `tokens` prompt tokens)
+  tokens: int = 1                 # tokens per step
 
 class Bench:
   """A loaded model and the decode steps built on it. Steps are fresh TinyJits over the same weights."""
@@ -221,6 +225,17 @@ class Bench:
       decode = TinyJit(m._decode)                 # what generate() replays per token (its own capture), token read back as there
       return Step(target, decode, lambda i: (self.v_pos,), lambda out: m.token.item(), len(m.blocks), active_weight_bytes(m),
                   cache_bytes(m, len(m.blocks), self.pos), "token")
+    if target == "fill":
+      # one prefill chunk as generate() runs every chunk but the last: prefill_chunk tokens placed at pos (pos <= max_context
+      # - prefill_chunk), latents into the caches, the stack's last row out; the sequence's earlier rows are whatever the
+      # caches hold (the time does not depend on them)
+      T = m.prefill_chunk
+      if self.pos + T > m.max_context: raise SystemExit(f"bench: a prefill chunk of {T} at --pos {self.pos} overflows the context of {m.max_context}")
+      self.fill_ids = np.random.default_rng(1).integers(0, m.cfg.vocab_size, m.max_context, dtype=np.int32)  # padded as generate()'s
+      buf = Tensor(self.fill_ids, device=self.dev).realize()
+      pos, n = m.start_pos.bind(self.pos), m._v_len.bind(T)
+      return Step(target, TinyJit(m._fill), lambda i: (buf[pos:pos + n], pos), sync_dev, len(m.blocks),
+                  active_weight_bytes(m, whole=True), cache_bytes(m, len(m.blocks), self.pos, T), "chunk", T)
     raise ValueError(f"unknown target '{target}' (choose from {', '.join(TARGETS)})")
 
 def upstream_step(path: Path, ref: Transformer, pos: int) -> Step:
@@ -313,8 +328,9 @@ def measure(step: Step, count: int, rounds: int, beam: int | None = None) -> dic
   res.update(target=step.target, per=step.per, n_blocks=step.n_blocks, weight_bytes=step.weights["total"], weight_parts=step.weights,
              cache_bytes=step.cache)
   res["ms"] = res["median"] * 1e3
+  res["tokens"] = step.tokens
   if step.per == "block": res["ms_per_block"] = res["ms"] / step.n_blocks
-  else: res["tok_s"] = 1e3 / res["ms"]
+  else: res["tok_s"] = step.tokens * 1e3 / res["ms"]
   return res
 
 # ---------------------------------------------------------------- device bandwidth
@@ -385,10 +401,10 @@ def table(results: dict[str, dict], bw: float) -> list[str]:
                      percentile([x["p90"] for x in r["rounds"]], 50) * 1e3 / n)
     iqr, mad = (median([x["iqr"] for x in r["rounds"]]) * 1e3 / n, median([x["mad"] for x in r["rounds"]]) * 1e3 / n)
     floor = (r["weight_bytes"] + r["cache_bytes"]) / n / bw * 1e3
-    per = f"block/{r['n_blocks']}" if r["per"] == "block" else "token"
+    per = f"block/{r['n_blocks']}" if r["per"] == "block" else f"chunk/{r['tokens']}" if r["per"] == "chunk" else "token"
     out.append(f"{t:8s} {per:>9s} {med:7.3f} ms {p10:9.3f} {p90:9.3f} {iqr:8.3f} {mad:8.3f} {100 * r['spread']:5.1f}% {r['kernels'] // n:7d}"
                f" {r['launches'] // n if n == 1 else '-':>6} {mb(r['weight_bytes'] / n):>10s} {mb(r['est_bytes'] / n)} {mb(r['cache_bytes'] / n)}"
-               f" {floor:9.3f} {100 * floor / med:7.1f}%" + (f"  {1e3 / med:.1f}" if r["per"] == "token" else ""))
+               f" {floor:9.3f} {100 * floor / med:7.1f}%" + (f"  {r.get('tokens', 1) * 1e3 / med:.1f}" if r["per"] != "block" else ""))
   return out
 
 def markdown(runs: Sequence[dict]) -> list[str]:
@@ -501,7 +517,7 @@ def main(argv: Sequence[str] | None = None) -> int:
   ap.add_argument("--mix", default="release", help=f"quant mix of a synthetic preset ({', '.join(synth.MIXES)})")
   ap.add_argument("--rounds", type=int, default=3, help="loops of `count` steps; the headline is the median of round medians")
   ap.add_argument("--only", default=",".join(DEFAULT_TARGETS), help=f"comma list of targets ({', '.join(TARGETS)})")
-  ap.add_argument("--pos", type=int, default=128, help="start_pos of the decode token (cache rows attended: pos + 1)")
+  ap.add_argument("--pos", type=int, default=128, help="start_pos of the decode token (cache rows attended: pos + 1), or of the fill chunk")
   ap.add_argument("--bank", type=int, default=8, help="distinct blocks chained per step for block/ffn/attn")
   ap.add_argument("--mask", type=int, default=DEFAULT_SPLIT_MASK, help=f"split mask over {', '.join(SPLIT_POINTS)} (bit i = point i)")
   ap.add_argument("--max-context", type=int, default=4096, help="KV cache length (as the app's default)")
@@ -545,6 +561,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{t}: {r['ms']:.3f} ms/token, {r['tok_s']:.1f} tok/s; floor {r['floor_ms']:.3f} ms ({mb:.1f} MB"
               f" at {bw / 1e9:.1f} GB/s), {r['kernels']} kernels in {r['launches']} launches per token;"
               f" host {r['host_ms']:.3f} ms of it, {r['pipelined_ms']:.3f} ms/token pipelined")
+    if "fill" in results:
+      r = results["fill"]
+      print(f"fill: {r['ms']:.3f} ms per prefill chunk of {r['tokens']} tokens at pos {a.pos}, {r['tok_s']:.1f} tok/s;"
+            f" {r['kernels']} kernels in {r['launches']} launches; all weights once: {r['floor_ms']:.3f} ms")
   return 0
 
 if __name__ == "__main__": sys.exit(main())

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 import bench_block as bb
+from tinygrad import Tensor
 import search2
 from apps.quantized import packed_bytes
 
@@ -122,6 +123,7 @@ def test_kernel_counts_under_a_graph():
   sees only the launch."""
   code = """
 import bench_block as bb
+from tinygrad import Tensor
 from tinygrad import Tensor, TinyJit, GlobalCounters
 a = Tensor.ones(64).contiguous().realize()
 def f(a):
@@ -159,6 +161,24 @@ def test_bench_block_json_end_to_end():
   s, d, blk = res["results"]["stack"], res["results"]["decode"], res["results"]["block"]
   assert s["tok_s"] == pytest.approx(1e3 / s["ms"]) and blk["ms_per_block"] == pytest.approx(blk["ms"] / 2)
   assert d["weight_bytes"] > s["weight_bytes"] and d["kernels"] > s["kernels"]  # the head and sampler on top of the stack
+
+def test_fill_is_one_prefill_chunk(bench):
+  """The fill target runs Transformer._fill on prefill_chunk tokens at pos: its output is the eager stack's last row for
+  the same tokens and cache, it is timed per chunk (tok/s = tokens / time), and its weights are every tensor whole."""
+  m = bench.m
+  step = bench.step("fill")
+  T = m.prefill_chunk
+  assert step.tokens == T and step.per == "chunk" and T > 1
+  r = bb.measure(step, 2, 1)
+  assert r["tok_s"] == pytest.approx(T * 1e3 / r["ms"]) and r["kernels"] > 0
+  assert r["weight_bytes"] == bb.active_weight_bytes(m, whole=True)["total"] > bb.active_weight_bytes(m)["total"]
+  assert r["cache_bytes"] == bb.cache_bytes(m, m.cfg.n_layer, bench.pos, T)
+  jit_out = step.fn(*step.args(0)).numpy()
+  eager = m.hidden(Tensor(bench.fill_ids[bench.pos:bench.pos + T], device=m.device), bench.pos)[-1:].numpy()
+  np.testing.assert_allclose(jit_out, eager, rtol=1e-4, atol=1e-4)
+  from apps import profile
+  res = profile.profile(bench, "fill", repeat=1, count=1)
+  assert len(res["rows"]) == res["kernels"] and {"attention", "experts", "router"} <= {row.part for row in res["rows"]}
 
 def test_bench_block_bad_model():
   out = subprocess.run([sys.executable, "bench_block.py", "--model", "no-such-model"], cwd=ROOT, env={**os.environ, "DEV": "CPU"},
