@@ -141,6 +141,12 @@ class Transformer:
   # ---- cache bookkeeping
   def reset(self) -> None: self.cached = []
 
+  def drop_captures(self) -> None:
+    """Forget the captured prefill and decode steps: the next calls trace and capture again (after the kernels that layers
+    get changed, e.g. an A/B of kernel providers)."""
+    self._jits.clear()
+    self._fill_jit = TinyJit(self._fill)
+
   def _check_fits(self, n: int) -> None:
     if n > self.max_context:
       raise ContextOverflow(f"{n} tokens do not fit in the context of {self.max_context} tokens (raise --max-context, up to "

@@ -18,10 +18,11 @@ if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))
 import apps  # noqa: F401
 import apps.kernels
 import numpy as np
-from tinygrad import Device, TinyJit
+from tinygrad import Device
 import apps.quantized as Q
 from apps import synth
 from apps.model import Transformer
+from tools.ab_readahead import per_token_ms
 
 def load_variant(path: Path, name: str):
   """The module at `path`, imported under apps.kernels (its relative names resolve as the checked-out module's do)."""
@@ -37,22 +38,6 @@ def swap(name: str, mod) -> None:
   setattr(apps.kernels, name, mod)
   Q._kernel_cached.cache_clear()
 
-def use(model: Transformer, name: str, mod) -> None:
-  swap(name, mod)
-  model._jits.clear()
-  model._fill_jit = TinyJit(model._fill)
-
-def decode(model: Transformer, ids: list[int], n: int) -> tuple[float, list[int]]:
-  """(median ms per steady token, the tokens): the first 4 steps (prefill, capture) are dropped."""
-  import time
-  model.reset()
-  times, toks, last = [], [], time.perf_counter()
-  for t in model.generate(ids, n + 4):
-    now = time.perf_counter()
-    times.append(now - last)
-    toks.append(t)
-    last = now
-  return float(np.median(np.array(times[4:]) * 1e3)), toks
 
 def main(argv=None) -> int:
   ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -72,9 +57,10 @@ def main(argv=None) -> int:
       toks = {}
       for r in range(a.rounds):
         for label, mod in variants:
-          use(model, a.module, mod)
-          decode(model, ids, 4)  # compile and capture
-          ms, toks[label] = decode(model, ids, a.decode)
+          swap(a.module, mod)
+          model.drop_captures()
+          per_token_ms(model, ids, 4)  # compile and capture
+          ms, _, toks[label] = per_token_ms(model, ids, a.decode)
           print(f"{preset} on {Device.DEFAULT} round {r + 1} {label}: median {ms:.3f} ms/token ({1e3 / ms:.1f} tok/s)", flush=True)
       same = sum(x == y for x, y in zip(toks["A"], toks["B"]))
       print(f"{preset}: greedy tokens A vs B: {same}/{len(toks['B'])} the same", flush=True)

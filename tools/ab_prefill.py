@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))
 import apps  # noqa: F401
 import numpy as np
-from tinygrad import Device, TinyJit
+from tinygrad import Device
 import apps.quantized as Q
 from apps import synth
 from apps.model import Transformer
@@ -22,8 +22,7 @@ from apps.model import Transformer
 def use(model: Transformer, providers: list) -> None:
   Q._PROVIDERS[:] = providers
   Q._kernel_cached.cache_clear()
-  model._jits.clear()
-  model._fill_jit = TinyJit(model._fill)
+  model.drop_captures()
 
 def prefill(model: Transformer, prompt: list[int]) -> tuple[float, float, int]:
   """(compile + first run s, best of two warm runs s, the first generated token)"""

@@ -18,15 +18,17 @@ from tinygrad import Device
 from apps import synth
 from apps.model import Transformer
 
-def per_token_ms(model: Transformer, ids: list[int], n: int) -> tuple[float, float]:
+def per_token_ms(model: Transformer, ids: list[int], n: int) -> tuple[float, float, list[int]]:
+  """(median, mean) ms per steady token (the first 4 steps, prefill and capture, dropped) and the tokens generated."""
   model.reset()
-  times, last = [], time.perf_counter()
-  for _ in model.generate(ids, n + 4):
+  times, toks, last = [], [], time.perf_counter()
+  for t in model.generate(ids, n + 4):
     now = time.perf_counter()
     times.append(now - last)
+    toks.append(t)
     last = now
   steady = np.array(times[4:]) * 1e3
-  return float(np.median(steady)), float(steady.mean())
+  return float(np.median(steady)), float(steady.mean()), toks
 
 def main(argv=None) -> int:
   ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -43,7 +45,7 @@ def main(argv=None) -> int:
     for r in range(a.rounds):
       for label, ahead in (("in order", False), ("ahead", True)):
         read.in_queue_order = queue_order and ahead
-        med, mean = per_token_ms(model, ids, a.decode)
+        med, mean, _ = per_token_ms(model, ids, a.decode)
         print(f"{preset} on {Device.DEFAULT} round {r + 1} {label:8s}: median {med:.3f} ms/token ({1e3 / med:.1f} tok/s), mean {mean:.3f} ms", flush=True)
     read.in_queue_order = queue_order
   return 0

@@ -6,8 +6,8 @@ as float4s of 4 tokens / 4 rows, and every thread accumulates a 4 x 4 tile of ou
 W is read once per 64 tokens, dequantized exactly (d * (q - offset) in fp32) and summed in fp32, so the result is the
 float product: the tests hold it to the fp32 bound against gguf-py's dequantization.
 
-Not yet on the path (apps/quantized.py does not register it): it waits for its H100 A/B against the portable kernels
-(`tools/ab_prefill.py`), as every performance change does (OPTIMIZATION_JOURNAL.md).
+apps/quantized.py asks it first for every product of more than 4 tokens (H100 A/B against the portable kernels,
+`tools/ab_prefill.py`: prefill +44% on Youtu-LLM-2B, +8% on DeepSeek-V2-Lite; OPTIMIZATION_JOURNAL.md).
 
 Experts: a workgroup owns one expert and 64 rows; it first lists the (token, slot) entries of sel that chose its expert
 (a prefix sum over sel in shared memory, in entry order), then runs the tiles above over that list, 64 entries at a time,
