@@ -169,16 +169,16 @@ class Block:
       names = [p + f"ffn_gate{suffix}.weight", p + f"ffn_up{suffix}.weight"]
       return QuantizedLinear.from_gguf(gf, names, device) if _stackable(gf, names) else (lin(f"ffn_gate{suffix}"), lin(f"ffn_up{suffix}"))
     self.attn_norm, self.ffn_norm = load_tensor(gf, p + "attn_norm.weight", device), load_tensor(gf, p + "ffn_norm.weight", device)
-    # q_a and kv_a read the same normed x: stacked [q_a; kv_a] into one weight (one kernel) when they share a type;
-    # q_b and the attention kernel then read their parts of its output in place
-    self.attn_qkv_a = self.attn_q_a = self.attn_kv_a_mqa = None
+    # q_a (or a direct attn_q) and kv_a read the same normed x: stacked [q_a; kv_a] ([q; kv_a]) into one weight (one
+    # kernel) when they share a type; q_b (k_b) and the attention kernel then read their parts of its output in place
+    self.attn_qkv_a = self.attn_q_a = self.attn_q = self.attn_kv_a_mqa = None
+    q_name = "attn_q_a" if cfg.q_lora_rank else "attn_q"
+    names = [p + q_name + ".weight", p + "attn_kv_a_mqa.weight"]
+    if _stackable(gf, names): self.attn_qkv_a = QuantizedLinear.from_gguf(gf, names, device)
+    else: setattr(self, q_name, lin(q_name)); self.attn_kv_a_mqa = lin("attn_kv_a_mqa")
     if cfg.q_lora_rank:
-      names = [p + "attn_q_a.weight", p + "attn_kv_a_mqa.weight"]
-      if _stackable(gf, names): self.attn_qkv_a = QuantizedLinear.from_gguf(gf, names, device)
-      else: self.attn_q_a, self.attn_kv_a_mqa = lin("attn_q_a"), lin("attn_kv_a_mqa")
       self.attn_q_b = lin("attn_q_b")
       self.attn_q_a_norm = load_tensor(gf, p + "attn_q_a_norm.weight", device)
-    else: self.attn_q, self.attn_kv_a_mqa = lin("attn_q"), lin("attn_kv_a_mqa")
     self.attn_output = lin("attn_output")
     self.attn_kv_a_norm = load_tensor(gf, p + "attn_kv_a_norm.weight", device)
     # absorbed per-head matrices: k_b maps q_nope (qk_nope) into the latent space, v_b maps latents to v_head
@@ -206,22 +206,25 @@ class Block:
     token (T = 1) use the one-pass attention kernels where the device has them."""
     cfg, T = self.cfg, x.shape[0]
     xn, qn = (self.attn_norm, cfg.norm_eps), (self.attn_q_a_norm, cfg.norm_eps) if cfg.q_lora_rank else None
+    kq = cfg.qk_nope + cfg.qk_rope                                              # query width per head
     kv_off = 0                                                                  # where kv starts in kv_a's output
     if self.attn_qkv_a is not None:
-      qkv = self.attn_qkv_a(x, norm=xn)                                         # (T, q_lora + kv_lora + rope)
-      q, kv, kv_off = self.attn_q_b(qkv, norm=qn, prefix=True), qkv, cfg.q_lora_rank
+      qkv = self.attn_qkv_a(x, norm=xn)                                         # (T, q_lora or H*kq, + kv_lora + rope)
+      if cfg.q_lora_rank: q, kv, kv_off = self.attn_q_b(qkv, norm=qn, prefix=True), qkv, cfg.q_lora_rank
+      else: q, kv, kv_off = qkv, qkv, cfg.n_head * kq                           # q is the head of the stacked output
     else:
       q = self.attn_q_b(self.attn_q_a(x, norm=xn), norm=qn) if cfg.q_lora_rank else self.attn_q(x, norm=xn)
       kv = self.attn_kv_a_mqa(x, norm=xn)                                       # (T, kv_lora + rope)
-    q = q.reshape(T, cfg.n_head, cfg.qk_nope + cfg.qk_rope)
     if tables is not None and isinstance(T, int) and T == 1 and mla_attention.available(x.device) and cache.dtype == dtypes.float32:
-      q_lat = self.attn_k_b.batched(q, prefix=True)                             # (1, H, kv_lora): q_nope (read in place) absorbed
-      out = mla_attention.mla_decode_attention(q_lat.reshape(cfg.n_head, cfg.kv_lora_rank), q.reshape(cfg.n_head, -1), kv.reshape(-1),
+      # q_nope of every head, read in place (from q, or from the stacked [q; kv_a] output), absorbed: (1, H, kv_lora)
+      q_lat = self.attn_k_b.batched(q.reshape(1, -1), prefix=True, slot_stride=kq)
+      out = mla_attention.mla_decode_attention(q_lat.reshape(cfg.n_head, cfg.kv_lora_rank), q.reshape(-1), kv.reshape(-1),
                                                self.attn_kv_a_norm, cache, *tables, n_head=cfg.n_head, kv_lora=cfg.kv_lora_rank,
                                                qk_nope=cfg.qk_nope, qk_rope=cfg.qk_rope, scale=cfg.kq_scale, eps=cfg.norm_eps,
                                                kv_offset=kv_off)
       out = self.attn_v_b.batched(out.reshape(1, cfg.n_head, cfg.kv_lora_rank))
       return self.attn_output(out.reshape(1, cfg.n_head * cfg.v_head), residual=x)
+    q = q[:, :cfg.n_head * kq].reshape(T, cfg.n_head, kq)
     q_nope, q_pe, kv = q[..., :cfg.qk_nope], q[..., cfg.qk_nope:], kv[:, kv_off:]
     q_pe = apply_rope(q_pe, cos.unsqueeze(1), sin.unsqueeze(1))
     q = self.split(self.attn_k_b.batched(q_nope).cat(q_pe.cast(q_nope.dtype), dim=-1), "q")  # (T, H, kv_lora + rope)

@@ -615,9 +615,23 @@ class QuantizedExpertWeights:
       ys.append(_run(spec, Tensor.empty(Bmax, J, n, dtype=x.dtype, device=x.device), xs, sels, *w.part_list()))
     return _unflat(self._cat(ys), B, Bmax, (*sel.shape, self.out_features))
 
-  def batched(self, x: Tensor, prefix: bool = False) -> Tensor:
+  def batched(self, x: Tensor, prefix: bool = False, slot_stride: int = 0) -> Tensor:
     """x (..., n_expert, in) -> (..., n_expert, out): expert e applied to x[..., e, :], no gather. prefix: x's last axis
-    may be longer, the input is its first `in` entries (a kernel that can reads them in place, e.g. q_nope inside q)."""
+    may be longer, the input is its first `in` entries (a kernel that can reads them in place, e.g. q_nope inside q).
+    slot_stride: x is (..., L) instead, expert e's input starts at e * slot_stride (L may be longer still: the heads of a
+    stacked [q; kv_a] output; a kernel reads it in place for one token)."""
+    if slot_stride:
+      J, L = self.n_expert, x.shape[-1] if x.ndim else 0
+      if not isinstance(L, int) or slot_stride < self.in_features or L < J * slot_stride:
+        raise ValueError(f"{self.name}: batched input shape {x.shape} holds no {J} slots of {slot_stride} (in={self.in_features})")
+      if prod(x.shape[:-1]) == 1 and L > J * slot_stride:
+        spec = KernelSpec("batched", self.groups[0].fmt, 1, J, self.outs[0], self.in_features, J, True, False, _base_device(x.device),
+                          x_stride=slot_stride)
+        if len(self.groups) == 1 and _kernel_cached(spec) is not None:
+          _check_device(self.groups[0], x, "the input")
+          y = _run(spec, Tensor.empty(1, J, self.outs[0], dtype=x.dtype, device=x.device), x.reshape(1, L), *self.groups[0].part_list())
+          return y.reshape(*x.shape[:-1], J, self.outs[0])
+      return self.batched(x[..., :J * slot_stride].reshape(*x.shape[:-1], J, slot_stride), prefix=prefix or slot_stride > self.in_features)
     if x.ndim < 2 or x.shape[-2] != self.n_expert or (stride := _input_stride(x, self.in_features, prefix)) is None:
       raise ValueError(f"{self.name}: batched input shape {x.shape} does not end in (n_expert, in)={(self.n_expert, self.in_features)}")
     for w in self.groups: _check_device(w, x, "the input")

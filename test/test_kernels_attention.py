@@ -197,10 +197,15 @@ def test_bad_input_is_a_clear_error():
   t = {k: Tensor(c[k]) for k in INPUTS}
   with pytest.raises(ValueError, match=r"q_raw has shape \(4, 48\), expected \(4, 24\)"):
     mla_decode_attention(*[t[k] for k in INPUTS], **{**KW(SMALL, c), "qk_nope": 8})
+  with pytest.raises(ValueError, match=r"q_raw has shape \(90,\), expected \(4, 24\)"):  # a flat q_raw must hold every head
+    mla_decode_attention(t["q_lat"], Tensor(np.zeros(90, np.float32)), *[t[k] for k in INPUTS[2:]], **{**KW(SMALL, c), "qk_nope": 8})
   with pytest.raises(ValueError, match="pos is dtypes.float, expected dtypes.int"):
     mla_decode_attention(*[t[k] for k in INPUTS[:-1]], Tensor([3.0]), **KW(SMALL, c))
   if language_of(Device.DEFAULT) is None:
     with pytest.raises(ValueError, match="compiles no hand-written kernels"): mla_decode_attention(*[t[k] for k in INPUTS], **KW(SMALL, c))
+    longer = Tensor(np.zeros(4 * 48 + 80, np.float32))  # the heads first, then more (a stacked [q; kv_a] output): accepted
+    with pytest.raises(ValueError, match="compiles no hand-written kernels"):
+      mla_decode_attention(t["q_lat"], longer, *[t[k] for k in INPUTS[2:]], **KW(SMALL, c))
 
 # ---------------------------------------------------------------- on a GPU (the H100): kernel vs reference
 
@@ -245,3 +250,18 @@ def test_gpu_jit_decode_loop():
     assert rel_err(out, ref.astype(np.float64)) < 1e-5, p
   np.testing.assert_allclose(cache_k.numpy()[:n], cache_r.numpy()[:n], rtol=2e-6, atol=1e-5)
   assert not cache_k.numpy()[n:].any()
+
+@pytest.mark.skipif(not GPU, reason="needs a CUDA or Metal device")
+def test_gpu_q_raw_read_in_place():
+  """q_raw as the head of a longer flat buffer (a stacked [q; kv_a] output, kv at kv_offset): the same as q_raw alone."""
+  s = DSV2
+  for pos in (0, 100):
+    c = make_case(s, pos, 256, seed=pos)
+    c["cache"][pos + 1:] = 0.0
+    q = c["q_raw"].reshape(-1)
+    stacked = np.concatenate([q, c["kv_raw"]])
+    t1, t2 = {k: Tensor(c[k]) for k in INPUTS}, {k: Tensor(c[k]) for k in INPUTS}
+    t1["q_raw"] = t1["kv_raw"] = Tensor(stacked)
+    a = mla_decode_attention(*[t1[k] for k in INPUTS], **KW(s, c), kv_offset=q.size).numpy()
+    b = mla_decode_attention(*[t2[k] for k in INPUTS], **KW(s, c)).numpy()
+    np.testing.assert_array_equal(a, b)

@@ -263,6 +263,11 @@ def test_prefix_inputs_match_sliced(tmp_path):
   ex = QuantizedExpertWeights.from_gguf(gf, "e.weight")
   xh = Tensor.randn(1, 4, 192).realize()
   np.testing.assert_allclose(ex.batched(xh, prefix=True).numpy(), ex.batched(xh[..., :128]).numpy(), rtol=1e-5, atol=1e-5)
+  # slot_stride: the 4 slots of 192 at the head of a longer flat row (a stacked [q; kv_a] output), read in place
+  xf = Tensor.randn(1, 4 * 192 + 96).realize()
+  np.testing.assert_allclose(ex.batched(xf, slot_stride=192).numpy(), ex.batched(xf[:, :768].reshape(1, 4, 192)[..., :128]).numpy(),
+                             rtol=1e-5, atol=1e-5)
+  with pytest.raises(ValueError, match="holds no 4 slots of 192"): ex.batched(xf[:, :700], slot_stride=192)
 
 def test_emulated_metal(tmp_path):
   """The MSL twins run the same math (one type of each family, the fusions with the most code)."""

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The GPU-machine runs the open issues still need, in the order of their value, each with its own time limit and log
 # under $OUT (the device tool brings $OUT back). Run from the repo root on the GPU machine:
-#   bash tools/gpu_session.sh [step ...]      steps: glm check serve bench profile llama side kernels ncu abprefill abkernel fill
+#   bash tools/gpu_session.sh [step ...]      steps: glm check serve bench profile llama side kernels ncu abprefill abkernel
+#                                             abfusions fill
 #                                             (default: the first five)
-# MODELS (default: youtu-llm-2b deepseek-v2-lite) picks the models of ncu, abkernel and fill (a prefill chunk, kernel by kernel); abkernel needs A=<file>, variant A of
+# MODELS (default: youtu-llm-2b deepseek-v2-lite) picks the models of ncu, abkernel, abfusions (OFF=<fusions A turns off>) and fill (a prefill chunk, kernel by kernel); abkernel needs A=<file>, variant A of
 # apps/kernels/matvec.py (MODULE=<name> for another module), e.g. `git show HEAD~1:apps/kernels/matvec.py > ab/A/matvec.py`.
 # Carry: upstream/tinygrad upstream/.stamp upstream/.cache .cache/vocab (+ .cache/llama/llama-cpp-src.tar.xz for llama/side,
 # made here by `python3 tools/llama_bench.py pack`)
@@ -32,6 +33,9 @@ for s in $steps; do
     abkernel) ms=${MODELS:-youtu-llm-2b deepseek-v2-lite}
              timeout 560 python3 tools/ab_kernel.py --a "${A:?abkernel needs A=<variant file>}" --module "${MODULE:-matvec}" \
                --presets "${ms// /,}" --rounds 2 2>&1 | tee "$OUT/ab_kernel.log" ;;
+    abfusions) ms=${MODELS:-youtu-llm-2b deepseek-v2-lite}   # tools/ab_fusions.py: A = the named fusions off
+             timeout 580 python3 tools/ab_fusions.py --off "${OFF:-stack_q}" --presets "${ms// /,}" --rounds 2 2>&1 \
+               | tee "$OUT/ab_fusions.log" ;;
     fill)    for m in ${MODELS:-youtu-llm-2b deepseek-v2-lite}; do
                timeout 300 python3 -m apps.profile --model $m --target fill --repeat 2 --count 3 --top 8 2>&1 | tee "$OUT/fill_$m.txt" | tail -40
              done ;;

@@ -268,13 +268,15 @@ def mla_decode_attention(q_lat: Tensor, q_raw: Tensor, kv_raw: Tensor, kv_norm_w
                          eps: float, kv_offset: int = 0) -> Tensor:
   """Attention output (n_head, kv_lora) fp32 of one new token at position pos[0] (an int32 (1,) buffer), and its latent row
   written into cache[pos] (in place, by the same kernel: realize the output). See the module docstring for the math.
+  q_raw: (n_head, qk_nope + qk_rope), or a longer flat buffer that starts with them (a stacked [q; kv_a] output).
   kv_offset: the new token's kv row is kv_raw[kv_offset : kv_offset + kv_lora + qk_rope] (a multiple of 4)."""
   s = AttentionShape(n_head, kv_lora, qk_nope, qk_rope)
   _check_shape(s)
   dev = q_lat.device
   max_context = cache.shape[0]
   q_lat = _expect(q_lat, (n_head, kv_lora), "q_lat")
-  q_raw = _expect(q_raw, (n_head, qk_nope + qk_rope), "q_raw")
+  longer = q_raw.ndim == 1 and isinstance(q_raw.shape[0], int) and q_raw.shape[0] > n_head * (qk_nope + qk_rope)
+  q_raw = _expect(q_raw, q_raw.shape if longer else (n_head, qk_nope + qk_rope), "q_raw")  # longer: the heads first, read in place
   if kv_offset < 0 or kv_offset % 4: raise ValueError(f"mla_decode_attention: kv_offset {kv_offset} is not a non-negative multiple of 4")
   kv_raw = _expect(kv_raw, (kv_offset + kv_lora + qk_rope,), "kv_raw")
   kv_norm_w = _expect(kv_norm_w, (kv_lora,), "kv_norm_w")

@@ -1,0 +1,57 @@
+"""Which kernels one decode token runs on a device with hand-written kernels: the TinyJit capture of the real decode step
+(bench_block's `decode`) of each -tiny release preset, rendered and compiled for CUDA with nvcc, run on nothing
+(DEV=NULL:NVCC:sm_90). Per block: [q_a or q; kv_a] stacked (one kernel), q_b, k_b reading q_nope in place, attend,
+combine, v_b, attn_output; the router matvec, the routing, the routed gate_up and down, the shared expert's gate_up and
+down (dense blocks: gate_up, down)."""
+import json, re
+import pytest
+from nvcc import needs_nvcc, run_nvcc_script
+
+SCRIPT = r"""
+import json, sys
+import bench_block as bb
+from tinygrad.uop.ops import Ops
+from tools.ab_fusions import fusions_off, FUSIONS
+out = {}
+def capture(preset, max_context):
+  bb.setup(["--model", preset, "--target", "decode", "--pos", "16", "--max-context", str(max_context)])
+  b = bb._ensure()
+  st = b.step("decode")
+  bb.warm(st, None)
+  names = []
+  for call in bb.jit_of(st).captured.linear.src:
+    ast = call.src[0]
+    if ast.op is Ops.CUSTOM_FUNCTION and ast.arg == "graph": names += [c.src[0].arg.name for c in ast.src[0].src if c.src[0].op is Ops.PROGRAM]
+    elif ast.op is Ops.PROGRAM: names.append(ast.arg.name)
+  c = b.m.cfg
+  return dict(names=names, n_layer=c.n_layer, n_moe=sum(bl.moe for bl in b.m.blocks), q_lora=c.q_lora_rank)
+for preset in ("deepseek-v2-lite-tiny", "glm-4.7-flash-tiny", "youtu-llm-2b-tiny"): out[preset] = capture(preset, 256)
+with fusions_off(set(FUSIONS)): out["off"] = capture("deepseek-v2-lite-tiny", 257)  # tools/ab_fusions.py's variant A
+print("RESULT " + json.dumps(out))
+"""
+
+@pytest.fixture(scope="module")
+def captures():
+  out = run_nvcc_script("import os; os.environ['NULL_ALLOW_COPYOUT'] = '1'\n" + SCRIPT)
+  return json.loads(next(l for l in out.splitlines() if l.startswith("RESULT "))[7:])
+
+@needs_nvcc
+@pytest.mark.parametrize("preset", ["deepseek-v2-lite-tiny", "glm-4.7-flash-tiny", "youtu-llm-2b-tiny"])
+def test_kernels_per_decode_token(captures, preset):
+  r = captures[preset]
+  names, L, moe = r["names"], r["n_layer"], r["n_moe"]
+  count = lambda pat: sum(1 for n in names if re.search(pat, n))
+  assert count(r"^mla_attend") == L and count(r"^mla_combine") == L
+  assert count(r"^route_") == moe and count(r"^mv_f32_linear") == moe     # the portable routing (~5 kernels) is not used
+  assert count(r"_xs\d+") == (2 if r["q_lora"] else 1) * L                 # q_b and k_b read their inputs in place
+  attention = (6 if not r["q_lora"] else 7) * L                             # [q; kv_a] is one kernel
+  ffn = 6 * moe + 2 * (L - moe)
+  head = len(names) - attention - ffn                                        # embedding row, output head, sampling
+  assert 0 < head <= 8, (len(names), attention, ffn)
+
+@needs_nvcc
+def test_ab_fusions_variant_a_is_the_unfused_step(captures):
+  """tools/ab_fusions.py with stack_q off (DeepSeek-V2-Lite's direct attn_q): q and kv_a as two kernels per block, k_b
+  reading q_nope from q's own output."""
+  r, on = captures["off"], captures["deepseek-v2-lite-tiny"]
+  assert len(r["names"]) - len(on["names"]) == r["n_layer"]

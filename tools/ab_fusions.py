@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""A/B of decode fusions in one process: variant A turns the named fusions off, B is the code as checked out. Both are
+timed as gpu_bench times decode (generate()'s steady tokens, median ms per token), interleaved A B A B.
+
+  DEV=CUDA python3 tools/ab_fusions.py --off stack_q [--presets deepseek-v2-lite,glm-4.7-flash] [--rounds 2]
+
+Fusions (what A runs instead):
+  stack_q      a direct attn_q and attn_kv_a_mqa as two matvecs instead of one stacked [q; kv_a] (DeepSeek-V2-Lite: a
+               second model is loaded for A, with its own weights)
+A fusion that changes the kernels of a step rather than the weights is turned off around the capture of A's steps, on
+the same model (session 8 measured two that way, the combine folded into v_b and a one-kernel router matvec + routing,
+and rejected them: OPTIMIZATION_JOURNAL.md).
+Prints ms per token per variant and round and the greedy tokens' agreement between the variants.
+"""
+from __future__ import annotations
+import argparse, contextlib, sys
+from pathlib import Path
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))
+import apps  # noqa: F401
+import numpy as np
+from tinygrad import Device
+from apps import synth, mla
+from apps.model import Transformer
+from tools.ab_readahead import per_token_ms
+
+FUSIONS = ("stack_q",)
+
+@contextlib.contextmanager
+def fusions_off(off: set[str]):
+  """Inside: the named fusions are off for models loaded and steps captured there."""
+  saved = mla._stackable
+  if "stack_q" in off: mla._stackable = lambda gf, names: not any(n.endswith("attn_q.weight") for n in names) and saved(gf, names)
+  try: yield
+  finally: mla._stackable = saved
+
+def main(argv=None) -> int:
+  ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  ap.add_argument("--off", required=True, help=f"comma list of fusions variant A turns off ({', '.join(FUSIONS)})")
+  ap.add_argument("--presets", default="youtu-llm-2b,deepseek-v2-lite")
+  ap.add_argument("--decode", type=int, default=64)
+  ap.add_argument("--rounds", type=int, default=2)
+  a = ap.parse_args(argv)
+  off = set(a.off.split(","))
+  if not off or off - set(FUSIONS): ap.error(f"--off {a.off}: fusions are {', '.join(FUSIONS)}")
+  for preset in a.presets.split(","):
+    path = synth.generate(preset, "release", progress=False)
+    load = lambda: Transformer.from_gguf(path, max_context=a.decode + 96)
+    model_b = load()
+    if "stack_q" in off and model_b.cfg.q_lora_rank == 0:
+      with fusions_off({"stack_q"}): model_a = load()
+    else: model_a = model_b
+    ids = np.random.default_rng(0).integers(0, 100000, 16).tolist()
+    toks = {}
+    for r in range(a.rounds):
+      for label, model, ctx in (("A", model_a, fusions_off(off)), ("B", model_b, contextlib.nullcontext())):
+        with ctx:
+          model.drop_captures()
+          per_token_ms(model, ids, 4)  # compile and capture with this variant's fusions
+        ms, _, toks[label] = per_token_ms(model, ids, a.decode)
+        print(f"{preset} on {Device.DEFAULT} round {r + 1} {label}: median {ms:.3f} ms/token ({1e3 / ms:.1f} tok/s)", flush=True)
+    same = sum(x == y for x, y in zip(toks["A"], toks["B"]))
+    print(f"{preset}: greedy tokens A vs B: {same}/{len(toks['B'])} the same", flush=True)
+    del model_a, model_b
+  return 0
+
+if __name__ == "__main__": sys.exit(main())
