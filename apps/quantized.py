@@ -624,7 +624,7 @@ class QuantizedExpertWeights:
       J, L = self.n_expert, x.shape[-1] if x.ndim else 0
       if not isinstance(L, int) or slot_stride < self.in_features or L < J * slot_stride:
         raise ValueError(f"{self.name}: batched input shape {x.shape} holds no {J} slots of {slot_stride} (in={self.in_features})")
-      if prod(x.shape[:-1]) == 1 and L > J * slot_stride:
+      if isinstance(rows := prod(x.shape[:-1]), int) and rows == 1 and L > J * slot_stride:
         spec = KernelSpec("batched", self.groups[0].fmt, 1, J, self.outs[0], self.in_features, J, True, False, _base_device(x.device),
                           x_stride=slot_stride)
         if len(self.groups) == 1 and _kernel_cached(spec) is not None:
