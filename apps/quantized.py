@@ -620,29 +620,27 @@ class QuantizedExpertWeights:
     may be longer, the input is its first `in` entries (a kernel that can reads them in place, e.g. q_nope inside q).
     slot_stride: x is (..., L) instead, expert e's input starts at e * slot_stride (L may be longer still: the heads of a
     stacked [q; kv_a] output; a kernel reads it in place for one token)."""
+    J = self.n_expert
     if slot_stride:
-      J, L = self.n_expert, x.shape[-1] if x.ndim else 0
+      L = x.shape[-1] if x.ndim else 0
       if not isinstance(L, int) or slot_stride < self.in_features or L < J * slot_stride:
         raise ValueError(f"{self.name}: batched input shape {x.shape} holds no {J} slots of {slot_stride} (in={self.in_features})")
-      if isinstance(rows := prod(x.shape[:-1]), int) and rows == 1 and L > J * slot_stride:
-        spec = KernelSpec("batched", self.groups[0].fmt, 1, J, self.outs[0], self.in_features, J, True, False, _base_device(x.device),
-                          x_stride=slot_stride)
-        if len(self.groups) == 1 and _kernel_cached(spec) is not None:
-          _check_device(self.groups[0], x, "the input")
-          y = _run(spec, Tensor.empty(1, J, self.outs[0], dtype=x.dtype, device=x.device), x.reshape(1, L), *self.groups[0].part_list())
-          return y.reshape(*x.shape[:-1], J, self.outs[0])
-      return self.batched(x[..., :J * slot_stride].reshape(*x.shape[:-1], J, slot_stride), prefix=prefix or slot_stride > self.in_features)
-    if x.ndim < 2 or x.shape[-2] != self.n_expert or (stride := _input_stride(x, self.in_features, prefix)) is None:
-      raise ValueError(f"{self.name}: batched input shape {x.shape} does not end in (n_expert, in)={(self.n_expert, self.in_features)}")
+      sliced = lambda: self.batched(x[..., :J * slot_stride].reshape(*x.shape[:-1], J, slot_stride), prefix=True)
+      if not (isinstance(rows := prod(x.shape[:-1]), int) and rows == 1 and L > J * slot_stride): return sliced()
+      xs, B, Bmax, stride, lead = x.reshape(1, L), 1, 1, slot_stride, (*x.shape[:-1], J)   # one token: read in place
+    else:
+      if x.ndim < 2 or x.shape[-2] != J or (stride := _input_stride(x, self.in_features, prefix)) is None:
+        raise ValueError(f"{self.name}: batched input shape {x.shape} does not end in (n_expert, in)={(J, self.in_features)}")
+      xs, B, Bmax = _flat(x, 2, self.name)
+      sliced, lead = (lambda: self.batched(x[..., :self.in_features])), x.shape[:-1]
     for w in self.groups: _check_device(w, x, "the input")
-    xs, B, Bmax = _flat(x, 2, self.name)
-    specs = [KernelSpec("batched", w.fmt, Bmax, self.n_expert, n, self.in_features, self.n_expert, True, False, _base_device(x.device),
+    specs = [KernelSpec("batched", w.fmt, Bmax, J, n, self.in_features, J, True, False, _base_device(x.device),
                         x_stride=stride) for w, n in zip(self.groups, self.outs)]
-    if stride and (not isinstance(B, int) or any(_kernel_cached(sp) is None for sp in specs)): return self.batched(x[..., :self.in_features])
+    if stride and (not isinstance(B, int) or any(_kernel_cached(sp) is None for sp in specs)): return sliced()
     ys = []
     for w, n, spec in zip(self.groups, self.outs, specs):
-      ys.append(_run(spec, Tensor.empty(Bmax, self.n_expert, n, dtype=x.dtype, device=x.device), xs, *w.part_list()))
-    return _unflat(self._cat(ys), B, Bmax, (*x.shape[:-1], self.out_features))
+      ys.append(_run(spec, Tensor.empty(Bmax, J, n, dtype=x.dtype, device=x.device), xs, *w.part_list()))
+    return _unflat(self._cat(ys), B, Bmax, (*lead, self.out_features))
 
 def mul_mat_id(w: QuantizedExpertWeights, sel: Tensor, x: Tensor) -> Tensor:
   """ggml's mul_mat_id: out[..., j, :] = W[sel[..., j]] @ x (x (..., in) shared by the k slots, or (..., k, in))."""

@@ -18,11 +18,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))
 import apps  # noqa: F401
-import numpy as np
-from tinygrad import Device
 from apps import synth, mla
 from apps.model import Transformer
-from tools.ab_readahead import per_token_ms
+from tools.ab_readahead import interleave
 
 FUSIONS = ("stack_q",)
 
@@ -50,17 +48,7 @@ def main(argv=None) -> int:
     if "stack_q" in off and model_b.cfg.q_lora_rank == 0:
       with fusions_off({"stack_q"}): model_a = load()
     else: model_a = model_b
-    ids = np.random.default_rng(0).integers(0, 100000, 16).tolist()
-    toks = {}
-    for r in range(a.rounds):
-      for label, model, ctx in (("A", model_a, fusions_off(off)), ("B", model_b, contextlib.nullcontext())):
-        with ctx:
-          model.drop_captures()
-          per_token_ms(model, ids, 4)  # compile and capture with this variant's fusions
-        ms, _, toks[label] = per_token_ms(model, ids, a.decode)
-        print(f"{preset} on {Device.DEFAULT} round {r + 1} {label}: median {ms:.3f} ms/token ({1e3 / ms:.1f} tok/s)", flush=True)
-    same = sum(x == y for x, y in zip(toks["A"], toks["B"]))
-    print(f"{preset}: greedy tokens A vs B: {same}/{len(toks['B'])} the same", flush=True)
+    interleave(preset, (("A", model_a, lambda: fusions_off(off)), ("B", model_b, contextlib.nullcontext)), a.rounds, a.decode)
     del model_a, model_b
   return 0
 

@@ -11,18 +11,16 @@ decode runs of both variants.
 Prints ms per token per variant and round (order A B A B ...) and the greedy tokens' agreement between the variants.
 """
 from __future__ import annotations
-import argparse, importlib.util, sys
+import argparse, contextlib, importlib.util, sys
 from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))
 import apps  # noqa: F401
 import apps.kernels
-import numpy as np
-from tinygrad import Device
 import apps.quantized as Q
 from apps import synth
 from apps.model import Transformer
-from tools.ab_readahead import per_token_ms
+from tools.ab_readahead import interleave
 
 def load_variant(path: Path, name: str):
   """The module at `path`, imported under apps.kernels (its relative names resolve as the checked-out module's do)."""
@@ -38,6 +36,13 @@ def swap(name: str, mod) -> None:
   setattr(apps.kernels, name, mod)
   Q._kernel_cached.cache_clear()
 
+@contextlib.contextmanager
+def swapped(name: str, mod):
+  """Inside: apps.kernels.<name> is `mod` (the kernels built there are its)."""
+  before = getattr(apps.kernels, name)
+  swap(name, mod)
+  try: yield
+  finally: swap(name, before)
 
 def main(argv=None) -> int:
   ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -50,22 +55,10 @@ def main(argv=None) -> int:
   if not a.a.is_file(): ap.error(f"--a {a.a}: no such file")
   b_mod = importlib.import_module(f"apps.kernels.{a.module}")
   variants = (("A", load_variant(a.a, a.module)), ("B", b_mod))
-  try:
-    for preset in a.presets.split(","):
-      model = Transformer.from_gguf(synth.generate(preset, "release", progress=False), max_context=a.decode + 96)
-      ids = np.random.default_rng(0).integers(0, 100000, 16).tolist()
-      toks = {}
-      for r in range(a.rounds):
-        for label, mod in variants:
-          swap(a.module, mod)
-          model.drop_captures()
-          per_token_ms(model, ids, 4)  # compile and capture
-          ms, _, toks[label] = per_token_ms(model, ids, a.decode)
-          print(f"{preset} on {Device.DEFAULT} round {r + 1} {label}: median {ms:.3f} ms/token ({1e3 / ms:.1f} tok/s)", flush=True)
-      same = sum(x == y for x, y in zip(toks["A"], toks["B"]))
-      print(f"{preset}: greedy tokens A vs B: {same}/{len(toks['B'])} the same", flush=True)
-      del model
-  finally: swap(a.module, b_mod)
+  for preset in a.presets.split(","):
+    model = Transformer.from_gguf(synth.generate(preset, "release", progress=False), max_context=a.decode + 96)
+    interleave(preset, [(label, model, lambda mod=mod: swapped(a.module, mod)) for label, mod in variants], a.rounds, a.decode)
+    del model
   return 0
 
 if __name__ == "__main__": sys.exit(main())

@@ -30,6 +30,21 @@ def per_token_ms(model: Transformer, ids: list[int], n: int) -> tuple[float, flo
   steady = np.array(times[4:]) * 1e3
   return float(np.median(steady)), float(steady.mean()), toks
 
+def interleave(preset: str, variants, rounds: int, decode: int) -> None:
+  """Decode A/B of variants (label, model, setup) in rounds A B A B ...: each variant's steps are captured anew inside
+  its setup() context, then timed; prints ms per token per round and whether the first two generate the same tokens."""
+  ids = np.random.default_rng(0).integers(0, 100000, 16).tolist()
+  toks = {}
+  for r in range(rounds):
+    for label, model, setup in variants:
+      with setup():
+        model.drop_captures()
+        per_token_ms(model, ids, 4)  # compile and capture with this variant
+      ms, _, toks[label] = per_token_ms(model, ids, decode)
+      print(f"{preset} on {Device.DEFAULT} round {r + 1} {label}: median {ms:.3f} ms/token ({1e3 / ms:.1f} tok/s)", flush=True)
+  (a, ta), (b, tb) = list(toks.items())[:2]
+  print(f"{preset}: greedy tokens {a} vs {b}: {sum(x == y for x, y in zip(ta, tb))}/{len(tb)} the same", flush=True)
+
 def main(argv=None) -> int:
   ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   ap.add_argument("--presets", default="youtu-llm-2b,deepseek-v2-lite")
