@@ -16,7 +16,7 @@ import numpy as np
 from tinygrad import Tensor, dtypes, UOp
 from tinygrad.uop.ops import resolve
 from apps.gguf import GGUFFile, GGUFError
-from apps.quantized import QuantizedLinear, QuantizedExpertWeights, load_tensor, rms_norm
+from apps.quantized import QuantizedLinear, QuantizedExpertWeights, KernelCall, load_tensor, rms_norm, run
 from apps.kernels import router, mla_attention
 
 class Gating(enum.IntEnum):
@@ -269,22 +269,24 @@ class Block:
     if cfg.expert_weights_norm: weights = weights / weights.sum(-1, keepdim=True).maximum(6.103515625e-5)
     return sel, weights * cfg.expert_weights_scale
 
-  def _swiglu(self, w, x: Tensor, norm) -> Tensor:
-    """silu(gate(xn)) * up(xn) from a stacked [gate; up] weight (one kernel) or a separate pair."""
-    if isinstance(w, QuantizedLinear): return w(x, norm=norm, glu=True)
+  def _swiglu(self, w, x: Tensor, norm) -> KernelCall | Tensor:
+    """silu(gate(xn)) * up(xn) from a stacked [gate; up] weight (one kernel: its call, for quantized.run) or a separate pair."""
+    if isinstance(w, QuantizedLinear): return w.call(x, norm=norm, glu=True)
     xn = rms_norm(x, *norm)
     return w[0](xn).silu() * w[1](xn)
 
   def feed_forward(self, h: Tensor) -> Tensor:
     """h + FFN(ffn_norm(h))."""
     hn = (self.ffn_norm, self.cfg.norm_eps)
-    if not self.moe: return self.ffn_down(self.split(self._swiglu(self.ffn_gate_up, h, hn), "shexp"), residual=h)
+    if not self.moe: return self.ffn_down(self.split(run(self._swiglu(self.ffn_gate_up, h, hn))[0], "shexp"), residual=h)
     sel, weights = self.route(self.ffn_gate_inp(h, norm=hn))
     sel, weights = self.split(sel, "router"), self.split(weights, "router")
-    gate_up = self.split(self.ffn_gate_up_exps(sel, h, norm=hn, glu=True), "gate_up")   # (T, k, expert_ffn): silu(gate) * up
-    out = self.ffn_down_exps(sel, gate_up, mix=weights, residual=h)                       # h + sum_j weight_j * down_j
-    if self.cfg.n_expert_shared:
-      out = self.ffn_down_shexp(self.split(self._swiglu(self.ffn_gate_up_shexp, h, hn), "shexp"), residual=out)
+    # the shared and the routed experts' gate_up read the same normed h: one kernel where the device can run both (the
+    # shared part first: its workgroups load their weights before waiting on the routing, the routed ones cannot)
+    shared = [self._swiglu(self.ffn_gate_up_shexp, h, hn)] if self.cfg.n_expert_shared else []
+    *shared, gate_up = run(*shared, self.ffn_gate_up_exps.call(sel, h, norm=hn, glu=True))  # (T, k, expert_ffn): silu(gate) * up
+    out = self.ffn_down_exps(sel, self.split(gate_up, "gate_up"), mix=weights, residual=h)  # h + sum_j weight_j * down_j
+    if shared: out = self.ffn_down_shexp(self.split(shared[0], "shexp"), residual=out)
     return out
 
   def __call__(self, x: Tensor, cache: Tensor, start_pos: int | UOp, cos: Tensor, sin: Tensor, tables: tuple | None = None) -> Tensor:

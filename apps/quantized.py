@@ -15,7 +15,9 @@ The kernels are written in tinygrad's UOp DSL (so CPU, CUDA and Metal all run th
 `kernel_for` is the one place that decides which kernel serves a given op, type, shape and device, and
 `register_kernel` is where hand-written per-backend kernels plug in. On devices that compile CUDA or MSL source, decode
 matvecs (up to 4 tokens) go to apps/kernels/matvec.py, which can also fold in the layer's rms norm, SwiGLU, expert mix and
-residual add (the layers' keyword arguments); where no kernel does a fusion, the layer runs it as separate ops.
+residual add (the layers' keyword arguments); where no kernel does a fusion, the layer runs it as separate ops. A
+layer's `call` gives the launch it would make instead of running it, and `run(*calls)` launches calls of one input as
+one kernel where the matvecs can go side by side (a shared expert's gate_up beside the routed experts').
 
 Packed layouts, per GGML block (words are little-endian uint32: byte i of a block's quants is bits 8*(i%4).. of word
 i//4). Each part is an array (*rows, n_blocks, count) on the device:
@@ -44,7 +46,7 @@ for them) and a workgroup 4 row groups; expert ids are read in the kernel and cl
 tinygrad's heuristics choose. Shapes must be concrete: a symbolic batch (prefill chunk) is padded to its bound and sliced.
 """
 from __future__ import annotations
-import functools, math
+import functools, itertools, math
 from dataclasses import dataclass
 from typing import Callable, Sequence
 import numpy as np
@@ -453,6 +455,38 @@ def _kernel_cached(spec: KernelSpec) -> KernelFn: return kernel_for(spec)
 def _run(spec: KernelSpec, out: Tensor, *srcs: Tensor) -> Tensor:
   return out.custom_kernel(*srcs, fxn=_kernel_cached(spec))[0]
 
+@dataclass(frozen=True)
+class KernelCall:
+  """The kernel launch a layer makes for one call: its spec, its buffers (the output first) and what turns the kernel's
+  output into the layer's result. Layers' `call` methods return one (or the result, when no kernel does the whole op), so
+  that `run` can launch several calls on one input as one kernel."""
+  spec: KernelSpec
+  srcs: tuple[Tensor, ...]
+  finish: Callable[[Tensor], Tensor]
+
+def _side_by_side(specs: tuple[KernelSpec, ...]) -> KernelFn | None:
+  """One kernel for several specs, side by side (hand-written decode matvecs), or None."""
+  from apps.kernels import matvec
+  shapes = []
+  for sp in specs:
+    if next((p for p in _PROVIDERS if p(sp) is not None), None) is not _source_matvec: return None  # another kernel serves it
+    shapes.append(matvec.MatvecShape(sp.op, sp.fmt.type, sp.B, sp.J, sp.N, sp.K, sp.E, sp.x_per_slot, sp.norm, sp.residual, sp.glu,
+                                     sp.mix, sp.x_stride))
+  return matvec.kernel_side_by_side(tuple(shapes), tuple(sp.eps for sp in specs), specs[0].device)
+
+def run(*calls: KernelCall | Tensor) -> list[Tensor]:
+  """The results of layer calls (their `call` methods' returns): kernel calls on one device in one launch where the
+  device's kernels can run them side by side (two matvecs of one input: one dependency edge less in a decode step's
+  chain, and both in flight together), else one launch each; a Tensor (a call no kernel served) is its own result."""
+  kc = [c for c in calls if isinstance(c, KernelCall)]
+  fxn = _side_by_side(tuple(c.spec for c in kc)) if len(kc) > 1 and len({c.spec.device for c in kc}) == 1 else None
+  if fxn is None: return [c if isinstance(c, Tensor) else c.finish(_run(c.spec, *c.srcs)) for c in calls]
+  srcs = [t for c in kc for t in c.srcs]
+  outs = srcs[0].custom_kernel(*srcs[1:], fxn=fxn)
+  firsts = iter(itertools.accumulate([0] + [len(c.srcs) for c in kc[:-1]]))
+  done = {id(c): c.finish(outs[next(firsts)]) for c in kc}
+  return [c if isinstance(c, Tensor) else done[id(c)] for c in calls]
+
 def _check_device(w: PackedTensor, t: Tensor, what: str) -> None:
   if t.device != w.device: raise ValueError(f"{w.name}: {what} is on {t.device}, the weights on {w.device}")
 
@@ -509,6 +543,11 @@ class QuantizedLinear:
     """x @ W.T, with optional fusions: norm=(w, eps) applies rms_norm(x) * w first; glu treats W as [gate; up] and returns
     silu(x @ gate.T) * (x @ up.T); residual is added to the result. prefix: the input is x[..., :in_features] (x is a
     stacked layer's output; a kernel that can reads it in place, else it is sliced)."""
+    return run(self.call(x, norm, residual, glu, prefix))[0]
+
+  def call(self, x: Tensor, norm: tuple[Tensor, float] | None = None, residual: Tensor | None = None, glu: bool = False,
+           prefix: bool = False) -> KernelCall | Tensor:
+    """__call__'s kernel launch, for `run` (or its result, where no one kernel does it)."""
     if (stride := _input_stride(x, self.in_features, prefix)) is None:
       raise ValueError(f"{self.w.name}: input shape {x.shape} does not end in in_features={self.in_features}")
     _check_device(self.w, x, "the input")
@@ -523,8 +562,8 @@ class QuantizedLinear:
       if glu: y = y[..., :N].silu() * y[..., N:]
       return y if residual is None else residual + y
     extra = ([norm[0]] if norm is not None else []) + ([residual.reshape(Bmax, N)] if residual is not None else [])
-    y = _run(spec, Tensor.empty(Bmax, N, dtype=x.dtype, device=x.device), xs, *extra, *self.w.part_list())
-    return _unflat(y, B, Bmax, (*x.shape[:-1], N))
+    return KernelCall(spec, (Tensor.empty(Bmax, N, dtype=x.dtype, device=x.device), xs, *extra, *self.w.part_list()),
+                      lambda y: _unflat(y, B, Bmax, (*x.shape[:-1], N)))
 
 class QuantizedExpertWeights:
   """MoE expert weights, GGUF 3D ne = (in, out, n_expert). A list of names (e.g. gate and up) is merged along `out`
@@ -550,13 +589,13 @@ class QuantizedExpertWeights:
       if runs and runs[-1][0].type == info.type: runs[-1].append(info)
       else: runs.append([info])
     groups, outs = [], []
-    for run in runs:
-      packed = [PackedTensor.pack_host(gf.tensor_data(x.name), x.type, x.ne, x.name) for x in run]
+    for same in runs:
+      packed = [PackedTensor.pack_host(gf.tensor_data(x.name), x.type, x.ne, x.name) for x in same]
       fmt = packed[0][0]
       host = {p: np.concatenate([h[p] for _, h in packed], axis=1) if len(packed) > 1 else packed[0][1][p] for p, _, _ in fmt.parts}
       del packed
-      ne = (run[0].ne[0], sum(x.ne[1] for x in run), run[0].ne[2])
-      groups.append(PackedTensor.from_host(fmt, host, ne, device, "+".join(x.name for x in run)))
+      ne = (same[0].ne[0], sum(x.ne[1] for x in same), same[0].ne[2])
+      groups.append(PackedTensor.from_host(fmt, host, ne, device, "+".join(x.name for x in same)))
       outs.append(ne[1])
     return QuantizedExpertWeights(groups, outs)
 
@@ -567,11 +606,12 @@ class QuantizedExpertWeights:
     """sel int (..., k) expert ids, x (..., in) or (..., k, in) -> (..., k, out_total). Fusions: norm=(w, eps) normalizes
     x first (x shared by the k slots); glu treats the rows as [gate; up] (one group) and gives silu(gate) * up; mix
     (..., k) weights the k slots and sums them (-> (..., out)); residual is added to the result."""
-    if norm is not None or glu or mix is not None or residual is not None:
-      return self._fused(sel, x, norm, glu, mix, residual)
-    return self._plain(sel, x)
+    return run(self.call(sel, x, norm, glu, mix, residual))[0]
 
-  def _fused(self, sel: Tensor, x: Tensor, norm, glu: bool, mix: Tensor | None, residual: Tensor | None) -> Tensor:
+  def call(self, sel: Tensor, x: Tensor, norm: tuple[Tensor, float] | None = None, glu: bool = False,
+           mix: Tensor | None = None, residual: Tensor | None = None) -> KernelCall | Tensor:
+    """__call__'s kernel launch, for `run` (or its result, where no one kernel does it)."""
+    if norm is None and not glu and mix is None and residual is None: return self._plain(sel, x)
     J, w, per_slot = sel.shape[-1], self.groups[0], self._check(sel, x)
     N = self.out_features // 2 if glu else self.out_features
     lead = sel.shape[:-1]
@@ -591,8 +631,8 @@ class QuantizedExpertWeights:
             ([norm[0]] if norm is not None else []) + ([residual.reshape(B, N) if mix is not None else residual.reshape(B, J, N)]
                                                        if residual is not None else [])
     oshape = (B, N) if mix is not None else (B, J, N)
-    y = _run(spec, Tensor.empty(*oshape, dtype=x.dtype, device=x.device), xs, *extra, *w.part_list())
-    return y.reshape(*lead, N) if mix is not None else y.reshape(*lead, J, N)
+    return KernelCall(spec, (Tensor.empty(*oshape, dtype=x.dtype, device=x.device), xs, *extra, *w.part_list()),
+                      lambda y: y.reshape(*lead, N) if mix is not None else y.reshape(*lead, J, N))
 
   def _check(self, sel: Tensor, x: Tensor) -> bool:
     """Validate the arguments; True when x has one row per slot (..., k, in), False when shared (..., in)."""

@@ -2,7 +2,7 @@
 (bench_block's `decode`) of each -tiny release preset, rendered and compiled for CUDA with nvcc, run on nothing
 (DEV=NULL:NVCC:sm_90). Per block: [q_a or q; kv_a] stacked (one kernel), q_b, k_b reading q_nope in place, attend,
 combine, v_b, attn_output; the router matvec, the routing, the routed gate_up and down, the shared expert's gate_up and
-down (dense blocks: gate_up, down)."""
+down (dense blocks: gate_up, down), the shared expert's gate_up in the routed gate_up's launch."""
 import json, re
 import pytest
 from nvcc import needs_nvcc, run_nvcc_script
@@ -24,7 +24,7 @@ def capture(preset, max_context):
     if ast.op is Ops.CUSTOM_FUNCTION and ast.arg == "graph": names += [c.src[0].arg.name for c in ast.src[0].src if c.src[0].op is Ops.PROGRAM]
     elif ast.op is Ops.PROGRAM: names.append(ast.arg.name)
   c = b.m.cfg
-  return dict(names=names, n_layer=c.n_layer, n_moe=sum(bl.moe for bl in b.m.blocks), q_lora=c.q_lora_rank)
+  return dict(names=names, n_layer=c.n_layer, n_moe=sum(bl.moe for bl in b.m.blocks), q_lora=c.q_lora_rank, shexp=c.n_expert_shared)
 for preset in ("deepseek-v2-lite-tiny", "glm-4.7-flash-tiny", "youtu-llm-2b-tiny"): out[preset] = capture(preset, 256)
 with fusions_off(set(FUSIONS)): out["off"] = capture("deepseek-v2-lite-tiny", 257)  # tools/ab_fusions.py's variant A
 print("RESULT " + json.dumps(out))
@@ -45,13 +45,16 @@ def test_kernels_per_decode_token(captures, preset):
   assert count(r"^route_") == moe and count(r"^mv_f32_linear") == moe     # the portable routing (~5 kernels) is not used
   assert count(r"_xs\d+") == (2 if r["q_lora"] else 1) * L                 # q_b and k_b read their inputs in place
   attention = (6 if not r["q_lora"] else 7) * L                             # [q; kv_a] is one kernel
-  ffn = 6 * moe + 2 * (L - moe)
+  # the shared expert's gate_up and the routed experts' gate_up are one launch (side by side)
+  assert count(r"_norm_glu\+mv_q4_0_experts_.*_norm_glu$") == (moe if r["shexp"] else 0)
+  ffn = (5 if r["shexp"] else 4) * moe + 2 * (L - moe)
   head = len(names) - attention - ffn                                        # embedding row, output head, sampling
   assert 0 < head <= 8, (len(names), attention, ffn)
 
 @needs_nvcc
 def test_ab_fusions_variant_a_is_the_unfused_step(captures):
-  """tools/ab_fusions.py with stack_q off (DeepSeek-V2-Lite's direct attn_q): q and kv_a as two kernels per block, k_b
-  reading q_nope from q's own output."""
+  """tools/ab_fusions.py with every fusion off (DeepSeek-V2-Lite's direct attn_q): q and kv_a as two kernels per block, k_b
+  reading q_nope from q's own output; the shared and the routed gate_up as two kernels."""
   r, on = captures["off"], captures["deepseek-v2-lite-tiny"]
-  assert len(r["names"]) - len(on["names"]) == r["n_layer"]
+  assert len(r["names"]) - len(on["names"]) == r["n_layer"] + r["n_moe"]
+  assert not any("+" in n for n in r["names"])

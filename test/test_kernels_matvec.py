@@ -318,3 +318,33 @@ def test_ab_kernel_swap_reaches_the_seam():
   swapped-in module, and from the checked-out one again after the swap back."""
   out = run_nvcc_script(AB_SWAP)
   assert "A True True" in out and "B True" in out, out
+
+@pytest.mark.parametrize("language", ["CUDA", "METAL"])
+def test_emulated_side_by_side(tmp_path, language):
+  """Two matvecs of one input in one launch (apps.kernels.side_by_side: a shared expert's Q5_K gate_up beside the routed
+  experts' Q4_0 gate_up): each output bit for bit what its kernel gives alone, in the CUDA and the Metal source."""
+  from apps.kernels import side_by_side
+  rng = np.random.default_rng(12)
+  K, F, E, J, B = 512, 24, 5, 3, 1
+  shared_raw, routed_raw = random_tensor(GGMLType.Q5_K, (K, 2 * F), rng), random_tensor(GGMLType.Q4_0, (K, 2 * F, E), rng)
+  x, g = rng.standard_normal((B, K)).astype(np.float32), rng.standard_normal(K).astype(np.float32)
+  sel = np.array([[4, 0, 2]], dtype=np.int32)
+  shapes = [matvec.MatvecShape("linear", GGMLType.Q5_K, B, 1, F, K, 1, False, norm=True, glu=True),
+            matvec.MatvecShape("experts", GGMLType.Q4_0, B, J, F, K, E, False, norm=True, glu=True)]
+  ks = [matvec._with_eps(matvec.build(s, matvec.Plan(4, r)), EPS) for s, r in zip(shapes, (2, 4))]
+  parts = [PackedTensor.pack_host(raw, s.type, ne) for raw, s, ne in zip((shared_raw, routed_raw), shapes, ((K, 2 * F), (K, 2 * F, E)))]
+  def bufs(i):
+    fmt, host = parts[i]
+    return [np.full((B, F) if i == 0 else (B, J, F), np.nan, np.float32), x] + ([sel] if i else []) + [g] + \
+           [np.ascontiguousarray(host[p]) for p, _, _ in fmt.parts]
+  alone = []
+  for i, k in enumerate(ks):
+    b = bufs(i)
+    emulate(k, language, b, tmp_path / f"alone{i}")
+    alone.append(b[0])
+  both = side_by_side("shared_and_routed", ks)
+  assert both.global_size == (sum(k.global_size[0] * k.global_size[1] * k.global_size[2] for k in ks), 1, 1)
+  b0, b1 = bufs(0), bufs(1)
+  emulate(both, language, b0 + b1, tmp_path / "both")
+  assert b0[0].tobytes() == alone[0].tobytes() and b1[0].tobytes() == alone[1].tobytes()
+  assert not np.isnan(alone[0]).any() and not np.isnan(alone[1]).any()

@@ -7,6 +7,7 @@ timed as gpu_bench times decode (generate()'s steady tokens, median ms per token
 Fusions (what A runs instead):
   stack_q      a direct attn_q and attn_kv_a_mqa as two matvecs instead of one stacked [q; kv_a] (DeepSeek-V2-Lite: a
                second model is loaded for A, with its own weights)
+  side_by_side the shared expert's gate_up and the routed experts' gate_up as two kernels instead of one launch
 A fusion that changes the kernels of a step rather than the weights is turned off around the capture of A's steps, on
 the same model (session 8 measured two that way, the combine folded into v_b and a one-kernel router matvec + routing,
 and rejected them: OPTIMIZATION_JOURNAL.md).
@@ -18,19 +19,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))
 import apps  # noqa: F401
-from apps import synth, mla
+from apps import synth, mla, quantized
 from apps.model import Transformer
 from tools.ab_readahead import interleave
 
-FUSIONS = ("stack_q",)
+FUSIONS = ("stack_q", "side_by_side")
 
 @contextlib.contextmanager
 def fusions_off(off: set[str]):
   """Inside: the named fusions are off for models loaded and steps captured there."""
-  saved = mla._stackable
+  saved, saved_side = mla._stackable, quantized._side_by_side
   if "stack_q" in off: mla._stackable = lambda gf, names: not any(n.endswith("attn_q.weight") for n in names) and saved(gf, names)
+  if "side_by_side" in off: quantized._side_by_side = lambda specs: None
   try: yield
-  finally: mla._stackable = saved
+  finally: mla._stackable, quantized._side_by_side = saved, saved_side
 
 def main(argv=None) -> int:
   ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

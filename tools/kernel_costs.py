@@ -48,7 +48,7 @@ def _uncached(f):
 
 def install() -> None:
   for mod in (K, matvec, mla_attention, router): mod.program = _program_hollowable
-  matvec.kernel = _uncached(matvec.kernel)
+  matvec.kernel, matvec.kernel_side_by_side = _uncached(matvec.kernel), _uncached(matvec.kernel_side_by_side)
   mla_attention.kernels = _uncached(mla_attention.kernels)
   router._kernel = _uncached(router._kernel)
   quantized._kernel_cached = _uncached(quantized._kernel_cached)

@@ -5,7 +5,8 @@ the order tinygrad passes buffers (the custom_kernel sources: outputs first), an
 into the body of a `Tensor.custom_kernel`: a PROGRAM UOp carrying the rendered SOURCE, which tinygrad compiles with the
 device's own compiler (NVRTC, nvcc or Metal) and TinyJit captures and batches into CUDA/Metal graphs like any generated
 kernel. The PROGRAM's ProgramInfo names which buffers it writes (`outs`) and reads (`ins`): graphs order kernels by those
-sets, so a kernel that declared none would let its readers run before it finishes.
+sets, so a kernel that declared none would let its readers run before it finishes. `side_by_side()` makes one launch of
+several kernels (workgroup ranges), for kernels of one input that would otherwise be two nodes of a chain.
 
 The dialect (macros defined per backend by the prelude):
   KPARAM ... (signature)   rendered from `params`; the body sees each parameter by its name
@@ -34,8 +35,9 @@ checks: every workgroup executes GRID_WAIT() before it touches any buffer but it
 parameters (read-only for the whole step: packed weights, norm vectors) and before it writes anything.
 """
 from __future__ import annotations
-import functools, math
-from dataclasses import dataclass
+import functools, math, re
+from dataclasses import dataclass, replace
+from typing import Sequence
 from tinygrad import Device, dtypes
 from tinygrad.dtype import DType
 from tinygrad.uop.ops import UOp, Ops, ProgramInfo, KernelInfo
@@ -143,6 +145,54 @@ _METAL_PDL = """#ifndef GRID_WAIT
 #endif"""
 
 LANGUAGES = ("CUDA", "METAL")
+
+_SHARED_DECL = re.compile(r"^[ \t]*SHARED[ \t]+(\w+)[ \t]+([^;]+);[ \t]*$", re.M)
+
+def _declarators(decls: str) -> list[str]:
+  """`a[4], b[2][8]` -> ['a[4]', 'b[2][8]'] (commas inside brackets kept)."""
+  out, depth, cur = [], 0, ""
+  for ch in decls:
+    depth += (ch == "[") - (ch == "]")
+    if ch == "," and depth == 0: out.append(cur.strip()); cur = ""
+    else: cur += ch
+  return out + [cur.strip()]
+
+def side_by_side(name: str, kernels: Sequence[SourceKernel]) -> SourceKernel:
+  """One launch running several kernels side by side: workgroups [o_i, o_i + n_i) of a 1D grid run kernel i (its own grid
+  of n_i workgroups, flattened x-major), with its own parameters (renamed k<i>_<name>), its workgroup memory (declared at
+  the kernel's scope, which is where MSL allows it) and its GRID_WAIT(). For kernels that read the same input and would
+  otherwise be two nodes of a chain (a routed and a shared expert): one launch, one dependency edge, and the workgroups
+  of both in flight together. The kernels must share one workgroup shape, and all wait on their grid or none does (the
+  contract of programmatic dependent launch holds per workgroup)."""
+  if len({k.local_size for k in kernels}) != 1: raise ValueError(f"{name}: the kernels have different workgroup shapes")
+  if len({_uses_pdl(k) for k in kernels}) != 1: raise ValueError(f"{name}: some kernels wait on their grid and some do not")
+  params: list[Param] = []
+  shared: list[str] = []
+  parts: list[str] = []
+  off = 0
+  for i, k in enumerate(kernels):
+    pre, body, names = f"k{i}_", k.body, []
+    for m in _SHARED_DECL.finditer(body):
+      for d in _declarators(m.group(2)):
+        names.append(re.match(r"\w+", d).group(0))
+        shared.append(f"  SHARED {m.group(1)} {pre}{d};")
+    body = _SHARED_DECL.sub("", body)
+    for n in names: body = re.sub(rf"\b{n}\b", pre + n, body)
+    gx, gy, gz = k.global_size
+    for g, v in (("GID_X", "gx"), ("GID_Y", "gy"), ("GID_Z", "gz")): body = re.sub(rf"\b{g}\b", pre + v, body)
+    alias = " ".join(f"{'' if p.written else 'const '}GLOBAL {_CTYPE[p.dtype]}* {p.name} = {pre}{p.name};" for p in k.params)
+    params += [replace(p, name=pre + p.name) for p in k.params]
+    n = gx * gy * gz
+    parts.append(f"""  if (wg >= {off} && wg < {off + n}) {{  // {k.name}
+    const int {pre}w = wg - {off}, {pre}gx = {pre}w % {gx}, {pre}gy = ({pre}w / {gx}) % {gy}, {pre}gz = {pre}w / {gx * gy};
+    (void){pre}gx; (void){pre}gy; (void){pre}gz;
+    {alias}
+{body}
+  }}""")
+    off += n
+  helpers = "\n".join(dict.fromkeys(k.helpers for k in kernels if k.helpers))
+  body = "\n".join(shared) + "\n  const int wg = GID_X;\n" + "\n".join(parts)
+  return SourceKernel(name, tuple(params), body, (off, 1, 1), kernels[0].local_size, helpers)
 
 def _uses_pdl(k: SourceKernel) -> bool: return "GRID_WAIT" in k.body
 

@@ -36,7 +36,7 @@ import functools
 from dataclasses import dataclass
 from tinygrad import dtypes
 from apps.gguf import GGMLType, BLOCK
-from apps.kernels import SourceKernel, Param, program, language_of
+from apps.kernels import SourceKernel, Param, program, language_of, side_by_side
 
 # ---- per type: packed parts (name, element type), weights per lane step (CH), weights per packed block, the loads of one
 # lane step and their math. In `load` and `math`, `@` is the item's suffix: the load sees `bi@` (packed block index) and
@@ -376,5 +376,17 @@ def supports(s: MatvecShape, language: str = "CUDA") -> bool:
 def kernel(s: MatvecShape, eps: float, device: str):
   """The custom_kernel body for shape `s` on `device` (a CUDA or Metal device)."""
   return program(_with_eps(build(s), eps), device)
+
+@functools.lru_cache(maxsize=None)
+def kernel_side_by_side(shapes: tuple[MatvecShape, ...], eps: tuple[float, ...], device: str):
+  """One launch computing several matvecs side by side (kernels.side_by_side), each with its own plan's rows per warp and
+  the most warps any of them plans; None when one is not supported or their workgroup memory together does not fit."""
+  language = language_of(device)
+  if language is None or not all(supports(s, language) for s in shapes): return None
+  warps = max(plan(s).warps for s in shapes)
+  plans = [Plan(warps, plan(s).rows) for s in shapes]
+  if sum(shared_bytes(s, p) for s, p in zip(shapes, plans)) > SHARED_BYTES[language]: return None
+  ks = [_with_eps(build(s, p), e) for s, p, e in zip(shapes, plans, eps)]
+  return program(side_by_side("+".join(k.name for k in ks), ks), device)
 
 def available(device: str) -> bool: return language_of(device) is not None
