@@ -46,7 +46,7 @@ for them) and a workgroup 4 row groups; expert ids are read in the kernel and cl
 tinygrad's heuristics choose. Shapes must be concrete: a symbolic batch (prefill chunk) is padded to its bound and sliced.
 """
 from __future__ import annotations
-import functools, itertools, math
+import functools, math
 from dataclasses import dataclass
 from typing import Callable, Sequence
 import numpy as np
@@ -324,14 +324,19 @@ def kernel_for(spec: KernelSpec) -> KernelFn | None:
     if (k := p(spec)) is not None: return k
   return None if spec.fused else _portable_kernel(spec)
 
-def _source_matvec(spec: KernelSpec) -> KernelFn | None:
-  """Hand-written decode matvecs (apps/kernels/matvec.py) on devices that compile CUDA or Metal source."""
+def _matvec_shape(spec: KernelSpec):
+  """The hand-written decode matvec (apps/kernels/matvec.py) shape for `spec`, or None where none serves it."""
   from apps.kernels import matvec, language_of
   if spec.op not in ("linear", "experts", "batched") or spec.x_dtype != dtypes.float32 or not matvec.available(spec.device): return None
   if spec.fmt.type not in matvec.TYPES or spec.fmt.block != matvec.TYPES[spec.fmt.type].block: return None
   shape = matvec.MatvecShape(spec.op, spec.fmt.type, spec.B, spec.J, spec.N, spec.K, spec.E, spec.x_per_slot,
                              spec.norm, spec.residual, spec.glu, spec.mix, spec.x_stride)
-  return matvec.kernel(shape, spec.eps, spec.device) if matvec.supports(shape, language_of(spec.device)) else None
+  return shape if matvec.supports(shape, language_of(spec.device)) else None
+
+def _source_matvec(spec: KernelSpec) -> KernelFn | None:
+  """Hand-written decode matvecs (apps/kernels/matvec.py) on devices that compile CUDA or Metal source."""
+  from apps.kernels import matvec
+  return None if (shape := _matvec_shape(spec)) is None else matvec.kernel(shape, spec.eps, spec.device)
 _PROVIDERS.append(_source_matvec)
 
 def _source_gemm(spec: KernelSpec) -> KernelFn | None:
@@ -467,12 +472,8 @@ class KernelCall:
 def _side_by_side(specs: tuple[KernelSpec, ...]) -> KernelFn | None:
   """One kernel for several specs, side by side (hand-written decode matvecs), or None."""
   from apps.kernels import matvec
-  shapes = []
-  for sp in specs:
-    if next((p for p in _PROVIDERS if p(sp) is not None), None) is not _source_matvec: return None  # another kernel serves it
-    shapes.append(matvec.MatvecShape(sp.op, sp.fmt.type, sp.B, sp.J, sp.N, sp.K, sp.E, sp.x_per_slot, sp.norm, sp.residual, sp.glu,
-                                     sp.mix, sp.x_stride))
-  return matvec.kernel_side_by_side(tuple(shapes), tuple(sp.eps for sp in specs), specs[0].device)
+  if any(next((p for p in _PROVIDERS if p(sp) is not None), None) is not _source_matvec for sp in specs): return None
+  return matvec.kernel_side_by_side(tuple(_matvec_shape(sp) for sp in specs), tuple(sp.eps for sp in specs), specs[0].device)
 
 def run(*calls: KernelCall | Tensor) -> list[Tensor]:
   """The results of layer calls (their `call` methods' returns): kernel calls on one device in one launch where the
@@ -482,9 +483,8 @@ def run(*calls: KernelCall | Tensor) -> list[Tensor]:
   fxn = _side_by_side(tuple(c.spec for c in kc)) if len(kc) > 1 and len({c.spec.device for c in kc}) == 1 else None
   if fxn is None: return [c if isinstance(c, Tensor) else c.finish(_run(c.spec, *c.srcs)) for c in calls]
   srcs = [t for c in kc for t in c.srcs]
-  outs = srcs[0].custom_kernel(*srcs[1:], fxn=fxn)
-  firsts = iter(itertools.accumulate([0] + [len(c.srcs) for c in kc[:-1]]))
-  done = {id(c): c.finish(outs[next(firsts)]) for c in kc}
+  outs, first, done = srcs[0].custom_kernel(*srcs[1:], fxn=fxn), 0, {}
+  for c in kc: done[id(c)], first = c.finish(outs[first]), first + len(c.srcs)  # each call's output is its first buffer
   return [c if isinstance(c, Tensor) else done[id(c)] for c in calls]
 
 def _check_device(w: PackedTensor, t: Tensor, what: str) -> None:
