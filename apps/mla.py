@@ -16,7 +16,7 @@ import numpy as np
 from tinygrad import Tensor, dtypes, UOp
 from tinygrad.uop.ops import resolve
 from apps.gguf import GGUFFile, GGUFError
-from apps.quantized import QuantizedLinear, QuantizedExpertWeights, KernelCall, load_tensor, rms_norm, run
+from apps.quantized import QuantizedLinear, QuantizedExpertWeights, KernelCall, load_tensor, rms_norm, run, run_sum
 from apps.kernels import router, mla_attention
 
 class Gating(enum.IntEnum):
@@ -285,9 +285,9 @@ class Block:
     # shared part first: its workgroups load their weights before waiting on the routing, the routed ones cannot)
     shared = [self._swiglu(self.ffn_gate_up_shexp, h, hn)] if self.cfg.n_expert_shared else []
     *shared, gate_up = run(*shared, self.ffn_gate_up_exps.call(sel, h, norm=hn, glu=True))  # (T, k, expert_ffn): silu(gate) * up
-    out = self.ffn_down_exps(sel, self.split(gate_up, "gate_up"), mix=weights, residual=h)  # h + sum_j weight_j * down_j
-    if shared: out = self.ffn_down_shexp(self.split(shared[0], "shexp"), residual=out)
-    return out
+    routed = self.ffn_down_exps.call(sel, self.split(gate_up, "gate_up"), mix=weights, residual=h)  # h + sum_j weight_j * down_j
+    if not shared: return run(routed)[0]
+    return run_sum(routed, self.ffn_down_shexp.call(self.split(shared[0], "shexp")))  # + the shared expert: one kernel where it can
 
   def __call__(self, x: Tensor, cache: Tensor, start_pos: int | UOp, cos: Tensor, sin: Tensor, tables: tuple | None = None) -> Tensor:
     return self.feed_forward(self.attention(x, cache, start_pos, cos, sin, tables))

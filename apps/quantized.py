@@ -16,8 +16,9 @@ The kernels are written in tinygrad's UOp DSL (so CPU, CUDA and Metal all run th
 `register_kernel` is where hand-written per-backend kernels plug in. On devices that compile CUDA or MSL source, decode
 matvecs (up to 4 tokens) go to apps/kernels/matvec.py, which can also fold in the layer's rms norm, SwiGLU, expert mix and
 residual add (the layers' keyword arguments); where no kernel does a fusion, the layer runs it as separate ops. A
-layer's `call` gives the launch it would make instead of running it, and `run(*calls)` launches calls of one input as
-one kernel where the matvecs can go side by side (a shared expert's gate_up beside the routed experts').
+layer's `call` gives the launch it would make instead of running it: `run(*calls)` launches calls of one input as one
+kernel where the matvecs can go side by side (a shared expert's gate_up beside the routed experts'), and
+`run_sum(*calls)` adds calls' results of one shape in one kernel (the routed experts' down and the shared expert's).
 
 Packed layouts, per GGML block (words are little-endian uint32: byte i of a block's quants is bits 8*(i%4).. of word
 i//4). Each part is an array (*rows, n_blocks, count) on the device:
@@ -47,7 +48,7 @@ tinygrad's heuristics choose. Shapes must be concrete: a symbolic batch (prefill
 """
 from __future__ import annotations
 import functools, math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 import numpy as np
 from apps.gguf import GGUFFile, GGMLType, GGUFError
@@ -486,6 +487,36 @@ def run(*calls: KernelCall | Tensor) -> list[Tensor]:
   outs, first, done = srcs[0].custom_kernel(*srcs[1:], fxn=fxn), 0, {}
   for c in kc: done[id(c)], first = c.finish(outs[first]), first + len(c.srcs)  # each call's output is its first buffer
   return [c if isinstance(c, Tensor) else done[id(c)] for c in calls]
+
+def _summed(specs: tuple[KernelSpec, ...]) -> KernelFn | None:
+  """One kernel computing the sum of several specs' products (hand-written decode matvecs), or None."""
+  from apps.kernels import matvec, language_of
+  if any(next((p for p in _PROVIDERS if p(sp) is not None), None) is not _source_matvec for sp in specs): return None
+  terms = tuple(_matvec_shape(sp) for sp in specs)
+  return matvec.kernel(terms, specs[0].eps, specs[0].device) if matvec.supports(terms, language_of(specs[0].device)) else None
+
+def run_sum(*calls: KernelCall | Tensor) -> Tensor:
+  """The sum of layer calls' results of one shape (a routed experts' down + mix + residual and a shared expert's down):
+  one kernel where the device's matvecs can sum them (one output row in one warp's registers, both weights' loads in
+  flight together, one launch less), else each call run in order with the sum so far as its residual (added in its
+  kernel where one does that, as the layers' residual= would)."""
+  kc = [c for c in calls if isinstance(c, KernelCall)]
+  fxn = _summed(tuple(c.spec for c in kc)) if len(kc) == len(calls) > 1 and len({c.spec.device for c in kc}) == 1 else None
+  if fxn is not None:
+    srcs = [*kc[0].srcs, *(t for c in kc[1:] for t in c.srcs[1:])]  # one output: the first call's
+    return kc[0].finish(srcs[0].custom_kernel(*srcs[1:], fxn=fxn)[0])
+  total = run(calls[0])[0]
+  for c in calls[1:]: total = run(_with_residual(c, total))[0] if isinstance(c, KernelCall) else total + c
+  return total
+
+def _with_residual(c: KernelCall, r: Tensor) -> KernelCall | Tensor:
+  """Call c adding r to its result: its kernel's residual where one does it (r in the residual's place among the buffers:
+  out, x, [sel], [mix], [norm_w], [residual], parts), else c's result + r."""
+  spec, out = replace(c.spec, residual=True), c.srcs[0]
+  if c.spec.residual or _kernel_cached(spec) is None or not isinstance(rows := prod(r.shape[:-1]), int) or rows != out.shape[0]:
+    return c.finish(_run(c.spec, *c.srcs)) + r
+  i = 2 + (spec.op == "experts") + spec.mix + spec.norm
+  return KernelCall(spec, (*c.srcs[:i], r.reshape(out.shape), *c.srcs[i:]), c.finish)
 
 def _check_device(w: PackedTensor, t: Tensor, what: str) -> None:
   if t.device != w.device: raise ValueError(f"{w.name}: {what} is on {t.device}, the weights on {w.device}")

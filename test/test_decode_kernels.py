@@ -2,7 +2,8 @@
 (bench_block's `decode`) of each -tiny release preset, rendered and compiled for CUDA with nvcc, run on nothing
 (DEV=NULL:NVCC:sm_90). Per block: [q_a or q; kv_a] stacked (one kernel), q_b, k_b reading q_nope in place, attend,
 combine, v_b, attn_output; the router matvec, the routing, the routed gate_up and down, the shared expert's gate_up and
-down (dense blocks: gate_up, down), the shared expert's gate_up in the routed gate_up's launch."""
+down (dense blocks: gate_up, down), the shared expert's gate_up in the routed gate_up's launch and its down in the routed
+down's sum."""
 import json, re
 import pytest
 from nvcc import needs_nvcc, run_nvcc_script
@@ -47,14 +48,16 @@ def test_kernels_per_decode_token(captures, preset):
   attention = (6 if not r["q_lora"] else 7) * L                             # [q; kv_a] is one kernel
   # the shared expert's gate_up and the routed experts' gate_up are one launch (side by side)
   assert count(r"_norm_glu\+mv_q4_0_experts_.*_norm_glu$") == (moe if r["shexp"] else 0)
-  ffn = (5 if r["shexp"] else 4) * moe + 2 * (L - moe)
+  # and the shared expert's down is a term of the routed down's sum
+  assert count(r"_mix_plus_q\d_k_linear_") == (moe if r["shexp"] else 0)
+  ffn = 4 * moe + 2 * (L - moe)
   head = len(names) - attention - ffn                                        # embedding row, output head, sampling
   assert 0 < head <= 8, (len(names), attention, ffn)
 
 @needs_nvcc
 def test_ab_fusions_variant_a_is_the_unfused_step(captures):
   """tools/ab_fusions.py with every fusion off (DeepSeek-V2-Lite's direct attn_q): q and kv_a as two kernels per block, k_b
-  reading q_nope from q's own output; the shared and the routed gate_up as two kernels."""
+  reading q_nope from q's own output; the shared and the routed gate_up as two kernels, and their downs."""
   r, on = captures["off"], captures["deepseek-v2-lite-tiny"]
-  assert len(r["names"]) - len(on["names"]) == r["n_layer"] + r["n_moe"]
-  assert not any("+" in n for n in r["names"])
+  assert len(r["names"]) - len(on["names"]) == r["n_layer"] + 2 * r["n_moe"]
+  assert not any("+" in n or "_plus_" in n for n in r["names"])

@@ -95,6 +95,35 @@ def test_expert_fusions(tmp_path, typ):
   out = ex(Tensor(sel), Tensor(xj), mix=Tensor(mix), residual=Tensor(r)).numpy()
   assert out.shape == (B, 2 * F) and relerr(out, ref_mix) < BOUND(K), relerr(out, ref_mix)
 
+def test_run_sum(tmp_path):
+  """quantized.run_sum of the routed experts' down (mix + residual) and a shared expert's down (Q6_K): their sum, one kernel
+  where the device has hand-written kernels, else each call's kernel (the residual carried into the second); a Tensor
+  (a call no kernel served) is added as it is."""
+  from apps.quantized import run_sum
+  rng = np.random.default_rng(14)
+  K, N, E, J, B = 512, 24, 6, 3, 1
+  for name, typ, ne in (("r.weight", GGMLType.Q4_0, (K, N, E)), ("s.weight", GGMLType.Q6_K, (2 * K, N))):
+    raw = random_tensor(typ, ne, rng)
+    write_gguf(tmp_path / f"{name}.gguf", [(name, ne, typ, raw)])
+  routed = QuantizedExpertWeights.from_gguf(GGUFFile(tmp_path / "r.weight.gguf"), "r.weight")
+  shared = QuantizedLinear.from_gguf(GGUFFile(tmp_path / "s.weight.gguf"), "s.weight")
+  Wr = ref_weight(GGUFFile(tmp_path / "r.weight.gguf").tensor_data("r.weight"), GGMLType.Q4_0, (K, N, E)).astype(np.float64)
+  Ws = ref_weight(GGUFFile(tmp_path / "s.weight.gguf").tensor_data("s.weight"), GGMLType.Q6_K, (2 * K, N)).astype(np.float64)
+  sel = np.array([[5, 0, 2]], dtype=np.int32)
+  xj, mix = rng.standard_normal((B, J, K)).astype(np.float32), rng.random((B, J)).astype(np.float32)
+  xs, r = rng.standard_normal((B, 2 * K)).astype(np.float32), rng.standard_normal((B, N)).astype(np.float32)
+  ref = r + np.einsum("bj,bjnk,bjk->bn", mix.astype(np.float64), Wr[sel], seen(GGMLType.Q4_0, xj, kernels=ON_KERNELS)) + \
+        xs.astype(np.float64) @ Ws.T
+  ts = [Tensor(a).realize() for a in (sel, xj, mix, r, xs)]
+  calls = lambda: (routed.call(ts[0], ts[1], mix=ts[2], residual=ts[3]), shared.call(ts[4]))
+  GlobalCounters.reset()
+  out = run_sum(*calls()).numpy()
+  assert out.shape == (B, N) and relerr(out, ref) < BOUND(3 * K), relerr(out, ref)
+  if ON_KERNELS: assert GlobalCounters.kernel_count == 1
+  a, b = calls()
+  out = run_sum(a, run_sum(b)).numpy()  # the second as a Tensor
+  assert relerr(out, ref) < BOUND(3 * K), relerr(out, ref)
+
 @pytest.mark.parametrize("typ", TYPES, ids=lambda t: t.name)
 def test_batched(tmp_path, typ):
   K, N, H = 256, 40, 5
@@ -348,3 +377,30 @@ def test_emulated_side_by_side(tmp_path, language):
   emulate(both, language, b0 + b1, tmp_path / "both")
   assert b0[0].tobytes() == alone[0].tobytes() and b1[0].tobytes() == alone[1].tobytes()
   assert not np.isnan(alone[0]).any() and not np.isnan(alone[1]).any()
+
+@pytest.mark.parametrize("language", ["CUDA", "METAL"])
+def test_emulated_sum(tmp_path, language):
+  """Two matvecs of one output summed in one kernel (matvec.build of terms: the routed experts' Q4_0 down with the mix and
+  the residual, plus a shared expert's Q6_K down of its own x), 2 rows per warp, against float64 references; the sum is
+  refused where the terms cannot share an output."""
+  rng = np.random.default_rng(13)
+  N, E, J, B = 20, 5, 3, 2
+  Kr, Ks = _k_for(GGMLType.Q4_0, 36), _k_for(GGMLType.Q6_K, 9)
+  routed_raw, shared_raw = random_tensor(GGMLType.Q4_0, (Kr, N, E), rng), random_tensor(GGMLType.Q6_K, (Ks, N), rng)
+  Wr, Ws = (ref_weight(r, t, ne).astype(np.float64) for r, t, ne in ((routed_raw, GGMLType.Q4_0, (Kr, N, E)), (shared_raw, GGMLType.Q6_K, (Ks, N))))
+  sel = np.array([[1, 4, 4], [0, 3, 2]], dtype=np.int32)
+  xj, mix = rng.standard_normal((B, J, Kr)).astype(np.float32), rng.random((B, J)).astype(np.float32)
+  xs, r = rng.standard_normal((B, Ks)).astype(np.float32), rng.standard_normal((B, N)).astype(np.float32)
+  terms = (matvec.MatvecShape("experts", GGMLType.Q4_0, B, J, N, Kr, E, True, residual=True, mix=True),
+           matvec.MatvecShape("linear", GGMLType.Q6_K, B, 1, N, Ks, 1, False))
+  assert matvec.supports(terms, language)
+  (fr, hr), (fs, hs) = (PackedTensor.pack_host(raw, s.type, ne) for raw, s, ne in ((routed_raw, terms[0], (Kr, N, E)), (shared_raw, terms[1], (Ks, N))))
+  bufs = [np.full((B, N), np.nan, np.float32), xj, sel, mix, r, *(np.ascontiguousarray(hr[p]) for p, _, _ in fr.parts),
+          xs, *(np.ascontiguousarray(hs[p]) for p, _, _ in fs.parts)]
+  emulate(matvec._with_eps(matvec.build(terms, matvec.Plan(4, 2)), EPS), language, bufs, tmp_path)
+  ref = r + np.einsum("bj,bjnk,bjk->bn", mix.astype(np.float64), Wr[sel], seen(GGMLType.Q4_0, xj)) + xs.astype(np.float64) @ Ws.T
+  assert relerr(bufs[0], ref) < BOUND(Kr + Ks), relerr(bufs[0], ref)
+  # what cannot be one sum: outputs of other shapes, a residual on a later term, a norm (each term has its own x)
+  other = matvec.MatvecShape("linear", GGMLType.Q6_K, B, 1, N + 1, Ks, 1, False)
+  assert not matvec.supports((terms[0], other)) and not matvec.supports((terms[1], terms[0]))
+  assert not matvec.supports((terms[0], matvec.MatvecShape("linear", GGMLType.Q6_K, B, 1, N, Ks, 1, False, norm=True)))

@@ -8,6 +8,7 @@ Fusions (what A runs instead):
   stack_q      a direct attn_q and attn_kv_a_mqa as two matvecs instead of one stacked [q; kv_a] (DeepSeek-V2-Lite: a
                second model is loaded for A, with its own weights)
   side_by_side the shared expert's gate_up and the routed experts' gate_up as two kernels instead of one launch
+  sum          the routed experts' down (+ mix + residual) and the shared expert's down as two kernels instead of one sum
 A fusion that changes the kernels of a step rather than the weights is turned off around the capture of A's steps, on
 the same model (session 8 measured two that way, the combine folded into v_b and a one-kernel router matvec + routing,
 and rejected them: OPTIMIZATION_JOURNAL.md).
@@ -23,16 +24,17 @@ from apps import synth, mla, quantized
 from apps.model import Transformer
 from tools.ab_readahead import interleave
 
-FUSIONS = ("stack_q", "side_by_side")
+FUSIONS = ("stack_q", "side_by_side", "sum")
 
 @contextlib.contextmanager
 def fusions_off(off: set[str]):
   """Inside: the named fusions are off for models loaded and steps captured there."""
-  saved, saved_side = mla._stackable, quantized._side_by_side
+  saved, saved_side, saved_sum = mla._stackable, quantized._side_by_side, quantized._summed
   if "stack_q" in off: mla._stackable = lambda gf, names: not any(n.endswith("attn_q.weight") for n in names) and saved(gf, names)
   if "side_by_side" in off: quantized._side_by_side = lambda specs: None
+  if "sum" in off: quantized._summed = lambda specs: None
   try: yield
-  finally: mla._stackable, quantized._side_by_side = saved, saved_side
+  finally: mla._stackable, quantized._side_by_side, quantized._summed = saved, saved_side, saved_sum
 
 def main(argv=None) -> int:
   ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -30,9 +30,13 @@ What a kernel computes (buffers in this order: out, x, [sel], [mix], [norm_w], [
   glu      the W rows are [gate; up] (2F): out[..., f] = silu(gate_f . x) * (up_f . x)
   mix      (experts) out[b, n] = sum_j mix[b, j] * (W[sel[b, j]][n] . x[b, j])
   residual out += residual (same shape as out)
+  sum      out[b, n] = the sum of several terms' products (+ the first term's residual): each term is a linear or an
+           expert-mix matvec with its own weights (of any type) and x, all rows of one output (a routed experts' down
+           and a shared expert's down: one launch, one output write, the shared weights' loads issued before the
+           wait and the routed ones right after it)
 """
 from __future__ import annotations
-import functools
+import functools, re
 from dataclasses import dataclass
 from tinygrad import dtypes
 from apps.gguf import GGMLType, BLOCK
@@ -149,8 +153,9 @@ class MatvecShape:
   mix: bool = False
   x_stride: int = 0 # elements between x rows / slots (0: K); a larger stride reads the first K of each (a stacked output)
 
-BATCH_REGS = 40             # registers one batch of loads holds per lane (the source has batch k+1's loads before batch k's
-                            # math; ptxas may hoist more of them, and in the SASS seen it hoists all where registers allow)
+BATCH_REGS = 64             # registers one batch of loads holds per lane (the source has batch k+1's loads before batch k's
+                            # math; ptxas may hoist more of them, and in the SASS seen it hoists all where registers allow).
+                            # H100 decode, 40 -> 64: DSV2 -0.6%, GLM -1.7%, Youtu -0.3%; 96: no better (the journal)
 SHARED_BYTES = {"CUDA": 48 * 1024, "METAL": 32 * 1024}  # static workgroup memory a kernel may declare
 SMS = 132                   # multiprocessors of the H100 the plan is tuned on
 
@@ -159,135 +164,180 @@ class Plan:
   warps: int                # warps per workgroup
   rows: int                 # output rows per warp (R)
 
+Terms = tuple[MatvecShape, ...]  # a sum: out = the terms' products summed (+ the first term's residual), one kernel
+
+def _terms(s: MatvecShape | Terms) -> Terms: return s if isinstance(s, tuple) else (s,)
+
+def summable(terms: Terms) -> bool:
+  """Whether matvecs can be one sum kernel: one output (B, N) (linear terms, or expert terms with the mix), no norm or glu
+  (each term reads its own x), the residual (added once) only on the first."""
+  s0 = terms[0]
+  return all(t.B == s0.B and t.N == s0.N and (t.op == "linear" or t.mix) and not (t.norm or t.glu) for t in terms) and \
+         not any(t.residual for t in terms[1:])
+
 def staged_slots(s: MatvecShape) -> int:
   """x vectors a workgroup stages: all J slots for the expert mix, else the one it reads."""
   return s.J if s.mix else 1
 
-def plan(s: MatvecShape) -> Plan:
+def plan(s: MatvecShape | Terms) -> Plan:
   """Rows per warp: as many as keep >= 2 workgroups of 4 warps per SM (up to 4: x reuse from registers). Then more warps per
   workgroup while staging x costs more than half the weight bytes of a workgroup (every workgroup reads all of x from L2:
-  for a down projection, K = 6144 and 4 rows of 3.4 KB, that was 1.8x the weights) and >= 128 workgroups remain."""
-  slots = 1 if s.mix else s.J
-  groups = lambda warps, r: -(-s.N // (r * warps)) * slots * s.B
+  for a down projection, K = 6144 and 4 rows of 3.4 KB, that was 1.8x the weights) and >= 128 workgroups remain. A sum
+  counts all its terms' x and weight bytes."""
+  terms = _terms(s)
+  s0 = terms[0]
+  slots = 1 if s0.mix else s0.J
+  groups = lambda warps, r: -(-s0.N // (r * warps)) * slots * s0.B
   rows = next((r for r in (4, 2) if groups(4, r) >= 2 * SMS), 1)
-  bs, nbytes = BLOCK[s.type]
-  row_bytes = s.K // bs * nbytes * (2 if s.glu else 1) * (s.J if s.mix else 1)
+  row_bytes = sum(t.K // BLOCK[t.type][0] * BLOCK[t.type][1] * (2 if t.glu else 1) * (t.J if t.mix else 1) for t in terms)
+  staged = sum(staged_slots(t) * t.K * 4 for t in terms)
   warps = 4
-  while warps < 16 and staged_slots(s) * s.K * 4 > 0.5 * warps * rows * row_bytes and groups(2 * warps, rows) >= 128: warps *= 2
+  while warps < 16 and staged > 0.5 * warps * rows * row_bytes and groups(2 * warps, rows) >= 128: warps *= 2
   return Plan(warps, rows)
 
 def _pad(steps: int) -> int: return 1 if steps % 2 == 0 else 2  # row stride of the staged x odd in float4s: no bank conflicts
 
-def shared_bytes(s: MatvecShape, p: Plan | None = None) -> int:
-  tc, p = TYPES[s.type], p or plan(s)
+def _staged_bytes(s: MatvecShape) -> int:
+  tc = TYPES[s.type]
   steps = s.K // tc.ch
   per_chunk = (4 * (steps + _pad(steps)) * 16 + steps * 4) if tc.xint else (tc.ch // 4) * (steps + _pad(steps)) * 16
-  return staged_slots(s) * per_chunk + p.warps * 4
+  return staged_slots(s) * per_chunk
 
-def build(s: MatvecShape, p: Plan | None = None) -> SourceKernel:
-  """The kernel for shape `s`; `p` overrides plan(s) (the tests reach every rows-per-warp on small shapes)."""
-  tc = TYPES[s.type]
-  assert s.K % tc.block == 0 and tc.block % tc.ch == 0, (s, tc)
-  p = p or plan(s)
-  R, W, slots, staged = p.rows, p.warps, (1 if s.mix else s.J), staged_slots(s)
-  nb, cpb = s.K // tc.block, tc.block // tc.ch
-  steps = nb * cpb                               # chunks of CH weights in a row
-  spl = -(-steps // 32)                          # chunks per lane (the last one partial if steps % 32)
-  q4 = tc.ch // 4                                # float4s of x per chunk
-  sp = steps + _pad(steps)                       # row stride of the staged x, in float4s
-  params = [Param("out", dtypes.float32, True), Param("x", dtypes.float32)]
-  if s.op == "experts": params.append(Param("sel", dtypes.int32))
-  if s.mix: params.append(Param("mix", dtypes.float32))
-  if s.norm: params.append(Param("norm_w", dtypes.float32, weight=True))
-  if s.residual: params.append(Param("residual", dtypes.float32))
-  params += [Param(n, dt, weight=True) for n, dt in tc.parts]
-  rows_w = 2 * s.N if s.glu else s.N             # rows of one expert's W
+def shared_bytes(s: MatvecShape | Terms, p: Plan | None = None) -> int:
+  return sum(_staged_bytes(t) for t in _terms(s)) + (p or plan(s)).warps * 4
+
+class _Term:
+  """One term of a kernel's sum: its weights, x and expert ids, with the names its code uses (the first term's are the
+  plain names, term t's end in _t)."""
+  def __init__(self, t: int, s: MatvecShape):
+    self.t, self.s, self.tc, self.sx = t, s, TYPES[s.type], "" if t == 0 else f"_{t}"
+    tc = self.tc
+    assert s.K % tc.block == 0 and tc.block % tc.ch == 0, (s, tc)
+    self.nb, self.cpb = s.K // tc.block, tc.block // tc.ch
+    self.steps = self.nb * self.cpb              # chunks of CH weights in a row
+    self.spl = -(-self.steps // 32)              # chunks per lane (the last one partial if steps % 32)
+    self.q4 = tc.ch // 4                         # float4s of x per chunk
+    self.sp = self.steps + _pad(self.steps)      # row stride of the staged x, in float4s
+    self.rows_w = 2 * s.N if s.glu else s.N      # rows of one expert's W
+    self.js = list(range(s.J)) if s.mix else [None]  # the slots a workgroup loops over (None: the one of GID_Y)
+    # the type's loads name the packed parts: term t reads its own
+    self.load = functools.reduce(lambda code, n: re.sub(rf"\b{n}\b(?!@)", n + self.sx, code), (n for n, _ in tc.parts), tc.load)
+
+  def e(self, j) -> str: return f"e{self.t}" if j is None else f"e{self.t}_{j}"
+  def wj(self, j) -> str: return f"wj{self.t}_{j}"
+
+def build(s: MatvecShape | Terms, p: Plan | None = None) -> SourceKernel:
+  """The kernel for shape `s`, or for a sum of terms (summable: out = the terms' products summed, plus the first term's
+  residual); `p` overrides plan(s) (the tests reach every rows-per-warp on small shapes)."""
+  terms = [_Term(t, ts) for t, ts in enumerate(_terms(s))]
+  s = terms[0].s
+  assert len(terms) == 1 or summable(tuple(T.s for T in terms)), terms
+  p = p or plan(tuple(T.s for T in terms))
+  R, W, slots = p.rows, p.warps, (1 if s.mix else s.J)
   nacc = 2 * R if s.glu else R
-  js = list(range(s.J)) if s.mix else [None]     # the slots this workgroup loops over (None: the one of GID_Y)
+  params = [Param("out", dtypes.float32, True)]
+  for T in terms:
+    params.append(Param("x" + T.sx, dtypes.float32))
+    if T.s.op == "experts": params.append(Param("sel" + T.sx, dtypes.int32))
+    if T.s.mix: params.append(Param("mix" + T.sx, dtypes.float32))
+    if T.s.norm: params.append(Param("norm_w", dtypes.float32, weight=True))
+    if T.s.residual: params.append(Param("residual", dtypes.float32))
+    params += [Param(n + T.sx, dt, weight=True) for n, dt in T.tc.parts]
   jname = lambda j: "j" if j is None else str(j)
-  ename = lambda j: "e" if j is None else f"e{j}"
 
-  # ---- prologue: slot, expert(s), the expert mix weights
-  pro = []
-  for j in js:
-    e = ename(j)
-    if s.op == "experts": pro.append(f"int {e} = sel[b*J + {jname(j)}]; {e} = {e} < 0 ? 0 : ({e} >= {s.E} ? {s.E - 1} : {e});")
-    else: pro.append(f"int {e} = {'j' if s.op == 'batched' else '0'};")
-    if s.mix: pro.append(f"float wj{j} = mix[b*J + {j}];")
+  # ---- prologue: slot, expert(s), the expert mix weights; what reads the expert ids comes after GRID_WAIT()
+  pre, post = [], []
+  for T in terms:
+    for j in T.js:
+      if T.s.op == "experts":
+        e = T.e(j)
+        post.append(f"int {e} = sel{T.sx}[b*{T.s.J} + {jname(j)}]; {e} = {e} < 0 ? 0 : ({e} >= {T.s.E} ? {T.s.E - 1} : {e});")
+      else: pre.append(f"int {T.e(j)} = {'j' if T.s.op == 'batched' else '0'};")
+      if T.s.mix: post.append(f"float {T.wj(j)} = mix{T.sx}[b*{T.s.J} + {j}];")
 
-  # ---- items: (slot, lane chunk u, accumulator a) in batches that fit BATCH_REGS; batch k+1's loads are issued before
-  # batch k's math, so a warp always has a batch in flight while it computes
-  items = [(j, u, a) for j in js for u in range(spl) for a in range(nacc)]
-  per = max(1, BATCH_REGS // tc.regs)
-  batches = [items[i:i + per] for i in range(0, len(items), per)]
-  partial = steps % 32 != 0
-  def suffix(it): return f"_{'s' if it[0] is None else it[0]}_{it[1]}_{it[2]}"
+  # ---- items: (term, slot, lane chunk u, accumulator a) in batches that fit BATCH_REGS, a term's own batches (terms
+  # without expert ids first: their loads can go before GRID_WAIT()); batch k+1's loads are issued before batch k's math,
+  # so a warp always has a batch in flight while it computes
+  batches = []
+  for T in sorted(terms, key=lambda T: T.s.op == "experts"):
+    items = [(T, j, u, a) for j in T.js for u in range(T.spl) for a in range(nacc)]
+    per = max(1, BATCH_REGS // T.tc.regs)
+    batches += [items[i:i + per] for i in range(0, len(items), per)]
+  def suffix(it):
+    T, j, u, a = it
+    return f"{T.sx}_{'s' if j is None else j}_{u}_{a}"
   def loads(batch):
     out = []
     for it in batch:
-      j, u, a = it
+      T, j, u, a = it
       sf = suffix(it)
       n = f"min(row0 + {a % R}, N - 1)"
       wrow = (n if a < R else f"N + {n}") if s.glu else n
-      st = f"lane + {32 * u}" if not (partial and u == spl - 1) else f"min(lane + {32 * u}, {steps - 1})"
-      out.append(f"int st{sf} = {st}, ib{sf} = st{sf} / {cpb}, c{sf} = st{sf} - ib{sf} * {cpb};")
-      out.append(f"int bi{sf} = ({ename(j)} * {rows_w} + {wrow}) * NB + ib{sf};")
-      out.append(tc.load.replace("@", sf).strip())
+      partial = T.steps % 32 != 0 and u == T.spl - 1
+      st = f"min(lane + {32 * u}, {T.steps - 1})" if partial else f"lane + {32 * u}"
+      out.append(f"int st{sf} = {st}, ib{sf} = st{sf} / {T.cpb}, c{sf} = st{sf} - ib{sf} * {T.cpb};")
+      out.append(f"int bi{sf} = ({T.e(j)} * {T.rows_w} + {wrow}) * {T.nb} + ib{sf};")
+      out.append(T.load.replace("@", sf).strip())
     return "\n  ".join(out)
   def maths(batch):
     out, cur = [], None
     for it in batch:
-      j, u, a = it
-      sf = suffix(it)
-      if (j, u) != cur:
+      T, j, u, a = it
+      sf, tc, sp = suffix(it), T.tc, T.sp
+      if (T.t, j, u) != cur:
         if cur is not None: out.append("}")
-        cur = (j, u)
-        guard = f"if (lane + {32 * u} < {steps}) " if partial and u == spl - 1 else ""
+        cur = (T.t, j, u)
+        guard = f"if (lane + {32 * u} < {T.steps}) " if T.steps % 32 != 0 and u == T.spl - 1 else ""
         slot = 0 if j is None else j
-        out.append(f"{guard}{{  // slot {jname(j)}, chunk {u}")
+        out.append(f"{guard}{{  // term {T.t}, slot {jname(j)}, chunk {u}")
         xi = f"lane + {32 * u}"
         if tc.xint:
-          out.append(f"  uint4 la = xq4[{4 * slot}*{sp} + {xi}], lb = xq4[{4 * slot + 1}*{sp} + {xi}], "
-                     f"ha = xq4[{4 * slot + 2}*{sp} + {xi}], hb = xq4[{4 * slot + 3}*{sp} + {xi}];")
+          xq4 = "xq4" + T.sx
+          out.append(f"  uint4 la = {xq4}[{4 * slot}*{sp} + {xi}], lb = {xq4}[{4 * slot + 1}*{sp} + {xi}], "
+                     f"ha = {xq4}[{4 * slot + 2}*{sp} + {xi}], hb = {xq4}[{4 * slot + 3}*{sp} + {xi}];")
           out.append("  int xl[8] = {(int)la.x, (int)la.y, (int)la.z, (int)la.w, (int)lb.x, (int)lb.y, (int)lb.z, (int)lb.w};")
           out.append("  int xh[8] = {(int)ha.x, (int)ha.y, (int)ha.z, (int)ha.w, (int)hb.x, (int)hb.y, (int)hb.z, (int)hb.w};")
-          out.append(f"  float dx = xd[{slot * steps} + {xi}];")
+          out.append(f"  float dx = xd{T.sx}[{slot * T.steps} + {xi}];")
           out.append("  int xqs = 0, xqh = 0; for (int i = 0; i < 8; i++) { xqh = DP4A(xh[i], 0x01010101, xqh); xqs = DP4A(xl[i], 0x01010101, xqs); }")
           out.append("  xqs += 256*xqh;")
         else:
           out.append(f"  float xr[{tc.ch}], xsum[{max(1, tc.ch // 32)}];")
-          out.append(f"  for (int q = 0; q < {q4}; q++) {{ float4 v = xs4[({slot * q4} + q) * {sp} + {xi}]; "
+          out.append(f"  for (int q = 0; q < {T.q4}; q++) {{ float4 v = xs4{T.sx}[({slot * T.q4} + q) * {sp} + {xi}]; "
                      "xr[4*q] = v.x; xr[4*q+1] = v.y; xr[4*q+2] = v.z; xr[4*q+3] = v.w; }")
           if tc.ch >= 64: out.append(f"  for (int h = 0; h < {tc.ch // 32}; h++) {{ xsum[h] = 0.0f; for (int i = 0; i < 32; i++) xsum[h] += xr[32*h + i]; }}")
-      wj = f" * wj{j}" if s.mix else ""
+      wj = f" * {T.wj(j)}" if T.s.mix else ""
       out.append(f"  {{ float s;{tc.math.replace('@', sf)}\n    acc[{a}] += s{wj}; }}")
     out.append("}")
     return "\n  ".join(out)
 
   # ---- x staging, read in x's order (coalesced), written to xs4[(slot*Q4 + q)*SP + st] = the q-th float4 of chunk st's
   # x values (times norm_w): in the math a warp reads 32 consecutive float4s. xint types stage integer blocks instead.
-  run = min(16, tc.ch)
-  xrun = tc.xrun.replace("CH", str(tc.ch)).replace("16*r", f"{run}*r")
-  xs = s.x_stride or s.K
-  xbase = f"(b*J + js)*{xs}" if s.mix else f"(b*J + j)*{xs}" if s.x_per_slot else f"b*{xs}"
   # with `norm`: the squares summed for the rms scale, and x times the norm weight (read as the load of x is guarded)
   normed = lambda pre, post: f"""
     ss += v.x*v.x + v.y*v.y + v.z*v.z + v.w*v.w;
     float4 g = {pre}*(const GLOBAL float4*)(norm_w + ko){post};
     v = FLOAT4(v.x*g.x, v.y*g.y, v.z*g.z, v.w*g.w);"""
-  if tc.xint:
-    # a block of 32 x values per 8 lanes (a float4 each), four blocks per warp step: the block's max |x| from 3 shuffles;
-    # X = round(x / dx) in [-32512, 32512] splits into h = round(X / 256) and l = X - 256 h, both in [-128, 127]; each
-    # lane packs its 4 l and 4 h bytes into two ints, and the block's first and fifth lanes gather 4 of each into uint4s
-    # of xq4[(slot*4 + part)*SP + st], parts l0-15, l16-31, h0-15, h16-31 (uniform trip counts: every lane of a warp takes
-    # part in every shuffle)
-    stage = f"""float ss = 0.0f;
+  stage, shared = "float ss = 0.0f;", []
+  for T in terms:
+    ts, tc, sp, steps, staged, x = T.s, T.tc, T.sp, T.steps, staged_slots(T.s), "x" + T.sx
+    run = min(16, tc.ch)
+    xrun = tc.xrun.replace("CH", str(tc.ch)).replace("16*r", f"{run}*r")
+    xs = ts.x_stride or ts.K
+    xbase = f"(b*{ts.J} + js)*{xs}" if ts.mix else f"(b*{ts.J} + j)*{xs}" if ts.x_per_slot else f"b*{xs}"
+    if tc.xint:
+      # a block of 32 x values per 8 lanes (a float4 each), four blocks per warp step: the block's max |x| from 3 shuffles;
+      # X = round(x / dx) in [-32512, 32512] splits into h = round(X / 256) and l = X - 256 h, both in [-128, 127]; each
+      # lane packs its 4 l and 4 h bytes into two ints, and the block's first and fifth lanes gather 4 of each into uint4s
+      # of xq4[(slot*4 + part)*SP + st], parts l0-15, l16-31, h0-15, h16-31 (uniform trip counts: every lane of a warp takes
+      # part in every shuffle)
+      shared.append(f"SHARED uint4 xq4{T.sx}[{staged * 4 * sp}];\n  SHARED float xd{T.sx}[{staged * steps}];")
+      stage += f"""
   for (int base = warp * 4; base < {staged * steps}; base += {4 * W}) {{
     int u = base + lane / 8, e = lane % 8, ok = u < {staged * steps};
     int st = ok ? u % {steps} : 0, js = ok ? u / {steps} : 0, ko = st*32 + 4*e;
-    float4 v = ok ? *(const GLOBAL float4*)(x + {xbase} + ko) : FLOAT4(0.0f, 0.0f, 0.0f, 0.0f);"""
-    if s.norm: stage += normed("ok ? ", " : FLOAT4(0.0f, 0.0f, 0.0f, 0.0f)")
-    stage += f"""
+    float4 v = ok ? *(const GLOBAL float4*)({x} + {xbase} + ko) : FLOAT4(0.0f, 0.0f, 0.0f, 0.0f);"""
+      if ts.norm: stage += normed("ok ? ", " : FLOAT4(0.0f, 0.0f, 0.0f, 0.0f)")
+      stage += f"""
     float am = FMAX(FMAX(FABS(v.x), FABS(v.y)), FMAX(FABS(v.z), FABS(v.w)));
     am = FMAX(am, SHFL_XOR(am, 1)); am = FMAX(am, SHFL_XOR(am, 2)); am = FMAX(am, SHFL_XOR(am, 4));
     float d = am / 32512.0f, id = d == 0.0f ? 0.0f : 1.0f / d;
@@ -299,20 +349,21 @@ def build(s: MatvecShape, p: Plan | None = None) -> SourceKernel:
     uint l1 = SHFL_XOR(wl, 1), l2 = SHFL_XOR(wl, 2), l3 = SHFL_XOR(wl, 3);
     uint h1 = SHFL_XOR(wh, 1), h2 = SHFL_XOR(wh, 2), h3 = SHFL_XOR(wh, 3);
     if (ok && (e & 3) == 0) {{
-      xq4[(js*4 + e/4)*{sp} + st] = UINT4(wl, l1, l2, l3);
-      xq4[(js*4 + 2 + e/4)*{sp} + st] = UINT4(wh, h1, h2, h3);
+      xq4{T.sx}[(js*4 + e/4)*{sp} + st] = UINT4(wl, l1, l2, l3);
+      xq4{T.sx}[(js*4 + 2 + e/4)*{sp} + st] = UINT4(wh, h1, h2, h3);
     }}
-    if (ok && e == 0) xd[u] = d;
+    if (ok && e == 0) xd{T.sx}[u] = d;
   }}"""
-  else:
-    stage = f"""float ss = 0.0f;
-  for (int idx = tid; idx < {staged * steps * q4}; idx += {32 * W}) {{
-    int q = idx % {q4}, t2 = idx / {q4}, st = t2 % {steps}, js = t2 / {steps};
-    int ib = st / {cpb}, c = st - ib * {cpb}, r = (4*q) / {run};
+    else:
+      shared.append(f"SHARED float4 xs4{T.sx}[{staged * T.q4 * sp}];")
+      stage += f"""
+  for (int idx = tid; idx < {staged * steps * T.q4}; idx += {32 * W}) {{
+    int q = idx % {T.q4}, t2 = idx / {T.q4}, st = t2 % {steps}, js = t2 / {steps};
+    int ib = st / {T.cpb}, c = st - ib * {T.cpb}, r = (4*q) / {run};
     int ko = ib*{tc.block} + {xrun} + (4*q) % {run};
-    float4 v = *(const GLOBAL float4*)(x + {xbase} + ko);"""
-    if s.norm: stage += normed("", "")
-    stage += f"\n    xs4[(js*{q4} + q)*{sp} + st] = v;\n  }}"
+    float4 v = *(const GLOBAL float4*)({x} + {xbase} + ko);"""
+      if ts.norm: stage += normed("", "")
+      stage += f"\n    xs4{T.sx}[(js*{T.q4} + q)*{sp} + st] = v;\n  }}"
   if s.norm: stage += """
   ss = WARP_SUM(ss);
   if (lane == 0) part[warp] = ss;"""
@@ -326,26 +377,32 @@ def build(s: MatvecShape, p: Plan | None = None) -> SourceKernel:
   out_idx = "b*N + n" if s.mix or s.op == "linear" else "(b*J + j)*N + n"
   if s.residual: final += f";\n      v += residual[{out_idx}]"
   # programmatic dependent launch: the weights are read before GRID_WAIT() (the previous kernel may still run), x and the
-  # rest after it; an expert kernel's weights depend on `sel`, so it waits first
-  wait = "GRID_WAIT();  // from here on, what earlier kernels wrote is visible"
-  if s.op == "experts": pro.insert(0, wait)
-  main = [f"// batch 0 of the weight loads: in flight while the previous kernel ends and x is staged\n  {loads(batches[0])}",
-          *([] if s.op == "experts" else [wait]), stage]
+  # rest after it; an expert term's weights depend on `sel`, so its first batch is issued after the wait, but still
+  # before x is staged (a sum's expert loads would otherwise queue behind the staging)
+  wait = ["GRID_WAIT();  // from here on, what earlier kernels wrote is visible", *post]
+  first_experts = next((k for k, bt in enumerate(batches) if bt[0][0].s.op == "experts"), None)
+  early = {0, first_experts} - {None}
+  main = [*(wait if first_experts == 0 else []),
+          f"// batch 0 of the weight loads: in flight while the previous kernel ends and x is staged\n  {loads(batches[0])}",
+          *(wait if first_experts != 0 else [])]
+  if first_experts: main.append(f"// batch {first_experts}: the first expert loads, also before x is staged\n  {loads(batches[first_experts])}")
+  main.append(stage)
   for k, bt in enumerate(batches):
-    if k + 1 < len(batches): main.append(f"// batch {k + 1}: loads\n  {loads(batches[k + 1])}")
+    if k + 1 < len(batches) and k + 1 not in early: main.append(f"// batch {k + 1}: loads\n  {loads(batches[k + 1])}")
     main.append(f"// batch {k}: math\n  {maths(bt)}")
-  body = f"""  const int R = {R}, N = {s.N}, K = {s.K}, J = {s.J}, NB = {nb};
+  nl = "\n  "
+  body = f"""  const int R = {R}, N = {s.N}, K = {s.K}, J = {s.J};
   const float EPS = EPS_VALUE;
   int lane = LID_X, warp = LID_Y, b = GID_Z, j = GID_Y, tid = warp * 32 + lane;
-  (void)j; (void)K; (void)J; (void)EPS;
+  (void)j; (void)K; (void)J; (void)EPS; (void)tid;
   int row0 = (GID_X * {W} + warp) * R;
-  {f"SHARED uint4 xq4[{staged * 4 * sp}];{chr(10)}  SHARED float xd[{staged * steps}];" if tc.xint else f"SHARED float4 xs4[{staged * q4 * sp}];"}
+  {nl.join(shared)}
   SHARED float part[{W}];
   float rs = 1.0f; (void)rs; (void)part;
-  {(chr(10) + '  ').join(pro)}
+  {nl.join(pre)}
   float acc[{nacc}];
   for (int a = 0; a < {nacc}; a++) acc[a] = 0.0f;
-  {(chr(10) + '  ').join(main)}
+  {nl.join(main)}
   for (int r = 0; r < R; r++) {{
     int n = row0 + r;
     {"" if not s.glu else "acc[R + r] = WARP_SUM(acc[R + r]);"}
@@ -355,26 +412,29 @@ def build(s: MatvecShape, p: Plan | None = None) -> SourceKernel:
       out[{out_idx}] = v;
     }}
   }}"""
-  name = f"mv_{s.type.name.lower()}_{s.op}_{s.B}_{s.J}_{s.N}_{s.K}" + (f"_xs{s.x_stride}" if s.x_stride else "") + \
-         "".join(f"_{f}" for f in ("norm", "residual", "glu", "mix") if getattr(s, f))
-  return SourceKernel(name, tuple(params), body, (-(-s.N // (R * W)), slots, s.B), (32, W, 1))
+  name = lambda s: f"{s.type.name.lower()}_{s.op}_{s.B}_{s.J}_{s.N}_{s.K}" + (f"_xs{s.x_stride}" if s.x_stride else "") + \
+                   "".join(f"_{f}" for f in ("norm", "residual", "glu", "mix") if getattr(s, f))
+  return SourceKernel("mv_" + "_plus_".join(name(T.s) for T in terms), tuple(params), body, (-(-s.N // (R * W)), slots, s.B), (32, W, 1))
 
 def _with_eps(k: SourceKernel, eps: float) -> SourceKernel:
   from dataclasses import replace
   return replace(k, body=k.body.replace("EPS_VALUE", f"{float(eps)!r}f" if "e" not in repr(float(eps)) else f"{float(eps):.9e}f"))
 
-def supports(s: MatvecShape, language: str = "CUDA") -> bool:
-  if s.type not in TYPES or s.B > 4: return False
-  tc = TYPES[s.type]
-  if s.K % tc.block or s.K % 4: return False
-  if s.x_stride and (s.x_stride < s.K or s.x_stride % 4): return False
-  if s.mix and s.op != "experts": return False
-  if s.norm and s.x_per_slot: return False
-  return shared_bytes(s) <= SHARED_BYTES[language]
+def supports(s: MatvecShape | Terms, language: str = "CUDA") -> bool:
+  terms = _terms(s)
+  if len(terms) > 1 and not summable(terms): return False
+  for t in terms:
+    if t.type not in TYPES or t.B > 4: return False
+    tc = TYPES[t.type]
+    if t.K % tc.block or t.K % 4: return False
+    if t.x_stride and (t.x_stride < t.K or t.x_stride % 4): return False
+    if t.mix and t.op != "experts": return False
+    if t.norm and t.x_per_slot: return False
+  return shared_bytes(terms) <= SHARED_BYTES[language]
 
 @functools.lru_cache(maxsize=None)
-def kernel(s: MatvecShape, eps: float, device: str):
-  """The custom_kernel body for shape `s` on `device` (a CUDA or Metal device)."""
+def kernel(s: MatvecShape | Terms, eps: float, device: str):
+  """The custom_kernel body for shape `s` (or a sum of terms, supported) on `device` (a CUDA or Metal device)."""
   return program(_with_eps(build(s), eps), device)
 
 @functools.lru_cache(maxsize=None)
