@@ -3,6 +3,7 @@ gguf-py's dequantization in float64 (token and row counts that are not multiples
 the CUDA source compiles with nvcc here, apps/quantized.py's seam gives it the prefill products of CUDA and Metal devices
 (the decode matvecs keep B <= 4), and on such a device it serves QuantizedLinear's prefill products at the fp32 bound."""
 import numpy as np
+from pathlib import Path
 import pytest
 from tinygrad import Tensor, Device
 from apps.gguf import GGMLType
@@ -144,3 +145,15 @@ def test_ab_tool_runs_and_restores_the_providers(capsys):
   assert len(lines) == 2 and "portable" in lines[0] and "gemm" in lines[1]
   assert lines[0].split("first token ")[1] == lines[1].split("first token ")[1]
   assert Q._PROVIDERS == before
+
+def test_ab_tool_variant_file(tmp_path, capsys):
+  """tools/ab_prefill.py --a: variant A is another apps/kernels/gemm.py (here a copy with a marker), B the checked-out one;
+  the package's module is the checked-out one again afterwards."""
+  import apps.kernels
+  from tools import ab_prefill
+  mod = apps.kernels.gemm
+  (tmp_path / "gemm.py").write_text(Path(mod.__file__).read_text() + "\nVARIANT_A = True\n")
+  assert ab_prefill.main(["--presets", "youtu-llm-2b-tiny", "--prefill", "20", "--rounds", "1", "--a", str(tmp_path / "gemm.py")]) == 0
+  lines = [l for l in capsys.readouterr().out.splitlines() if "prefill 20 tokens" in l]
+  assert [l.split(":")[0].split()[-1] for l in lines] == ["A", "B"]
+  assert apps.kernels.gemm is mod and not hasattr(mod, "VARIANT_A")

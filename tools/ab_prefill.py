@@ -4,11 +4,12 @@ providers with and without the GEMM's, the kernel cache and the model's captures
 is prefilled three times (the first compiles and captures; the best of the other two counts, as in gpu_bench).
 
   DEV=CUDA python3 tools/ab_prefill.py [--presets youtu-llm-2b,deepseek-v2-lite] [--prefill 512] [--rounds 2]
+  DEV=CUDA python3 tools/ab_prefill.py --a ab/A/gemm.py ...   (A: that version of apps/kernels/gemm.py, B: the checked-out one)
 
 Prints tok/s per variant and round, and the first generated token (the two variants should agree on it).
 """
 from __future__ import annotations
-import argparse, sys, time
+import argparse, contextlib, sys, time
 from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))
@@ -18,6 +19,7 @@ from tinygrad import Device
 import apps.quantized as Q
 from apps import synth
 from apps.model import Transformer
+from tools.ab_kernel import load_variant, swapped
 
 def use(model: Transformer, providers: list) -> None:
   Q._PROVIDERS[:] = providers
@@ -39,16 +41,22 @@ def main(argv=None) -> int:
   ap.add_argument("--presets", default="youtu-llm-2b,deepseek-v2-lite")
   ap.add_argument("--prefill", type=int, default=512)
   ap.add_argument("--rounds", type=int, default=2)
+  ap.add_argument("--a", type=Path, help="variant A of apps/kernels/gemm.py: A/B it against the checked-out GEMM instead")
   a = ap.parse_args(argv)
+  if a.a is not None and not a.a.is_file(): ap.error(f"--a {a.a}: no such file")
   before = list(Q._PROVIDERS)
   base = [p for p in before if p is not Q._source_gemm]
+  gemm = [Q._source_gemm] + base
+  variants = [("portable", base, contextlib.nullcontext), ("gemm", gemm, contextlib.nullcontext)] if a.a is None else \
+             [("A", gemm, lambda mod=load_variant(a.a, "gemm"): swapped("gemm", mod)), ("B", gemm, contextlib.nullcontext)]
   for preset in a.presets.split(","):
     model = Transformer.from_gguf(synth.generate(preset, "release", progress=False), max_context=a.prefill + 64)
     prompt = np.random.default_rng(0).integers(0, 100000, a.prefill).tolist()
     for r in range(a.rounds):
-      for label, providers in (("portable", base), ("gemm", [Q._source_gemm] + base)):
-        use(model, providers)
-        cold, warm, first = prefill(model, prompt)
+      for label, providers, context in variants:
+        with context():
+          use(model, providers)
+          cold, warm, first = prefill(model, prompt)
         print(f"{preset} on {Device.DEFAULT} round {r + 1} {label:8s}: prefill {a.prefill} tokens {warm * 1e3:.1f} ms "
               f"({a.prefill / warm:.0f} tok/s), first run {cold:.1f} s, first token {first}", flush=True)
     use(model, before)
