@@ -286,8 +286,8 @@ class Block:
     shared = [self._swiglu(self.ffn_gate_up_shexp, h, hn)] if self.cfg.n_expert_shared else []
     *shared, gate_up = run(*shared, self.ffn_gate_up_exps.call(sel, h, norm=hn, glu=True))  # (T, k, expert_ffn): silu(gate) * up
     routed = self.ffn_down_exps.call(sel, self.split(gate_up, "gate_up"), mix=weights, residual=h)  # h + sum_j weight_j * down_j
-    if not shared: return run(routed)[0]
-    return run_sum(routed, self.ffn_down_shexp.call(self.split(shared[0], "shexp")))  # + the shared expert: one kernel where it can
+    # + the shared expert's down: one kernel where the device can sum them
+    return run_sum(routed, *(self.ffn_down_shexp.call(self.split(sh, "shexp")) for sh in shared))
 
   def __call__(self, x: Tensor, cache: Tensor, start_pos: int | UOp, cos: Tensor, sin: Tensor, tables: tuple | None = None) -> Tensor:
     return self.feed_forward(self.attention(x, cache, start_pos, cos, sin, tables))

@@ -470,11 +470,16 @@ class KernelCall:
   srcs: tuple[Tensor, ...]
   finish: Callable[[Tensor], Tensor]
 
+def _matvec_shapes(specs: tuple[KernelSpec, ...]) -> tuple | None:
+  """The decode matvec shapes of specs that the hand-written matvecs serve (the provider the seam picks for each), or None."""
+  if any(next((p for p in _PROVIDERS if p(sp) is not None), None) is not _source_matvec for sp in specs): return None
+  return tuple(_matvec_shape(sp) for sp in specs)
+
 def _side_by_side(specs: tuple[KernelSpec, ...]) -> KernelFn | None:
   """One kernel for several specs, side by side (hand-written decode matvecs), or None."""
   from apps.kernels import matvec
-  if any(next((p for p in _PROVIDERS if p(sp) is not None), None) is not _source_matvec for sp in specs): return None
-  return matvec.kernel_side_by_side(tuple(_matvec_shape(sp) for sp in specs), tuple(sp.eps for sp in specs), specs[0].device)
+  if (shapes := _matvec_shapes(specs)) is None: return None
+  return matvec.kernel_side_by_side(shapes, tuple(sp.eps for sp in specs), specs[0].device)
 
 def run(*calls: KernelCall | Tensor) -> list[Tensor]:
   """The results of layer calls (their `call` methods' returns): kernel calls on one device in one launch where the
@@ -491,9 +496,8 @@ def run(*calls: KernelCall | Tensor) -> list[Tensor]:
 def _summed(specs: tuple[KernelSpec, ...]) -> KernelFn | None:
   """One kernel computing the sum of several specs' products (hand-written decode matvecs), or None."""
   from apps.kernels import matvec, language_of
-  if any(next((p for p in _PROVIDERS if p(sp) is not None), None) is not _source_matvec for sp in specs): return None
-  terms = tuple(_matvec_shape(sp) for sp in specs)
-  return matvec.kernel(terms, specs[0].eps, specs[0].device) if matvec.supports(terms, language_of(specs[0].device)) else None
+  if (terms := _matvec_shapes(specs)) is None or not matvec.supports(terms, language_of(specs[0].device)): return None
+  return matvec.kernel(terms, specs[0].eps, specs[0].device)
 
 def run_sum(*calls: KernelCall | Tensor) -> Tensor:
   """The sum of layer calls' results of one shape (a routed experts' down + mix + residual and a shared expert's down):
