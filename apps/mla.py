@@ -202,8 +202,9 @@ class Block:
   # ---- attention
   def attention(self, x: Tensor, cache: Tensor, start_pos: int | UOp, cos: Tensor, sin: Tensor, tables: tuple | None = None) -> Tensor:
     """x + MLA(attn_norm(x)) for x (T, dim) fp32 at positions start_pos.. (their latent rows go into the cache). cos/sin
-    are the rope rows of those positions; `tables` = (rope_cos, rope_sin, pos as an int32 (1,) buffer) lets a decode
-    token (T = 1) use the one-pass attention kernels where the device has them."""
+    are the rope rows of those positions; `tables` = (rope_cos, rope_sin, start_pos as an int32 (1,) buffer) lets the
+    attention kernels run where the device has them: a decode token's (T = 1: one pass, the new row included) or a prefill
+    chunk's (after the chunk's rows are stored)."""
     cfg, T = self.cfg, x.shape[0]
     xn, qn = (self.attn_norm, cfg.norm_eps), (self.attn_q_a_norm, cfg.norm_eps) if cfg.q_lora_rank else None
     kq = cfg.qk_nope + cfg.qk_rope                                              # query width per head
@@ -233,16 +234,20 @@ class Block:
     k_pe = apply_rope(kv[:, cfg.kv_lora_rank:].float(), cos, sin)
     row = self.split(c_kv.cat(k_pe, dim=-1).cast(self.cache_dtype), "kv")
     cache = Tensor(cache.uop.after(cache[start_pos:start_pos + T].uop.store(row.uop)))
-    keys = cache[0:start_pos + T]                                               # (S, kv_lora + rope): one row per token
-    values = keys[:, :cfg.kv_lora_rank]                                         # V is the latent part of the same row
-
-    scores = q.transpose(0, 1).float() @ keys.float().T * cfg.kq_scale          # (H, T, S)
-    if resolve(T != 1):  # prefill (a symbolic chunk length counts as T > 1)
-      S = start_pos + T
-      causal = Tensor.arange(S).reshape(1, S) > (Tensor.arange(T) + start_pos).reshape(T, 1)
-      scores = causal.where(float("-inf"), scores)
-    probs = self.split(scores.softmax(-1), "attn_scores")
-    out = (probs @ values.float()).transpose(0, 1)                              # (T, H, kv_lora)
+    if tables is not None and mla_attention.available(x.device) and cache.dtype == dtypes.float32:
+      # causal attention of the chunk over the cache in two kernels (a split of each token's keys, then their combine)
+      out = mla_attention.mla_prefill_attention(q.float(), cache, tables[2], kv_lora=cfg.kv_lora_rank, qk_rope=cfg.qk_rope,
+                                                scale=cfg.kq_scale)                # (T, H, kv_lora)
+    else:
+      keys = cache[0:start_pos + T]                                             # (S, kv_lora + rope): one row per token
+      values = keys[:, :cfg.kv_lora_rank]                                       # V is the latent part of the same row
+      scores = q.transpose(0, 1).float() @ keys.float().T * cfg.kq_scale        # (H, T, S)
+      if resolve(T != 1):  # prefill (a symbolic chunk length counts as T > 1)
+        S = start_pos + T
+        causal = Tensor.arange(S).reshape(1, S) > (Tensor.arange(T) + start_pos).reshape(T, 1)
+        scores = causal.where(float("-inf"), scores)
+      probs = self.split(scores.softmax(-1), "attn_scores")
+      out = (probs @ values.float()).transpose(0, 1)                            # (T, H, kv_lora)
     out = self.attn_v_b.batched(out.cast(x.dtype))                              # (T, H, v_head)
     return self.attn_output(self.split(out.reshape(T, cfg.n_head * cfg.v_head), "attn_out"), residual=x)
 

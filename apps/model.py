@@ -79,10 +79,9 @@ class Transformer:
     return x
 
   def rope_args(self, start_pos: int | UOp, T) -> tuple:
-    """What every block takes besides x and its cache: start_pos, the rope rows of the T positions, and for a decode token
-    the whole tables with start_pos in a 1-element device buffer (for kernels that read the position on the device)."""
+    """What every block takes besides x and its cache: start_pos, the rope rows of the T positions, and the whole tables
+    with start_pos in a 1-element device buffer (for the attention kernels, which read the position on the device)."""
     cos, sin = self.rope_cos[start_pos:start_pos + T], self.rope_sin[start_pos:start_pos + T]
-    if not (isinstance(T, int) and T == 1): return start_pos, cos, sin, None
     pos = (self._pos_zero + Tensor(start_pos, device=self.device).cast(dtypes.int32)).contiguous()
     return start_pos, cos, sin, (self.rope_cos, self.rope_sin, pos)
 

@@ -3,7 +3,8 @@
 (DEV=NULL:NVCC:sm_90). Per block: [q_a or q; kv_a] stacked (one kernel), q_b, k_b reading q_nope in place, attend,
 combine, v_b, attn_output; the router matvec, the routing, the routed gate_up and down, the shared expert's gate_up and
 down (dense blocks: gate_up, down), the shared expert's gate_up in the routed gate_up's launch and its down in the routed
-down's sum."""
+down's sum. And one prefill chunk (bench_block's `fill`): the attention kernels of a chunk, and every product of packed
+weights (Q4_0 and the K-quant shared experts) a GEMM."""
 import json, re
 import pytest
 from nvcc import needs_nvcc, run_nvcc_script
@@ -14,10 +15,10 @@ import bench_block as bb
 from tinygrad.uop.ops import Ops
 from tools.ab_fusions import fusions_off, FUSIONS
 out = {}
-def capture(preset, max_context):
+def capture(preset, max_context, target="decode"):
   bb.setup(["--model", preset, "--target", "decode", "--pos", "16", "--max-context", str(max_context)])
   b = bb._ensure()
-  st = b.step("decode")
+  st = b.step(target)
   bb.warm(st, None)
   names = []
   for call in bb.jit_of(st).captured.linear.src:
@@ -28,6 +29,7 @@ def capture(preset, max_context):
   return dict(names=names, n_layer=c.n_layer, n_moe=sum(bl.moe for bl in b.m.blocks), q_lora=c.q_lora_rank, shexp=c.n_expert_shared)
 for preset in ("deepseek-v2-lite-tiny", "glm-4.7-flash-tiny", "youtu-llm-2b-tiny"): out[preset] = capture(preset, 256)
 with fusions_off(set(FUSIONS)): out["off"] = capture("deepseek-v2-lite-tiny", 257)  # tools/ab_fusions.py's variant A
+out["fill"] = capture("glm-4.7-flash-tiny", 258, "fill")                          # a prefill chunk
 print("RESULT " + json.dumps(out))
 """
 
@@ -61,3 +63,15 @@ def test_ab_fusions_variant_a_is_the_unfused_step(captures):
   r, on = captures["off"], captures["deepseek-v2-lite-tiny"]
   assert len(r["names"]) - len(on["names"]) == r["n_layer"] + 2 * r["n_moe"]
   assert not any("+" in n or "_plus_" in n for n in r["names"])
+
+@needs_nvcc
+def test_kernels_per_prefill_chunk(captures):
+  """A prefill chunk of GLM-4.7-Flash-tiny: per block the two prefill attention kernels (not the portable scores, softmax
+  and products), and the products of packed weights in GEMMs, the Q5_K / Q6_K shared experts' included."""
+  r, L = captures["fill"], captures["glm-4.7-flash-tiny"]["n_layer"]
+  names, moe = r["names"], r["n_moe"]
+  count = lambda pat: sum(1 for n in names if re.search(pat, n))
+  assert count(r"^mla_prefill_attend_") == L and count(r"^mla_prefill_combine_") == L
+  assert count(r"^gemm_q5_k_") == moe and count(r"^gemm_q6_k_") == moe
+  assert count(r"^gemm_q4_0_.*_e\d+_j\d+") == 2 * moe                  # the routed experts' gate_up and down
+  assert not any(re.match(r"^q\d_k_linear", n) for n in names)         # no portable K-quant product

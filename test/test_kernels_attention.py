@@ -16,7 +16,8 @@ from emulator import emulate
 from tinygrad import Tensor, TinyJit, Device, UOp, dtypes
 from apps.kernels import render, language_of
 from apps.kernels.mla_attention import (AttentionShape, attend_kernel, combine_kernel, mla_decode_attention,
-                                        mla_decode_attention_reference, SPLITS, MIN_CHUNK)
+                                        mla_decode_attention_reference, SPLITS, MIN_CHUNK, prefill_attend_kernel,
+                                        mla_prefill_attention, PREFILL_SPLITS, PREFILL_MIN_CHUNK)
 
 REPO = Path(__file__).resolve().parent.parent
 SMALL = AttentionShape(n_head=4, kv_lora=64, qk_nope=32, qk_rope=16)
@@ -154,6 +155,61 @@ def test_kernels_emulated_decode_sequence(tmp_path):
     assert rel_err(out, ref) < 1e-5, p
     check_cache(s, c, cache_np, row)
 
+# ---------------------------------------------------------------- prefill: a chunk of tokens over the cache
+
+def prefill_case(s: AttentionShape, P: int, T: int, max_context: int, seed: int = 0) -> dict:
+  """A chunk of T tokens at positions P..P+T-1 whose rows are in the cache (rows past them NaN: nobody may read them)."""
+  rng = np.random.default_rng(seed)
+  cache = np.full((max_context, s.kv_lora + s.qk_rope), np.nan, np.float32)
+  n = min(P + T, max_context)
+  cache[:n] = rng.standard_normal((n, s.kv_lora + s.qk_rope))
+  return dict(q=rng.standard_normal((T, s.n_head, s.kv_lora + s.qk_rope)).astype(np.float32), cache=cache,
+              pos=np.array([P], np.int32), scale=1 / math.sqrt(s.qk_nope + s.qk_rope))
+
+def numpy_prefill(s: AttentionShape, c: dict) -> np.ndarray:
+  """(T, H, kv_lora) in float64: token t at position P + t attends to cache rows 0..P + t."""
+  P, q, keys = int(c["pos"][0]), c["q"].astype(np.float64), c["cache"].astype(np.float64)
+  out = np.zeros((q.shape[0], s.n_head, s.kv_lora))
+  for t in range(q.shape[0]):
+    k = keys[:P + t + 1]
+    sc = q[t] @ k.T * c["scale"]
+    pr = np.exp(sc - sc.max(-1, keepdims=True))
+    out[t] = (pr / pr.sum(-1, keepdims=True)) @ k[:, :s.kv_lora]
+  return out
+
+def emulate_prefill(s: AttentionShape, c: dict, language: str, work: Path, tokens: int | None = None) -> np.ndarray:
+  """Both prefill kernels on the emulator for `tokens` (default: the case's T; more: padded tokens past the chunk)."""
+  T = c["q"].shape[0]
+  tokens = tokens or T
+  q = np.concatenate([c["q"], np.zeros((tokens - T, *c["q"].shape[1:]), np.float32)])
+  mc = c["cache"].shape[0]
+  part = np.full((tokens, PREFILL_SPLITS, s.n_head, s.kv_lora), np.nan, np.float32)
+  ml = np.full((tokens, PREFILL_SPLITS, s.n_head, 2), np.nan, np.float32)
+  emulate(prefill_attend_kernel(s, c["scale"], tokens, mc), language, [part, ml, q, c["cache"], c["pos"]], work)
+  out = np.full((tokens, s.n_head, s.kv_lora), np.nan, np.float32)
+  emulate(combine_kernel(s, tokens, mc), language, [out, part, ml, c["pos"]], work)
+  return out
+
+# P, T: the first chunk (one split per token), a chunk with several splits of PREFILL_MIN_CHUNK keys, chunks of more than one
+# shared-memory stage per split (ODD: 14 rows a stage)
+@pytest.mark.parametrize("shape,P,T", [(SMALL, 0, 5), (SMALL, 150, 6), (ODD, 70, 3), (ODD, 600, 2), (DSV2, 9, 3)],
+                         ids=lambda v: f"h{v.n_head}_kv{v.kv_lora}_r{v.qk_rope}" if isinstance(v, AttentionShape) else str(v))
+def test_prefill_kernels_emulated_cuda(shape, P, T, tmp_path):
+  assert 150 + 6 > 2 * PREFILL_MIN_CHUNK and 600 > PREFILL_SPLITS * PREFILL_MIN_CHUNK
+  c = prefill_case(shape, P, T, 1024, seed=P + T)
+  out = emulate_prefill(shape, c, "CUDA", tmp_path)
+  assert rel_err(out, numpy_prefill(shape, c)) < 1e-5
+
+def test_prefill_kernels_emulated_padded_and_metal(tmp_path):
+  """A chunk of 3 tokens run as its bound of 5 (the padded tokens read rows past the chunk, NaN here, and the last one is
+  past the context: clamped to its last row); the real tokens' outputs are exact. The Metal source computes the same."""
+  c = prefill_case(ODD, 60, 3, 64, seed=4)
+  out = emulate_prefill(ODD, c, "CUDA", tmp_path / "cuda", tokens=5)
+  assert rel_err(out[:3], numpy_prefill(ODD, c)) < 1e-5
+  c = prefill_case(ODD, 30, 4, 64, seed=5)
+  out = emulate_prefill(ODD, c, "METAL", tmp_path / "metal")
+  assert rel_err(out, numpy_prefill(ODD, c)) < 1e-5
+
 # ---------------------------------------------------------------- Metal source; CUDA render + compile
 
 def test_metal_render():
@@ -182,6 +238,20 @@ for H, nope, KV, R in ((16, 128, 512, 64), (20, 192, 512, 64), (4, 96, 256, 32))
     out = step(*args)
     assert out.shape == (H, KV)
     if i == 0: print("KERNELS", GlobalCounters.kernel_count)
+# prefill: a chunk of symbolic length (bound 64) in a TinyJit, as the model's prefill runs it
+from tinygrad import UOp
+from apps.kernels.mla_attention import mla_prefill_attention
+H, KV, R, MC = 16, 512, 64, 4096
+cache = Tensor.zeros(MC, KV + R).contiguous().realize()
+n_tok = UOp.variable("n_tokens", 1, 64)
+@TinyJit
+def fill(q, pos):
+  return (mla_prefill_attention(q, cache, pos, kv_lora=KV, qk_rope=R, scale=0.07) * 1).realize()
+for i, T in enumerate((64, 40, 17)):
+  GlobalCounters.reset()
+  out = fill(Tensor.empty(64, H, KV + R).realize()[:n_tok.bind(T)], Tensor([3 * i], dtype=dtypes.int32).realize())
+  assert out.shape[1:] == (H, KV)
+print("PREFILL", GlobalCounters.kernel_count)
 """
 
 @needs_nvcc
@@ -190,6 +260,7 @@ def test_cuda_compile_and_jit():
   call is exactly the two kernels (the cache is written in place: no copy of it)."""
   out = run_nvcc_script(CUDA_SCRIPT)
   assert [int(l.split()[1]) for l in out.splitlines() if l.startswith("KERNELS")] == [2, 2, 2]
+  assert "PREFILL" in out, out
 
 def test_bad_input_is_a_clear_error():
   with pytest.raises(ValueError, match="multiples of 4"): attend_kernel(AttentionShape(4, 66, 8, 16), 0.1, 1e-6)
@@ -265,3 +336,15 @@ def test_gpu_q_raw_read_in_place():
     a = mla_decode_attention(*[t1[k] for k in INPUTS], **KW(s, c), kv_offset=q.size).numpy()
     b = mla_decode_attention(*[t2[k] for k in INPUTS], **KW(s, c)).numpy()
     np.testing.assert_array_equal(a, b)
+
+@pytest.mark.skipif(not GPU, reason="needs a CUDA or Metal device")
+def test_prefill_on_the_device():
+  """mla_prefill_attention on the device (a symbolic chunk length is the model's: tools/gpu_check.py's prompts of 33 tokens in
+  chunks of 16, and the nvcc test's capture)."""
+  s = DSV2
+  for P, T in ((0, 7), (300, 40), (1000, 128)):
+    c = prefill_case(s, P, T, 2048, seed=P)
+    c["cache"][P + T:] = 0.0
+    out = mla_prefill_attention(Tensor(c["q"]), Tensor(c["cache"]), Tensor(c["pos"]), kv_lora=s.kv_lora, qk_rope=s.qk_rope,
+                                scale=c["scale"]).numpy()
+    assert rel_err(out, numpy_prefill(s, c)) < 1e-5, (P, T)

@@ -4,7 +4,8 @@
 #   bash tools/gpu_session.sh [step ...]      steps: glm check serve bench profile llama side kernels ncu abprefill abkernel
 #                                             abfusions fill
 #                                             (default: the first five)
-# MODELS (default: youtu-llm-2b deepseek-v2-lite) picks the models of ncu, abkernel, abfusions (OFF=<fusions A turns off>) and fill (a prefill chunk, kernel by kernel); abkernel needs A=<file>, variant A of
+# MODELS (default: youtu-llm-2b deepseek-v2-lite) picks the models of ncu, abkernel, abfusions (OFF=<fusions A turns off>), abprefill
+# (A=<file>: another apps/kernels/gemm.py as variant A) and fill (a prefill chunk, kernel by kernel); abkernel needs A=<file>, variant A of
 # apps/kernels/matvec.py (MODULE=<name> for another module), e.g. `git show HEAD~1:apps/kernels/matvec.py > ab/A/matvec.py`.
 # Carry: upstream/tinygrad upstream/.stamp upstream/.cache .cache/vocab (+ .cache/llama/llama-cpp-src.tar.xz for llama/side,
 # made here by `python3 tools/llama_bench.py pack`)
@@ -39,7 +40,9 @@ for s in $steps; do
     fill)    for m in ${MODELS:-youtu-llm-2b deepseek-v2-lite}; do
                timeout 300 python3 -m apps.profile --model $m --target fill --repeat 2 --count 3 --top 8 2>&1 | tee "$OUT/fill_$m.txt" | tail -40
              done ;;
-    abprefill) timeout 500 python3 tools/ab_prefill.py --prefill 512 --rounds 2 2>&1 | tee "$OUT/ab_prefill.log" ;;  # gemm.py: adopt or reject
+    abprefill) ms=${MODELS:-youtu-llm-2b deepseek-v2-lite}   # A=<file>: that gemm.py against the checked-out one
+             timeout 560 python3 tools/ab_prefill.py ${A:+--a "$A"} --presets "${ms// /,}" --prefill 512 --rounds 2 2>&1 \
+               | tee -a "$OUT/ab_prefill.log" ;;
     ncu)     for m in ${MODELS:-youtu-llm-2b deepseek-v2-lite}; do   # device time of every kernel of one decode token
                timeout 400 ncu --profile-from-start off --clock-control none --csv --log-file "$OUT/ncu_$m.csv" \
                  --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \

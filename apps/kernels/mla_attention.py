@@ -34,6 +34,8 @@ MIN_CHUNK = 8    # tokens per split at least
 TT = 2           # tokens per step of a warp
 COMBINE_WARPS = 8
 NEG = "-3.0e38f"  # a finite minus infinity: exp2(NEG - m) is 0 and NEG - NEG is 0 (no inf - inf NaN, fast-math safe)
+PREFILL_SPLITS = 8       # prefill: partials per token and head at most (the combine reads them all)
+PREFILL_MIN_CHUNK = 64   # prefill: keys per split at least
 
 @dataclass(frozen=True)
 class AttentionShape:
@@ -106,11 +108,17 @@ def _update(tt: int, valid: str) -> str:
       m[hh] = mx;
     }}"""
 
-def _common(s: AttentionShape) -> str:
+def _common(s: AttentionShape, token: str | None = None, max_context: int = 0) -> str:
+  """The position and the split of the keys, the same in attend and combine. Decode: the token at pos[0] (keys 0..pos, the
+  last one its own new row). Prefill (`token`: its index in the chunk): the chunk's token `token` at pos[0] + token, whose
+  keys 0..its position are all in the cache (a padded token past the context reads the last row: its output is dropped)."""
+  splits, minc = (SPLITS, MIN_CHUNK) if token is None else (PREFILL_SPLITS, PREFILL_MIN_CHUNK)
+  where = "int p = pos[0], n = p + 1;" if token is None else \
+          f"int p = pos[0] + {token}; p = p < {max_context} ? p : {max_context - 1};\n  int n = p + 1;"
   return f"""  GRID_WAIT();                            // everything here depends on earlier kernels of the step (q, pos, the cache)
-  const int H = {s.n_head}, KV = {s.kv_lora}, S = {SPLITS}, MINC = {MIN_CHUNK};
+  const int H = {s.n_head}, KV = {s.kv_lora}, S = {splits}, MINC = {minc};
   const float NEG = {NEG};
-  int p = pos[0], n = p + 1;
+  {where}
   int chunk = (n + S - 1) / S;
   chunk = chunk < MINC ? MINC : chunk;   // the same split of 0..pos in both kernels"""
 
@@ -122,32 +130,25 @@ DEVFN float rope_lane(const GLOBAL float* x, const GLOBAL float* cs, const GLOBA
   return j < half_ ? x0 * c - x1 * s : x1 * c + x0 * s;
 }"""
 
-def attend_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: int = 0) -> SourceKernel:
-  """kv_offset: where the new token's kv row starts in kv_raw (a stacked [q_a; kv_a] output: the kernel reads it in place)."""
-  _check_shape(s)
+def _attend(s: AttentionShape, position: str, head: str, queries: str, t1: str, new_row: str, part: str, scale: float) -> str:
+  """The attend kernel's body around its variable parts: `position` (_common), `head` (constants and indices, sets sp),
+  `queries` (this warp's q in registers: ql, qr), `t1` (the end of the cached keys of the split [t0, t1)), `new_row`
+  (after the cached keys: decode's new token) and `part` (the partial's index b of head g*HG + hh)."""
   hg = s.heads_per_warp
   g, ch = s.n_head // hg, s.stage_rows
-  rope_q = _rope_guard(s, "rope_lane(q_raw + h*(NOPE + R) + NOPE, cs, sn, j, HALF)")
-  rope_k = _rope_guard(s, f"rope_lane(kv_raw + {kv_offset} + KV, cs, sn, j, HALF)")
   rope_c = _rope_guard(s, "stage_r[tj*R + j]")
-  store_k = "cache[p*ROW + KV + j] = rk[0][k];" if s.qk_rope % 32 == 0 else "if (j < R) cache[p*ROW + KV + j] = rk[0][k];"
   guard_v = "" if (s.kv_lora // 4) % 32 == 0 else "if (v < KV4) "
-  body = f"""{_common(s)}
-  const int HG = {hg}, NOPE = {s.qk_nope}, R = {s.qk_rope}, HALF = {s.qk_rope // 2}, NR = {-(-s.qk_rope // 32)}, ROW = KV + R;
+  return f"""{position}
+  const int HG = {hg}, R = {s.qk_rope}, NR = {-(-s.qk_rope // 32)}, ROW = KV + R;
   const int KV4 = {s.kv_lora // 4}, NV4 = {-(-s.kv_lora // 128)}, CH = {ch}, NT = {32 * g};
-  const float SCALE2 = {_f32(scale * math.log2(math.e))}, EPS = {_f32(eps)};
-  int lane = LID_X, g = LID_Y, sp = GID_X;
+  const float SCALE2 = {_f32(scale * math.log2(math.e))};{head}
   int t0 = sp * chunk;
   if (t0 >= n) return;                            // no tokens here (the combine skips this split too)
-  int t1 = t0 + chunk < p ? t0 + chunk : p;       // cached tokens of this split: [t0, t1); token p is the new one
-  const GLOBAL float* cs = rope_cos + p*HALF;
-  const GLOBAL float* sn = rope_sin + p*HALF;
-  // this warp's heads g*HG..: q_lat and the roped q_pe (rope lanes j = lane + 32k) in registers
+  int t1 = {t1};
+  // this warp's heads g*HG..: the query's latent part and its roped part (rope lanes j = lane + 32k) in registers
   float ql[HG][4*NV4], qr[HG][NR];
   for (int hh = 0; hh < HG; hh++) {{
-    int h = g*HG + hh;
-    {_load4("ql[hh]", "((const GLOBAL float4*)(q_lat + h*KV))[v]", s)}
-    for (int k = 0; k < NR; k++) {{ int j = lane + 32*k; qr[hh][k] = {rope_q}; }}
+    int h = g*HG + hh;{queries}
   }}
   float m[HG], l[HG], acc[HG][4*NV4];
   for (int hh = 0; hh < HG; hh++) {{
@@ -173,7 +174,34 @@ def attend_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: int = 
         for (int k = 0; k < NR; k++) {{ int j = lane + 32*k; rk[j0][k] = {rope_c}; }}
       }}{_update(TT, "t + j < cn")}
     }}
-  }}
+  }}{new_row}
+  for (int hh = 0; hh < HG; hh++) {{
+    int b = {part};
+    for (int i = 0; i < NV4; i++) {{
+      int v = lane + 32*i;
+      {guard_v}((GLOBAL float4*)(part + b*KV))[v] = FLOAT4(acc[hh][4*i], acc[hh][4*i+1], acc[hh][4*i+2], acc[hh][4*i+3]);
+    }}
+    if (lane == 0) {{ ml[2*b] = m[hh]; ml[2*b + 1] = l[hh]; }}
+  }}"""
+
+def attend_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: int = 0) -> SourceKernel:
+  """kv_offset: where the new token's kv row starts in kv_raw (a stacked [q_a; kv_a] output: the kernel reads it in place)."""
+  _check_shape(s)
+  g = s.n_head // s.heads_per_warp
+  rope_q = _rope_guard(s, "rope_lane(q_raw + h*(NOPE + R) + NOPE, cs, sn, j, HALF)")
+  rope_k = _rope_guard(s, f"rope_lane(kv_raw + {kv_offset} + KV, cs, sn, j, HALF)")
+  store_k = "cache[p*ROW + KV + j] = rk[0][k];" if s.qk_rope % 32 == 0 else "if (j < R) cache[p*ROW + KV + j] = rk[0][k];"
+  guard_v = "" if (s.kv_lora // 4) % 32 == 0 else "if (v < KV4) "
+  head = f"""
+  const int NOPE = {s.qk_nope}, HALF = {s.qk_rope // 2};
+  const float EPS = {_f32(eps)};
+  int lane = LID_X, g = LID_Y, sp = GID_X;
+  const GLOBAL float* cs = rope_cos + p*HALF;
+  const GLOBAL float* sn = rope_sin + p*HALF;"""
+  queries = f"""
+    {_load4("ql[hh]", "((const GLOBAL float4*)(q_lat + h*KV))[v]", s)}
+    for (int k = 0; k < NR; k++) {{ int j = lane + 32*k; qr[hh][k] = {rope_q}; }}"""
+  new_row = f"""
   if (p < t0 + chunk) {{  // the new token: its row from kv_raw, into the cache (warp 0) and into the sums
     float r[1][4*NV4], rk[1][NR];
     {_load4("r[0]", f"((const GLOBAL float4*)(kv_raw + {kv_offset}))[v]", s)}
@@ -196,15 +224,9 @@ def attend_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: int = 
       }}
       for (int k = 0; k < NR; k++) {{ int j = lane + 32*k; {store_k} }}
     }}{_update(1, "true")}
-  }}
-  for (int hh = 0; hh < HG; hh++) {{
-    int b = sp*H + g*HG + hh;
-    for (int i = 0; i < NV4; i++) {{
-      int v = lane + 32*i;
-      {guard_v}((GLOBAL float4*)(part + b*KV))[v] = FLOAT4(acc[hh][4*i], acc[hh][4*i+1], acc[hh][4*i+2], acc[hh][4*i+3]);
-    }}
-    if (lane == 0) {{ ml[2*b] = m[hh]; ml[2*b + 1] = l[hh]; }}
   }}"""
+  body = _attend(s, _common(s), head, queries, "t0 + chunk < p ? t0 + chunk : p;       // cached tokens of this split: [t0, t1); token p is the new one",
+                 new_row, "sp*H + g*HG + hh", scale)
   params = (Param("part", dtypes.float32, True), Param("ml", dtypes.float32, True), Param("cache", dtypes.float32, True),
             Param("q_lat", dtypes.float32), Param("q_raw", dtypes.float32), Param("kv_raw", dtypes.float32),
             Param("kv_norm_w", dtypes.float32, weight=True), Param("rope_cos", dtypes.float32, weight=True),
@@ -212,18 +234,37 @@ def attend_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: int = 
             Param("pos", dtypes.int32))
   return SourceKernel(f"mla_attend_h{s.n_head}_kv{s.kv_lora}_r{s.qk_rope}" + (f"_o{kv_offset}" if kv_offset else ""), params, body, (SPLITS, 1, 1), (32, g, 1), _ROPE_LANE)
 
-def combine_kernel(s: AttentionShape) -> SourceKernel:
+def prefill_attend_kernel(s: AttentionShape, scale: float, tokens: int, max_context: int) -> SourceKernel:
+  """Prefill: the attend kernel for a chunk of `tokens` queries q (tokens, n_head, kv_lora + qk_rope) (absorbed and roped,
+  as apps/mla.py computes them) over the cache, into which the chunk's rows were already written; token t (at position
+  pos[0] + t) sees keys 0..pos[0] + t. Grid (PREFILL_SPLITS, tokens): a workgroup per split of a token's keys."""
+  _check_shape(s)
+  g = s.n_head // s.heads_per_warp
+  head = """
+  int lane = LID_X, g = LID_Y, sp = GID_X, tok = GID_Y;"""
+  queries = f"""
+    {_load4("ql[hh]", "((const GLOBAL float4*)(q + (tok*H + h)*ROW))[v]", s)}
+    for (int k = 0; k < NR; k++) {{ int j = lane + 32*k; qr[hh][k] = {_rope_guard(s, "q[(tok*H + h)*ROW + KV + j]")}; }}"""
+  body = _attend(s, _common(s, "GID_Y", max_context), head, queries, "t0 + chunk < n ? t0 + chunk : n;       // the keys of this split: [t0, t1)",
+                 "", "(tok*S + sp)*H + g*HG + hh", scale)
+  params = (Param("part", dtypes.float32, True), Param("ml", dtypes.float32, True), Param("q", dtypes.float32),
+            Param("cache", dtypes.float32), Param("pos", dtypes.int32))
+  return SourceKernel(f"mla_prefill_attend_{tokens}_h{s.n_head}_kv{s.kv_lora}_r{s.qk_rope}", params, body, (PREFILL_SPLITS, tokens, 1), (32, g, 1))
+
+def combine_kernel(s: AttentionShape, tokens: int = 0, max_context: int = 0) -> SourceKernel:
+  """The partials of a decode token's splits (or, with `tokens`, of each prefill token's, grid z) into out (H, kv_lora)
+  (or (tokens, H, kv_lora))."""
   _check_shape(s)
   cw = COMBINE_WARPS
   guard_v = "" if (s.kv_lora // 4) % 32 == 0 else "if (v < KV4) "
-  body = f"""{_common(s)}
+  body = f"""{_common(s, "GID_Z" if tokens else None, max_context)}
   const int CW = {cw}{"" if not guard_v else f", KV4 = {s.kv_lora // 4}"};
-  int h = GID_X, lane = LID_X, w = LID_Y, v = GID_Y*32 + lane;
+  int h = GID_X, lane = LID_X, w = LID_Y, v = GID_Y*32 + lane, b0 = {"GID_Z*S*H" if tokens else "0"};
   int ns = (n + chunk - 1) / chunk;              // the splits that hold tokens: exactly those the attend kernel wrote
   SHARED float red_m[CW], red_l[CW], red_a[CW][128];
   // the largest partial max: each thread looks at a split or a few, then warp and workgroup max
   float mx = NEG;
-  for (int sp = w*32 + lane; sp < ns; sp += 32*CW) {{ float ms = ml[2*(sp*H + h)]; mx = ms > mx ? ms : mx; }}
+  for (int sp = w*32 + lane; sp < ns; sp += 32*CW) {{ float ms = ml[2*(b0 + sp*H + h)]; mx = ms > mx ? ms : mx; }}
   mx = WARP_MAX(mx);
   if (lane == 0) red_m[w] = mx;
   BARRIER();
@@ -232,7 +273,7 @@ def combine_kernel(s: AttentionShape) -> SourceKernel:
   // warp w sums splits w, w + CW, ..., each rescaled to the common max
   float L = 0.0f, a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
   for (int sp = w; sp < ns; sp += CW) {{
-    int b = sp*H + h;
+    int b = b0 + sp*H + h;
     float f = EXP2(ml[2*b] - mx);
     L += f * ml[2*b + 1];
     {guard_v}{{ float4 x = ((const GLOBAL float4*)(part + b*KV))[v]; a0 += f * x.x; a1 += f * x.y; a2 += f * x.z; a3 += f * x.w; }}
@@ -244,15 +285,21 @@ def combine_kernel(s: AttentionShape) -> SourceKernel:
     for (int k = 1; k < CW; k++) {{
       a0 += red_a[k][4*lane]; a1 += red_a[k][4*lane+1]; a2 += red_a[k][4*lane+2]; a3 += red_a[k][4*lane+3]; L += red_l[k];
     }}
-    {guard_v}((GLOBAL float4*)(out + h*KV))[v] = FLOAT4(a0 / L, a1 / L, a2 / L, a3 / L);
+    {guard_v}((GLOBAL float4*)(out + ({"GID_Z*H + " if tokens else ""}h)*KV))[v] = FLOAT4(a0 / L, a1 / L, a2 / L, a3 / L);
   }}"""
   params = (Param("out", dtypes.float32, True), Param("part", dtypes.float32), Param("ml", dtypes.float32), Param("pos", dtypes.int32))
-  return SourceKernel(f"mla_combine_h{s.n_head}_kv{s.kv_lora}", params, body, (s.n_head, -(-s.kv_lora // 128), 1), (32, cw, 1))
+  name = f"mla_prefill_combine_{tokens}" if tokens else "mla_combine"
+  return SourceKernel(f"{name}_h{s.n_head}_kv{s.kv_lora}", params, body, (s.n_head, -(-s.kv_lora // 128), max(1, tokens)), (32, cw, 1))
 
 @functools.lru_cache(maxsize=None)
 def kernels(s: AttentionShape, scale: float, eps: float, device: str, kv_offset: int = 0):
   """The custom_kernel bodies (attend, combine) for shape `s` on `device` (a CUDA or Metal device)."""
   return program(attend_kernel(s, scale, eps, kv_offset), device), program(combine_kernel(s), device)
+
+@functools.lru_cache(maxsize=None)
+def prefill_kernels(s: AttentionShape, scale: float, tokens: int, max_context: int, device: str):
+  """The custom_kernel bodies (attend, combine) of a prefill chunk of `tokens` on `device`."""
+  return program(prefill_attend_kernel(s, scale, tokens, max_context), device), program(combine_kernel(s, tokens, max_context), device)
 
 def available(device: str) -> bool: return language_of(device) is not None
 
@@ -312,3 +359,28 @@ def mla_decode_attention_reference(q_lat: Tensor, q_raw: Tensor, kv_raw: Tensor,
   values = keys[:, :kv_lora]
   scores = q.transpose(0, 1).float() @ keys.float().T * scale                 # (H, 1, S)
   return (scores.softmax(-1) @ values.float()).transpose(0, 1).reshape(n_head, kv_lora)
+
+def mla_prefill_attention(q: Tensor, cache: Tensor, pos: Tensor, *, kv_lora: int, qk_rope: int, scale: float) -> Tensor:
+  """Causal attention output (T, n_head, kv_lora) fp32 of a prefill chunk: q (T, n_head, kv_lora + qk_rope) (absorbed and
+  roped) of the tokens at positions pos[0] .. pos[0] + T - 1 (pos an int32 (1,) buffer) over the cache rows 0 .. their
+  position (the chunk's rows must already be in `cache`). A symbolic T (a chunk of variable length) runs its bound and is
+  sliced back."""
+  T, n_head = q.shape[0], q.shape[1]
+  s = AttentionShape(n_head, kv_lora, 0, qk_rope)
+  _check_shape(s)
+  dev, max_context = q.device, cache.shape[0]
+  if q.ndim != 3 or q.shape[2] != kv_lora + qk_rope or not isinstance(n_head, int):
+    raise ValueError(f"mla_prefill_attention: q has shape {q.shape}, expected (T, n_head, {kv_lora + qk_rope})")
+  cache = _expect(cache, (max_context, kv_lora + qk_rope), "cache")
+  pos = _expect(pos, (1,), "pos", dtypes.int32)
+  if q.dtype != dtypes.float32: raise ValueError(f"mla_prefill_attention: q is {q.dtype}, expected {dtypes.float32}")
+  for name, t in (("cache", cache), ("pos", pos)):
+    if t.device != dev: raise ValueError(f"mla_prefill_attention: {name} is on {t.device}, q on {dev}")
+  if not available(dev): raise ValueError(f"mla_prefill_attention: device {dev} compiles no hand-written kernels")
+  Tmax = T if isinstance(T, int) else int(T.vmax)
+  if not isinstance(T, int): q = q.pad(((0, Tmax - T), (0, 0), (0, 0)))
+  attend, combine = prefill_kernels(s, float(scale), Tmax, max_context, dev)
+  part, ml, *_ = Tensor.empty(Tmax, PREFILL_SPLITS, n_head, kv_lora, device=dev).custom_kernel(
+    Tensor.empty(Tmax, PREFILL_SPLITS, n_head, 2, device=dev), q.contiguous(), cache, pos, fxn=attend)
+  out = Tensor.empty(Tmax, n_head, kv_lora, device=dev).custom_kernel(part, ml, pos, fxn=combine)[0]
+  return out if isinstance(T, int) else out[:T]
