@@ -592,11 +592,11 @@ class QuantizedLinear:
                       norm=norm is not None, residual=residual is not None, glu=glu, eps=norm[1] if norm else 0.0, x_dtype=x.dtype,
                       x_stride=stride)
     if stride and (_kernel_cached(spec) is None or not isinstance(B, int)): return self(x[..., :self.in_features], norm, residual, glu)
-    if _kernel_cached(spec) is None or (residual is not None and not isinstance(B, int)):  # the same math as separate ops
+    if _kernel_cached(spec) is None:  # the same math as separate ops
       y = self(rms_norm(x, *norm).cast(x.dtype) if norm is not None else x)
       if glu: y = y[..., :N].silu() * y[..., N:]
       return y if residual is None else residual + y
-    extra = ([norm[0]] if norm is not None else []) + ([residual.reshape(Bmax, N)] if residual is not None else [])
+    extra = ([norm[0]] if norm is not None else []) + ([_flat(residual, 1, self.w.name)[0]] if residual is not None else [])
     return KernelCall(spec, (Tensor.empty(Bmax, N, dtype=x.dtype, device=x.device), xs, *extra, *self.w.part_list()),
                       lambda y: _unflat(y, B, Bmax, (*x.shape[:-1], N)))
 

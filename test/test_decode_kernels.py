@@ -67,11 +67,15 @@ def test_ab_fusions_variant_a_is_the_unfused_step(captures):
 @needs_nvcc
 def test_kernels_per_prefill_chunk(captures):
   """A prefill chunk of GLM-4.7-Flash-tiny: per block the two prefill attention kernels (not the portable scores, softmax
-  and products), and the products of packed weights in GEMMs, the Q5_K / Q6_K shared experts' included."""
+  and products), and the products of packed weights in GEMMs, the Q5_K / Q6_K shared experts' and the per-head k_b / v_b
+  included."""
   r, L = captures["fill"], captures["glm-4.7-flash-tiny"]["n_layer"]
   names, moe = r["names"], r["n_moe"]
   count = lambda pat: sum(1 for n in names if re.search(pat, n))
   assert count(r"^mla_prefill_attend_") == L and count(r"^mla_prefill_combine_") == L
   assert count(r"^gemm_q5_k_") == moe and count(r"^gemm_q6_k_") == moe
   assert count(r"^gemm_q4_0_.*_e\d+_j\d+") == 2 * moe                  # the routed experts' gate_up and down
-  assert not any(re.match(r"^q\d_k_linear", n) for n in names)         # no portable K-quant product
+  assert count(r"^gemm_.*_batched\d+$") == 2 * L                          # k_b and v_b, a product per head
+  assert count(r"^gemm_q4_0_.*_residual$") == 2 * L - moe                  # attn_output and a dense block's down: the residual in the store
+  assert count(r"^E_\(n_tokens") <= 1                                      # (the embedding's) no one-thread residual adds
+  assert not any(re.match(r"^q\d_(k_linear|0_batched)", n) for n in names)  # no portable K-quant or per-head product

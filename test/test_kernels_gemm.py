@@ -20,23 +20,24 @@ def k_of(typ, blocks: int) -> int:
   """K of `blocks` packed blocks of typ (a K-quant's are 256 weights: 8 steps each)."""
   return blocks * BLOCK[typ][0]
 
-def emulated(typ, T, N, K, language, work, seed=0):
+def emulated(typ, T, N, K, language, work, seed=0, tile=None):
   rng = np.random.default_rng(seed)
   raw = random_tensor(typ, (K, N), rng)
   W = ref_weight(raw, typ, (K, N)).astype(np.float64)
   x = rng.standard_normal((T, K)).astype(np.float32)
   fmt, host = PackedTensor.pack_host(raw, typ, (K, N))
   out = np.full((T, N), np.nan, np.float32)
-  emulate(gemm.build(gemm.GemmShape(typ, T, N, K)), language, [out, x] + [np.ascontiguousarray(host[p]) for p, _, _ in fmt.parts], work)
+  emulate(gemm.build(gemm.GemmShape(typ, T, N, K), tile), language, [out, x] + [np.ascontiguousarray(host[p]) for p, _, _ in fmt.parts], work)
   return out, x.astype(np.float64) @ W.T
 
 @pytest.mark.parametrize("typ", TYPES, ids=lambda t: t.name)
 def test_emulated_cuda(tmp_path, typ):
   """Partial tiles in both directions (70 tokens, 72 rows: a second workgroup row and column mostly out of range), several
-  blocks (every sub-block of a K-quant's two)."""
+  blocks (every sub-block of a K-quant's two), each dense tile (16, 32 or 64 tokens by 64 rows)."""
   K = k_of(typ, 3 if BLOCK[typ][0] == 32 else 2)
-  out, ref = emulated(typ, 70, 72, K, "CUDA", tmp_path)
-  assert relerr(out, ref) < fp32_bound(K), relerr(out, ref)
+  for tt in (16, 32, 64):
+    out, ref = emulated(typ, 70, 72, K, "CUDA", tmp_path / str(tt), tile=(tt, 64))
+    assert relerr(out, ref) < fp32_bound(K), (tt, relerr(out, ref))
 
 def expert_case(typ, T, J, E, N, K, per_slot, sel, seed=0):
   rng = np.random.default_rng(seed)
@@ -61,11 +62,41 @@ def test_emulated_experts(tmp_path, typ):
     emulate(gemm.build(gemm.GemmShape(typ, T, N, K, J, E, per_slot)), "CUDA", bufs, tmp_path / str(per_slot))
     assert relerr(bufs[0], ref) < fp32_bound(K), (per_slot, relerr(bufs[0], ref))
 
+def test_emulated_residual(tmp_path):
+  """out = W . x + residual: the residual added in the store (a layer's residual add at prefill, no kernel of its own)."""
+  typ, T, N, K = GGMLType.Q4_0, 70, 72, 96
+  rng = np.random.default_rng(6)
+  raw = random_tensor(typ, (K, N), rng)
+  W = ref_weight(raw, typ, (K, N)).astype(np.float64)
+  x, res = rng.standard_normal((T, K)).astype(np.float32), rng.standard_normal((T, N)).astype(np.float32)
+  fmt, host = PackedTensor.pack_host(raw, typ, (K, N))
+  out = np.full((T, N), np.nan, np.float32)
+  emulate(gemm.build(gemm.GemmShape(typ, T, N, K, residual=True)), "CUDA", [out, x, res] + [np.ascontiguousarray(host[p]) for p, _, _ in fmt.parts], tmp_path)
+  ref = x.astype(np.float64) @ W.T + res
+  assert relerr(out, ref) < fp32_bound(K), relerr(out, ref)
+
+@pytest.mark.parametrize("typ", [GGMLType.Q4_0, GGMLType.Q6_K], ids=lambda t: t.name)
+def test_emulated_batched(tmp_path, typ):
+  """Every slot its own expert (MLA's k_b / v_b at prefill): out[t, j] = W[j] . x[t, j], 70 tokens (a partial second tile)."""
+  T, J, N, K = 70, 3, 72, k_of(typ, 2 if BLOCK[typ][0] == 32 else 1)
+  sel = np.broadcast_to(np.arange(J), (T, J))
+  bufs, ref = expert_case(typ, T, J, J, N, K, True, sel, seed=5)
+  del bufs[2]                                                                # no sel
+  emulate(gemm.build(gemm.GemmShape(typ, T, N, K, J, J, True, batched=True)), "CUDA", bufs, tmp_path)
+  assert relerr(bufs[0], ref) < fp32_bound(K), relerr(bufs[0], ref)
+
 @pytest.mark.parametrize("typ", [GGMLType.Q4_0, GGMLType.Q6_K], ids=lambda t: t.name)
 def test_emulated_metal(tmp_path, typ):
   K = k_of(typ, 2 if BLOCK[typ][0] == 32 else 1)
   out, ref = emulated(typ, 9, 40, K, "METAL", tmp_path, seed=1)
   assert relerr(out, ref) < fp32_bound(K), relerr(out, ref)
+
+def test_tiles():
+  """Experts: 16 tokens x 128 rows; dense: 64 rows and 64 tokens, fewer where that leaves two workgroups per SM."""
+  q = GGMLType.Q4_0
+  assert gemm.GemmShape(q, 128, 2816, 2048, 6, 64).tile == (16, 128)
+  assert gemm.GemmShape(q, 128, 12288, 2048).tile == (64, 64) and gemm.GemmShape(q, 128, 5632, 2048).tile == (32, 64)
+  assert gemm.GemmShape(q, 128, 2048, 2048).tile == (16, 64) and gemm.GemmShape(q, 128, 512, 128, 16, 16, True, True).tile == (32, 64)
 
 def test_parts_order_matches_the_packed_format():
   """The kernel's weight parameters are the packed format's parts, in order (d, qs)."""
@@ -80,12 +111,15 @@ def test_provider_takes_only_what_it_can():
                                            device=dev), **kw})
   assert gemm.provider(spec(B=4)) is None                                # decode: the matvecs
   assert gemm.provider(spec(norm=True)) is None                          # fused: done as separate ops around the plain product
-  assert gemm.provider(spec(op="batched", J=4, E=4)) is None
+  assert gemm.provider(spec(op="batched", J=4, E=4, x_per_slot=True, x_stride=300)) is None   # a strided input: the matvecs' (decode)
   assert gemm.provider(spec(fmt=format_for(GGMLType.Q4_1, 256))) is None             # no GEMM for that type
   on_kernels = language_of(Device.DEFAULT) is not None
   assert (gemm.provider(spec()) is not None) == on_kernels
+  assert (gemm.provider(spec(residual=True)) is not None) == on_kernels                # the residual add in the store
+  assert gemm.provider(spec(op="experts", J=6, E=64, has_index=True, residual=True, mix=True)) is None
   assert (gemm.provider(spec(fmt=format_for(GGMLType.Q6_K, 256))) is not None) == on_kernels
   assert (gemm.provider(spec(op="experts", J=6, E=64, has_index=True)) is not None) == on_kernels
+  assert (gemm.provider(spec(op="batched", J=4, E=4, x_per_slot=True)) is not None) == on_kernels
 
 COMPILE = r"""
 import apps
@@ -127,7 +161,7 @@ def test_metal_sources_render():
 @pytest.mark.skipif(language_of(Device.DEFAULT) is None, reason="no hand-written kernels on this device")
 @pytest.mark.parametrize("typ", TYPES, ids=lambda t: t.name)
 def test_device_prefill_product(typ):
-  """A 70-token product on the device (the GEMM's), at the fp32 bound."""
+  """70-token products on the device (the GEMM's): linear, routed experts, per slot; at the fp32 bound."""
   Q._kernel_cached.cache_clear()
   try:
     rng = np.random.default_rng(3)
@@ -137,11 +171,16 @@ def test_device_prefill_product(typ):
     lin = QuantizedLinear(PackedTensor.from_bytes(raw, typ, (K, N)))
     x = rng.standard_normal((T, K)).astype(np.float32)
     assert relerr(lin(Tensor(x)).numpy(), x.astype(np.float64) @ W.T) < fp32_bound(K)
+    res = rng.standard_normal((T, N)).astype(np.float32)
+    assert relerr(lin(Tensor(x), residual=Tensor(res)).numpy(), x.astype(np.float64) @ W.T + res) < fp32_bound(K)
     T, J, E, N = 70, 3, 5, 40                                               # routed experts, x shared by the slots
     sel = rng.integers(0, E, (T, J))
     bufs, ref = expert_case(typ, T, J, E, N, K, False, sel, seed=4)
     ex = QuantizedExpertWeights(*[[PackedTensor.from_bytes(random_tensor(typ, (K, N, E), np.random.default_rng(4)), typ, (K, N, E))], [N]])
     assert relerr(ex(Tensor(sel.astype(np.int32)), Tensor(bufs[1])).numpy(), ref) < fp32_bound(K)
+    Wb = ref_weight(random_tensor(typ, (K, N, E), np.random.default_rng(4)), typ, (K, N, E)).astype(np.float64)  # per slot
+    xb = rng.standard_normal((T, E, K)).astype(np.float32)
+    assert relerr(ex.batched(Tensor(xb)).numpy(), np.einsum("enk,tek->ten", Wb, xb.astype(np.float64))) < fp32_bound(K)
   finally: Q._kernel_cached.cache_clear()
 
 def test_ab_tool_runs_and_restores_the_providers(capsys):
