@@ -236,8 +236,9 @@ def kernel(s: GemmShape, device: str):
   return program(build(s), device)
 
 def provider(spec):
-  """A kernel provider for apps/quantized.register_kernel: plain linear and routed-expert products of more tokens than the
-  decode matvecs take, on devices that compile CUDA or Metal source; None for everything else."""
+  """A kernel provider for apps/quantized.register_kernel: linear (with or without a residual), routed-expert and per-slot
+  (batched) products of more tokens than the decode matvecs take, on devices that compile CUDA or Metal source; None for
+  everything else (the layers then run a norm, SwiGLU or expert mix as separate ops around the plain product)."""
   fused = replace(spec, residual=False).fused if spec.op == "linear" else spec.fused  # a linear product's residual goes in the store
   if spec.op not in ("linear", "experts", "batched") or fused or spec.x_dtype != dtypes.float32 or not isinstance(spec.B, int): return None
   if spec.B <= 4 or spec.fmt.type not in TYPES or spec.fmt.block != BLOCK[spec.fmt.type][0] or not matvec.available(spec.device): return None
