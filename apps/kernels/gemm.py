@@ -23,7 +23,7 @@ Buffers: out (T, N) | (T, J, N), x (T, K) | (T, J, K) with x_per_slot, [sel (T, 
 """
 from __future__ import annotations
 import functools
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from tinygrad import dtypes
 from apps.gguf import GGMLType, BLOCK
 from apps.kernels import SourceKernel, Param, program, language_of, matvec
@@ -239,7 +239,8 @@ def provider(spec):
   """A kernel provider for apps/quantized.register_kernel: linear (with or without a residual), routed-expert and per-slot
   (batched) products of more tokens than the decode matvecs take, on devices that compile CUDA or Metal source; None for
   everything else (the layers then run a norm, SwiGLU or expert mix as separate ops around the plain product)."""
-  fused = replace(spec, residual=False).fused if spec.op == "linear" else spec.fused  # a linear product's residual goes in the store
+  # of the fusions, only a linear product's residual: it goes in the store
+  fused = spec.norm or spec.glu or spec.mix or spec.x_stride or (spec.residual and spec.op != "linear")
   if spec.op not in ("linear", "experts", "batched") or fused or spec.x_dtype != dtypes.float32 or not isinstance(spec.B, int): return None
   if spec.B <= 4 or spec.fmt.type not in TYPES or spec.fmt.block != BLOCK[spec.fmt.type][0] or not matvec.available(spec.device): return None
   s = GemmShape(spec.fmt.type, spec.B, spec.N, spec.K, *((spec.J, spec.E, spec.x_per_slot) if spec.op == "experts" else
