@@ -227,8 +227,7 @@ class Block:
       return self.attn_output(out.reshape(1, cfg.n_head * cfg.v_head), residual=x)
     q = q[:, :cfg.n_head * kq].reshape(T, cfg.n_head, kq)
     q_nope, q_pe, kv = q[..., :cfg.qk_nope], q[..., cfg.qk_nope:], kv[:, kv_off:]
-    q_pe = apply_rope(q_pe, cos.unsqueeze(1), sin.unsqueeze(1))
-    q = self.split(self.attn_k_b.batched(q_nope).cat(q_pe.cast(q_nope.dtype), dim=-1), "q")  # (T, H, kv_lora + rope)
+    q_lat, q_pe = self.attn_k_b.batched(q_nope), apply_rope(q_pe, cos.unsqueeze(1), sin.unsqueeze(1)).cast(q_nope.dtype)
 
     c_kv = rms_norm(kv[:, :cfg.kv_lora_rank], self.attn_kv_a_norm, cfg.norm_eps)
     k_pe = apply_rope(kv[:, cfg.kv_lora_rank:].float(), cos, sin)
@@ -236,9 +235,10 @@ class Block:
     cache = Tensor(cache.uop.after(cache[start_pos:start_pos + T].uop.store(row.uop)))
     if tables is not None and mla_attention.available(x.device) and cache.dtype == dtypes.float32:
       # causal attention of the chunk over the cache in two kernels (a split of each token's keys, then their combine)
-      out = mla_attention.mla_prefill_attention(q.float(), cache, tables[2], kv_lora=cfg.kv_lora_rank, qk_rope=cfg.qk_rope,
-                                                scale=cfg.kq_scale)                # (T, H, kv_lora)
+      out = mla_attention.mla_prefill_attention(q_lat.float(), q_pe.float(), cache, tables[2], kv_lora=cfg.kv_lora_rank,
+                                                qk_rope=cfg.qk_rope, scale=cfg.kq_scale)  # (T, H, kv_lora)
     else:
+      q = self.split(q_lat.cat(q_pe, dim=-1), "q")                             # (T, H, kv_lora + rope)
       keys = cache[0:start_pos + T]                                             # (S, kv_lora + rope): one row per token
       values = keys[:, :cfg.kv_lora_rank]                                       # V is the latent part of the same row
       scores = q.transpose(0, 1).float() @ keys.float().T * cfg.kq_scale        # (H, T, S)

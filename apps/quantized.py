@@ -310,7 +310,10 @@ class KernelSpec:
   @property
   def fused(self) -> bool: return self.norm or self.residual or self.glu or self.mix or bool(self.x_stride)
 
-KernelFn = Callable[..., UOp]  # custom_kernel body: (out, x / ids, [sel], [mix], [norm_w], [residual], *parts) -> SINK or PROGRAM
+# custom_kernel body: (out, x / ids, [sel], [mix], [norm_w], [residual], *parts) -> SINK or PROGRAM. One with an attribute
+# x_form = (elements, dtype, body) reads x as what that body makes of it: (out (elements,), x, [norm_w]) -> PROGRAM, run just
+# before (with the spec's norm, which it then does: the kernel itself takes no norm_w)
+KernelFn = Callable[..., UOp]
 _PROVIDERS: list[Callable[[KernelSpec], KernelFn | None]] = []
 
 def register_kernel(provider: Callable[[KernelSpec], KernelFn | None]) -> None:
@@ -459,7 +462,14 @@ def _portable_kernel(spec: KernelSpec) -> KernelFn:
 def _kernel_cached(spec: KernelSpec) -> KernelFn: return kernel_for(spec)
 
 def _run(spec: KernelSpec, out: Tensor, *srcs: Tensor) -> Tensor:
-  return out.custom_kernel(*srcs, fxn=_kernel_cached(spec))[0]
+  fxn = _kernel_cached(spec)
+  if (form := getattr(fxn, "x_form", None)) is not None:  # the kernel reads x in a form of its own, which a kernel makes first
+    size, dtype, make = form
+    nw = 1 + (spec.op == "experts") + spec.mix   # where norm_w is among srcs: the norm goes into x's form
+    xsrc = (srcs[0], srcs[nw]) if spec.norm else (srcs[0],)
+    srcs = (Tensor.empty(size, dtype=dtype, device=out.device).custom_kernel(*xsrc, fxn=make)[0],
+            *(srcs[1:nw] + srcs[nw + 1:] if spec.norm else srcs[1:]))
+  return out.custom_kernel(*srcs, fxn=fxn)[0]
 
 @dataclass(frozen=True)
 class KernelCall:

@@ -111,8 +111,38 @@ static inline int __dp4a(int a, int b, int c) {
 template <class T> static inline T __shfl_xor_sync(unsigned, T v, int o) { return emu_shfl_xor(v, o); }
 static inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
 static inline float __int_as_float(int u) { float f; memcpy(&f, &u, 4); return f; }
+static inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
+// integer mma.sync (MMA_K32 / MMA_K16): the warp's fragments meet in one exchange; every lane then computes its four
+// outputs from the PTX ISA's fragment layouts (k = 32: A(r, k) in lane 4 (r % 8) + (k % 16) / 4, register (r >= 8) +
+// 2 (k >= 16), byte k % 4; B(k, n) in lane 4 n + (k % 16) / 4, register k >= 16; k = 16: the first halves alone)
+static std::vector<unsigned> emu_mma_in;
+static void emu_mma(int* c, const unsigned* a, const unsigned* b, int K) {
+  int t = emu_thread(), w = t / 32, lane = t % 32, g = lane / 4, q = lane % 4;
+  if (emu_mma_in.size() < 6 * (size_t)(emu_local.x * emu_local.y * emu_local.z)) emu_mma_in.resize(6 * emu_local.x * emu_local.y * emu_local.z);
+  unsigned* mine = &emu_mma_in[6 * t];
+  for (int i = 0; i < 4; i++) mine[i] = i < K / 8 ? a[i] : 0u;
+  mine[4] = b[0]; mine[5] = K == 32 ? b[1] : 0u;
+  emu_wait(emu_warp[w]);
+  const unsigned* in = &emu_mma_in[6 * 32 * w];
+  auto byte = [](unsigned v, int i) { return (int)(signed char)(v >> (8 * i)); };
+  for (int i = 0; i < 4; i++) {
+    int r = g + 8 * (i >> 1), n = 2 * q + (i & 1), s = 0;
+    for (int k = 0; k < K; k++) {
+      int la = 4 * (r % 8) + (k % 16) / 4, lb = 4 * n + (k % 16) / 4;
+      s += byte(in[6 * la + (r >= 8) + 2 * (k >= 16)], k % 4) * byte(in[6 * lb + 4 + (k >= 16)], k % 4);
+    }
+    c[i] += s;
+  }
+  emu_wait(emu_warp[w]);
+}
+// cp.async: the copy done at once is one order the GPU may run it in; the wait has nothing left to do
+#define CP_ASYNC16(dst, src) (*(dst) = *(src))
+#define CP_ASYNC_WAIT()
+#define MMA_K32(c, a, b0, b1) do { unsigned b_[2] = {(unsigned)(b0), (unsigned)(b1)}; emu_mma((c), (const unsigned*)(a), b_, 32); } while (0)
+#define MMA_K16(c, a0, a1, b0) do { unsigned a_[2] = {(unsigned)(a0), (unsigned)(a1)}, b_[2] = {(unsigned)(b0), 0u}; emu_mma((c), a_, b_, 16); } while (0)
 typedef _Float16 half;
 static inline float __half2float(half h) { return (float)h; }
+static inline half __ushort_as_half(unsigned short s) { half h; memcpy(&h, &s, 2); return h; }
 static inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
   unsigned long long v = ((unsigned long long)y << 32) | x; unsigned r = 0;
   for (int i = 0; i < 4; i++) r |= (unsigned)((v >> (8 * ((s >> (4 * i)) & 7))) & 0xff) << (8 * i);

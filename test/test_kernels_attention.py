@@ -185,7 +185,8 @@ def emulate_prefill(s: AttentionShape, c: dict, language: str, work: Path, token
   mc = c["cache"].shape[0]
   part = np.full((tokens, PREFILL_SPLITS, s.n_head, s.kv_lora), np.nan, np.float32)
   ml = np.full((tokens, PREFILL_SPLITS, s.n_head, 2), np.nan, np.float32)
-  emulate(prefill_attend_kernel(s, c["scale"], tokens, mc), language, [part, ml, q, c["cache"], c["pos"]], work)
+  q_lat, q_pe = np.ascontiguousarray(q[..., :s.kv_lora]), np.ascontiguousarray(q[..., s.kv_lora:])
+  emulate(prefill_attend_kernel(s, c["scale"], tokens, mc), language, [part, ml, q_lat, q_pe, c["cache"], c["pos"]], work)
   out = np.full((tokens, s.n_head, s.kv_lora), np.nan, np.float32)
   emulate(combine_kernel(s, tokens, mc), language, [out, part, ml, c["pos"]], work)
   return out
@@ -246,7 +247,7 @@ cache = Tensor.zeros(MC, KV + R).contiguous().realize()
 n_tok = UOp.variable("n_tokens", 1, 64)
 @TinyJit
 def fill(q, pos):
-  return (mla_prefill_attention(q, cache, pos, kv_lora=KV, qk_rope=R, scale=0.07) * 1).realize()
+  return (mla_prefill_attention(q[:, :, :KV], q[:, :, KV:], cache, pos, kv_lora=KV, qk_rope=R, scale=0.07) * 1).realize()
 for i, T in enumerate((64, 40, 17)):
   GlobalCounters.reset()
   out = fill(Tensor.empty(64, H, KV + R).realize()[:n_tok.bind(T)], Tensor([3 * i], dtype=dtypes.int32).realize())
@@ -345,6 +346,6 @@ def test_prefill_on_the_device():
   for P, T in ((0, 7), (300, 40), (1000, 128)):
     c = prefill_case(s, P, T, 2048, seed=P)
     c["cache"][P + T:] = 0.0
-    out = mla_prefill_attention(Tensor(c["q"]), Tensor(c["cache"]), Tensor(c["pos"]), kv_lora=s.kv_lora, qk_rope=s.qk_rope,
-                                scale=c["scale"]).numpy()
+    out = mla_prefill_attention(Tensor(c["q"][..., :s.kv_lora].copy()), Tensor(c["q"][..., s.kv_lora:].copy()), Tensor(c["cache"]),
+                                Tensor(c["pos"]), kv_lora=s.kv_lora, qk_rope=s.qk_rope, scale=c["scale"]).numpy()
     assert rel_err(out, numpy_prefill(s, c)) < 1e-5, (P, T)

@@ -10,7 +10,7 @@ from apps.gguf import GGMLType, BLOCK
 import apps.quantized as Q
 from apps.quantized import PackedTensor, QuantizedLinear, QuantizedExpertWeights, KernelSpec, format_for
 from apps.kernels import gemm, render, language_of
-from test_quantized import random_tensor, ref_weight, relerr, fp32_bound
+from test_quantized import random_tensor, ref_weight, relerr, fp32_bound, x16
 from nvcc import needs_nvcc, run_nvcc_script
 from emulator import emulate
 
@@ -39,13 +39,15 @@ def test_emulated_cuda(tmp_path, typ):
     out, ref = emulated(typ, 70, 72, K, "CUDA", tmp_path / str(tt), tile=(tt, 64))
     assert relerr(out, ref) < fp32_bound(K), (tt, relerr(out, ref))
 
-def expert_case(typ, T, J, E, N, K, per_slot, sel, seed=0):
+def expert_case(typ, T, J, E, N, K, per_slot, sel, seed=0, seen=lambda v: v.astype(np.float64)):
+  """Buffers (out, x, sel, *parts) of a routed-expert product and its reference, x as `seen` turns it into float64."""
   rng = np.random.default_rng(seed)
   raw = random_tensor(typ, (K, N, E), rng)
   W = ref_weight(raw, typ, (K, N, E)).astype(np.float64)                     # (E, N, K)
   x = rng.standard_normal((T, J, K) if per_slot else (T, K)).astype(np.float32)
-  xs = x if per_slot else np.broadcast_to(x[:, None], (T, J, K))
-  ref = np.einsum("tjnk,tjk->tjn", W[np.clip(sel, 0, E - 1)], xs.astype(np.float64))
+  xv = seen(x)
+  xs = xv if per_slot else np.broadcast_to(xv[:, None], (T, J, K))
+  ref = np.einsum("tjnk,tjk->tjn", W[np.clip(sel, 0, E - 1)], xs)
   fmt, host = PackedTensor.pack_host(raw, typ, (K, N, E))
   return [np.full((T, J, N), np.nan, np.float32), x, sel.astype(np.int32)] + [np.ascontiguousarray(host[p]) for p, _, _ in fmt.parts], ref
 
@@ -91,6 +93,105 @@ def test_emulated_metal(tmp_path, typ):
   out, ref = emulated(typ, 9, 40, K, "METAL", tmp_path, seed=1)
   assert relerr(out, ref) < fp32_bound(K), relerr(out, ref)
 
+# ---- the tensor-core GEMM (CUDA sm_80+): x quantized by build_xq, then integer mma.sync; references x16(x) @ W
+
+def xq_records(x: np.ndarray, work: Path) -> np.ndarray:
+  """build_xq's records of x (rows, K), emulated."""
+  R, K = x.shape
+  xq = np.zeros(K // 32 * R * gemm.XQ_WORDS, np.uint32)
+  emulate(gemm.build_xq(R, K), "CUDA", [xq, np.ascontiguousarray(x)], work / "xq")
+  return xq
+
+def test_emulated_xq_records(tmp_path):
+  """Every block of 32 x values of a row: dx = max |x| / 32512 and X = round(x / dx) (x16's), split into signed bytes h, l
+  with X = 256 h + l, h and l words at the fragment quad's places, the sums of X over k 0..15 and 16..31; a zero block."""
+  R, K = 5, 96
+  x = np.random.default_rng(2).standard_normal((R, K)).astype(np.float32) * np.float32([[1e-3], [1], [30], [1e4], [1]])
+  x[4, 32:64] = 0
+  rec = xq_records(x, tmp_path).reshape(K // 32, R, gemm.XQ_WORDS)
+  b = x.reshape(R, K // 32, 32).transpose(1, 0, 2)
+  d = rec[..., 16].view(np.float32)
+  assert np.array_equal(d, (np.abs(b).max(-1) / np.float32(32512)).astype(np.float32))
+  X = np.rint(np.divide(x16(x).reshape(R, K // 32, 32).transpose(1, 0, 2), d[..., None].astype(np.float64), out=np.zeros(b.shape),
+                        where=d[..., None] > 0)).astype(np.int64)
+  by = lambda words: np.ascontiguousarray(words).view(np.int8).reshape(*words.shape[:-1], 32).astype(np.int64)  # 8 words -> 32 bytes
+  h, l = rec[..., [0, 4, 8, 12, 1, 5, 9, 13]], rec[..., [2, 6, 10, 14, 3, 7, 11, 15]]   # word w (k 4w ..): quad lane w % 4
+  assert np.array_equal(256 * by(h) + by(l), X) and (np.abs(by(l)) <= 128).all()
+  assert np.array_equal(rec[..., 17].view(np.int32), X[..., :16].sum(-1)) and np.array_equal(rec[..., 18].view(np.int32), X[..., 16:].sum(-1))
+  assert (X[1, 4] == 0).all() and d[1, 4] == 0
+
+def mma_dense(typ, T, N, K, work, tile, residual=False, seed=0):
+  rng = np.random.default_rng(seed)
+  raw = random_tensor(typ, (K, N), rng)
+  W = ref_weight(raw, typ, (K, N)).astype(np.float64)
+  x = rng.standard_normal((T, K)).astype(np.float32)
+  res = rng.standard_normal((T, N)).astype(np.float32)
+  fmt, host = PackedTensor.pack_host(raw, typ, (K, N))
+  out = np.full((T, N), np.nan, np.float32)
+  k = gemm.build_mma(gemm.GemmShape(typ, T, N, K, residual=residual), tile)
+  emulate(k, "CUDA", [out, xq_records(x, work)] + ([res] if residual else []) + [np.ascontiguousarray(host[p]) for p, _, _ in fmt.parts], work)
+  return out, x16(x) @ W.T + (res if residual else 0)
+
+@pytest.mark.parametrize("typ", TYPES, ids=lambda t: t.name)
+def test_emulated_mma(tmp_path, typ):
+  """Partial tiles both ways (37 tokens, 72 rows), two steps of 8 sub-steps (K = 512), each dense tile (8 .. 64 tokens)."""
+  for tt in (8, 16, 64):
+    out, ref = mma_dense(typ, 37, 72, 512, tmp_path / str(tt), (tt, 64))
+    assert relerr(out, ref) < fp32_bound(512), (tt, relerr(out, ref))
+
+def test_emulated_mma_residual_and_one_sub_step(tmp_path):
+  """The residual in the store; K of 3 blocks (one sub-step per step, three steps)."""
+  out, ref = mma_dense(GGMLType.Q4_0, 20, 40, 96, tmp_path, None, residual=True, seed=3)
+  assert relerr(out, ref) < fp32_bound(96)
+
+@pytest.mark.parametrize("typ", [GGMLType.Q4_0, GGMLType.Q4_K, GGMLType.Q6_K], ids=lambda t: t.name)
+def test_emulated_mma_experts(tmp_path, typ):
+  """Routed experts as test_emulated_experts (an expert with 85 entries: six tiles; one nobody chose), x shared by the
+  slots and one row per slot; per head (batched)."""
+  T, J, E, N, K = 150, 2, 4, 40, 256
+  sel = np.zeros((T, J), np.int64)
+  sel[:, 0], sel[:, 1] = 1, np.arange(T) % 3 - 1
+  sel[5] = [2, 2]
+  for per_slot in (False, True):
+    bufs, ref = expert_case(typ, T, J, E, N, K, per_slot, sel, seed=int(per_slot), seen=x16)
+    bufs[1] = xq_records(bufs[1].reshape(-1, K), tmp_path / f"x{per_slot}")
+    emulate(gemm.build_mma(gemm.GemmShape(typ, T, N, K, J, E, per_slot)), "CUDA", bufs, tmp_path / str(per_slot))
+    assert relerr(bufs[0], ref) < fp32_bound(K), (per_slot, relerr(bufs[0], ref))
+  T, J = 20, 3
+  bufs, ref = expert_case(typ, T, J, J, N, K, True, np.broadcast_to(np.arange(J), (T, J)), seed=5, seen=x16)
+  del bufs[2]
+  bufs[1] = xq_records(bufs[1].reshape(-1, K), tmp_path / "xb")
+  emulate(gemm.build_mma(gemm.GemmShape(typ, T, N, K, J, J, True, batched=True)), "CUDA", bufs, tmp_path / "batched")
+  assert relerr(bufs[0], ref) < fp32_bound(K), relerr(bufs[0], ref)
+
+@pytest.mark.parametrize("typ", [GGMLType.Q4_0, GGMLType.Q5_K], ids=lambda t: t.name)
+def test_emulated_mma_norm_and_glu(tmp_path, typ):
+  """A linear product's fusions in the tensor-core kernel: the rms norm in x's quantization (x * norm_w rounded, the row's
+  1 / rms in dx, as the decode matvecs do it) and SwiGLU in the store (the W rows [gate; up], a warp's row blocks in pairs);
+  the norm alone."""
+  T, N, K, eps = 37, 40, 512, 1e-5
+  rng = np.random.default_rng(8)
+  raw = random_tensor(typ, (K, 2 * N), rng)
+  W = ref_weight(raw, typ, (K, 2 * N)).astype(np.float64)
+  x, g = rng.standard_normal((T, K)).astype(np.float32), rng.standard_normal(K).astype(np.float32)
+  xq = np.zeros(K // 32 * T * gemm.XQ_WORDS, np.uint32)
+  emulate(gemm.build_xq(T, K, eps), "CUDA", [xq, x, g], tmp_path / "xq")
+  fmt, host = PackedTensor.pack_host(raw, typ, (K, 2 * N))
+  parts = [np.ascontiguousarray(host[p]) for p, _, _ in fmt.parts]
+  x64 = x.astype(np.float64)
+  y = x16(x * g) / np.sqrt((x64 * x64).mean(-1, keepdims=True) + eps) @ W.T
+  out = np.full((T, N), np.nan, np.float32)
+  emulate(gemm.build_mma(gemm.GemmShape(typ, T, N, K, glu=True)), "CUDA", [out, xq] + parts, tmp_path / "glu")
+  assert relerr(out, y[:, :N] / (1 + np.exp(-y[:, :N])) * y[:, N:]) < 4 * fp32_bound(K)
+  out = np.full((T, 2 * N), np.nan, np.float32)
+  emulate(gemm.build_mma(gemm.GemmShape(typ, T, 2 * N, K)), "CUDA", [out, xq] + parts, tmp_path / "norm")
+  assert relerr(out, y) < 4 * fp32_bound(K)
+
+def test_mma_has_no_metal_rendering():
+  k = gemm.build_mma(gemm.GemmShape(GGMLType.Q4_0, 64, 64, 256))
+  with pytest.raises(ValueError, match="no Metal rendering"): render(k, "METAL")
+  assert "mma.sync" in render(k, "CUDA") and "mma.sync" not in render(gemm.build(gemm.GemmShape(GGMLType.Q4_0, 64, 64, 256)), "CUDA")
+
 def test_tiles():
   """Experts: 16 tokens x 128 rows; dense: 64 rows and 64 tokens, fewer where that leaves two workgroups per SM."""
   q = GGMLType.Q4_0
@@ -110,7 +211,10 @@ def test_provider_takes_only_what_it_can():
   spec = lambda **kw: KernelSpec(**{**dict(op="linear", fmt=fmt, B=64, J=1, N=32, K=256, E=1, x_per_slot=False, has_index=False,
                                            device=dev), **kw})
   assert gemm.provider(spec(B=4)) is None                                # decode: the matvecs
-  assert gemm.provider(spec(norm=True)) is None                          # fused: done as separate ops around the plain product
+  mma = gemm.mma_supports(gemm.GemmShape(GGMLType.Q4_0, 64, 32, 256), Device.DEFAULT)   # CUDA sm_80+: the tensor-core GEMM
+  assert (gemm.provider(spec(norm=True)) is not None) == mma             # the norm in x's quantization, else separate ops
+  assert (gemm.provider(spec(norm=True, glu=True)) is not None) == mma   # and SwiGLU in the store
+  assert gemm.provider(spec(glu=True, residual=True)) is None
   assert gemm.provider(spec(op="batched", J=4, E=4, x_per_slot=True, x_stride=300)) is None   # a strided input: the matvecs' (decode)
   assert gemm.provider(spec(fmt=format_for(GGMLType.Q4_1, 256))) is None             # no GEMM for that type
   on_kernels = language_of(Device.DEFAULT) is not None
@@ -131,6 +235,13 @@ shapes = [gemm.GemmShape(t, 128, 6144, 2048) for t in gemm.TYPES] + \
          [gemm.GemmShape(t, 128, 2816, 2048, 6, 64, False) for t in gemm.TYPES] + [gemm.GemmShape(t, 128, 2048, 1408 if BLOCK[t][0] == 32 else 1536, 6, 64, True) for t in gemm.TYPES]
 for s in shapes: ren.compiler.compile(render(gemm.build(s), "CUDA"))
 print("COMPILED", len(shapes))
+mma = shapes + [gemm.GemmShape(t, 512, 2048, 2048, residual=True) for t in gemm.TYPES] + \
+      [gemm.GemmShape(t, 512, 512, 128, 16, 16, True, True) for t in gemm.MMA_TYPES if BLOCK[t][0] == 32] + \
+      [gemm.GemmShape(t, 128, 6144, 2048, glu=True) for t in gemm.MMA_TYPES]
+for s in mma: ren.compiler.compile(render(gemm.build_mma(s), "CUDA"))
+for R, K, eps in ((128, 2048, None), (768, 1408, None), (2048, 128, None), (128, 2048, 1e-6), (128, 1536, 1e-6)):
+  ren.compiler.compile(render(gemm.build_xq(R, K, eps), "CUDA"))
+print("MMA COMPILED", len(mma) + 5)
 """
 
 SEAM = r"""
@@ -141,17 +252,19 @@ from apps.kernels import gemm, matvec
 fmt = format_for(GGMLType.Q4_0, 2048)
 spec = lambda B: KernelSpec("linear", fmt, B, 1, 512, 2048, 1, False, False, "NULL")
 print("PREFILL", kernel_for(spec(64)) is gemm.kernel(gemm.GemmShape(GGMLType.Q4_0, 64, 512, 2048), "NULL"))
+print("MMA", hasattr(kernel_for(spec(64)), "x_form"))   # sm_90: the tensor-core GEMM, x quantized first
 print("DECODE", kernel_for(spec(1)) is matvec.kernel(matvec.MatvecShape("linear", GGMLType.Q4_0, 1, 1, 512, 2048, 1, False), 0.0, "NULL"))
 """
 
 @needs_nvcc
 def test_seam_routes_prefill_to_the_gemm_and_decode_to_the_matvecs():
   out = run_nvcc_script(SEAM)
-  assert "PREFILL True" in out and "DECODE True" in out, out
+  assert "PREFILL True" in out and "DECODE True" in out and "MMA True" in out, out
 
 @needs_nvcc
 def test_cuda_sources_compile():
-  assert f"COMPILED {3 * len(TYPES)}" in run_nvcc_script(COMPILE)
+  out = run_nvcc_script(COMPILE)
+  assert f"COMPILED {3 * len(TYPES)}" in out and f"MMA COMPILED {5 * len(TYPES) + 2 + 5}" in out
 
 def test_metal_sources_render():
   for t in TYPES:
@@ -161,26 +274,29 @@ def test_metal_sources_render():
 @pytest.mark.skipif(language_of(Device.DEFAULT) is None, reason="no hand-written kernels on this device")
 @pytest.mark.parametrize("typ", TYPES, ids=lambda t: t.name)
 def test_device_prefill_product(typ):
-  """70-token products on the device (the GEMM's): linear, routed experts, per slot; at the fp32 bound."""
+  """70-token products on the device (the GEMM's): linear, routed experts, per slot; at the fp32 bound of the float
+  product, or where the tensor-core GEMM serves (CUDA sm_80+) of the product of x rounded to 16 bits per block (x16)."""
   Q._kernel_cached.cache_clear()
   try:
     rng = np.random.default_rng(3)
     K, N, T = 256, 96, 70
+    mma = gemm.mma_supports(gemm.GemmShape(typ, T, N, K), Device.DEFAULT)
+    seen = lambda v: x16(v) if mma else v.astype(np.float64)
     raw = random_tensor(typ, (K, N), rng)
     W = ref_weight(raw, typ, (K, N)).astype(np.float64)
     lin = QuantizedLinear(PackedTensor.from_bytes(raw, typ, (K, N)))
     x = rng.standard_normal((T, K)).astype(np.float32)
-    assert relerr(lin(Tensor(x)).numpy(), x.astype(np.float64) @ W.T) < fp32_bound(K)
+    assert relerr(lin(Tensor(x)).numpy(), seen(x) @ W.T) < fp32_bound(K)
     res = rng.standard_normal((T, N)).astype(np.float32)
-    assert relerr(lin(Tensor(x), residual=Tensor(res)).numpy(), x.astype(np.float64) @ W.T + res) < fp32_bound(K)
+    assert relerr(lin(Tensor(x), residual=Tensor(res)).numpy(), seen(x) @ W.T + res) < fp32_bound(K)
     T, J, E, N = 70, 3, 5, 40                                               # routed experts, x shared by the slots
     sel = rng.integers(0, E, (T, J))
-    bufs, ref = expert_case(typ, T, J, E, N, K, False, sel, seed=4)
+    bufs, ref = expert_case(typ, T, J, E, N, K, False, sel, seed=4, seen=seen)
     ex = QuantizedExpertWeights(*[[PackedTensor.from_bytes(random_tensor(typ, (K, N, E), np.random.default_rng(4)), typ, (K, N, E))], [N]])
     assert relerr(ex(Tensor(sel.astype(np.int32)), Tensor(bufs[1])).numpy(), ref) < fp32_bound(K)
     Wb = ref_weight(random_tensor(typ, (K, N, E), np.random.default_rng(4)), typ, (K, N, E)).astype(np.float64)  # per slot
     xb = rng.standard_normal((T, E, K)).astype(np.float32)
-    assert relerr(ex.batched(Tensor(xb)).numpy(), np.einsum("enk,tek->ten", Wb, xb.astype(np.float64))) < fp32_bound(K)
+    assert relerr(ex.batched(Tensor(xb)).numpy(), np.einsum("enk,tek->ten", Wb, seen(xb))) < fp32_bound(K)
   finally: Q._kernel_cached.cache_clear()
 
 def test_ab_tool_runs_and_restores_the_providers(capsys):

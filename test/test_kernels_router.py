@@ -33,6 +33,21 @@ def test_route_matches_reference(n, k, gating, has_bias, norm, scale):
   np.testing.assert_array_equal(sel.numpy(), rsel)
   np.testing.assert_allclose(w.numpy(), rw, rtol=1e-5, atol=1e-7)
 
+@pytest.mark.skipif(language_of(Device.DEFAULT) is None, reason="no hand-written kernels on this device")
+def test_route_of_a_prefill_chunk():
+  """A chunk of 70 tokens, and one of symbolic length (bound 80: the padded rows' routing is sliced off)."""
+  from tinygrad import UOp
+  n, k, gating, has_bias, norm, scale = CASES[0]
+  rng = np.random.default_rng(7)
+  logits, bias = rng.standard_normal((80, n)).astype(np.float32), (rng.standard_normal(n) * 0.1).astype(np.float32)
+  rsel, rw = reference(logits[:70], bias, k, gating, norm, scale)
+  sel, w = router.route(Tensor(logits[:70]), Tensor(bias), k, gating, norm, scale)
+  np.testing.assert_array_equal(sel.numpy(), rsel)
+  np.testing.assert_allclose(w.numpy(), rw, rtol=1e-5, atol=1e-7)
+  B = UOp.variable("n_tokens", 1, 80).bind(70)
+  sel, w = router.route(Tensor(logits)[:B], Tensor(bias), k, gating, norm, scale)
+  np.testing.assert_array_equal(sel.pad(((0, 80 - B), (0, 0))).numpy()[:70], rsel)   # (a symbolic shape has no data: pad it)
+
 def test_not_used_where_it_does_not_apply():
   t = Tensor.zeros(2, 64)
   if language_of(Device.DEFAULT) is None: assert router.route(t, None, 4, router.SOFTMAX, False, 1.0) is None

@@ -63,10 +63,13 @@ def x16(v: np.ndarray, block: int = 32) -> np.ndarray:
 
 def x_seen(typ: GGMLType, x: np.ndarray, tokens: int) -> np.ndarray:
   """x as a product with `typ` weights on this device multiplies it (float64): the hand-written decode matvecs (up to 4
-  tokens, apps/kernels/matvec.py) round x to 16 bits per block for Q4_0 and Q8_0 weights; every other path multiplies x."""
-  from apps.kernels import matvec, language_of
-  if language_of(Device.DEFAULT) is not None and typ in matvec.TYPES and matvec.TYPES[typ].xint and tokens <= 4: return x16(x)
-  return x.astype(np.float64)
+  tokens, apps/kernels/matvec.py) round x to 16 bits per block for Q4_0 and Q8_0 weights, the tensor-core GEMM (more
+  tokens, CUDA sm_80+, apps/kernels/gemm.py) for every type it takes; every other path multiplies x."""
+  from apps.kernels import matvec, gemm, language_of
+  if language_of(Device.DEFAULT) is None: return x.astype(np.float64)
+  if tokens <= 4: return x16(x) if typ in matvec.TYPES and matvec.TYPES[typ].xint else x.astype(np.float64)
+  K = x.shape[-1]
+  return x16(x) if typ in gemm.MMA_TYPES and K % BLOCK[typ][0] == 0 and gemm.mma_supports(gemm.GemmShape(typ, tokens, 16, K), Device.DEFAULT) else x.astype(np.float64)
 
 FP16_BOUND = 2.0 ** -9  # fp16 output (and fp16 x, which the reference uses as given): rounding of the result dominates
 

@@ -17,7 +17,8 @@ The dialect (macros defined per backend by the prelude):
   SHFL_XOR(v, o)           v of lane (this lane ^ o) in the warp (float or int)
   EXP2(x)                  2^x of a float
   FLOAT4(a, b, c, d)       a float4 value (for one wide store)
-  DEVFN                    qualifies a helper function; H2F(h) half -> float; AS_FLOAT(u) uint bits -> float
+  DEVFN                    qualifies a helper function; H2F(h) half -> float; AS_FLOAT(u) uint bits -> float;
+                           AS_UINT(f) float bits -> uint; H2F_BITS(u) the fp16 in the low 16 bits of uint u -> float
   BYTE_F(u, b)             2^23 + (byte b of uint u) as a float, exactly (b a constant 0..3): subtract 8388608.0f (plus
                            any offset of the quant) for the byte's value; a byte permute, no int-to-float conversion
   DP4A(a, b, c)            c + the dot product of the four signed bytes of int a with those of int b (one instruction on
@@ -26,6 +27,13 @@ The dialect (macros defined per backend by the prelude):
   uint4/float4 vector types exist in both languages (members .x .y .z .w); the body constructs them only with FLOAT4 and
   UINT4.
   GRID_WAIT()              waits until the kernels this one depends on have finished and their writes are visible
+  MMA_K32(c, a, b0, b1)    CUDA sm_80+ only (no Metal twin): int c[4] += A . B on the tensor cores, one warp-wide
+                           mma.sync m16n8k32 of signed bytes: A 16 x 32 in a[4], B 32 x 8 in b0, b1, C 16 x 8 in c[4], the
+                           fragment layouts of the PTX ISA (lane = 4 g + t: a[0] row g, k 4t..4t+3; a[1] row g + 8; a[2],
+                           a[3] the same at k + 16; b0 k 4t..4t+3 of column g, b1 k + 16; c[i] row g + 8 (i >> 1), column
+                           2t + (i & 1)); MMA_K16(c, a0, a1, b0) the m16n8k16 one (A 16 x 16 in a0, a1; B 16 x 8 in b0)
+  CP_ASYNC16(dst, src)     CUDA sm_80+ only: starts copying 16 bytes from global src to shared dst (cp.async, no registers);
+                           CP_ASYNC_WAIT() waits for all of the thread's copies (BARRIER() after it: for the workgroup's)
 
 Programmatic dependent launch (CUDA sm_90+; no-ops elsewhere): a kernel whose source executes GRID_WAIT() gets
 programmatic edges in the CUDA graph (patches/0004): it is launched as its predecessors' blocks exit, before their writes
@@ -84,6 +92,8 @@ typedef unsigned int uint; typedef unsigned char uchar; typedef unsigned short u
 #define DEVFN static __device__ __forceinline__
 #define H2F(h) __half2float(h)
 #define AS_FLOAT(u) __uint_as_float(u)
+#define AS_UINT(f) __float_as_uint(f)
+#define H2F_BITS(u) __half2float(__ushort_as_half((ushort)((u) & 0xFFFFu)))
 static __device__ __forceinline__ float WARP_SUM(float v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
@@ -116,6 +126,8 @@ using namespace metal;
 #define DEVFN static inline
 #define H2F(h) float(h)
 #define AS_FLOAT(u) as_type<float>(u)
+#define AS_UINT(f) as_type<uint>(f)
+#define H2F_BITS(u) float(as_type<half>((ushort)((u) & 0xFFFFu)))
 #define WARP_SUM(v) simd_sum(v)
 #define WARP_MAX(v) simd_max(v)
 #define EXP2(x) exp2(x)
@@ -139,6 +151,15 @@ _CUDA_PDL = """#ifndef GRID_WAIT
 #else
 #define GRID_WAIT()
 #endif
+#endif"""
+# integer mma.sync (PTX ISA 7.0, sm_80+): defined only in sources that use it; a harness may define the macros first
+_CUDA_MMA = """#ifndef MMA_K32
+#define MMA_K32(c, a, b0, b1) asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};" \\
+  : "+r"((c)[0]), "+r"((c)[1]), "+r"((c)[2]), "+r"((c)[3]) : "r"((a)[0]), "r"((a)[1]), "r"((a)[2]), "r"((a)[3]), "r"(b0), "r"(b1))
+#define MMA_K16(c, a0, a1, b0) asm("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};" \\
+  : "+r"((c)[0]), "+r"((c)[1]), "+r"((c)[2]), "+r"((c)[3]) : "r"(a0), "r"(a1), "r"(b0))
+#define CP_ASYNC16(dst, src) asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"((unsigned)__cvta_generic_to_shared(dst)), "l"(src) : "memory")
+#define CP_ASYNC_WAIT() asm volatile("cp.async.commit_group;\\n cp.async.wait_group 0;" ::: "memory")
 #endif"""
 _METAL_PDL = """#ifndef GRID_WAIT
 #define GRID_WAIT()
@@ -195,6 +216,7 @@ def side_by_side(name: str, kernels: Sequence[SourceKernel]) -> SourceKernel:
   return SourceKernel(name, tuple(params), body, (off, 1, 1), kernels[0].local_size, helpers)
 
 def _uses_pdl(k: SourceKernel) -> bool: return "GRID_WAIT" in k.body
+def uses_mma(k: SourceKernel) -> bool: return "MMA_K" in k.body or "CP_ASYNC" in k.body
 
 def language_of(device: str) -> str | None:
   """The source language the device's renderer compiles (None: no hand-written kernels there)."""
@@ -211,11 +233,12 @@ def render(k: SourceKernel, language: str) -> str:
     restrict = lambda p: "" if _uses_pdl(k) else " __restrict__"
     sig = ", ".join(f"{ctype(p)}*{restrict(p)} {p.name}" for p in k.params)
     head = f'extern "C" __global__ void __launch_bounds__({k.threads}) {k.function_name}({sig})'
-    prelude = _CUDA_PRELUDE + ("\n" + _CUDA_PDL if _uses_pdl(k) else "")
+    prelude = _CUDA_PRELUDE + ("\n" + _CUDA_PDL if _uses_pdl(k) else "") + ("\n" + _CUDA_MMA if uses_mma(k) else "")
   elif language == "METAL":
     sig = ", ".join([f"{'' if p.written else 'const '}device {_CTYPE[p.dtype]}* {p.name}" for p in k.params] +
                     ["uint3 gid [[threadgroup_position_in_grid]]", "uint3 lid [[thread_position_in_threadgroup]]"])
     head = f"kernel void {k.function_name}({sig})"
+    if uses_mma(k): raise ValueError(f"{k.name}: MMA_K32 / MMA_K16 / CP_ASYNC16 have no Metal rendering")
     prelude = _METAL_PRELUDE + ("\n" + _METAL_PDL if _uses_pdl(k) else "")
   else: raise ValueError(f"no source language {language!r} (have {', '.join(LANGUAGES)})")
   return f"{prelude}\n{k.helpers}\n{head} {{\n{k.body}\n}}\n"

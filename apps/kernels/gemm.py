@@ -1,25 +1,39 @@
 """Prefill products on packed GGUF weights: out[t, n] = W[n] . x[t] for a chunk of tokens (more than the decode matvecs
 take), the routed-expert product out[t, j, n] = W[sel[t, j]][n] . x[t] (or x[t, j]) and the per-slot product
-out[t, j, n] = W[j][n] . x[t, j] (MLA's k_b and v_b). Tiled the classic way for CUDA cores: a workgroup owns a tile of
-out (`GemmShape.tile`: tokens x rows, each thread 4 x 4 of it); per step of 32 weights of K it dequantizes its rows' 32
-weights and copies its tokens' 32 x values into shared memory, both k-major as float4s of 4 rows / 4 tokens, and every
-thread accumulates its 4 x 4 from two float4 reads per k (16 FMA). The global loads of step k + 1 are issued into
-registers before the math of step k (one wait for memory per step, overlapped with the math), and the warps whose tokens
-lie past the tile's entries skip the math.
-W is dequantized exactly (as gguf-py: d * (q - offset), or (d * sc) * q - (dmin * m) for the K-quants, in fp32) and summed
-in fp32, so the result is the float product: the tests hold it to the fp32 bound against gguf-py's dequantization.
+out[t, j, n] = W[j][n] . x[t, j] (MLA's k_b and v_b). Two kernels of one tiling (a workgroup owns tokens x rows of out,
+steps of 32 weights of K, the loads of step k + 1 in flight during step k's math, token groups past a tile's entries
+skip the math):
 
-apps/quantized.py asks it first for every product of more than 4 tokens (H100 A/Bs with `tools/ab_prefill.py`: against the
-portable kernels prefill +44% on Youtu-LLM-2B, +8% on DeepSeek-V2-Lite; the loads one step ahead, the skip and the K-quants
-+2.5% and +63% on top; OPTIMIZATION_JOURNAL.md).
+The tensor-core kernel (`build_mma`, CUDA sm_80+, what the H100 runs). x is first rounded to 16-bit integers per block
+of 32, exactly as the decode matvecs round it (`build_xq`: X = round(x / dx), dx = max |x| / 32512, split into signed
+bytes h and l with X = 256 h + l), into records laid out as mma.sync's B fragments. The weights stay integers too: a
+Q4_0 block's word t holds its weights 4t.. and 16 + 4t.. (the A fragment's k order), so a lane loads its rows' words
+straight into the fragment (nibbles to signed bytes, no float dequantization); each 16 x 8 x 32 tile of the product is
+two mma.sync (h, l) into int32, and 256 h + l, exact, is scaled by the row's and the token's scale into fp32 (the
+K-quants' mins through the block's sum of X; Q6_K's two scales per 32 through two k = 16 mma). So the result is the
+product of the rounded x, held to the fp32 bound against x16(x) and gguf-py's dequantization, the same numerics as the
+decode matvecs (prompt logits ~2e-4 of transformers on the tiny models, where the float products gave ~2e-5). A linear
+product's rms norm goes into x's rounding (x * norm_w rounded, 1 / rms in dx) and its SwiGLU into the store (a warp's
+row blocks in gate / up pairs). x records reach shared memory by cp.async, two steps double-buffered.
 
-Experts: a workgroup owns one expert and 128 rows; it first lists the (token, slot) entries of sel that chose its expert
-(a prefix sum over sel in shared memory, in entry order), then runs tiles of 16 of those entries, gathering x rows and
-scattering out rows. Each expert's weights are read once per chunk instead of once per token, and workgroups of experts
-nobody chose end after the scan.
+The CUDA-core kernel (`build`, Metal and older CUDA): per step it dequantizes its rows' 32 weights exactly (as gguf-py:
+d * (q - offset), or (d * sc) * q - (dmin * m) for the K-quants, in fp32) and stages x in shared memory, both k-major as
+float4s of 4 rows / 4 tokens, and every thread accumulates 4 x 4 of out from two float4 reads per k (16 FMA), in fp32:
+the result is the float product.
 
-Buffers: out (T, N) | (T, J, N), x (T, K) | (T, J, K) with x_per_slot, [sel (T, J) int32], [residual (T, N)], then the packed parts of W
-(apps/quantized.py's layouts: Q4_0 / Q8_0 d, qs; Q4_K dm, scm, qs; Q5_K dm, scm, qh, qs; Q6_K ql, qh, sc, d).
+apps/quantized.py asks this module first for every product of more than 4 tokens (H100 prefill 512 A/Bs with
+`tools/ab_prefill.py`, OPTIMIZATION_JOURNAL.md: CUDA-core kernel against the portable kernels +44% Youtu-LLM-2B, +8%
+DeepSeek-V2-Lite, +2.5% / +63% more with its loads one step ahead; the tensor-core kernel against it +40% / +93% / +126%
+on GLM-4.7-Flash, and its later steps up to +30% more).
+
+Experts: a workgroup owns one expert and a band of rows; it first lists the (token, slot) entries of sel that chose its
+expert (a prefix sum over sel in shared memory, in entry order), then runs tiles of 16 of those entries, gathering x rows
+and scattering out rows. Each expert's weights are read once per chunk instead of once per token, and workgroups of
+experts nobody chose end after the scan.
+
+Buffers: out (T, N) | (T, J, N), x (T, K) | (T, J, K) with x_per_slot (the tensor-core kernel: x's records instead),
+[sel (T, J) int32], [residual (T, N)], then the packed parts of W (apps/quantized.py's layouts: Q4_0 / Q8_0 d, qs; Q4_K
+dm, scm, qs; Q5_K dm, scm, qh, qs; Q6_K ql, qh, sc, d).
 """
 from __future__ import annotations
 import functools
@@ -89,6 +103,7 @@ class GemmShape:
   x_per_slot: bool = False  # experts: x (T, J, K), one row per slot
   batched: bool = False     # every slot j its own expert j (J = E, x (T, J, K), no sel): MLA's per-head k_b and v_b
   residual: bool = False    # linear: out = W . x + residual (T, N), the residual add in the store
+  glu: bool = False         # linear, tensor-core kernel: W's rows are [gate; up] (2N): out = silu(gate . x) * (up . x)
 
   @property
   def experts(self) -> bool: return self.E > 0 and not self.batched
@@ -230,20 +245,305 @@ def build(s: GemmShape, tile: tuple[int, int] | None = None) -> SourceKernel:
   grid = (-(-s.N // TN), 1, s.E) if s.experts else (-(-s.N // TN), -(-s.T // TT), s.E if s.batched else 1)
   return SourceKernel(name, params, body, grid, (TN // 4, TT // 4, 1))
 
+# ---- the tensor-core GEMM (CUDA sm_80+): x as 16-bit integers, integer mma.sync per step of 32 weights of K
+
+XQ_WORDS = 20   # uint32 words of one quantized x block: per lane t of a fragment quad, words 4t..4t+3 = (h word t, h word
+                # 4 + t, l word t, l word 4 + t) (word w = bytes of k 4w .. 4w + 3), then dx (float bits), the sums of X over
+                # k 0..15 and 16..31, and one of padding (a record is five uint4s)
+
+def build_xq(R: int, K: int, eps: float | None = None) -> SourceKernel:
+  """x (R, K) float -> xq (K / 32, R, XQ_WORDS) uint32: every block of 32 x values of a row as X = round(x / dx) with dx =
+  max |x| / 32512, split into signed bytes h = round(X / 256) and l = X - 256 h, exactly as the decode matvecs round x
+  (apps/kernels/matvec.py), laid out as the B fragments of mma.sync read them. 8 lanes a block (a float4 each).
+  With `eps` the rows are rms-normed first, as the decode matvecs do it: x * norm_w is rounded and its dx carries the
+  row's 1 / rms (a workgroup per row: the sum of squares, then the row's blocks)."""
+  NS, NBLK = K // KB, K // KB * R
+  quant = f"""
+  float am = FMAX(FMAX(FABS(v.x), FABS(v.y)), FMAX(FABS(v.z), FABS(v.w)));
+  am = FMAX(am, SHFL_XOR(am, 1)); am = FMAX(am, SHFL_XOR(am, 2)); am = FMAX(am, SHFL_XOR(am, 4));
+  float d = am / 32512.0f, id = d == 0.0f ? 0.0f : 1.0f / d;
+  int X0 = (int)ROUNDF(v.x * id), X1 = (int)ROUNDF(v.y * id), X2 = (int)ROUNDF(v.z * id), X3 = (int)ROUNDF(v.w * id);
+  int H0 = (X0 + 128) >> 8, H1 = (X1 + 128) >> 8, H2 = (X2 + 128) >> 8, H3 = (X3 + 128) >> 8;
+  uint wh = ((uint)H0 & 255u) | (((uint)H1 & 255u) << 8) | (((uint)H2 & 255u) << 16) | ((uint)H3 << 24);
+  uint wl = ((uint)(X0 - 256*H0) & 255u) | (((uint)(X1 - 256*H1) & 255u) << 8) | (((uint)(X2 - 256*H2) & 255u) << 16) |
+            ((uint)(X3 - 256*H3) << 24);
+  int xs = X0 + X1 + X2 + X3;
+  xs += SHFL_XOR(xs, 1); xs += SHFL_XOR(xs, 2);   // the sum over k 0..15 (lanes 0..3) or 16..31 (lanes 4..7)
+  int xs16 = SHFL_XOR(xs, 4);
+  if (ok) {{
+    GLOBAL uint* rec = xq + u * {XQ_WORDS};
+    rec[4*(e & 3) + (e >> 2)] = wh; rec[4*(e & 3) + 2 + (e >> 2)] = wl;
+    if (e == 0) {{ rec[16] = AS_UINT(d{" * rs" if eps is not None else ""}); rec[17] = (uint)xs; rec[18] = (uint)xs16; rec[19] = 0u; }}
+  }}"""
+  params = (Param("xq", dtypes.uint32, True), Param("x", dtypes.float32))
+  if eps is None:
+    body = f"""  GRID_WAIT();
+  int tid = LID_X, u = GID_X * 32 + tid / 8, e = tid % 8, ok = u < {NBLK};   // block u = (step, row), lane e: k 4e .. 4e + 3
+  int st = ok ? u / {R} : 0, r = ok ? u % {R} : 0;
+  float4 v = ok ? *(const GLOBAL float4*)(x + r * {K} + st * {KB} + 4*e) : FLOAT4(0.0f, 0.0f, 0.0f, 0.0f);{quant}"""
+    return SourceKernel(f"gemm_xq_{R}_{K}", params, body, (-(-NBLK // 32), 1, 1), (256, 1, 1))
+  body = f"""  GRID_WAIT();
+  int tid = LID_X, r = GID_X, e = tid % 8;
+  SHARED float part[8];
+  float ss = 0.0f;
+  for (int i = tid; i < {K // 4}; i += 256) {{ float4 w = *(const GLOBAL float4*)(x + r * {K} + 4*i); ss += w.x*w.x + w.y*w.y + w.z*w.z + w.w*w.w; }}
+  ss = WARP_SUM(ss);
+  if (tid % 32 == 0) part[tid / 32] = ss;
+  BARRIER();
+  const float rs = 1.0f / sqrt(({" + ".join(f"part[{w}]" for w in range(8))}) / (float){K} + {float(eps)!r}f);
+  for (int b0 = 0; b0 < {NS}; b0 += 32) {{   // the row's blocks, 32 at a time (uniform trip counts for the shuffles)
+  int st = b0 + tid / 8, ok = st < {NS}, u = st * {R} + r;
+  float4 v = FLOAT4(0.0f, 0.0f, 0.0f, 0.0f);
+  if (ok) {{
+    float4 a = *(const GLOBAL float4*)(x + r * {K} + st * {KB} + 4*e), w = *(const GLOBAL float4*)(norm_w + st * {KB} + 4*e);
+    v = FLOAT4(a.x * w.x, a.y * w.y, a.z * w.z, a.w * w.w);
+  }}{quant}
+  }}"""
+  return SourceKernel(f"gemm_xq_{R}_{K}_norm", params + (Param("norm_w", dtypes.float32, weight=True),), body, (R, 1, 1), (256, 1, 1))
+
+@dataclass(frozen=True)
+class MmaType:
+  parts: tuple[tuple[str, object], ...]
+  regs: str      # a row's registers for one step, `@` their index
+  load: str      # a row's loads of sub-block s (packed block bi) for the lane of quad position t
+  frag: str      # A0, A1 (the row's weights at k 4t..4t+3 and 16 + 4t..) and its scales from the registers
+  scales: tuple[str, ...]  # the float scales `frag` sets: "ds" (and "mn": weight = ds q - mn; "sc0", "sc1": Q6_K's halves)
+
+# signed bytes from unsigned ones with offset o (bytes in [0, 2o)): v - o per byte, no borrow between bytes
+_SUB = lambda v, o: f"(({v} ^ 0x{o:02x}{o:02x}{o:02x}{o:02x}u) | ((({v} ^ 0x{o:02x}{o:02x}{o:02x}{o:02x}u) & 0x{o:02x}{o:02x}{o:02x}{o:02x}u) * {(256 - 2*o) // o}u))"
+# Q4_0 / Q8_0's fp16 scales d: an even sub-step U loads the 32 bits of its own and the next one's (sub-step U's register
+# holds its pair; with one sub-step per step, just its own); `U` is the sub-step in the step, a constant
+_D_PAIR = "if ((U & 1) == 0) rd@ = SB > 1 ? ((const GLOBAL uint*)d)[bi >> 1] : (uint)*(const GLOBAL ushort*)(d + bi);"
+_DS_PAIR = "ds = H2F_BITS(rdP >> (16 * (U & 1)));"
+MMA_TYPES: dict[GGMLType, MmaType] = {
+  GGMLType.Q4_0: MmaType(_Q4_0.parts, "uint rq@, rd@;", "rq@ = qs[bi*4 + t]; " + _D_PAIR,
+    f"uint lo = rq@ & 0x0F0F0F0Fu, hi = (rq@ >> 4) & 0x0F0F0F0Fu; A0 = {_SUB('lo', 8)}; A1 = {_SUB('hi', 8)}; " + _DS_PAIR, ("ds",)),
+  GGMLType.Q8_0: MmaType(_Q8_0.parts, "uint rq@, rp@, rd@;", "rq@ = qs[bi*8 + t]; rp@ = qs[bi*8 + 4 + t]; " + _D_PAIR,
+    "A0 = rq@; A1 = rp@; " + _DS_PAIR, ("ds",)),
+  GGMLType.Q4_K: MmaType(_Q4_K.parts, "uint rq@, rp@, rsc@, rmn@; half rd@, rdm@;",
+    "rq@ = qs[bi*32 + 8*(s >> 1) + t]; rp@ = qs[bi*32 + 8*(s >> 1) + 4 + t]; rsc@ = scm[bi*4 + (s >> 2)]; "
+    "rmn@ = scm[bi*4 + 2 + (s >> 2)]; rd@ = dm[2*bi]; rdm@ = dm[2*bi + 1];",
+    "A0 = (rq@ >> (4*(s & 1))) & 0x0F0F0F0Fu; A1 = (rp@ >> (4*(s & 1))) & 0x0F0F0F0Fu; "
+    "ds = H2F(rd@) * (float)((rsc@ >> (8*(s & 3))) & 255u); mn = H2F(rdm@) * (float)((rmn@ >> (8*(s & 3))) & 255u);", ("ds", "mn")),
+  GGMLType.Q5_K: MmaType(_Q5_K.parts, "uint rq@, rp@, rsc@, rmn@, rh@, rg@; half rd@, rdm@;",
+    "rq@ = qs[bi*32 + 8*(s >> 1) + t]; rp@ = qs[bi*32 + 8*(s >> 1) + 4 + t]; rsc@ = scm[bi*4 + (s >> 2)]; "
+    "rmn@ = scm[bi*4 + 2 + (s >> 2)]; rd@ = dm[2*bi]; rdm@ = dm[2*bi + 1]; rh@ = qh[bi*8 + t]; rg@ = qh[bi*8 + 4 + t];",
+    "A0 = ((rq@ >> (4*(s & 1))) & 0x0F0F0F0Fu) | (((rh@ >> s) & 0x01010101u) << 4); "
+    "A1 = ((rp@ >> (4*(s & 1))) & 0x0F0F0F0Fu) | (((rg@ >> s) & 0x01010101u) << 4); "
+    "ds = H2F(rd@) * (float)((rsc@ >> (8*(s & 3))) & 255u); mn = H2F(rdm@) * (float)((rmn@ >> (8*(s & 3))) & 255u);", ("ds", "mn")),
+  GGMLType.Q6_K: MmaType(_Q6_K.parts, "uint rl@, rm@, rh@, rg@, rs@; half rd@;",
+    "rl@ = ql[bi*32 + 16*(s >> 2) + 8*(s & 1) + t]; rm@ = ql[bi*32 + 16*(s >> 2) + 8*(s & 1) + 4 + t]; "
+    "rh@ = qh[bi*16 + 8*(s >> 2) + t]; rg@ = qh[bi*16 + 8*(s >> 2) + 4 + t]; rs@ = sc[bi*4 + (s >> 1)]; rd@ = d[bi];",
+    "uint q0 = ((rl@ >> (4*((s & 3) >> 1))) & 0x0F0F0F0Fu) | (((rh@ >> (2*(s & 3))) & 0x03030303u) << 4); "
+    "uint q1 = ((rm@ >> (4*((s & 3) >> 1))) & 0x0F0F0F0Fu) | (((rg@ >> (2*(s & 3))) & 0x03030303u) << 4); "
+    f"A0 = {_SUB('q0', 32)}; A1 = {_SUB('q1', 32)}; ds = H2F(rd@); "
+    "sc0 = (float)((int)(rs@ << (24 - 8*((2*s) & 3))) >> 24); sc1 = (float)((int)(rs@ << (24 - 8*((2*s + 1) & 3))) >> 24);",
+    ("ds", "sc0", "sc1")),
+}
+
+def mma_tile(s: GemmShape) -> tuple[int, int]:
+  """(tokens, rows) of out per workgroup of 4 warps. A warp's B fragments (x) serve all its row blocks of 16, so the more
+  rows a warp owns the fewer shared-memory reads per mma (Nsight Compute: these kernels are bound by L1 / shared memory,
+  not DRAM): an expert's 16 entries x 256 rows (64 a warp); a dense product's 64 or 32 tokens x 128 rows where that still
+  gives a workgroup per SM, else 64 rows x as many tokens (64 .. 8) as leave two workgroups per SM."""
+  if s.experts: return (16, 256)
+  wgs = lambda tt, tn: -(-s.N * (2 if s.glu else 1) // tn) * -(-s.T // tt) * (s.E if s.batched else 1)
+  if s.glu:   # a warp's row blocks in gate / up pairs: 128 rows of W, 64 of out
+    tt = 64
+    while tt > 8 and wgs(tt, 128) < matvec.SMS: tt //= 2
+    return (tt, 128)
+  for tt in (64, 32):
+    if wgs(tt, 128) >= matvec.SMS: return (tt, 128)
+  tt = 64
+  while tt > 8 and wgs(tt, 64) < 2 * matvec.SMS: tt //= 2
+  return (tt, 64)
+
+def _experts_bytes(s: GemmShape) -> int: return s.T * s.J * 4 + 128 * 4 if s.experts else 0
+
+def _mma_steps(s: GemmShape, tile: tuple[int, int]) -> int:
+  """Sub-steps of 32 weights per step (a step's loads are in flight together): 8 row blocks of 16 per warp and step, fewer
+  where K or the shared memory (two steps of x records) asks."""
+  TT, TN = tile
+  sb = max(1, 8 // (TN // 64))
+  while sb > 1 and ((s.K // KB) % sb or 2 * sb * TT * 5 * 16 + _experts_bytes(s) > matvec.SHARED_BYTES["CUDA"]): sb //= 2
+  return sb
+
+def mma_shared_bytes(s: GemmShape, tile: tuple[int, int] | None = None) -> int:
+  tile = tile or mma_tile(s)
+  return 2 * _mma_steps(s, tile) * tile[0] * 5 * 16 + _experts_bytes(s)
+
+def mma_supports(s: GemmShape, device: str | None = None) -> bool:
+  """The tensor-core GEMM serves `s` (on `device`: a CUDA device of sm_80 or newer; None: any)."""
+  if device is not None:
+    if language_of(device) != "CUDA": return False
+    from tinygrad import Device
+    arch = getattr(Device[device].renderer.target, "arch", "") or ""
+    if not (arch.startswith("sm_") and arch[3:].isdigit() and int(arch[3:]) >= 80): return False
+  return s.type in MMA_TYPES and s.K % BLOCK[s.type][0] == 0 and s.T > 0 and s.N > 0 and s.J > 0 and \
+         mma_shared_bytes(s) <= matvec.SHARED_BYTES["CUDA"]
+
+def build_mma(s: GemmShape, tile: tuple[int, int] | None = None) -> SourceKernel:
+  """The tensor-core kernel for shape `s` (reads x as build_xq's records). A workgroup of 4 warps owns TT tokens x TN rows
+  of out; warp w owns rows [w TN/4, (w + 1) TN/4) as MW row blocks of 16, for all TT tokens (TT / 8 column blocks). Per
+  sub-step of 32 weights a lane loads word t of its rows g and g + 8 straight into the A fragment (a Q4_0 block's word t
+  holds weights 4t.. and 16 + 4t..: the fragment's k order), the workgroup stages its tokens' x records in shared memory,
+  and each (row block, column block) takes two mma.sync (x's h and l bytes) whose integer sums, 256 h + l, are scaled by
+  the row's and the token's scale into fp32 accumulators. A step of SB sub-steps has its loads in flight one step ahead."""
+  mt_ = MMA_TYPES[s.type]
+  assert mma_supports(s) and (tile is None or mma_shared_bytes(s, tile) <= matvec.SHARED_BYTES["CUDA"]), s
+  TT, TN = tile or mma_tile(s)
+  MW, NTL, SB = TN // 64, TT // 8, _mma_steps(s, (TT, TN))
+  OM = MW // 2 if s.glu else MW   # output row blocks of 16 per warp
+  assert TN % 64 == 0 and TT % 8 == 0 and not (s.glu and (MW % 2 or s.E))
+  spb = BLOCK[s.type][0] // KB
+  nb, NS, P = s.K // BLOCK[s.type][0], s.K // KB, s.T * s.J
+  R = s.T * s.J if (s.x_per_slot or s.batched) else s.T   # rows of x (and of its records)
+  NX = SB * TT * 5   # a step's x record uint4s
+  XR = -(-NX // 128)
+  params = (Param("out", dtypes.float32, True), Param("xq", dtypes.uint32), *([Param("sel", dtypes.int32)] if s.experts else []),
+            *([Param("residual", dtypes.float32)] if s.residual else []), *(Param(n, dt, weight=True) for n, dt in mt_.parts))
+  if s.experts:
+    listing = f"""  int e = GID_Z;
+  SHARED int lst[{P}];
+  SHARED int scan[128];
+  int cnt = 0;
+  for (int base = 0; base < {P}; base += 128) {{
+    int i = base + tid, f = 0;
+    if (i < {P}) {{ int se = sel[i]; se = se < 0 ? 0 : (se >= {s.E} ? {s.E - 1} : se); f = se == e ? 1 : 0; }}
+    scan[tid] = f;
+    BARRIER();
+    for (int o = 1; o < 128; o <<= 1) {{ int v = tid >= o ? scan[tid - o] : 0; BARRIER(); scan[tid] += v; BARRIER(); }}
+    if (f) lst[cnt + scan[tid] - 1] = i;
+    cnt += scan[127];
+    BARRIER();
+  }}"""
+    xrow, wrow0, ent = ("ent" if s.x_per_slot else f"ent / {s.J}"), f"e * {s.N} + ", "lst[min(m0 + ({t}), cnt - 1)]"
+  elif s.batched:
+    listing = "  const int cnt = T, e = GID_Z; (void)cnt;"
+    xrow, wrow0, ent = "ent", f"e * {s.N} + ", f"(min(m0 + ({{t}}), T - 1) * {s.J} + e)"
+  else:
+    listing = "  const int cnt = T; (void)cnt;"
+    xrow, wrow0, ent = "ent", "", "min(m0 + ({t}), T - 1)"
+  mloop = f"for (int m0 = 0; m0 < cnt; m0 += {TT})" if s.experts else f"int m0 = GID_Y * {TT};"
+  def reg(code: str, idx: str, u: int | None = None) -> str:
+    if u is not None: code = code.replace("rdP", f"rd[{u & ~1}][m][h]").replace("U", str(u)).replace("SB", str(SB))
+    return code.replace("@", idx)
+  def load(step: str) -> str:
+    """Step `step`'s x records into shared buffer (step) & 1 (cp.async) and its weights into the lane's registers."""
+    wl = "\n".join(f"""      {{ const int sg = ({step}) * {SB} + {u}, bi0 = sg / {spb}, s = sg % {spb}; (void)s;
+        for (int m = 0; m < {MW}; m++) for (int h = 0; h < 2; h++) {{ int bi = wrow[m][h] + bi0; {reg(mt_.load, f"[{u}][m][h]", u)} }} }}"""
+                   for u in range(SB))
+    return f"""{{
+      for (int r = 0; r < {XR}; r++) {{
+        int idx = tid + 128 * r;
+        if (idx < {NX}) {{
+          int u = idx / {TT * 5}, i = (idx / 5) % {TT}, w = idx % 5;
+          int ent = {ent.format(t="i")};
+          CP_ASYNC16(&xs4[(({step}) & 1) * {NX} + idx], &xq4[((({step}) * {SB} + u) * {R} + {xrow}) * 5 + w]);
+        }}
+      }}
+{wl}
+    }}"""
+  scal = ", ".join(mt_.scales)
+  frag = "\n".join(f"""      {{ const int s = (ks * {SB} + {u}) % {spb}; (void)s;
+        for (int m = 0; m < {MW}; m++) for (int h = 0; h < 2; h++) {{
+          uint A0, A1; float {scal};
+          {reg(mt_.frag, f"[{u}][m][h]", u)}
+          a[{u}][m][h] = A0; a[{u}][m][2 + h] = A1;
+          {" ".join(f"f{n}[{u}][m][h] = {n};" for n in mt_.scales)}
+        }} }}""" for u in range(SB))
+  if s.type == GGMLType.Q6_K:
+    mma = """int ch0[4] = {0, 0, 0, 0}, ch1[4] = {0, 0, 0, 0}, cl0[4] = {0, 0, 0, 0}, cl1[4] = {0, 0, 0, 0};
+            MMA_K16(ch0, a[u][m][0], a[u][m][1], b.x); MMA_K16(ch1, a[u][m][2], a[u][m][3], b.y);
+            MMA_K16(cl0, a[u][m][0], a[u][m][1], b.z); MMA_K16(cl1, a[u][m][2], a[u][m][3], b.w);
+            for (int i = 0; i < 4; i++) acc[m][n][i] += (fds[u][m][i >> 1] * dx[i & 1]) *
+              (fsc0[u][m][i >> 1] * (float)(256*ch0[i] + cl0[i]) + fsc1[u][m][i >> 1] * (float)(256*ch1[i] + cl1[i]));"""
+  else:
+    term = "(fds[u][m][i >> 1] * dx[i & 1]) * (float)(256*ch[i] + cl[i])"
+    if "mn" in mt_.scales: term += " - fmn[u][m][i >> 1] * xsum[i & 1]"
+    mma = f"""int ch[4] = {{0, 0, 0, 0}}, cl[4] = {{0, 0, 0, 0}};
+            MMA_K32(ch, a[u][m], b.x, b.y); MMA_K32(cl, a[u][m], b.z, b.w);
+            for (int i = 0; i < 4; i++) acc[m][n][i] += {term};"""
+  body = f"""  const int T = {s.T}, N = {s.N}, NB = {nb};
+  (void)T;
+  int tid = LID_X, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+  int n0 = GID_X * {TN // 2 if s.glu else TN} + warp * {16 * OM};   // the warp's first output row
+  SHARED uint4 xs4[{2 * NX}];   // [step & 1][sub-step][token][5]: the tokens' x records of two steps
+  const GLOBAL uint4* xq4 = (const GLOBAL uint4*)xq;
+  GRID_WAIT();
+{listing}
+  int wrow[{MW}][2];   // the first packed block of the lane's rows g and g + 8 of each row block
+  for (int m = 0; m < {MW}; m++) for (int h = 0; h < 2; h++)   // with glu, row blocks OM.. are the up rows of blocks 0..
+    wrow[m][h] = ({wrow0}min(n0 + 16*(m % {OM}) + 8*h + g, N - 1) + (m >= {OM} ? N : 0)) * NB;
+  {mloop} {{
+  int mt = min({TT}, cnt - m0);   // entries of this tile
+  float acc[{MW}][{NTL}][4];
+  for (int m = 0; m < {MW}; m++) for (int n = 0; n < {NTL}; n++) for (int i = 0; i < 4; i++) acc[m][n][i] = 0.0f;
+  {reg(mt_.regs, f"[{SB}][{MW}][2]")}
+  {load("0")}
+  for (int ks = 0; ks < {NS // SB}; ks++) {{
+    uint a[{SB}][{MW}][4]; float {", ".join(f"f{n}[{SB}][{MW}][2]" for n in mt_.scales)};
+{frag}
+    CP_ASYNC_WAIT();
+    BARRIER();   // step ks's x records are in; every warp is done with step ks - 1's buffer
+    if (ks + 1 < {NS // SB}) {load("ks + 1")}   // step ks + 1's loads: in flight during step ks's math
+    const int xo = (ks & 1) * {NX};
+#pragma unroll
+    for (int u = 0; u < {SB}; u++)
+#pragma unroll
+    for (int n = 0; n < {NTL}; n++) if (8*n < mt) {{   // column blocks past the entries skip
+      uint4 b = xs4[xo + (u * {TT} + 8*n + g) * 5 + t];
+      const uint* s0 = (const uint*)&xs4[xo + (u * {TT} + 8*n + 2*t) * 5 + 4], *s1 = s0 + 20;   // tokens 2t, 2t + 1: words
+      float dx[2] = {{AS_FLOAT(s0[0]), AS_FLOAT(s1[0])}};
+      {"float xsum[2] = {dx[0] * (float)((int)s0[1] + (int)s0[2]), dx[1] * (float)((int)s1[1] + (int)s1[2])};" if "mn" in mt_.scales else ""}
+#pragma unroll
+      for (int m = 0; m < {MW}; m++) {{
+            {mma}
+      }}
+    }}
+  }}
+  BARRIER();   // the next tile's first records go to buffer 0, which the last step may have read
+#pragma unroll
+  for (int m = 0; m < {OM}; m++)
+#pragma unroll
+  for (int n = 0; n < {NTL}; n++)
+#pragma unroll
+  for (int i = 0; i < 4; i++) {{
+    int tk = 8*n + 2*t + (i & 1), row = n0 + 16*m + g + 8*(i >> 1);
+    if (tk >= mt || row >= N) continue;
+    int ent = {ent.format(t="tk")};
+    {f"float gv = acc[m][n][i], v = gv / (1.0f + exp(-gv)) * acc[m + {OM}][n][i];" if s.glu else "float v = acc[m][n][i];"}
+    out[ent * N + row] = v{" + residual[ent * N + row]" if s.residual else ""};
+  }}
+  }}"""
+  name = f"gemm_mma_{s.type.name.lower()}_{s.T}_{s.N}_{s.K}" + (f"_e{s.E}_j{s.J}" + ("_xs" if s.x_per_slot else "") if s.experts else "") + \
+         (f"_batched{s.J}" if s.batched else "") + ("_residual" if s.residual else "") + ("_glu" if s.glu else "")
+  ON = TN // 2 if s.glu else TN   # output rows per workgroup
+  grid = (-(-s.N // ON), 1, s.E) if s.experts else (-(-s.N // ON), -(-s.T // TT), s.E if s.batched else 1)
+  return SourceKernel(name, params, body, grid, (128, 1, 1))
+
 @functools.lru_cache(maxsize=None)
-def kernel(s: GemmShape, device: str):
-  """The custom_kernel body for shape `s` on `device` (a CUDA or Metal device)."""
-  return program(build(s), device)
+def kernel(s: GemmShape, device: str, norm_eps: float | None = None):
+  """The custom_kernel body for shape `s` on `device`: the tensor-core kernel where it serves (its x_form quantizes x
+  first, rms-normed with norm_eps: apps/quantized._run), else the CUDA-core one (Metal, CUDA before sm_80)."""
+  if not mma_supports(s, device):
+    assert norm_eps is None and not s.glu, s
+    return program(build(s), device)
+  fxn = program(build_mma(s), device)
+  R = s.T * s.J if (s.x_per_slot or s.batched) else s.T
+  fxn.x_form = (s.K // KB * R * XQ_WORDS, dtypes.uint32, program(build_xq(R, s.K, norm_eps), device))
+  return fxn
 
 def provider(spec):
   """A kernel provider for apps/quantized.register_kernel: linear (with or without a residual), routed-expert and per-slot
-  (batched) products of more tokens than the decode matvecs take, on devices that compile CUDA or Metal source; None for
+  (batched) products of more tokens than the decode matvecs take, on devices that compile CUDA or Metal source, and where
+  the tensor-core kernel serves a linear product, its norm (in x's quantization) and SwiGLU (in the store) too; None for
   everything else (the layers then run a norm, SwiGLU or expert mix as separate ops around the plain product)."""
-  # of the fusions, only a linear product's residual: it goes in the store
-  fused = spec.norm or spec.glu or spec.mix or spec.x_stride or (spec.residual and spec.op != "linear")
-  if spec.op not in ("linear", "experts", "batched") or fused or spec.x_dtype != dtypes.float32 or not isinstance(spec.B, int): return None
+  refused = spec.mix or spec.x_stride or (spec.op != "linear" and (spec.residual or spec.norm or spec.glu)) or (spec.residual and spec.glu)
+  if spec.op not in ("linear", "experts", "batched") or refused or spec.x_dtype != dtypes.float32 or not isinstance(spec.B, int): return None
   if spec.B <= 4 or spec.fmt.type not in TYPES or spec.fmt.block != BLOCK[spec.fmt.type][0] or not matvec.available(spec.device): return None
   s = GemmShape(spec.fmt.type, spec.B, spec.N, spec.K, *((spec.J, spec.E, spec.x_per_slot) if spec.op == "experts" else
                                                          (spec.J, spec.E, True, True) if spec.op == "batched" else ()),
-                residual=spec.op == "linear" and spec.residual)
-  return kernel(s, spec.device) if supports(s, language_of(spec.device)) else None
+                residual=spec.op == "linear" and spec.residual, glu=spec.glu)
+  if mma_supports(s, spec.device): return kernel(s, spec.device, *([spec.eps] if spec.norm else []))   # (one cache entry per form)
+  return kernel(s, spec.device) if not (spec.norm or spec.glu) and supports(s, language_of(spec.device)) else None

@@ -235,20 +235,21 @@ def attend_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: int = 
   return SourceKernel(f"mla_attend_h{s.n_head}_kv{s.kv_lora}_r{s.qk_rope}" + (f"_o{kv_offset}" if kv_offset else ""), params, body, (SPLITS, 1, 1), (32, g, 1), _ROPE_LANE)
 
 def prefill_attend_kernel(s: AttentionShape, scale: float, tokens: int, max_context: int) -> SourceKernel:
-  """Prefill: the attend kernel for a chunk of `tokens` queries q (tokens, n_head, kv_lora + qk_rope) (absorbed and roped,
-  as apps/mla.py computes them) over the cache, into which the chunk's rows were already written; token t (at position
-  pos[0] + t) sees keys 0..pos[0] + t. Grid (PREFILL_SPLITS, tokens): a workgroup per split of a token's keys."""
+  """Prefill: the attend kernel for a chunk of `tokens` queries, q (tokens, n_head, kv_lora) absorbed and qpe (tokens,
+  n_head, qk_rope) roped (as apps/mla.py computes them), over the cache, into which the chunk's rows were already written;
+  token t (at position pos[0] + t) sees keys 0..pos[0] + t. Grid (PREFILL_SPLITS, tokens): a workgroup per split of a
+  token's keys."""
   _check_shape(s)
   g = s.n_head // s.heads_per_warp
   head = """
   int lane = LID_X, g = LID_Y, sp = GID_X, tok = GID_Y;"""
   queries = f"""
-    {_load4("ql[hh]", "((const GLOBAL float4*)(q + (tok*H + h)*ROW))[v]", s)}
-    for (int k = 0; k < NR; k++) {{ int j = lane + 32*k; qr[hh][k] = {_rope_guard(s, "q[(tok*H + h)*ROW + KV + j]")}; }}"""
+    {_load4("ql[hh]", "((const GLOBAL float4*)(q + (tok*H + h)*KV))[v]", s)}
+    for (int k = 0; k < NR; k++) {{ int j = lane + 32*k; qr[hh][k] = {_rope_guard(s, f"qpe[(tok*H + h)*{s.qk_rope} + j]")}; }}"""
   body = _attend(s, _common(s, "GID_Y", max_context), head, queries, "t0 + chunk < n ? t0 + chunk : n;       // the keys of this split: [t0, t1)",
                  "", "(tok*S + sp)*H + g*HG + hh", scale)
   params = (Param("part", dtypes.float32, True), Param("ml", dtypes.float32, True), Param("q", dtypes.float32),
-            Param("cache", dtypes.float32), Param("pos", dtypes.int32))
+            Param("qpe", dtypes.float32), Param("cache", dtypes.float32), Param("pos", dtypes.int32))
   return SourceKernel(f"mla_prefill_attend_{tokens}_h{s.n_head}_kv{s.kv_lora}_r{s.qk_rope}", params, body, (PREFILL_SPLITS, tokens, 1), (32, g, 1))
 
 def combine_kernel(s: AttentionShape, tokens: int = 0, max_context: int = 0) -> SourceKernel:
@@ -360,27 +361,29 @@ def mla_decode_attention_reference(q_lat: Tensor, q_raw: Tensor, kv_raw: Tensor,
   scores = q.transpose(0, 1).float() @ keys.float().T * scale                 # (H, 1, S)
   return (scores.softmax(-1) @ values.float()).transpose(0, 1).reshape(n_head, kv_lora)
 
-def mla_prefill_attention(q: Tensor, cache: Tensor, pos: Tensor, *, kv_lora: int, qk_rope: int, scale: float) -> Tensor:
-  """Causal attention output (T, n_head, kv_lora) fp32 of a prefill chunk: q (T, n_head, kv_lora + qk_rope) (absorbed and
-  roped) of the tokens at positions pos[0] .. pos[0] + T - 1 (pos an int32 (1,) buffer) over the cache rows 0 .. their
-  position (the chunk's rows must already be in `cache`). A symbolic T (a chunk of variable length) runs its bound and is
-  sliced back."""
+def mla_prefill_attention(q: Tensor, q_pe: Tensor, cache: Tensor, pos: Tensor, *, kv_lora: int, qk_rope: int, scale: float) -> Tensor:
+  """Causal attention output (T, n_head, kv_lora) fp32 of a prefill chunk: q (T, n_head, kv_lora) absorbed and q_pe (T,
+  n_head, qk_rope) roped, of the tokens at positions pos[0] .. pos[0] + T - 1 (pos an int32 (1,) buffer) over the cache
+  rows 0 .. their position (the chunk's rows must already be in `cache`). A symbolic T (a chunk of variable length) runs
+  its bound and is sliced back."""
   T, n_head = q.shape[0], q.shape[1]
   s = AttentionShape(n_head, kv_lora, 0, qk_rope)
   _check_shape(s)
   dev, max_context = q.device, cache.shape[0]
-  if q.ndim != 3 or q.shape[2] != kv_lora + qk_rope or not isinstance(n_head, int):
-    raise ValueError(f"mla_prefill_attention: q has shape {q.shape}, expected (T, n_head, {kv_lora + qk_rope})")
+  if q.ndim != 3 or q.shape[2] != kv_lora or not isinstance(n_head, int):
+    raise ValueError(f"mla_prefill_attention: q has shape {q.shape}, expected (T, n_head, {kv_lora})")
+  if q_pe.ndim != 3 or q_pe.shape[1:] != (n_head, qk_rope): raise ValueError(f"mla_prefill_attention: q_pe has shape {q_pe.shape}, expected (T, {n_head}, {qk_rope})")
   cache = _expect(cache, (max_context, kv_lora + qk_rope), "cache")
   pos = _expect(pos, (1,), "pos", dtypes.int32)
-  if q.dtype != dtypes.float32: raise ValueError(f"mla_prefill_attention: q is {q.dtype}, expected {dtypes.float32}")
-  for name, t in (("cache", cache), ("pos", pos)):
+  for name, t in (("q", q), ("q_pe", q_pe)):
+    if t.dtype != dtypes.float32: raise ValueError(f"mla_prefill_attention: {name} is {t.dtype}, expected {dtypes.float32}")
+  for name, t in (("q_pe", q_pe), ("cache", cache), ("pos", pos)):
     if t.device != dev: raise ValueError(f"mla_prefill_attention: {name} is on {t.device}, q on {dev}")
   if not available(dev): raise ValueError(f"mla_prefill_attention: device {dev} compiles no hand-written kernels")
   Tmax = T if isinstance(T, int) else int(T.vmax)
-  if not isinstance(T, int): q = q.pad(((0, Tmax - T), (0, 0), (0, 0)))
+  if not isinstance(T, int): q, q_pe = q.pad(((0, Tmax - T), (0, 0), (0, 0))), q_pe.pad(((0, Tmax - T), (0, 0), (0, 0)))
   attend, combine = prefill_kernels(s, float(scale), Tmax, max_context, dev)
   part, ml, *_ = Tensor.empty(Tmax, PREFILL_SPLITS, n_head, kv_lora, device=dev).custom_kernel(
-    Tensor.empty(Tmax, PREFILL_SPLITS, n_head, 2, device=dev), q.contiguous(), cache, pos, fxn=attend)
+    Tensor.empty(Tmax, PREFILL_SPLITS, n_head, 2, device=dev), q.contiguous(), q_pe.contiguous(), cache, pos, fxn=attend)
   out = Tensor.empty(Tmax, n_head, kv_lora, device=dev).custom_kernel(part, ml, pos, fxn=combine)[0]
   return out if isinstance(T, int) else out[:T]

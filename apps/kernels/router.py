@@ -1,4 +1,4 @@
-"""DeepSeekMoE routing of a decode token in one kernel: gating probabilities, the biased choice, top-k with ties to the
+"""DeepSeekMoE routing of tokens (a decode token or a prefill chunk) in one kernel: gating probabilities, the biased choice, top-k with ties to the
 lower expert id, and the weights of the selected experts (renormalized and scaled), from the router logits.
 
 The portable path (apps/mla.py `Block.route`) takes ~5 small kernels per MoE block for the same thing. Here one warp per
@@ -66,11 +66,13 @@ def _kernel(B, n_expert, k, gating, has_bias, norm, scale, device):
 
 def route(logits: Tensor, bias: Tensor | None, k: int, gating: int, norm: bool, scale: float, n_groups: int = 1) -> tuple[Tensor, Tensor] | None:
   """(sel (B, k) int32, weights (B, k) float32) from router logits (B, n_expert), or None where this kernel does not
-  apply (no source kernels on the device, a symbolic or large batch, group-limited routing, > 256 experts)."""
+  apply (no source kernels on the device, group-limited routing, > 256 experts). A symbolic B (a prefill chunk) runs at
+  its bound, on logits padded with zeros, and the result is sliced back."""
   B, n_expert = logits.shape
-  if language_of(logits.device) is None or not isinstance(B, int) or B > 4 or n_groups > 1 or n_expert > 256 or k > n_expert: return None
-  srcs = [logits.float()] + ([bias.float()] if bias is not None else [])
-  sel, weights = Tensor.empty(B, k, dtype=dtypes.int32, device=logits.device).custom_kernel(
-    Tensor.empty(B, k, dtype=dtypes.float32, device=logits.device), *srcs,
-    fxn=_kernel(B, n_expert, k, gating, bias is not None, norm, scale, logits.device.split(":")[0]))[:2]
-  return sel, weights
+  if language_of(logits.device) is None or n_groups > 1 or n_expert > 256 or k > n_expert: return None
+  Bmax = B if isinstance(B, int) else int(B.vmax)
+  srcs = [logits.float() if isinstance(B, int) else logits.float().pad(((0, Bmax - B), (0, 0)))] + ([bias.float()] if bias is not None else [])
+  sel, weights = Tensor.empty(Bmax, k, dtype=dtypes.int32, device=logits.device).custom_kernel(
+    Tensor.empty(Bmax, k, dtype=dtypes.float32, device=logits.device), *srcs,
+    fxn=_kernel(Bmax, n_expert, k, gating, bias is not None, norm, scale, logits.device.split(":")[0]))[:2]
+  return (sel, weights) if isinstance(B, int) else (sel[:B], weights[:B])
