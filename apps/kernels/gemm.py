@@ -128,22 +128,12 @@ def supports(s: GemmShape, language: str = "CUDA") -> bool:
   return s.type in TYPES and s.K % BLOCK[s.type][0] == 0 and s.T > 0 and s.N > 0 and s.J > 0 and \
          shared_bytes(s) <= matvec.SHARED_BYTES[language]
 
-def build(s: GemmShape, tile: tuple[int, int] | None = None) -> SourceKernel:
-  """The kernel for shape `s`; `tile` overrides s.tile (the tests reach every tile on small shapes)."""
-  gt = TYPES[s.type]
-  assert supports(s) and shared_bytes(s, tile) <= matvec.SHARED_BYTES["CUDA"], s
-  TT, TN = tile or s.tile
-  NT = (TT // 4) * (TN // 4)          # threads: one 4 x 4 part of out each
-  RX, RW = TT // 4 + 1, TN // 4 + 1   # float4s per k of the shared x and W tiles (one of padding: the k-major stores spread over banks)
-  NX, NW = (TT // 4) * (KB // 4), (TN // 4) * gt.words  # a step's x items (token group, 4 k) and W items (row group, word)
-  rounds = -(-NW // NT)               # W items per thread
-  assert NX <= NT
-  spb = BLOCK[s.type][0] // KB        # steps per packed block
-  nb, P = s.K // BLOCK[s.type][0], s.T * s.J
-  params = (Param("out", dtypes.float32, True), Param("x", dtypes.float32), *([Param("sel", dtypes.int32)] if s.experts else []),
-            *([Param("residual", dtypes.float32)] if s.residual else []), *(Param(n, dt, weight=True) for n, dt in gt.parts))
+def _entries(s: GemmShape, NT: int, TT: int) -> tuple[str, str, str, str, str]:
+  """The rows of a workgroup's tiles, for a kernel of NT threads and tiles of TT entries: (the code that lists them: an
+  expert's entries (t*J + j) of sel that chose it, in order, lst[0 .. cnt), by a prefix sum of NT at a time; x's row of
+  entry `ent`; the first W row of the workgroup's expert; entry {t} of the tile (a format string); the loop over tiles)."""
+  P = s.T * s.J
   if s.experts:
-    # the entries (t*J + j) of sel that chose expert e, in order: lst[0 .. cnt); then tiles of TT of them
     listing = f"""  int e = GID_Z;
   SHARED int lst[{P}];
   SHARED int scan[{NT}];
@@ -158,16 +148,28 @@ def build(s: GemmShape, tile: tuple[int, int] | None = None) -> SourceKernel:
     cnt += scan[{NT - 1}];
     BARRIER();
   }}"""
-    xrow = "ent" if s.x_per_slot else f"ent / {s.J}"
-    wrow0 = f"e * {s.N} + "
-    ent = "lst[min(m0 + {t}, cnt - 1)]"
-  elif s.batched:  # a dense product per slot: entry t*J + e of x and out, expert e's rows
-    listing = "  const int cnt = T, e = GID_Z; (void)cnt;"
-    xrow, wrow0, ent = "ent", f"e * {s.N} + ", f"(min(m0 + {{t}}, T - 1) * {s.J} + e)"
-  else:
-    listing = "  const int cnt = T; (void)cnt;"
-    xrow, wrow0, ent = "ent", "", "min(m0 + {t}, T - 1)"
-  mloop = f"for (int m0 = 0; m0 < cnt; m0 += {TT})" if s.experts else f"int m0 = GID_Y * {TT};"
+    return listing, ("ent" if s.x_per_slot else f"ent / {s.J}"), f"e * {s.N} + ", "lst[min(m0 + ({t}), cnt - 1)]", \
+           f"for (int m0 = 0; m0 < cnt; m0 += {TT})"
+  if s.batched:  # a dense product per slot: entry t*J + e of x and out, expert e's rows
+    return "  const int cnt = T, e = GID_Z; (void)cnt;", "ent", f"e * {s.N} + ", f"(min(m0 + ({{t}}), T - 1) * {s.J} + e)", \
+           f"int m0 = GID_Y * {TT};"
+  return "  const int cnt = T; (void)cnt;", "ent", "", "min(m0 + ({t}), T - 1)", f"int m0 = GID_Y * {TT};"
+
+def build(s: GemmShape, tile: tuple[int, int] | None = None) -> SourceKernel:
+  """The kernel for shape `s`; `tile` overrides s.tile (the tests reach every tile on small shapes)."""
+  gt = TYPES[s.type]
+  assert supports(s) and shared_bytes(s, tile) <= matvec.SHARED_BYTES["CUDA"], s
+  TT, TN = tile or s.tile
+  NT = (TT // 4) * (TN // 4)          # threads: one 4 x 4 part of out each
+  RX, RW = TT // 4 + 1, TN // 4 + 1   # float4s per k of the shared x and W tiles (one of padding: the k-major stores spread over banks)
+  NX, NW = (TT // 4) * (KB // 4), (TN // 4) * gt.words  # a step's x items (token group, 4 k) and W items (row group, word)
+  rounds = -(-NW // NT)               # W items per thread
+  assert NX <= NT
+  spb = BLOCK[s.type][0] // KB        # steps per packed block
+  nb = s.K // BLOCK[s.type][0]
+  params = (Param("out", dtypes.float32, True), Param("x", dtypes.float32), *([Param("sel", dtypes.int32)] if s.experts else []),
+            *([Param("residual", dtypes.float32)] if s.residual else []), *(Param(n, dt, weight=True) for n, dt in gt.parts))
+  listing, xrow, wrow0, ent, mloop = _entries(s, NT, TT)
   reg = lambda code: code.replace("@", "[r][i]")
   # a thread's part of a step: an x item (threads 0..NX-1: entry group g of 4 entries, 4 k values c; 8 consecutive threads
   # read 128 contiguous bytes of a row) and W items (the threads from NX on, then round the workgroup: row group gw of 4
@@ -258,15 +260,7 @@ def build_xq(R: int, K: int, eps: float | None = None) -> SourceKernel:
   With `eps` the rows are rms-normed first, as the decode matvecs do it: x * norm_w is rounded and its dx carries the
   row's 1 / rms (a workgroup per row: the sum of squares, then the row's blocks)."""
   NS, NBLK = K // KB, K // KB * R
-  quant = f"""
-  float am = FMAX(FMAX(FABS(v.x), FABS(v.y)), FMAX(FABS(v.z), FABS(v.w)));
-  am = FMAX(am, SHFL_XOR(am, 1)); am = FMAX(am, SHFL_XOR(am, 2)); am = FMAX(am, SHFL_XOR(am, 4));
-  float d = am / 32512.0f, id = d == 0.0f ? 0.0f : 1.0f / d;
-  int X0 = (int)ROUNDF(v.x * id), X1 = (int)ROUNDF(v.y * id), X2 = (int)ROUNDF(v.z * id), X3 = (int)ROUNDF(v.w * id);
-  int H0 = (X0 + 128) >> 8, H1 = (X1 + 128) >> 8, H2 = (X2 + 128) >> 8, H3 = (X3 + 128) >> 8;
-  uint wh = ((uint)H0 & 255u) | (((uint)H1 & 255u) << 8) | (((uint)H2 & 255u) << 16) | ((uint)H3 << 24);
-  uint wl = ((uint)(X0 - 256*H0) & 255u) | (((uint)(X1 - 256*H1) & 255u) << 8) | (((uint)(X2 - 256*H2) & 255u) << 16) |
-            ((uint)(X3 - 256*H3) << 24);
+  quant = matvec.X16_SPLIT + f"""
   int xs = X0 + X1 + X2 + X3;
   xs += SHFL_XOR(xs, 1); xs += SHFL_XOR(xs, 2);   // the sum over k 0..15 (lanes 0..3) or 16..31 (lanes 4..7)
   int xs16 = SHFL_XOR(xs, 4);
@@ -396,35 +390,13 @@ def build_mma(s: GemmShape, tile: tuple[int, int] | None = None) -> SourceKernel
   OM = MW // 2 if s.glu else MW   # output row blocks of 16 per warp
   assert TN % 64 == 0 and TT % 8 == 0 and not (s.glu and (MW % 2 or s.E))
   spb = BLOCK[s.type][0] // KB
-  nb, NS, P = s.K // BLOCK[s.type][0], s.K // KB, s.T * s.J
+  nb, NS = s.K // BLOCK[s.type][0], s.K // KB
   R = s.T * s.J if (s.x_per_slot or s.batched) else s.T   # rows of x (and of its records)
   NX = SB * TT * 5   # a step's x record uint4s
   XR = -(-NX // 128)
   params = (Param("out", dtypes.float32, True), Param("xq", dtypes.uint32), *([Param("sel", dtypes.int32)] if s.experts else []),
             *([Param("residual", dtypes.float32)] if s.residual else []), *(Param(n, dt, weight=True) for n, dt in mt_.parts))
-  if s.experts:
-    listing = f"""  int e = GID_Z;
-  SHARED int lst[{P}];
-  SHARED int scan[128];
-  int cnt = 0;
-  for (int base = 0; base < {P}; base += 128) {{
-    int i = base + tid, f = 0;
-    if (i < {P}) {{ int se = sel[i]; se = se < 0 ? 0 : (se >= {s.E} ? {s.E - 1} : se); f = se == e ? 1 : 0; }}
-    scan[tid] = f;
-    BARRIER();
-    for (int o = 1; o < 128; o <<= 1) {{ int v = tid >= o ? scan[tid - o] : 0; BARRIER(); scan[tid] += v; BARRIER(); }}
-    if (f) lst[cnt + scan[tid] - 1] = i;
-    cnt += scan[127];
-    BARRIER();
-  }}"""
-    xrow, wrow0, ent = ("ent" if s.x_per_slot else f"ent / {s.J}"), f"e * {s.N} + ", "lst[min(m0 + ({t}), cnt - 1)]"
-  elif s.batched:
-    listing = "  const int cnt = T, e = GID_Z; (void)cnt;"
-    xrow, wrow0, ent = "ent", f"e * {s.N} + ", f"(min(m0 + ({{t}}), T - 1) * {s.J} + e)"
-  else:
-    listing = "  const int cnt = T; (void)cnt;"
-    xrow, wrow0, ent = "ent", "", "min(m0 + ({t}), T - 1)"
-  mloop = f"for (int m0 = 0; m0 < cnt; m0 += {TT})" if s.experts else f"int m0 = GID_Y * {TT};"
+  listing, xrow, wrow0, ent, mloop = _entries(s, 128, TT)
   def reg(code: str, idx: str, u: int | None = None) -> str:
     if u is not None: code = code.replace("rdP", f"rd[{u & ~1}][m][h]").replace("U", str(u)).replace("SB", str(SB))
     return code.replace("@", idx)

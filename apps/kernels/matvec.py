@@ -156,6 +156,19 @@ class MatvecShape:
 BATCH_REGS = 64             # registers one batch of loads holds per lane (the source has batch k+1's loads before batch k's
                             # math; ptxas may hoist more of them, and in the SASS seen it hoists all where registers allow).
                             # H100 decode, 40 -> 64: DSV2 -0.6%, GLM -1.7%, Youtu -0.3%; 96: no better (the journal)
+# x as 16-bit integers: the float4 v of each of 8 lanes (a block of 32 x values) -> its scale d = max |x| / 32512 (three
+# shuffles), X0..X3 = round(v / d) in [-32512, 32512], split into h = round(X / 256) and l = X - 256 h, both signed bytes,
+# packed four to an int: wh, wl (byte i: component i). The one rounding of x of the integer kernels (these matvecs and
+# the prefill GEMM's apps/kernels/gemm.build_xq)
+X16_SPLIT = """
+    float am = FMAX(FMAX(FABS(v.x), FABS(v.y)), FMAX(FABS(v.z), FABS(v.w)));
+    am = FMAX(am, SHFL_XOR(am, 1)); am = FMAX(am, SHFL_XOR(am, 2)); am = FMAX(am, SHFL_XOR(am, 4));
+    float d = am / 32512.0f, id = d == 0.0f ? 0.0f : 1.0f / d;
+    int X0 = (int)ROUNDF(v.x * id), X1 = (int)ROUNDF(v.y * id), X2 = (int)ROUNDF(v.z * id), X3 = (int)ROUNDF(v.w * id);
+    int H0 = (X0 + 128) >> 8, H1 = (X1 + 128) >> 8, H2 = (X2 + 128) >> 8, H3 = (X3 + 128) >> 8;
+    uint wh = ((uint)H0 & 255u) | (((uint)H1 & 255u) << 8) | (((uint)H2 & 255u) << 16) | ((uint)H3 << 24);
+    uint wl = ((uint)(X0 - 256*H0) & 255u) | (((uint)(X1 - 256*H1) & 255u) << 8) | (((uint)(X2 - 256*H2) & 255u) << 16) |
+              ((uint)(X3 - 256*H3) << 24);"""
 SHARED_BYTES = {"CUDA": 48 * 1024, "METAL": 32 * 1024}  # static workgroup memory a kernel may declare
 SMS = 132                   # multiprocessors of the H100 the plan is tuned on
 
@@ -337,15 +350,7 @@ def build(s: MatvecShape | Terms, p: Plan | None = None) -> SourceKernel:
     int st = ok ? u % {steps} : 0, js = ok ? u / {steps} : 0, ko = st*32 + 4*e;
     float4 v = ok ? *(const GLOBAL float4*)({x} + {xbase} + ko) : FLOAT4(0.0f, 0.0f, 0.0f, 0.0f);"""
       if ts.norm: stage += normed("ok ? ", " : FLOAT4(0.0f, 0.0f, 0.0f, 0.0f)")
-      stage += f"""
-    float am = FMAX(FMAX(FABS(v.x), FABS(v.y)), FMAX(FABS(v.z), FABS(v.w)));
-    am = FMAX(am, SHFL_XOR(am, 1)); am = FMAX(am, SHFL_XOR(am, 2)); am = FMAX(am, SHFL_XOR(am, 4));
-    float d = am / 32512.0f, id = d == 0.0f ? 0.0f : 1.0f / d;
-    int X0 = (int)ROUNDF(v.x * id), X1 = (int)ROUNDF(v.y * id), X2 = (int)ROUNDF(v.z * id), X3 = (int)ROUNDF(v.w * id);
-    int H0 = (X0 + 128) >> 8, H1 = (X1 + 128) >> 8, H2 = (X2 + 128) >> 8, H3 = (X3 + 128) >> 8;
-    uint wh = ((uint)H0 & 255u) | (((uint)H1 & 255u) << 8) | (((uint)H2 & 255u) << 16) | ((uint)H3 << 24);
-    uint wl = ((uint)(X0 - 256*H0) & 255u) | (((uint)(X1 - 256*H1) & 255u) << 8) | (((uint)(X2 - 256*H2) & 255u) << 16) |
-              ((uint)(X3 - 256*H3) << 24);
+      stage += X16_SPLIT + f"""
     uint l1 = SHFL_XOR(wl, 1), l2 = SHFL_XOR(wl, 2), l3 = SHFL_XOR(wl, 3);
     uint h1 = SHFL_XOR(wh, 1), h2 = SHFL_XOR(wh, 2), h3 = SHFL_XOR(wh, 3);
     if (ok && (e & 3) == 0) {{
