@@ -461,11 +461,15 @@ def _portable_kernel(spec: KernelSpec) -> KernelFn:
 @functools.lru_cache(maxsize=None)
 def _kernel_cached(spec: KernelSpec) -> KernelFn: return kernel_for(spec)
 
+def _norm_w_index(spec: KernelSpec) -> int:
+  """Where norm_w is (or would be) among a kernel's buffers: out, x, [sel], [mix], [norm_w], [residual], parts."""
+  return 2 + (spec.op == "experts") + spec.mix
+
 def _run(spec: KernelSpec, out: Tensor, *srcs: Tensor) -> Tensor:
   fxn = _kernel_cached(spec)
   if (form := getattr(fxn, "x_form", None)) is not None:  # the kernel reads x in a form of its own, which a kernel makes first
     size, dtype, make = form
-    nw = 1 + (spec.op == "experts") + spec.mix   # where norm_w is among srcs: the norm goes into x's form
+    nw = _norm_w_index(spec) - 1                 # norm_w among srcs (out is apart): the norm goes into x's form
     xsrc = (srcs[0], srcs[nw]) if spec.norm else (srcs[0],)
     srcs = (Tensor.empty(size, dtype=dtype, device=out.device).custom_kernel(*xsrc, fxn=make)[0],
             *(srcs[1:nw] + srcs[nw + 1:] if spec.norm else srcs[1:]))
@@ -529,7 +533,7 @@ def _with_residual(c: KernelCall, r: Tensor) -> KernelCall | Tensor:
   spec, out = replace(c.spec, residual=True), c.srcs[0]
   if c.spec.residual or _kernel_cached(spec) is None or not isinstance(rows := prod(r.shape[:-1]), int) or rows != out.shape[0]:
     return c.finish(_run(c.spec, *c.srcs)) + r
-  i = 2 + (spec.op == "experts") + spec.mix + spec.norm
+  i = _norm_w_index(spec) + spec.norm
   return KernelCall(spec, (*c.srcs[:i], r.reshape(out.shape), *c.srcs[i:]), c.finish)
 
 def _check_device(w: PackedTensor, t: Tensor, what: str) -> None:
@@ -541,11 +545,9 @@ def _flat(t: Tensor, keep: int, what: str) -> tuple[Tensor, sint, int]:
   if t.ndim < keep: raise ValueError(f"{what}: shape {t.shape} has fewer than {keep} dims")
   lead, tail = t.shape[:t.ndim - keep], t.shape[t.ndim - keep:]
   if not all(isinstance(d, int) for d in tail): raise ValueError(f"{what}: symbolic trailing dims {tail} are not supported")
-  B = prod(lead)
-  t = t.reshape(B, *tail)
-  if isinstance(B, int): return t, B, B
-  Bmax = int(B.vmax)
-  return t.pad(((0, Bmax - B),) + ((0, 0),) * keep), B, Bmax
+  from apps.kernels import to_bound
+  (t,), B, Bmax = to_bound(t.reshape(prod(lead), *tail))
+  return t, B, Bmax
 
 def _input_stride(x: Tensor, K: int, prefix: bool) -> int | None:
   """The x_stride of a spec for input x whose last axis holds the K inputs: 0 when it is exactly K, its length when

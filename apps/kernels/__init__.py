@@ -215,6 +215,14 @@ def side_by_side(name: str, kernels: Sequence[SourceKernel]) -> SourceKernel:
   body = "\n".join(shared) + "\n  const int wg = GID_X;\n" + "\n".join(parts)
   return SourceKernel(name, tuple(params), body, (off, 1, 1), kernels[0].local_size, helpers)
 
+def to_bound(*ts):
+  """Tensors whose first axis is a chunk length T, padded to T's bound Tmax where T is symbolic (a prefill chunk of variable
+  length: kernels take concrete shapes): (the tensors, T, Tmax). Callers slice their results back to T."""
+  T = ts[0].shape[0]
+  if isinstance(T, int): return ts, T, T
+  Tmax = int(T.vmax)
+  return tuple(t.pad(((0, Tmax - T),) + ((0, 0),) * (t.ndim - 1)) for t in ts), T, Tmax
+
 def _uses_pdl(k: SourceKernel) -> bool: return "GRID_WAIT" in k.body
 def uses_mma(k: SourceKernel) -> bool: return "MMA_K" in k.body or "CP_ASYNC" in k.body
 

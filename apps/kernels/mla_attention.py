@@ -27,7 +27,7 @@ from __future__ import annotations
 import functools, math
 from dataclasses import dataclass
 from tinygrad import Tensor, dtypes, UOp
-from apps.kernels import SourceKernel, Param, program, language_of
+from apps.kernels import SourceKernel, Param, program, language_of, to_bound
 
 SPLITS = 128     # partials per head at most (~one workgroup per SM of an H100 at long contexts)
 MIN_CHUNK = 8    # tokens per split at least
@@ -380,8 +380,7 @@ def mla_prefill_attention(q: Tensor, q_pe: Tensor, cache: Tensor, pos: Tensor, *
   for name, t in (("q_pe", q_pe), ("cache", cache), ("pos", pos)):
     if t.device != dev: raise ValueError(f"mla_prefill_attention: {name} is on {t.device}, q on {dev}")
   if not available(dev): raise ValueError(f"mla_prefill_attention: device {dev} compiles no hand-written kernels")
-  Tmax = T if isinstance(T, int) else int(T.vmax)
-  if not isinstance(T, int): q, q_pe = q.pad(((0, Tmax - T), (0, 0), (0, 0))), q_pe.pad(((0, Tmax - T), (0, 0), (0, 0)))
+  (q, q_pe), T, Tmax = to_bound(q, q_pe)
   attend, combine = prefill_kernels(s, float(scale), Tmax, max_context, dev)
   part, ml, *_ = Tensor.empty(Tmax, PREFILL_SPLITS, n_head, kv_lora, device=dev).custom_kernel(
     Tensor.empty(Tmax, PREFILL_SPLITS, n_head, 2, device=dev), q.contiguous(), q_pe.contiguous(), cache, pos, fxn=attend)

@@ -8,7 +8,7 @@ routing (expert_group_count > 1) is left to the portable path.
 from __future__ import annotations
 import functools
 from tinygrad import Tensor, dtypes
-from apps.kernels import SourceKernel, Param, program, language_of
+from apps.kernels import SourceKernel, Param, program, language_of, to_bound
 
 SOFTMAX, SIGMOID, SOFTMAX_WEIGHT = 1, 2, 3  # llama.cpp's gating function ids (apps.mla.Gating)
 
@@ -70,8 +70,8 @@ def route(logits: Tensor, bias: Tensor | None, k: int, gating: int, norm: bool, 
   its bound, on logits padded with zeros, and the result is sliced back."""
   B, n_expert = logits.shape
   if language_of(logits.device) is None or n_groups > 1 or n_expert > 256 or k > n_expert: return None
-  Bmax = B if isinstance(B, int) else int(B.vmax)
-  srcs = [logits.float() if isinstance(B, int) else logits.float().pad(((0, Bmax - B), (0, 0)))] + ([bias.float()] if bias is not None else [])
+  (logits,), B, Bmax = to_bound(logits.float())
+  srcs = [logits] + ([bias.float()] if bias is not None else [])
   sel, weights = Tensor.empty(Bmax, k, dtype=dtypes.int32, device=logits.device).custom_kernel(
     Tensor.empty(Bmax, k, dtype=dtypes.float32, device=logits.device), *srcs,
     fxn=_kernel(Bmax, n_expert, k, gating, bias is not None, norm, scale, logits.device.split(":")[0]))[:2]
