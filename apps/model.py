@@ -31,7 +31,6 @@ class Transformer:
     # the same as llama.cpp's default f16 KV cache on that file). Weights are dequantized in registers either way.
     self.act_dtype = dtypes.float32
     self.max_context = min(max_context or 4096, cfg.context_length)
-    self.prefill_chunk = min(prefill_chunk, self.max_context)
     self.token_embd = QuantizedEmbedding.from_gguf(gf, "token_embd.weight", self.device)
     self.output_norm = load_tensor(gf, "output_norm.weight", self.device)
     # tied embeddings: no output.weight means the head reads the same packed token_embd (one copy on the device)
@@ -52,10 +51,16 @@ class Transformer:
     Tensor.realize(*self.caches, self.rope_cos, self.rope_sin, self._pos_zero, self.token)
     self.cached: list[int] = []  # tokens whose latents are in the caches, in order
     self._v_pos = UOp.variable("start_pos", 0, self.max_context - 1)
-    self._v_len = UOp.variable("n_tokens", 1, self.prefill_chunk)
     self.sampler = sampling.Sampler(cfg.vocab_size, self.device)
     self._jits: dict[tuple, TinyJit] = {}  # (sampler structure, prefill?) -> capture
-    self._fill_jit = TinyJit(self._fill)
+    self.set_prefill_chunk(prefill_chunk)
+
+  def set_prefill_chunk(self, n: int) -> None:
+    """Prefill prompts in chunks of up to n tokens (one captured step per chunk length bound; the captures are redone)."""
+    if n < 1: raise ValueError(f"prefill chunk {n}: must be at least 1 token")
+    self.prefill_chunk = min(n, self.max_context)
+    self._v_len = UOp.variable("n_tokens", 1, self.prefill_chunk)
+    self.drop_captures()
 
   @staticmethod
   def from_gguf(path: str | Path, max_context: int | None = None, device: str | None = None, **kw) -> Transformer:

@@ -20,13 +20,16 @@ def capture(preset, max_context, target="decode"):
   b = bb._ensure()
   st = b.step(target)
   bb.warm(st, None)
-  names = []
+  progs = []
   for call in bb.jit_of(st).captured.linear.src:
     ast = call.src[0]
-    if ast.op is Ops.CUSTOM_FUNCTION and ast.arg == "graph": names += [c.src[0].arg.name for c in ast.src[0].src if c.src[0].op is Ops.PROGRAM]
-    elif ast.op is Ops.PROGRAM: names.append(ast.arg.name)
+    if ast.op is Ops.CUSTOM_FUNCTION and ast.arg == "graph": progs += [c.src[0] for c in ast.src[0].src if c.src[0].op is Ops.PROGRAM]
+    elif ast.op is Ops.PROGRAM: progs.append(ast)
+  names = [p.arg.name for p in progs]
+  sources = [next((u.arg for u in p.src if u.op is Ops.SOURCE), "") for p in progs]
   c = b.m.cfg
-  return dict(names=names, n_layer=c.n_layer, n_moe=sum(bl.moe for bl in b.m.blocks), q_lora=c.q_lora_rank, shexp=c.n_expert_shared)
+  return dict(names=names, n_layer=c.n_layer, n_moe=sum(bl.moe for bl in b.m.blocks), q_lora=c.q_lora_rank, shexp=c.n_expert_shared,
+              waits=sum("GRID_WAIT();" in s for s in sources), triggers=sum("GRID_TRIGGER();" in s for s in sources))
 for preset in ("deepseek-v2-lite-tiny", "glm-4.7-flash-tiny", "youtu-llm-2b-tiny"): out[preset] = capture(preset, 256)
 with fusions_off(set(FUSIONS)): out["off"] = capture("deepseek-v2-lite-tiny", 257)  # tools/ab_fusions.py's variant A
 out["fill"] = capture("glm-4.7-flash-tiny", 258, "fill")                          # a prefill chunk
@@ -55,6 +58,18 @@ def test_kernels_per_decode_token(captures, preset):
   ffn = 4 * moe + 2 * (L - moe)
   head = len(names) - attention - ffn                                        # embedding row, output head, sampling
   assert 0 < head <= 8, (len(names), attention, ffn)
+
+@needs_nvcc
+def test_every_waiting_kernel_triggers_its_dependents(captures):
+  """Every captured kernel of a decode step that waits on its grid (the hand-written ones) lets the next one launch at its
+  start; in a prefill chunk only the routing does (the GEMMs and the prefill attention are many waves); tools/ab_fusions.py's
+  `trigger` off (its variant A) takes the trigger out of all of them."""
+  for key in ("deepseek-v2-lite-tiny", "glm-4.7-flash-tiny", "youtu-llm-2b-tiny"):
+    r = captures[key]
+    assert r["waits"] >= 6 * r["n_layer"] and r["triggers"] == r["waits"], (key, r["waits"], r["triggers"])
+  fill = captures["fill"]
+  assert fill["waits"] >= 6 * fill["n_layer"] and fill["triggers"] == fill["n_moe"], (fill["waits"], fill["triggers"])
+  assert captures["off"]["waits"] > 0 and captures["off"]["triggers"] == 0
 
 @needs_nvcc
 def test_ab_fusions_variant_a_is_the_unfused_step(captures):

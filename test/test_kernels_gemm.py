@@ -310,6 +310,18 @@ def test_ab_tool_runs_and_restores_the_providers(capsys):
   assert lines[0].split("first token ")[1] == lines[1].split("first token ")[1]
   assert Q._PROVIDERS == before
 
+def test_ab_tool_chunks_and_fusions(capsys):
+  """tools/ab_prefill.py --chunks: one line per chunk length, the same first token (chunking changes no result), and the
+  model's chunk the last one; --off: variant A with those fusions off; the three A/Bs are one at a time."""
+  from tools import ab_prefill
+  assert ab_prefill.main(["--presets", "youtu-llm-2b-tiny", "--prefill", "20", "--rounds", "1", "--chunks", "8,32"]) == 0
+  assert ab_prefill.main(["--presets", "youtu-llm-2b-tiny", "--prefill", "20", "--rounds", "1", "--off", "trigger"]) == 0
+  lines = [l for l in capsys.readouterr().out.splitlines() if "prefill 20 tokens" in l]
+  assert [l.split(":")[0].split(" 1 ", 1)[1].strip() for l in lines] == ["chunk 8", "chunk 32", "A", "B"]
+  assert len({l.split("first token ")[1] for l in lines}) == 1
+  for bad in (["--chunks", "0,8"], ["--off", "nothing"], ["--chunks", "8", "--off", "trigger"]):
+    with pytest.raises(SystemExit): ab_prefill.main(["--presets", "youtu-llm-2b-tiny", *bad])
+
 def test_ab_tool_variant_file(tmp_path, capsys):
   """tools/ab_prefill.py --a: variant A is another apps/kernels/gemm.py (here a copy with a marker), B the checked-out one;
   the package's module is the checked-out one again afterwards."""

@@ -56,7 +56,12 @@ def test_every_family_waits_in_its_cuda_source(name, k):
   assert "__restrict__" not in src.split(k.function_name + "(")[1].split(")")[0]
   if name in ("linear", "batched"):  # weights prefetched: the first weight load comes before the wait
     assert 0 < k.body.index("((const GLOBAL uint4*)qs)") < k.body.index("GRID_WAIT();")
+  # the first statement of a decode kernel lets the next kernel launch (its launch and weight loads overlap this kernel);
+  # the prefill GEMM (many waves) does not
+  body = src.split(k.function_name + "(")[1].split("{", 1)[1]
+  assert body.lstrip().startswith("GRID_TRIGGER();") == k.trigger == (name != "gemm")
+  assert ("griddepcontrol.launch_dependents" in src) and render(k, "METAL").count("GRID_TRIGGER()") == 1 + k.trigger
 
 def test_sources_without_pdl_do_not_mention_it():
   src = render(_copy("  out[GID_X * 32 + LID_X] = x[GID_X * 32 + LID_X];"), "CUDA")
-  assert "griddepcontrol" not in src and "__restrict__" in src
+  assert "griddepcontrol" not in src and "GRID_TRIGGER" not in src and "__restrict__" in src

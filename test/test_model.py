@@ -111,3 +111,17 @@ def test_device_memory_of_a_loaded_model():
   state = sum(c.nbytes() for c in model.caches) + model.rope_cos.nbytes() + model.rope_sin.nbytes() + 4096  # + sampler state
   assert used <= 1.1 * tensor_bytes + state, (used, tensor_bytes, state)
   assert model.weight_bytes() <= 1.1 * tensor_bytes
+
+def test_prefill_chunk_is_settable(case):
+  """set_prefill_chunk re-chunks the next prompts (logits the same within the bound: only the kernels' batch changes) and
+  refuses a chunk of no tokens; the fixture's 16 is restored."""
+  preset, mix, model, gold = case
+  S = sketch_matrix(model.cfg.vocab_size)
+  ids = gold["prompt33/ids"].tolist()
+  try:
+    model.set_prefill_chunk(40)
+    assert model.prefill_chunk == 40 and list(model._chunks(len(ids), 0)) == [(0, 33)]
+    assert rel_err(model.logits(ids), gold["prompt33/hf_sketch"], S) < BOUND
+    with pytest.raises(ValueError, match="at least 1 token"): model.set_prefill_chunk(0)
+  finally: model.set_prefill_chunk(16)
+  assert list(model._chunks(len(ids), 0)) == [(0, 16), (16, 16), (32, 1)]

@@ -36,10 +36,12 @@ The dialect (macros defined per backend by the prelude):
                            CP_ASYNC_WAIT() waits for all of the thread's copies (BARRIER() after it: for the workgroup's)
 
 Programmatic dependent launch (CUDA sm_90+; no-ops elsewhere): a kernel whose source executes GRID_WAIT() gets
-programmatic edges in the CUDA graph (patches/0004): it is launched as its predecessors' blocks exit, before their writes
-are flushed, and its loads of weights issued before the wait overlap that. (Triggering dependents earlier, with
-griddepcontrol.launch_dependents at the top, was slower: OPTIMIZATION_JOURNAL.md.) The contract, which test/emulator.py
-checks: every workgroup executes GRID_WAIT() before it touches any buffer but its `weight`
+programmatic edges in the CUDA graph (patches/0004), and render() makes its first statement GRID_TRIGGER()
+(griddepcontrol.launch_dependents) unless the kernel says `trigger=False`: once every workgroup of a kernel has started,
+the next kernel launches, and its workgroups run up to their GRID_WAIT() (their launch, their loads of weights) while this
+one computes. (Session 4 measured the trigger slower with the kernels of then; in session 14 decode 3-6% faster per
+token, the prefill kernels not faster: OPTIMIZATION_JOURNAL.md.) The
+contract, which test/emulator.py checks: every workgroup executes GRID_WAIT() before it touches any buffer but its `weight`
 parameters (read-only for the whole step: packed weights, norm vectors) and before it writes anything.
 """
 from __future__ import annotations
@@ -66,6 +68,8 @@ class SourceKernel:
   global_size: tuple[int, int, int]
   local_size: tuple[int, int, int]
   helpers: str = ""               # dialect helper functions, placed before the kernel
+  trigger: bool = True            # a kernel that waits: GRID_TRIGGER() first (decode's one-wave kernels; the prefill GEMMs
+                                  # and attention, many waves, without: the H100 A/B measured them no faster, or slower)
 
   @property
   def function_name(self) -> str: return to_function_name(self.name)
@@ -151,6 +155,13 @@ _CUDA_PDL = """#ifndef GRID_WAIT
 #else
 #define GRID_WAIT()
 #endif
+#endif
+#ifndef GRID_TRIGGER
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define GRID_TRIGGER() asm volatile("griddepcontrol.launch_dependents;" ::: "memory")
+#else
+#define GRID_TRIGGER()
+#endif
 #endif"""
 # integer mma.sync (PTX ISA 7.0, sm_80+): defined only in sources that use it; a harness may define the macros first
 _CUDA_MMA = """#ifndef MMA_K32
@@ -163,7 +174,12 @@ _CUDA_MMA = """#ifndef MMA_K32
 #endif"""
 _METAL_PDL = """#ifndef GRID_WAIT
 #define GRID_WAIT()
+#endif
+#ifndef GRID_TRIGGER
+#define GRID_TRIGGER()
 #endif"""
+# the first statement of every kernel that waits on its grid: its dependents may launch now (programmatic dependent launch)
+TRIGGER = "  GRID_TRIGGER();  // the next kernel may launch now: its loads before GRID_WAIT() overlap this one\n"
 
 LANGUAGES = ("CUDA", "METAL")
 
@@ -213,7 +229,7 @@ def side_by_side(name: str, kernels: Sequence[SourceKernel]) -> SourceKernel:
     off += n
   helpers = "\n".join(dict.fromkeys(k.helpers for k in kernels if k.helpers))
   body = "\n".join(shared) + "\n  const int wg = GID_X;\n" + "\n".join(parts)
-  return SourceKernel(name, tuple(params), body, (off, 1, 1), kernels[0].local_size, helpers)
+  return SourceKernel(name, tuple(params), body, (off, 1, 1), kernels[0].local_size, helpers, all(k.trigger for k in kernels))
 
 def to_bound(*ts):
   """Tensors whose first axis is a chunk length T, padded to T's bound Tmax where T is symbolic (a prefill chunk of variable
@@ -249,7 +265,7 @@ def render(k: SourceKernel, language: str) -> str:
     if uses_mma(k): raise ValueError(f"{k.name}: MMA_K32 / MMA_K16 / CP_ASYNC16 have no Metal rendering")
     prelude = _METAL_PRELUDE + ("\n" + _METAL_PDL if _uses_pdl(k) else "")
   else: raise ValueError(f"no source language {language!r} (have {', '.join(LANGUAGES)})")
-  return f"{prelude}\n{k.helpers}\n{head} {{\n{k.body}\n}}\n"
+  return f"{prelude}\n{k.helpers}\n{head} {{\n{TRIGGER if _uses_pdl(k) and k.trigger else ''}{k.body}\n}}\n"
 
 def _param(u: UOp) -> UOp:
   while u.op is not Ops.PARAM: u = u.src[0]

@@ -245,7 +245,7 @@ def build(s: GemmShape, tile: tuple[int, int] | None = None) -> SourceKernel:
   name = f"gemm_{s.type.name.lower()}_{s.T}_{s.N}_{s.K}" + (f"_e{s.E}_j{s.J}" + ("_xs" if s.x_per_slot else "") if s.experts else "") + \
          (f"_batched{s.J}" if s.batched else "") + ("_residual" if s.residual else "")
   grid = (-(-s.N // TN), 1, s.E) if s.experts else (-(-s.N // TN), -(-s.T // TT), s.E if s.batched else 1)
-  return SourceKernel(name, params, body, grid, (TN // 4, TT // 4, 1))
+  return SourceKernel(name, params, body, grid, (TN // 4, TT // 4, 1), trigger=False)
 
 # ---- the tensor-core GEMM (CUDA sm_80+): x as 16-bit integers, integer mma.sync per step of 32 weights of K
 
@@ -275,7 +275,7 @@ def build_xq(R: int, K: int, eps: float | None = None) -> SourceKernel:
   int tid = LID_X, u = GID_X * 32 + tid / 8, e = tid % 8, ok = u < {NBLK};   // block u = (step, row), lane e: k 4e .. 4e + 3
   int st = ok ? u / {R} : 0, r = ok ? u % {R} : 0;
   float4 v = ok ? *(const GLOBAL float4*)(x + r * {K} + st * {KB} + 4*e) : FLOAT4(0.0f, 0.0f, 0.0f, 0.0f);{quant}"""
-    return SourceKernel(f"gemm_xq_{R}_{K}", params, body, (-(-NBLK // 32), 1, 1), (256, 1, 1))
+    return SourceKernel(f"gemm_xq_{R}_{K}", params, body, (-(-NBLK // 32), 1, 1), (256, 1, 1), trigger=False)
   body = f"""  GRID_WAIT();
   int tid = LID_X, r = GID_X, e = tid % 8;
   SHARED float part[8];
@@ -293,7 +293,7 @@ def build_xq(R: int, K: int, eps: float | None = None) -> SourceKernel:
     v = FLOAT4(a.x * w.x, a.y * w.y, a.z * w.z, a.w * w.w);
   }}{quant}
   }}"""
-  return SourceKernel(f"gemm_xq_{R}_{K}_norm", params + (Param("norm_w", dtypes.float32, weight=True),), body, (R, 1, 1), (256, 1, 1))
+  return SourceKernel(f"gemm_xq_{R}_{K}_norm", params + (Param("norm_w", dtypes.float32, weight=True),), body, (R, 1, 1), (256, 1, 1), trigger=False)
 
 @dataclass(frozen=True)
 class MmaType:
@@ -492,7 +492,7 @@ def build_mma(s: GemmShape, tile: tuple[int, int] | None = None) -> SourceKernel
          (f"_batched{s.J}" if s.batched else "") + ("_residual" if s.residual else "") + ("_glu" if s.glu else "")
   ON = TN // 2 if s.glu else TN   # output rows per workgroup
   grid = (-(-s.N // ON), 1, s.E) if s.experts else (-(-s.N // ON), -(-s.T // TT), s.E if s.batched else 1)
-  return SourceKernel(name, params, body, grid, (128, 1, 1))
+  return SourceKernel(name, params, body, grid, (128, 1, 1), trigger=False)
 
 @functools.lru_cache(maxsize=None)
 def kernel(s: GemmShape, device: str, norm_eps: float | None = None):

@@ -250,7 +250,7 @@ def prefill_attend_kernel(s: AttentionShape, scale: float, tokens: int, max_cont
                  "", "(tok*S + sp)*H + g*HG + hh", scale)
   params = (Param("part", dtypes.float32, True), Param("ml", dtypes.float32, True), Param("q", dtypes.float32),
             Param("qpe", dtypes.float32), Param("cache", dtypes.float32), Param("pos", dtypes.int32))
-  return SourceKernel(f"mla_prefill_attend_{tokens}_h{s.n_head}_kv{s.kv_lora}_r{s.qk_rope}", params, body, (PREFILL_SPLITS, tokens, 1), (32, g, 1))
+  return SourceKernel(f"mla_prefill_attend_{tokens}_h{s.n_head}_kv{s.kv_lora}_r{s.qk_rope}", params, body, (PREFILL_SPLITS, tokens, 1), (32, g, 1), trigger=False)
 
 def combine_kernel(s: AttentionShape, tokens: int = 0, max_context: int = 0) -> SourceKernel:
   """The partials of a decode token's splits (or, with `tokens`, of each prefill token's, grid z) into out (H, kv_lora)
@@ -290,7 +290,8 @@ def combine_kernel(s: AttentionShape, tokens: int = 0, max_context: int = 0) -> 
   }}"""
   params = (Param("out", dtypes.float32, True), Param("part", dtypes.float32), Param("ml", dtypes.float32), Param("pos", dtypes.int32))
   name = f"mla_prefill_combine_{tokens}" if tokens else "mla_combine"
-  return SourceKernel(f"{name}_h{s.n_head}_kv{s.kv_lora}", params, body, (s.n_head, -(-s.kv_lora // 128), max(1, tokens)), (32, cw, 1))
+  return SourceKernel(f"{name}_h{s.n_head}_kv{s.kv_lora}", params, body, (s.n_head, -(-s.kv_lora // 128), max(1, tokens)), (32, cw, 1),
+                      trigger=not tokens)
 
 @functools.lru_cache(maxsize=None)
 def kernels(s: AttentionShape, scale: float, eps: float, device: str, kv_offset: int = 0):
