@@ -12,7 +12,7 @@ through the model's own symbolic variable, so the kernels are the decode kernels
   attn    its attention half (norm, MLA, output)      /   the last step left in the caches; reported per block
   stack   the decode-stack proxy: every block of the model, wired as Transformer.hidden() wires them
   decode  the real decode step (embedding, stack, head, on-device sampling, one host read), as generate() runs it
-  fill    (only when asked for) one prefill chunk of the model's prefill_chunk tokens at --pos, as generate() runs every
+  fill    (only when asked for) one prefill chunk of the model's shortest prefill chunk length at --pos, as generate() runs every
           chunk but the last (Transformer._fill); reported per chunk, tok/s = its tokens / its time
   upstream  (only when asked for) upstream tinygrad.llm's own decode of the same file: its Transformer.generate(), one
           next() per token as its --benchmark times it (a second copy of the weights on the device)
@@ -226,14 +226,14 @@ class Bench:
       return Step(target, decode, lambda i: (self.v_pos,), lambda out: m.token.item(), len(m.blocks), active_weight_bytes(m),
                   cache_bytes(m, len(m.blocks), self.pos), "token")
     if target == "fill":
-      # one prefill chunk as generate() runs every chunk but the last: prefill_chunk tokens placed at pos (pos <= max_context
-      # - prefill_chunk), latents into the caches, the stack's last row out; the sequence's earlier rows are whatever the
+      # one prefill chunk as generate() runs every chunk but the last: the shortest chunk length's tokens placed at pos (pos <=
+      # max_context - T), latents into the caches, the stack's last row out; the sequence's earlier rows are whatever the
       # caches hold (the time does not depend on them)
-      T = m.prefill_chunk
+      T = m.prefill_chunks[-1]
       if self.pos + T > m.max_context: raise SystemExit(f"bench: a prefill chunk of {T} at --pos {self.pos} overflows the context of {m.max_context}")
       self.fill_ids = np.random.default_rng(1).integers(0, m.cfg.vocab_size, m.max_context, dtype=np.int32)  # padded as generate()'s
       buf = Tensor(self.fill_ids, device=self.dev).realize()
-      pos, n = m.start_pos.bind(self.pos), m._v_len.bind(T)
+      pos, n = m.start_pos.bind(self.pos), m._v_len[T].bind(T)
       return Step(target, TinyJit(m._fill), lambda i: (buf[pos:pos + n], pos), sync_dev, len(m.blocks),
                   active_weight_bytes(m, whole=True), cache_bytes(m, len(m.blocks), self.pos, T), "chunk", T)
     raise ValueError(f"unknown target '{target}' (choose from {', '.join(TARGETS)})")

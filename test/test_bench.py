@@ -163,11 +163,11 @@ def test_bench_block_json_end_to_end():
   assert d["weight_bytes"] > s["weight_bytes"] and d["kernels"] > s["kernels"]  # the head and sampler on top of the stack
 
 def test_fill_is_one_prefill_chunk(bench):
-  """The fill target runs Transformer._fill on prefill_chunk tokens at pos: its output is the eager stack's last row for
+  """The fill target runs Transformer._fill on a chunk of the shortest prefill length at pos: its output is the eager stack's last row for
   the same tokens and cache, it is timed per chunk (tok/s = tokens / time), and its weights are every tensor whole."""
   m = bench.m
   step = bench.step("fill")
-  T = m.prefill_chunk
+  T = m.prefill_chunks[-1]
   assert step.tokens == T and step.per == "chunk" and T > 1
   r = bb.measure(step, 2, 1)
   assert r["tok_s"] == pytest.approx(T * 1e3 / r["ms"]) and r["kernels"] > 0

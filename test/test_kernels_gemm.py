@@ -311,13 +311,13 @@ def test_ab_tool_runs_and_restores_the_providers(capsys):
   assert Q._PROVIDERS == before
 
 def test_ab_tool_chunks_and_fusions(capsys):
-  """tools/ab_prefill.py --chunks: one line per chunk length, the same first token (chunking changes no result), and the
+  """tools/ab_prefill.py --chunks: one line per variant of chunk lengths, the same first token (chunking changes no result), and the
   model's chunk the last one; --off: variant A with those fusions off; the three A/Bs are one at a time."""
   from tools import ab_prefill
-  assert ab_prefill.main(["--presets", "youtu-llm-2b-tiny", "--prefill", "20", "--rounds", "1", "--chunks", "8,32"]) == 0
+  assert ab_prefill.main(["--presets", "youtu-llm-2b-tiny", "--prefill", "20", "--rounds", "1", "--chunks", "8,32+8"]) == 0
   assert ab_prefill.main(["--presets", "youtu-llm-2b-tiny", "--prefill", "20", "--rounds", "1", "--off", "trigger"]) == 0
   lines = [l for l in capsys.readouterr().out.splitlines() if "prefill 20 tokens" in l]
-  assert [l.split(":")[0].split(" 1 ", 1)[1].strip() for l in lines] == ["chunk 8", "chunk 32", "A", "B"]
+  assert [l.split(":")[0].split(" 1 ", 1)[1].strip() for l in lines] == ["chunks 8", "chunks 32+8", "A", "B"]
   assert len({l.split("first token ")[1] for l in lines}) == 1
   for bad in (["--chunks", "0,8"], ["--off", "nothing"], ["--chunks", "8", "--off", "trigger"]):
     with pytest.raises(SystemExit): ab_prefill.main(["--presets", "youtu-llm-2b-tiny", *bad])

@@ -27,7 +27,7 @@ def case(request):
   path = synth.generate(preset, mix, progress=False)
   assert hashlib.sha256(path.read_bytes()).hexdigest() == meta["sha256"], \
     f"{path.name} differs from the file the goldens were made from: regenerate them with tools/make_model_goldens.py"
-  model = Transformer.from_gguf(path, max_context=96, prefill_chunk=16)  # 33 tokens = 3 chunks: exercises chunked prefill
+  model = Transformer.from_gguf(path, max_context=96, prefill_chunks=(16,))  # 33 tokens = 3 chunks: exercises chunked prefill
   return preset, mix, model, gold
 
 def rel_err(ours: np.ndarray, ref_sketch: np.ndarray, S: np.ndarray) -> float:
@@ -112,16 +112,22 @@ def test_device_memory_of_a_loaded_model():
   assert used <= 1.1 * tensor_bytes + state, (used, tensor_bytes, state)
   assert model.weight_bytes() <= 1.1 * tensor_bytes
 
-def test_prefill_chunk_is_settable(case):
-  """set_prefill_chunk re-chunks the next prompts (logits the same within the bound: only the kernels' batch changes) and
-  refuses a chunk of no tokens; the fixture's 16 is restored."""
+def test_prefill_chunk_lengths(case):
+  """A prompt goes in chunks of the longest length that the tokens left fill, and the rest as one chunk of the shortest
+  (padded to it); logits the same within the bound whatever the chunks (only the kernels' batch changes); no length of no
+  tokens; the fixture's single 16 is restored."""
   preset, mix, model, gold = case
   S = sketch_matrix(model.cfg.vocab_size)
   ids = gold["prompt33/ids"].tolist()
   try:
-    model.set_prefill_chunk(40)
-    assert model.prefill_chunk == 40 and list(model._chunks(len(ids), 0)) == [(0, 33)]
+    model.set_prefill_chunks(8, 20, 200)   # 200 is clamped to the context (96)
+    assert model.prefill_chunks == (96, 20, 8)
+    assert list(model._chunks(33, 0)) == [(0, 20, 20), (20, 8, 8), (28, 5, 8)]
+    assert list(model._chunks(150, 0)) == [(0, 96, 96), (96, 20, 20), (116, 20, 20), (136, 8, 8), (144, 6, 8)]
     assert rel_err(model.logits(ids), gold["prompt33/hf_sketch"], S) < BOUND
-    with pytest.raises(ValueError, match="at least 1 token"): model.set_prefill_chunk(0)
-  finally: model.set_prefill_chunk(16)
-  assert list(model._chunks(len(ids), 0)) == [(0, 16), (16, 16), (32, 1)]
+    assert len(list(model.generate(ids, 2))) == 2          # the prefill steps of lengths 20 and 8 captured and replayed
+    assert list(model.generate(ids, 2)) == list(model.generate(ids, 2))
+    with pytest.raises(ValueError, match="at least 1 token"): model.set_prefill_chunks(16, 0)
+    with pytest.raises(ValueError, match="at least 1 token"): model.set_prefill_chunks()
+  finally: model.set_prefill_chunks(16)
+  assert list(model._chunks(len(ids), 0)) == [(0, 16, 16), (16, 16, 16), (32, 1, 16)]

@@ -5,7 +5,7 @@ is prefilled three times (the first compiles and captures; the best of the other
 
   DEV=CUDA python3 tools/ab_prefill.py [--presets youtu-llm-2b,deepseek-v2-lite] [--prefill 512] [--rounds 2]
   DEV=CUDA python3 tools/ab_prefill.py --a ab/A/gemm.py ...   (A: that version of apps/kernels/gemm.py, B: the checked-out one)
-  DEV=CUDA python3 tools/ab_prefill.py --chunks 128,512 ...   (the variants: prefill chunks of these many tokens)
+  DEV=CUDA python3 tools/ab_prefill.py --chunks 128,512+128 ...  (the variants: prefill chunk lengths, + between a variant's)
   DEV=CUDA python3 tools/ab_prefill.py --off trigger ...      (A: those tools/ab_fusions.py fusions off, B: as checked out)
 
 Prints tok/s per variant and round, and the first generated token (the two variants should agree on it).
@@ -45,18 +45,19 @@ def main(argv=None) -> int:
   ap.add_argument("--prefill", type=int, default=512)
   ap.add_argument("--rounds", type=int, default=2)
   ap.add_argument("--a", type=Path, help="variant A of apps/kernels/gemm.py: A/B it against the checked-out GEMM instead")
-  ap.add_argument("--chunks", help="comma list of prefill chunk lengths: A/B them (the checked-out kernels) instead")
+  ap.add_argument("--chunks", help="comma list of variants, each its prefill chunk lengths joined by + (e.g. 128,512+128): A/B them instead")
   ap.add_argument("--off", help="comma list of tools/ab_fusions.py fusions variant A turns off: A/B that instead")
   a = ap.parse_args(argv)
   if sum(x is not None for x in (a.a, a.chunks, a.off)) > 1: ap.error("--a, --chunks and --off are three different A/Bs: one at a time")
   if a.a is not None and not a.a.is_file(): ap.error(f"--a {a.a}: no such file")
-  chunks = [int(c) for c in a.chunks.split(",")] if a.chunks else [None, None]
-  if a.chunks and any(c < 1 for c in chunks): ap.error(f"--chunks {a.chunks}: lengths are positive")
+  try: chunks = [tuple(int(n) for n in v.split("+")) for v in a.chunks.split(",")] if a.chunks else [None, None]
+  except ValueError: ap.error(f"--chunks {a.chunks}: variants of lengths joined by +, separated by commas")
+  if a.chunks and any(n < 1 for c in chunks for n in c): ap.error(f"--chunks {a.chunks}: lengths are positive")
   if a.off and set(a.off.split(",")) - set(FUSIONS): ap.error(f"--off {a.off}: fusions are {', '.join(FUSIONS)}")
   before = list(Q._PROVIDERS)
   base = [p for p in before if p is not Q._source_gemm]
   gemm = [Q._source_gemm] + base
-  variants = [(f"chunk {c}", gemm, contextlib.nullcontext) for c in chunks] if a.chunks else \
+  variants = [(f"chunks {'+'.join(map(str, c))}", gemm, contextlib.nullcontext) for c in chunks] if a.chunks else \
              [("A", gemm, lambda: fusions_off(set(a.off.split(",")))), ("B", gemm, contextlib.nullcontext)] if a.off else \
              [("portable", base, contextlib.nullcontext), ("gemm", gemm, contextlib.nullcontext)] if a.a is None else \
              [("A", gemm, lambda mod=load_variant(a.a, "gemm"): swapped("gemm", mod)), ("B", gemm, contextlib.nullcontext)]
@@ -66,7 +67,7 @@ def main(argv=None) -> int:
     for r in range(a.rounds):
       for (label, providers, context), chunk in zip(variants, chunks):
         with context():
-          if chunk is not None: model.set_prefill_chunk(chunk)
+          if chunk is not None: model.set_prefill_chunks(*chunk)
           use(model, providers)
           cold, warm, first = prefill(model, prompt)
         print(f"{preset} on {Device.DEFAULT} round {r + 1} {label:8s}: prefill {a.prefill} tokens {warm * 1e3:.1f} ms "

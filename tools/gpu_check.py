@@ -24,7 +24,7 @@ def main() -> None:
     if mixes and mix not in mixes: continue
     t0 = time.perf_counter()
     _, gold = load_golden(preset, mix)
-    model = Transformer.from_gguf(synth.generate(preset, mix, progress=False), max_context=96, prefill_chunk=16)
+    model = Transformer.from_gguf(synth.generate(preset, mix, progress=False), max_context=96, prefill_chunks=(16,))
     S = sketch_matrix(model.cfg.vocab_size)
     ids, n = gold["continue/ids"].tolist(), len(gold["prompt33/ids"])
     ours = np.concatenate([model.logits(ids[:n])] + [model.feed([t]) for t in ids[n:]])
