@@ -52,7 +52,7 @@ class Transformer:
     self.cached: list[int] = []  # tokens whose latents are in the caches, in order
     self._v_pos = UOp.variable("start_pos", 0, self.max_context - 1)
     self.sampler = sampling.Sampler(cfg.vocab_size, self.device)
-    self._jits: dict[tuple, TinyJit] = {}  # (sampler structure, prefill?, chunk length) -> capture
+    self._jits: dict[tuple, TinyJit] = {}  # (sampler structure, the last prefill chunk's length or 0: decode) -> capture
     self.set_prefill_chunks(*prefill_chunks)
 
   def set_prefill_chunks(self, *lengths: int) -> None:

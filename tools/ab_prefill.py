@@ -50,22 +50,23 @@ def main(argv=None) -> int:
   a = ap.parse_args(argv)
   if sum(x is not None for x in (a.a, a.chunks, a.off)) > 1: ap.error("--a, --chunks and --off are three different A/Bs: one at a time")
   if a.a is not None and not a.a.is_file(): ap.error(f"--a {a.a}: no such file")
-  try: chunks = [tuple(int(n) for n in v.split("+")) for v in a.chunks.split(",")] if a.chunks else [None, None]
+  try: chunks = [tuple(int(n) for n in v.split("+")) for v in a.chunks.split(",")] if a.chunks else []
   except ValueError: ap.error(f"--chunks {a.chunks}: variants of lengths joined by +, separated by commas")
   if a.chunks and any(n < 1 for c in chunks for n in c): ap.error(f"--chunks {a.chunks}: lengths are positive")
   if a.off and set(a.off.split(",")) - set(FUSIONS): ap.error(f"--off {a.off}: fusions are {', '.join(FUSIONS)}")
   before = list(Q._PROVIDERS)
   base = [p for p in before if p is not Q._source_gemm]
   gemm = [Q._source_gemm] + base
-  variants = [(f"chunks {'+'.join(map(str, c))}", gemm, contextlib.nullcontext) for c in chunks] if a.chunks else \
-             [("A", gemm, lambda: fusions_off(set(a.off.split(",")))), ("B", gemm, contextlib.nullcontext)] if a.off else \
-             [("portable", base, contextlib.nullcontext), ("gemm", gemm, contextlib.nullcontext)] if a.a is None else \
-             [("A", gemm, lambda mod=load_variant(a.a, "gemm"): swapped("gemm", mod)), ("B", gemm, contextlib.nullcontext)]
+  # (label, kernel providers, context, prefill chunk lengths or None: the model's own)
+  variants = [(f"chunks {'+'.join(map(str, c))}", gemm, contextlib.nullcontext, c) for c in chunks] if a.chunks else \
+             [("A", gemm, lambda: fusions_off(set(a.off.split(","))), None), ("B", gemm, contextlib.nullcontext, None)] if a.off else \
+             [("portable", base, contextlib.nullcontext, None), ("gemm", gemm, contextlib.nullcontext, None)] if a.a is None else \
+             [("A", gemm, lambda mod=load_variant(a.a, "gemm"): swapped("gemm", mod), None), ("B", gemm, contextlib.nullcontext, None)]
   for preset in a.presets.split(","):
     model = Transformer.from_gguf(synth.generate(preset, "release", progress=False), max_context=a.prefill + 64)
     prompt = np.random.default_rng(0).integers(0, 100000, a.prefill).tolist()
     for r in range(a.rounds):
-      for (label, providers, context), chunk in zip(variants, chunks):
+      for label, providers, context, chunk in variants:
         with context():
           if chunk is not None: model.set_prefill_chunks(*chunk)
           use(model, providers)
