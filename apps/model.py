@@ -15,7 +15,7 @@ from apps.gguf import GGUFFile
 from apps.mla import Block, Config, DEFAULT_SPLIT_MASK
 from apps.quantized import QuantizedEmbedding, QuantizedExpertWeights, QuantizedLinear, load_tensor
 from apps import sampling
-from apps.readback import Readback
+from apps.readback import Readback, upload
 
 class ContextOverflow(ValueError):
   """A prompt plus generation that does not fit in max_context."""
@@ -47,8 +47,9 @@ class Transformer:
     self._pos_zero = Tensor.zeros(1, dtype=dtypes.int32, device=self.device).contiguous()
     # the last sampled id lives on the device: the decode step reads it and overwrites it (a JIT input would be copied)
     self.token = Tensor.zeros(1, dtype=dtypes.int32, device=self.device).contiguous()
+    self._tokens = Tensor.zeros(self.max_context, dtype=dtypes.int32, device=self.device).contiguous()  # a prompt, padded
     self._read: Readback | None = None  # made on the first generate()
-    Tensor.realize(*self.caches, self.rope_cos, self.rope_sin, self._pos_zero, self.token)
+    Tensor.realize(*self.caches, self.rope_cos, self.rope_sin, self._pos_zero, self.token, self._tokens)
     self.cached: list[int] = []  # tokens whose latents are in the caches, in order
     self._v_pos = UOp.variable("start_pos", 0, self.max_context - 1)
     self.sampler = sampling.Sampler(cfg.vocab_size, self.device)
@@ -160,8 +161,10 @@ class Transformer:
                             f"{self.cfg.context_length} for this model, or shorten the prompt)")
 
   def _token_buffer(self, ids: list[int]) -> Tensor:
-    """ids padded to max_context, so every JIT call sees the same input shape (the chunk is a symbolic slice)."""
-    return Tensor(np.array(ids + [0] * (self.max_context - len(ids)), dtype=np.int32), device=self.device)
+    """ids padded to max_context in the model's one token buffer, so every JIT call sees the same input (the chunk is a
+    symbolic slice of it); written in queue order, after the prefill that read it last."""
+    upload(self._tokens, ids + [0] * (self.max_context - len(ids)))
+    return self._tokens
 
   def _chunks(self, n: int, start: int) -> Iterator[tuple[int, int, int]]:
     """(start, tokens, chunk length) of each prefill chunk of tokens start..n-1."""

@@ -1,4 +1,5 @@
-"""Reading the sampled token back without draining the device queue behind it.
+"""Small host <-> device transfers of persistent state, outside the scheduler: the sampled token read back without
+draining the device queue behind it, and host values written into realized buffers (`upload`).
 
 generate() keeps the device one decode step ahead of the host where it can: it queues step n+1 before it waits for
 token n, so the host's part of a step (the JIT replay's Python, the graph launch, the caller's detokenizing) overlaps the
@@ -9,8 +10,22 @@ the tensor when called (`in_queue_order` is False), and generate() queues the ne
 """
 from __future__ import annotations
 import ctypes
+import numpy as np
 from tinygrad import Device, Tensor, dtypes
 from tinygrad.device import BufferSpec
+from tinygrad.dtype import _to_np_dtype
+
+def upload(t: Tensor, values) -> None:
+  """Write host `values` (t's element count) into the realized buffer of `t`, in the device's queue order, without a
+  schedule: a `t.assign(Tensor(values)).realize()` walks every live tensor of the process to update their graphs, which
+  with a model's thousands of weight tensors cost 4-7 ms per call on the H100 (the sampler's eight parameters took 30-55 ms
+  before every prefill: OPTIMIZATION_JOURNAL.md). The copy is the one tinygrad's own COPY runs (allocator copyin: queued
+  behind earlier kernels on CUDA, after a synchronize on CPU and Metal)."""
+  if not t.uop.is_realized or t.uop.base is not t.uop: raise ValueError(f"upload: the tensor of shape {t.shape} is not a realized buffer")
+  buf = t.uop.buffer
+  arr = np.ascontiguousarray(values, dtype=_to_np_dtype(t.dtype)).reshape(-1)
+  if arr.nbytes != buf.nbytes: raise ValueError(f"upload: {arr.size} values for a buffer of {buf.size} {t.dtype}")
+  buf.allocator._copyin(buf._buf, memoryview(arr).cast("B"))
 
 class Readback:
   """capture(): remember a 1-element int32 device tensor as of this point of the device's queue; value(): the int."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 import numpy as np
 from tinygrad import Tensor, dtypes
-from tinygrad.dtype import _to_np_dtype
+from apps.readback import upload
 
 @dataclass(frozen=True)
 class Params:
@@ -83,7 +83,7 @@ class Sampler:
     for t, v in ((self.temperature, [max(params.temperature, 1e-6)]), (self.top_p, [params.top_p]), (self.min_p, [params.min_p]),
                  (self.penalty, [params.repeat_penalty]), (self.top_k, [params.top_k]), (self.seed, [params.seed & 0xFFFFFFFF]),
                  (self.counter, [0]), (self.recent, recent)):
-      t.assign(Tensor(np.asarray(v, dtype=_to_np_dtype(t.dtype)), device=self.device)).realize()
+      upload(t, v)
 
   def sample(self, logits: Tensor, into: Tensor) -> Tensor:
     """(vocab,) float32 logits -> the token id, written into `into` (a realized (1,) int32 buffer) and returned; updates the

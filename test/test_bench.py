@@ -343,3 +343,13 @@ def test_search2_drives_bench_block(tmp_path, bench):
                       "--target", "block", "--bank", "2", "--pos", "16", "--max-context", "256"], log=lambda *a: None)
   assert out["module"] == "bench_block" and 1 <= out["measured_now"] <= 3 and out["graph_keys_now"] == 3
   assert all(r["ms"] > 0 for r in out["rows"])
+
+def test_prefill_probe_parts_add_up(capsys):
+  """tools/prefill_probe.py on a tiny model (CPU): the steady replays and the parts of one prefill (host set-up, each chunk
+  of the model's lengths, the first token's read), whose sum is about the whole."""
+  from tools import prefill_probe
+  assert prefill_probe.main(["--presets", "youtu-llm-2b-tiny", "--prefill", "40", "--runs", "1", "--chunks", "32+8"]) == 0
+  out = capsys.readouterr().out
+  assert "chunks 32+8, prompt 40" in out and "steady median" in out
+  for part in ("sampler.configure", "token buffer", "chunk 0..31 (length 32)", "chunk 32..39 (last, length 8)", "read first token"):
+    assert part in out, out

@@ -15,9 +15,10 @@ from nvcc import needs_nvcc, run_nvcc_script
 from emulator import emulate
 from tinygrad import Tensor, TinyJit, Device, UOp, dtypes
 from apps.kernels import render, language_of
+from apps.kernels import mla_attention
 from apps.kernels.mla_attention import (AttentionShape, attend_kernel, combine_kernel, mla_decode_attention,
                                         mla_decode_attention_reference, SPLITS, MIN_CHUNK, prefill_attend_kernel,
-                                        mla_prefill_attention, PREFILL_SPLITS, PREFILL_MIN_CHUNK)
+                                        mla_prefill_attention, prefill_splits, PREFILL_SPLITS, PREFILL_MIN_CHUNK)
 
 REPO = Path(__file__).resolve().parent.parent
 SMALL = AttentionShape(n_head=4, kv_lora=64, qk_nope=32, qk_rope=16)
@@ -183,11 +184,15 @@ def emulate_prefill(s: AttentionShape, c: dict, language: str, work: Path, token
   tokens = tokens or T
   q = np.concatenate([c["q"], np.zeros((tokens - T, *c["q"].shape[1:]), np.float32)])
   mc = c["cache"].shape[0]
-  part = np.full((tokens, PREFILL_SPLITS, s.n_head, s.kv_lora), np.nan, np.float32)
-  ml = np.full((tokens, PREFILL_SPLITS, s.n_head, 2), np.nan, np.float32)
+  S = prefill_splits(tokens)
   q_lat, q_pe = np.ascontiguousarray(q[..., :s.kv_lora]), np.ascontiguousarray(q[..., s.kv_lora:])
-  emulate(prefill_attend_kernel(s, c["scale"], tokens, mc), language, [part, ml, q_lat, q_pe, c["cache"], c["pos"]], work)
   out = np.full((tokens, s.n_head, s.kv_lora), np.nan, np.float32)
+  if S == 1:   # the attend kernel writes the output itself
+    emulate(prefill_attend_kernel(s, c["scale"], tokens, mc), language, [out, q_lat, q_pe, c["cache"], c["pos"]], work)
+    return out
+  part = np.full((tokens, S, s.n_head, s.kv_lora), np.nan, np.float32)
+  ml = np.full((tokens, S, s.n_head, 2), np.nan, np.float32)
+  emulate(prefill_attend_kernel(s, c["scale"], tokens, mc), language, [part, ml, q_lat, q_pe, c["cache"], c["pos"]], work)
   emulate(combine_kernel(s, tokens, mc), language, [out, part, ml, c["pos"]], work)
   return out
 
@@ -200,6 +205,28 @@ def test_prefill_kernels_emulated_cuda(shape, P, T, tmp_path):
   c = prefill_case(shape, P, T, 1024, seed=P + T)
   out = emulate_prefill(shape, c, "CUDA", tmp_path)
   assert rel_err(out, numpy_prefill(shape, c)) < 1e-5
+
+@pytest.mark.parametrize("P,T", [(0, 5), (150, 6), (600, 2)])
+def test_prefill_one_split_emulated(P, T, tmp_path, monkeypatch):
+  """A chunk long enough for one split per token (made short here: PREFILL_PAIRS lowered): the attend kernel alone
+  writes the normalized output, no combine, the same numbers."""
+  monkeypatch.setattr(mla_attention, "PREFILL_PAIRS", T)
+  assert prefill_splits(T) == 1 and prefill_splits(T // 2) > 1
+  assert prefill_kernel_params(ODD, T) == ["out", "q", "qpe", "cache", "pos"]
+  c = prefill_case(ODD, P, T, 1024, seed=P + T + 1)
+  out = emulate_prefill(ODD, c, "CUDA", tmp_path)
+  assert rel_err(out, numpy_prefill(ODD, c)) < 1e-5
+
+def prefill_kernel_params(s: AttentionShape, tokens: int) -> list[str]:
+  return [p.name for p in prefill_attend_kernel(s, 0.1, tokens, 1024).params]
+
+def test_prefill_splits_policy():
+  """Short chunks split each token's keys (up to PREFILL_SPLITS, for ~PREFILL_PAIRS workgroups); from PREFILL_PAIRS tokens
+  on, one split and no partials."""
+  assert prefill_splits(1) == prefill_splits(64) == PREFILL_SPLITS
+  assert prefill_splits(128) == 4 and prefill_splits(256) == 2 and prefill_splits(512) == prefill_splits(4096) == 1
+  assert prefill_kernel_params(SMALL, 128) == ["part", "ml", "q", "qpe", "cache", "pos"]
+  assert prefill_kernel_params(SMALL, 512) == ["out", "q", "qpe", "cache", "pos"]
 
 def test_prefill_kernels_emulated_padded_and_metal(tmp_path):
   """A chunk of 3 tokens run as its bound of 5 (the padded tokens read rows past the chunk, NaN here, and the last one is
@@ -253,6 +280,12 @@ for i, T in enumerate((64, 40, 17)):
   out = fill(Tensor.empty(64, H, KV + R).realize()[:n_tok.bind(T)], Tensor([3 * i], dtype=dtypes.int32).realize())
   assert out.shape[1:] == (H, KV)
 print("PREFILL", GlobalCounters.kernel_count)
+# a 512-token chunk: one split, the attend kernel alone
+args = Tensor.empty(512, H, KV).realize(), Tensor.empty(512, H, R).realize(), cache, Tensor([0], dtype=dtypes.int32).realize()
+GlobalCounters.reset()
+out = mla_prefill_attention(*args, kv_lora=KV, qk_rope=R, scale=0.07).realize()
+assert out.shape == (512, H, KV)
+print("PREFILL512", GlobalCounters.kernel_count)
 """
 
 @needs_nvcc
@@ -262,6 +295,7 @@ def test_cuda_compile_and_jit():
   out = run_nvcc_script(CUDA_SCRIPT)
   assert [int(l.split()[1]) for l in out.splitlines() if l.startswith("KERNELS")] == [2, 2, 2]
   assert "PREFILL" in out, out
+  assert [int(l.split()[1]) for l in out.splitlines() if l.startswith("PREFILL512")] == [1], out   # one split: no combine
 
 def test_bad_input_is_a_clear_error():
   with pytest.raises(ValueError, match="multiples of 4"): attend_kernel(AttentionShape(4, 66, 8, 16), 0.1, 1e-6)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from apps import synth
 from apps.model import Transformer
-from apps.readback import Readback
+from apps.readback import Readback, upload
 from tools.make_model_goldens import sketch_matrix, N_GREEDY
 
 GOLDENS = Path(__file__).resolve().parent / "goldens"
@@ -131,3 +131,15 @@ def test_prefill_chunk_lengths(case):
     with pytest.raises(ValueError, match="at least 1 token"): model.set_prefill_chunks()
   finally: model.set_prefill_chunks(16)
   assert list(model._chunks(len(ids), 0)) == [(0, 16, 16), (16, 16, 16), (32, 1, 16)]
+
+def test_upload_writes_in_place_and_checks():
+  """apps.readback.upload: host values into a realized buffer (the same buffer: a captured step sees them), in queue order
+  after the kernels before it; a wrong count or an unrealized tensor is a clear error."""
+  from tinygrad import Tensor, dtypes
+  t = Tensor.zeros(4, dtype=dtypes.int32).contiguous().realize()
+  buf = t.uop.buffer
+  doubled = (t * 2).realize()                 # queued before the upload: reads the old values
+  upload(t, [1, 2, 3, 4])
+  assert t.uop.buffer is buf and t.tolist() == [1, 2, 3, 4] and doubled.tolist() == [0, 0, 0, 0]
+  with pytest.raises(ValueError, match="3 values for a buffer of 4"): upload(t, [1, 2, 3])
+  with pytest.raises(ValueError, match="not a realized buffer"): upload(Tensor.zeros(4, dtype=dtypes.int32) + 1, [1, 2, 3, 4])

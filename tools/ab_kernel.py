@@ -32,8 +32,12 @@ def load_variant(path: Path, name: str):
   return mod
 
 def swap(name: str, mod) -> None:
-  """apps.kernels.<name> is `mod` from now on, for kernels built from now on."""
+  """apps.kernels.<name> is `mod` from now on, for kernels built from now on (also where an apps module imported it by
+  name, as apps/mla.py does mla_attention)."""
+  before = getattr(apps.kernels, name, None)
   setattr(apps.kernels, name, mod)
+  for m in list(sys.modules.values()):
+    if m is not None and m.__name__.startswith("apps.") and before is not None and getattr(m, name, None) is before: setattr(m, name, mod)
   Q._kernel_cached.cache_clear()
 
 @contextlib.contextmanager

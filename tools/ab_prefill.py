@@ -5,6 +5,7 @@ is prefilled three times (the first compiles and captures; the best of the other
 
   DEV=CUDA python3 tools/ab_prefill.py [--presets youtu-llm-2b,deepseek-v2-lite] [--prefill 512] [--rounds 2]
   DEV=CUDA python3 tools/ab_prefill.py --a ab/A/gemm.py ...   (A: that version of apps/kernels/gemm.py, B: the checked-out one)
+  DEV=CUDA python3 tools/ab_prefill.py --a ab/A/mla_attention.py --module mla_attention ...   (another kernel module)
   DEV=CUDA python3 tools/ab_prefill.py --chunks 128,512+128 ...  (the variants: prefill chunk lengths, + between a variant's)
   DEV=CUDA python3 tools/ab_prefill.py --off trigger ...      (A: those tools/ab_fusions.py fusions off, B: as checked out)
 
@@ -45,6 +46,7 @@ def main(argv=None) -> int:
   ap.add_argument("--prefill", type=int, default=512)
   ap.add_argument("--rounds", type=int, default=2)
   ap.add_argument("--a", type=Path, help="variant A of apps/kernels/gemm.py: A/B it against the checked-out GEMM instead")
+  ap.add_argument("--module", default="gemm", help="with --a: the apps.kernels module it replaces (default gemm)")
   ap.add_argument("--chunks", help="comma list of variants, each its prefill chunk lengths joined by + (e.g. 128,512+128): A/B them instead")
   ap.add_argument("--off", help="comma list of tools/ab_fusions.py fusions variant A turns off: A/B that instead")
   a = ap.parse_args(argv)
@@ -61,7 +63,7 @@ def main(argv=None) -> int:
   variants = [(f"chunks {'+'.join(map(str, c))}", gemm, contextlib.nullcontext, c) for c in chunks] if a.chunks else \
              [("A", gemm, lambda: fusions_off(set(a.off.split(","))), None), ("B", gemm, contextlib.nullcontext, None)] if a.off else \
              [("portable", base, contextlib.nullcontext, None), ("gemm", gemm, contextlib.nullcontext, None)] if a.a is None else \
-             [("A", gemm, lambda mod=load_variant(a.a, "gemm"): swapped("gemm", mod), None), ("B", gemm, contextlib.nullcontext, None)]
+             [("A", gemm, lambda mod=load_variant(a.a, a.module): swapped(a.module, mod), None), ("B", gemm, contextlib.nullcontext, None)]
   for preset in a.presets.split(","):
     model = Transformer.from_gguf(synth.generate(preset, "release", progress=False), max_context=a.prefill + 64)
     prompt = np.random.default_rng(0).integers(0, 100000, a.prefill).tolist()

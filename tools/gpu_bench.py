@@ -28,6 +28,7 @@ from tools import llama_bench as llama_cpp
 # llama.cpp tg128 (best of fa0/fa1) and upstream tinygrad 0.14 decode on the H100, same synthetic files (issue 8's anchors)
 ANCHORS = {"glm-4.7-flash": (196, 6.8), "deepseek-v2-lite": (351, 12.8), "youtu-llm-2b": (382, 32.8)}
 DECODE_AFTER = 16  # prompt tokens before the timed decode steps, ours and upstream's
+PREFILL_RUNS = 5  # timed prefills after the compile and the capture (their median counts)
 
 def bench(preset: str, path: Path, n_decode: int, n_prefill: int, mix: str, upstream: bool = False) -> dict:
   """Our load, prefill (n_prefill tokens) and steady decode of one file; with upstream, tinygrad.llm's decode of it too."""
@@ -41,9 +42,10 @@ def bench(preset: str, path: Path, n_decode: int, n_prefill: int, mix: str, upst
   mem = GlobalCounters.mem_used - mem0
   rng = np.random.default_rng(0)
   prompt = rng.integers(0, 100000, n_prefill).tolist()
-  # prefill: the first run compiles and captures; time the second and third
+  # prefill: the first run compiles, the second captures; the median of the next PREFILL_RUNS is the steady time (llama-bench's
+  # pp is likewise a mean after a warm-up; the first replay of a capture alone can be slower)
   pf = []
-  for i in range(3):
+  for i in range(2 + PREFILL_RUNS):
     model.reset()
     t0 = time.perf_counter()
     first = next(model.generate(prompt, 1))
@@ -61,7 +63,7 @@ def bench(preset: str, path: Path, n_decode: int, n_prefill: int, mix: str, upst
   ms = float(np.median(steady)) * 1e3
   active = model.active_weight_bytes()
   res = {"preset": preset, "mix": mix, "file": path.name, "file_gb": file_bytes / 1e9, "load_s": t_load, "weights_gb": model.weight_bytes() / 1e9,
-         "device_mem_gb": mem / 1e9, "first_token_s": t_first, "prefill_tok_s": n_prefill / min(pf[1:]),
+         "device_mem_gb": mem / 1e9, "first_token_s": t_first, "prefill_tok_s": n_prefill / float(np.median(pf[2:])),
          "decode_ms": ms, "decode_p10_ms": float(np.percentile(steady, 10)) * 1e3, "decode_p90_ms": float(np.percentile(steady, 90)) * 1e3,
          "decode_tok_s": 1e3 / ms, "active_gb": active / 1e9, "first_generated": int(first), "n_prefill": n_prefill}
   if upstream:  # upstream's Transformer on the same file (a second copy of the weights), timed as bench_block times it

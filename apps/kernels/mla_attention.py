@@ -36,6 +36,14 @@ COMBINE_WARPS = 8
 NEG = "-3.0e38f"  # a finite minus infinity: exp2(NEG - m) is 0 and NEG - NEG is 0 (no inf - inf NaN, fast-math safe)
 PREFILL_SPLITS = 8       # prefill: partials per token and head at most (the combine reads them all)
 PREFILL_MIN_CHUNK = 64   # prefill: keys per split at least
+PREFILL_PAIRS = 512      # prefill: (token, split) workgroups a chunk aims at
+
+def prefill_splits(tokens: int) -> int:
+  """Splits of each token's keys in a prefill chunk of `tokens`: enough for PREFILL_PAIRS workgroups, so a short chunk
+  still fills the GPU. From 512 tokens on, one: the attend kernel normalizes and writes the output itself, and the
+  partials (tokens x splits x heads x kv_lora floats: 75 MB per block of a 512-token chunk at 8) and the combine are
+  gone."""
+  return max(1, min(PREFILL_SPLITS, PREFILL_PAIRS // max(1, tokens)))
 
 @dataclass(frozen=True)
 class AttentionShape:
@@ -108,11 +116,11 @@ def _update(tt: int, valid: str) -> str:
       m[hh] = mx;
     }}"""
 
-def _common(s: AttentionShape, token: str | None = None, max_context: int = 0) -> str:
+def _common(s: AttentionShape, token: str | None = None, max_context: int = 0, splits: int = PREFILL_SPLITS) -> str:
   """The position and the split of the keys, the same in attend and combine. Decode: the token at pos[0] (keys 0..pos, the
   last one its own new row). Prefill (`token`: its index in the chunk): the chunk's token `token` at pos[0] + token, whose
   keys 0..its position are all in the cache (a padded token past the context reads the last row: its output is dropped)."""
-  splits, minc = (SPLITS, MIN_CHUNK) if token is None else (PREFILL_SPLITS, PREFILL_MIN_CHUNK)
+  splits, minc = (SPLITS, MIN_CHUNK) if token is None else (splits, PREFILL_MIN_CHUNK)
   where = "int p = pos[0], n = p + 1;" if token is None else \
           f"int p = pos[0] + {token}; p = p < {max_context} ? p : {max_context - 1};\n  int n = p + 1;"
   return f"""  GRID_WAIT();                            // everything here depends on earlier kernels of the step (q, pos, the cache)
@@ -130,14 +138,17 @@ DEVFN float rope_lane(const GLOBAL float* x, const GLOBAL float* cs, const GLOBA
   return j < half_ ? x0 * c - x1 * s : x1 * c + x0 * s;
 }"""
 
-def _attend(s: AttentionShape, position: str, head: str, queries: str, t1: str, new_row: str, part: str, scale: float) -> str:
+def _attend(s: AttentionShape, position: str, head: str, queries: str, t1: str, new_row: str, part: str, scale: float,
+            final: bool = False) -> str:
   """The attend kernel's body around its variable parts: `position` (_common), `head` (constants and indices, sets sp),
   `queries` (this warp's q in registers: ql, qr), `t1` (the end of the cached keys of the split [t0, t1)), `new_row`
-  (after the cached keys: decode's new token) and `part` (the partial's index b of head g*HG + hh)."""
+  (after the cached keys: decode's new token) and `part` (the partial's index b of head g*HG + hh). `final`: the split
+  holds all the keys, so the output acc / l goes to `out` (row b) and no (max, sum)."""
   hg = s.heads_per_warp
   g, ch = s.n_head // hg, s.stage_rows
   rope_c = _rope_guard(s, "stage_r[tj*R + j]")
   guard_v = "" if (s.kv_lora // 4) % 32 == 0 else "if (v < KV4) "
+  ml_store = "" if final else "\n    if (lane == 0) { ml[2*b] = m[hh]; ml[2*b + 1] = l[hh]; }"
   return f"""{position}
   const int HG = {hg}, R = {s.qk_rope}, NR = {-(-s.qk_rope // 32)}, ROW = KV + R;
   const int KV4 = {s.kv_lora // 4}, NV4 = {-(-s.kv_lora // 128)}, CH = {ch}, NT = {32 * g};
@@ -177,11 +188,11 @@ def _attend(s: AttentionShape, position: str, head: str, queries: str, t1: str, 
   }}{new_row}
   for (int hh = 0; hh < HG; hh++) {{
     int b = {part};
+    float f = {"1.0f / l[hh]" if final else "1.0f"};
     for (int i = 0; i < NV4; i++) {{
       int v = lane + 32*i;
-      {guard_v}((GLOBAL float4*)(part + b*KV))[v] = FLOAT4(acc[hh][4*i], acc[hh][4*i+1], acc[hh][4*i+2], acc[hh][4*i+3]);
-    }}
-    if (lane == 0) {{ ml[2*b] = m[hh]; ml[2*b + 1] = l[hh]; }}
+      {guard_v}((GLOBAL float4*)({"out" if final else "part"} + b*KV))[v] = FLOAT4(acc[hh][4*i] * f, acc[hh][4*i+1] * f, acc[hh][4*i+2] * f, acc[hh][4*i+3] * f);
+    }}{ml_store}
   }}"""
 
 def attend_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: int = 0) -> SourceKernel:
@@ -237,20 +248,23 @@ def attend_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: int = 
 def prefill_attend_kernel(s: AttentionShape, scale: float, tokens: int, max_context: int) -> SourceKernel:
   """Prefill: the attend kernel for a chunk of `tokens` queries, q (tokens, n_head, kv_lora) absorbed and qpe (tokens,
   n_head, qk_rope) roped (as apps/mla.py computes them), over the cache, into which the chunk's rows were already written;
-  token t (at position pos[0] + t) sees keys 0..pos[0] + t. Grid (PREFILL_SPLITS, tokens): a workgroup per split of a
-  token's keys."""
+  token t (at position pos[0] + t) sees keys 0..pos[0] + t. Grid (splits, tokens): a workgroup per split of a token's
+  keys, the last token's first (the most keys: the longest workgroups start first and the short ones fill the tail).
+  With one split (prefill_splits) it writes the output (tokens, n_head, kv_lora) itself, else the combine's partials."""
   _check_shape(s)
   g = s.n_head // s.heads_per_warp
-  head = """
-  int lane = LID_X, g = LID_Y, sp = GID_X, tok = GID_Y;"""
+  S = prefill_splits(tokens)
+  head = f"""
+  int lane = LID_X, g = LID_Y, sp = GID_X, tok = {tokens - 1} - GID_Y;"""
   queries = f"""
     {_load4("ql[hh]", "((const GLOBAL float4*)(q + (tok*H + h)*KV))[v]", s)}
     for (int k = 0; k < NR; k++) {{ int j = lane + 32*k; qr[hh][k] = {_rope_guard(s, f"qpe[(tok*H + h)*{s.qk_rope} + j]")}; }}"""
-  body = _attend(s, _common(s, "GID_Y", max_context), head, queries, "t0 + chunk < n ? t0 + chunk : n;       // the keys of this split: [t0, t1)",
-                 "", "(tok*S + sp)*H + g*HG + hh", scale)
-  params = (Param("part", dtypes.float32, True), Param("ml", dtypes.float32, True), Param("q", dtypes.float32),
-            Param("qpe", dtypes.float32), Param("cache", dtypes.float32), Param("pos", dtypes.int32))
-  return SourceKernel(f"mla_prefill_attend_{tokens}_h{s.n_head}_kv{s.kv_lora}_r{s.qk_rope}", params, body, (PREFILL_SPLITS, tokens, 1), (32, g, 1), trigger=False)
+  body = _attend(s, _common(s, f"({tokens - 1} - GID_Y)", max_context, S), head, queries,
+                 "t0 + chunk < n ? t0 + chunk : n;       // the keys of this split: [t0, t1)", "",
+                 "tok*H + g*HG + hh" if S == 1 else "(tok*S + sp)*H + g*HG + hh", scale, final=S == 1)
+  outs = (Param("out", dtypes.float32, True),) if S == 1 else (Param("part", dtypes.float32, True), Param("ml", dtypes.float32, True))
+  params = outs + (Param("q", dtypes.float32), Param("qpe", dtypes.float32), Param("cache", dtypes.float32), Param("pos", dtypes.int32))
+  return SourceKernel(f"mla_prefill_attend_{tokens}_h{s.n_head}_kv{s.kv_lora}_r{s.qk_rope}", params, body, (S, tokens, 1), (32, g, 1), trigger=False)
 
 def combine_kernel(s: AttentionShape, tokens: int = 0, max_context: int = 0) -> SourceKernel:
   """The partials of a decode token's splits (or, with `tokens`, of each prefill token's, grid z) into out (H, kv_lora)
@@ -258,7 +272,7 @@ def combine_kernel(s: AttentionShape, tokens: int = 0, max_context: int = 0) -> 
   _check_shape(s)
   cw = COMBINE_WARPS
   guard_v = "" if (s.kv_lora // 4) % 32 == 0 else "if (v < KV4) "
-  body = f"""{_common(s, "GID_Z" if tokens else None, max_context)}
+  body = f"""{_common(s, "GID_Z" if tokens else None, max_context, prefill_splits(tokens) if tokens else PREFILL_SPLITS)}
   const int CW = {cw}{"" if not guard_v else f", KV4 = {s.kv_lora // 4}"};
   int h = GID_X, lane = LID_X, w = LID_Y, v = GID_Y*32 + lane, b0 = {"GID_Z*S*H" if tokens else "0"};
   int ns = (n + chunk - 1) / chunk;              // the splits that hold tokens: exactly those the attend kernel wrote
@@ -300,8 +314,9 @@ def kernels(s: AttentionShape, scale: float, eps: float, device: str, kv_offset:
 
 @functools.lru_cache(maxsize=None)
 def prefill_kernels(s: AttentionShape, scale: float, tokens: int, max_context: int, device: str):
-  """The custom_kernel bodies (attend, combine) of a prefill chunk of `tokens` on `device`."""
-  return program(prefill_attend_kernel(s, scale, tokens, max_context), device), program(combine_kernel(s, tokens, max_context), device)
+  """The custom_kernel bodies (attend, combine) of a prefill chunk of `tokens` on `device` (combine None: one split)."""
+  combine = program(combine_kernel(s, tokens, max_context), device) if prefill_splits(tokens) > 1 else None
+  return program(prefill_attend_kernel(s, scale, tokens, max_context), device), combine
 
 def available(device: str) -> bool: return language_of(device) is not None
 
@@ -383,7 +398,11 @@ def mla_prefill_attention(q: Tensor, q_pe: Tensor, cache: Tensor, pos: Tensor, *
   if not available(dev): raise ValueError(f"mla_prefill_attention: device {dev} compiles no hand-written kernels")
   (q, q_pe), T, Tmax = to_bound(q, q_pe)
   attend, combine = prefill_kernels(s, float(scale), Tmax, max_context, dev)
-  part, ml, *_ = Tensor.empty(Tmax, PREFILL_SPLITS, n_head, kv_lora, device=dev).custom_kernel(
-    Tensor.empty(Tmax, PREFILL_SPLITS, n_head, 2, device=dev), q.contiguous(), q_pe.contiguous(), cache, pos, fxn=attend)
-  out = Tensor.empty(Tmax, n_head, kv_lora, device=dev).custom_kernel(part, ml, pos, fxn=combine)[0]
+  if combine is None:
+    out = Tensor.empty(Tmax, n_head, kv_lora, device=dev).custom_kernel(q.contiguous(), q_pe.contiguous(), cache, pos, fxn=attend)[0]
+  else:
+    S = prefill_splits(Tmax)
+    part, ml, *_ = Tensor.empty(Tmax, S, n_head, kv_lora, device=dev).custom_kernel(
+      Tensor.empty(Tmax, S, n_head, 2, device=dev), q.contiguous(), q_pe.contiguous(), cache, pos, fxn=attend)
+    out = Tensor.empty(Tmax, n_head, kv_lora, device=dev).custom_kernel(part, ml, pos, fxn=combine)[0]
   return out if isinstance(T, int) else out[:T]
