@@ -27,7 +27,7 @@ DeepSeek-V2-Lite, +2.5% / +63% more with its loads one step ahead; the tensor-co
 on GLM-4.7-Flash, and its later steps up to +30% more).
 
 Experts: a workgroup owns one expert and a band of rows; it first lists the (token, slot) entries of sel that chose its
-expert (a prefix sum over sel in shared memory, in entry order), then runs tiles of those entries (64 in the tensor-core kernel, 16 in the CUDA-core one), gathering x rows
+expert (a prefix sum over sel in shared memory, in entry order), then runs tiles of those entries (16 or 64 in the tensor-core kernel, 16 in the CUDA-core one), gathering x rows
 and scattering out rows. Each expert's weights are read once per chunk instead of once per token, and workgroups of
 experts nobody chose end after the scan.
 
@@ -338,10 +338,11 @@ MMA_TYPES: dict[GGMLType, MmaType] = {
 def mma_tile(s: GemmShape) -> tuple[int, int]:
   """(tokens, rows) of out per workgroup of 4 warps. A warp's B fragments (x) serve all its row blocks of 16, so the more
   rows a warp owns the fewer shared-memory reads per mma (Nsight Compute: these kernels are bound by L1 / shared memory,
-  not DRAM): an expert's 64 entries x 128 rows (32 a warp: a 512-token chunk routes ~48 entries to each of DeepSeek-V2-Lite's
-  experts; H100 512-token prefill -16% against 16 x 256); a dense product's 64 or 32 tokens x 128 rows where that still
+  not DRAM): an expert's 64 entries x 128 rows (32 a warp) where a chunk routes 32 or more entries to an expert on average
+  (a 512-token chunk: ~48 to each of DeepSeek-V2-Lite's 64 experts; H100 prefill -16% against 16 x 256), else 16 x 256
+  (a 128-token chunk's ~12: 64 x 128 was 4.5% slower there); a dense product's 64 or 32 tokens x 128 rows where that still
   gives a workgroup per SM, else 64 rows x as many tokens (64 .. 8) as leave two workgroups per SM."""
-  if s.experts: return (64, 128)
+  if s.experts: return (64, 128) if s.T * s.J >= 32 * s.E else (16, 256)
   wgs = lambda tt, tn: -(-s.N * (2 if s.glu else 1) // tn) * -(-s.T // tt) * (s.E if s.batched else 1)
   if s.glu:   # a warp's row blocks in gate / up pairs: 128 rows of W, 64 of out
     tt = 64
