@@ -44,6 +44,7 @@ from tinygrad.uop.ops import Ops
 from apps.gguf import GGUFError
 from apps.mla import SPLIT_POINTS, DEFAULT_SPLIT_MASK, Block
 from apps.model import Transformer
+from apps.readback import upload
 from apps.quantized import QuantizedLinear, QuantizedExpertWeights, QuantizedEmbedding, PackedTensor
 from apps import synth, sampling
 
@@ -221,7 +222,7 @@ class Bench:
                   cache_bytes(m, len(m.blocks), self.pos), "token")
     if target == "decode":
       m.sampler.configure(sampling.Params(), [])  # greedy, as the default generate()
-      m.token.assign(Tensor([1], dtype=dtypes.int32, device=self.dev)).realize()
+      upload(m.token, [1])
       decode = TinyJit(m._decode)                 # what generate() replays per token (its own capture), token read back as there
       return Step(target, decode, lambda i: (self.v_pos,), lambda out: m.token.item(), len(m.blocks), active_weight_bytes(m),
                   cache_bytes(m, len(m.blocks), self.pos), "token")

@@ -173,6 +173,14 @@ class Transformer:
       yield start, (m := min(length, n - start)), length
       start += m
 
+  def _prefill(self, buf: Tensor, n: int, start: int, params: sampling.Params) -> Iterator[tuple[int, int, int]]:
+    """Queue the prefill of tokens start..n-1 of buf (_token_buffer) chunk by chunk, each chunk's (start, tokens, length)
+    yielded once queued: its captured fill step, the last chunk's step samples the first token into self.token."""
+    for start, m, L in self._chunks(n, start):
+      pos, length = self._v_pos.bind(start), self._v_len[L].bind(m)
+      (self._fill_jits[L] if start + m < n else self.decode_jit(params, prefill=L))(buf[pos:pos + length], pos)
+      yield start, m, L
+
   def _readback(self) -> Readback:
     if self._read is None: self._read = Readback(self.token)
     return self._read
@@ -211,10 +219,7 @@ class Transformer:
       keep += 1
     self.cached = ids[:keep]
     buf, decode = self._token_buffer(ids), self.decode_jit(params)
-    for start, n, L in self._chunks(len(ids), keep):
-      pos, length = self._v_pos.bind(start), self._v_len[L].bind(n)
-      if start + n < len(ids): self._fill_jits[L](buf[pos:pos + length], pos)
-      else: self.decode_jit(params, prefill=L)(buf[pos:pos + length], pos)
+    for _ in self._prefill(buf, len(ids), keep, params): pass
     self.cached = ids
     read = self._readback()
     read.capture()

@@ -20,25 +20,21 @@ from apps.model import Transformer
 def parts(model: Transformer, prompt: list[int]) -> list[tuple[str, float]]:
   """The prefill of generate(prompt, 1) in its parts, each timed to a device sync (ms)."""
   dev, out = Device[model.device], []
-  def timed(name: str, fn) -> None:
+  def timed(name, fn):
+    """fn() timed to a device sync; name: a label, or a function of fn's result that makes it."""
     dev.synchronize()
     t0 = time.perf_counter()
-    fn()
+    r = fn()
     dev.synchronize()
-    out.append((name, (time.perf_counter() - t0) * 1e3))
+    out.append((name(r) if callable(name) else name, (time.perf_counter() - t0) * 1e3))
+    return r
   model.reset()
   params = sampling.Params()
   timed("sampler.configure", lambda: model.sampler.configure(params, prompt))
-  buf = None
-  def make_buf():
-    nonlocal buf
-    buf = model._token_buffer(prompt).realize()
-  timed("token buffer", make_buf)
-  for start, n, L in model._chunks(len(prompt), 0):
-    pos, length = model.start_pos.bind(start), model._v_len[L].bind(n)
-    last = start + n == len(prompt)
-    jit = model.decode_jit(params, prefill=L) if last else model._fill_jits[L]
-    timed(f"chunk {start}..{start + n - 1} ({'last, ' if last else ''}length {L})", lambda: jit(buf[pos:pos + length], pos))
+  buf = timed("token buffer", lambda: model._token_buffer(prompt))
+  steps = model._prefill(buf, len(prompt), 0, params)   # generate()'s chunks, one per next()
+  label = lambda c: f"chunk {c[0]}..{c[0] + c[1] - 1} ({'last, ' if c[0] + c[1] == len(prompt) else ''}length {c[2]})"
+  for _ in model._chunks(len(prompt), 0): timed(label, lambda: next(steps))
   read = model._readback()
   timed("read first token", lambda: (read.capture(), read.value()))
   model.cached = list(prompt)

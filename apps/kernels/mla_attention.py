@@ -188,10 +188,10 @@ def _attend(s: AttentionShape, position: str, head: str, queries: str, t1: str, 
   }}{new_row}
   for (int hh = 0; hh < HG; hh++) {{
     int b = {part};
-    float f = {"1.0f / l[hh]" if final else "1.0f"};
+{"    float f = 1.0f / l[hh];" if final else ""}
     for (int i = 0; i < NV4; i++) {{
       int v = lane + 32*i;
-      {guard_v}((GLOBAL float4*)({"out" if final else "part"} + b*KV))[v] = FLOAT4(acc[hh][4*i] * f, acc[hh][4*i+1] * f, acc[hh][4*i+2] * f, acc[hh][4*i+3] * f);
+      {guard_v}((GLOBAL float4*)({"out" if final else "part"} + b*KV))[v] = FLOAT4({", ".join(f"acc[hh][4*i+{k}]" + (" * f" if final else "") for k in range(4))});
     }}{ml_store}
   }}"""
 
