@@ -135,6 +135,27 @@ static void emu_mma(int* c, const unsigned* a, const unsigned* b, int K) {
   }
   emu_wait(emu_warp[w]);
 }
+// tf32 mma.sync (MMA_TF32, m16n8k8): A(r, k) in lane 4 (r % 8) + k % 4, register (r >= 8) + 2 (k >= 4); B(k, n) in lane
+// 4 n + k % 4, register k >= 4; the inputs' low 13 mantissa bits are dropped as the tensor cores do (the products of two
+// tf32 are exact in fp32), the sums in fp32
+static inline float emu_tf32_bits(unsigned u) { u &= 0xffffe000u; float f; memcpy(&f, &u, 4); return f; }
+static void emu_mma_tf32(float* c, const float* a, float b0, float b1) {
+  int t = emu_thread(), w = t / 32, lane = t % 32, g = lane / 4, q = lane % 4;
+  if (emu_mma_in.size() < 6 * (size_t)(emu_local.x * emu_local.y * emu_local.z)) emu_mma_in.resize(6 * emu_local.x * emu_local.y * emu_local.z);
+  unsigned* mine = &emu_mma_in[6 * t];
+  memcpy(mine, a, 16); memcpy(mine + 4, &b0, 4); memcpy(mine + 5, &b1, 4);
+  emu_wait(emu_warp[w]);
+  const unsigned* in = &emu_mma_in[6 * 32 * w];
+  for (int i = 0; i < 4; i++) {
+    int r = g + 8 * (i >> 1), n = 2 * q + (i & 1);
+    float s = 0.0f;
+    for (int k = 0; k < 8; k++)
+      s += emu_tf32_bits(in[6 * (4 * (r % 8) + k % 4) + (r >= 8) + 2 * (k >= 4)]) * emu_tf32_bits(in[6 * (4 * n + k % 4) + 4 + (k >= 4)]);
+    c[i] += s;
+  }
+  emu_wait(emu_warp[w]);
+}
+#define MMA_TF32(c, a, b0, b1) emu_mma_tf32((c), (a), (b0), (b1))
 // cp.async: the copy done at once is one order the GPU may run it in; the wait has nothing left to do
 #define CP_ASYNC16(dst, src) (*(dst) = *(src))
 #define CP_ASYNC_WAIT()

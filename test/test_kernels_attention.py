@@ -14,11 +14,12 @@ import pytest
 from nvcc import needs_nvcc, run_nvcc_script
 from emulator import emulate
 from tinygrad import Tensor, TinyJit, Device, UOp, dtypes
-from apps.kernels import render, language_of
+from apps.kernels import render, language_of, SourceKernel
 from apps.kernels import mla_attention
 from apps.kernels.mla_attention import (AttentionShape, attend_kernel, combine_kernel, mla_decode_attention,
                                         mla_decode_attention_reference, SPLITS, MIN_CHUNK, prefill_attend_kernel,
-                                        mla_prefill_attention, prefill_splits, PREFILL_SPLITS, PREFILL_MIN_CHUNK)
+                                        mla_prefill_attention, prefill_splits, PREFILL_SPLITS, PREFILL_MIN_CHUNK,
+                                        prefill_mma_kernel, mma_warps)
 
 REPO = Path(__file__).resolve().parent.parent
 SMALL = AttentionShape(n_head=4, kv_lora=64, qk_nope=32, qk_rope=16)
@@ -238,6 +239,59 @@ def test_prefill_kernels_emulated_padded_and_metal(tmp_path):
   out = emulate_prefill(ODD, c, "METAL", tmp_path / "metal")
   assert rel_err(out, numpy_prefill(ODD, c)) < 1e-5
 
+# ---------------------------------------------------------------- prefill on the tensor cores (CUDA sm_80+)
+
+MMA_SMALL = AttentionShape(n_head=5, kv_lora=64, qk_nope=0, qk_rope=32)   # 4 warps; a 16-row tile spans 4 tokens
+
+def emulate_prefill_mma(s: AttentionShape, c: dict, work: Path, tokens: int | None = None, edit=lambda body: body) -> np.ndarray:
+  """The tensor-core prefill kernel on the emulator (its body through `edit` first)."""
+  T = c["q"].shape[0]
+  tokens = tokens or T
+  q = np.concatenate([c["q"], np.zeros((tokens - T, *c["q"].shape[1:]), np.float32)])
+  out = np.full((tokens, s.n_head, s.kv_lora), np.nan, np.float32)
+  k = prefill_mma_kernel(s, c["scale"], tokens, c["cache"].shape[0])
+  k = SourceKernel(k.name, k.params, edit(k.body), k.global_size, k.local_size, trigger=k.trigger)
+  emulate(k, "CUDA", [out, np.ascontiguousarray(q[..., :s.kv_lora]), np.ascontiguousarray(q[..., s.kv_lora:]), c["cache"], c["pos"]], work)
+  return out
+
+def test_mma_warps():
+  assert mma_warps(DSV2) == mma_warps(GLM) == 8 and mma_warps(TINY) == mma_warps(MMA_SMALL) == 4
+  assert mma_warps(SMALL) == 2 and mma_warps(ODD) == 0   # ODD: rows of 84 floats, not whole steps of 8
+  assert mma_warps(AttentionShape(4, 1024, 0, 512)) == 0   # two stages of 8 rows of 1,540 floats: past 48 KB
+
+# P, T: rows of several tokens per tile and a last tile cut short, many stages of 8 keys (scores that grow: the rescale),
+# the models' shapes (8 warps; GLM's 20 heads: tiles across tokens)
+@pytest.mark.parametrize("shape,P,T", [(MMA_SMALL, 0, 5), (MMA_SMALL, 150, 6), (SMALL, 30, 4), (TINY, 40, 3), (DSV2, 9, 3), (GLM, 17, 2)],
+                         ids=lambda v: f"h{v.n_head}_kv{v.kv_lora}_r{v.qk_rope}" if isinstance(v, AttentionShape) else str(v))
+def test_prefill_mma_emulated(shape, P, T, tmp_path):
+  """The tensor-core kernel (tf32 mma.sync emulated with the hardware's truncation of the inputs: one product per pair
+  would miss by ~1e-3) to fp32 accuracy against float64."""
+  c = prefill_case(shape, P, T, 1024, seed=P + T + 2)
+  if P >= 150: c["q"] *= 4   # sharper softmax: the running max moves between stages
+  out = emulate_prefill_mma(shape, c, tmp_path)
+  assert rel_err(out, numpy_prefill(shape, c)) < 1e-5
+
+def test_prefill_mma_two_workgroups_per_sm_from_two_tiles_per_sm():
+  """A chunk of two tiles per SM or more is compiled for two workgroups per SM (128 registers); one wave of tiles for one."""
+  big, one_wave = prefill_mma_kernel(DSV2, 0.1, 512, 1024), prefill_mma_kernel(DSV2, 0.1, 128, 1024)
+  assert big.global_size[0] == 512 and big.min_blocks == 2 and "__launch_bounds__(256, 2)" in render(big, "CUDA")
+  assert one_wave.global_size[0] == 128 and one_wave.min_blocks == 1 and "__launch_bounds__(256)" in render(one_wave, "CUDA")
+
+def test_prefill_mma_emulated_padded(tmp_path):
+  """A chunk of 3 tokens run as its bound of 5: the padded tokens' rows share a tile with the real ones and reach cache
+  rows past the chunk (stale rows: finite, as in the model's zeroed cache; a padded token's last one is past the
+  context, clamped); the real rows are exact."""
+  c = prefill_case(MMA_SMALL, 60, 3, 64, seed=6)
+  c["cache"][63:] = 1e30   # the row past the chunk: stale and large (any weight on it would show)
+  out = emulate_prefill_mma(MMA_SMALL, c, tmp_path, tokens=5)
+  assert rel_err(out[:3], numpy_prefill(MMA_SMALL, c)) < 1e-5
+
+def test_prefill_mma_needs_the_split_products(tmp_path):
+  """Queries and keys rounded to tf32 once (their lo parts dropped) miss the bound: the test sees the precision."""
+  crude = lambda body: body.replace("ql[j][i] = x - qh[j][i]", "ql[j][i] = 0.0f").replace("k0l = k0 - k0h", "k0l = 0.0f").replace("k1l = k1 - k1h", "k1l = 0.0f")
+  c = prefill_case(MMA_SMALL, 20, 6, 1024, seed=9)
+  assert rel_err(emulate_prefill_mma(MMA_SMALL, c, tmp_path, edit=crude), numpy_prefill(MMA_SMALL, c)) > 1e-4
+
 # ---------------------------------------------------------------- Metal source; CUDA render + compile
 
 def test_metal_render():
@@ -374,10 +428,9 @@ def test_gpu_q_raw_read_in_place():
 
 @pytest.mark.skipif(not GPU, reason="needs a CUDA or Metal device")
 def test_prefill_on_the_device():
-  """mla_prefill_attention on the device (a symbolic chunk length is the model's: tools/gpu_check.py's prompts of 33 tokens in
-  chunks of 16, and the nvcc test's capture)."""
-  s = DSV2
-  for P, T in ((0, 7), (300, 40), (1000, 128)):
+  """mla_prefill_attention on the device (the tensor-core kernel on an sm_80+ CUDA device; a symbolic chunk length is the
+  model's: tools/gpu_check.py's prompts of 33 tokens in chunks of 16, and the nvcc test's capture)."""
+  for s, P, T in ((DSV2, 0, 7), (DSV2, 300, 40), (DSV2, 1000, 128), (DSV2, 0, 512), (GLM, 5, 77), (TINY, 30, 16)):
     c = prefill_case(s, P, T, 2048, seed=P)
     c["cache"][P + T:] = 0.0
     out = mla_prefill_attention(Tensor(c["q"][..., :s.kv_lora].copy()), Tensor(c["q"][..., s.kv_lora:].copy()), Tensor(c["cache"]),

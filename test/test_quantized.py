@@ -410,3 +410,21 @@ print("KERNELS", GlobalCounters.kernel_count, len(outs))
 def test_cuda_kernels_compile(types):
   n_kernels, n_outs = map(int, run_nvcc_script(CUDA_SCRIPT % ",".join(types)).split("KERNELS")[1].split())
   assert n_kernels == n_outs  # every op is exactly one kernel, on CUDA too
+
+def test_to_bound_reads_a_sliced_output_in_place():
+  """A kernel's output sliced back to a symbolic chunk length T goes to the next kernel as the unsliced buffer (its rows past
+  T are whatever that kernel left there: no padded copy, no kernel); anything else is padded with zero rows."""
+  from apps.kernels import to_bound
+  T = UOp.variable("n_tokens", 1, 16).bind(5)
+  y = (Tensor.arange(16 * 12).reshape(16, 3, 4).float() + 1).contiguous().realize()
+  (a,), B, Bmax = to_bound(y[:T].reshape(T, 12))
+  assert Bmax == 16 and B is T and a.shape == (16, 12)
+  assert a.uop.op is Ops.RESHAPE and a.uop.src[0] is y.uop    # y itself, reshaped
+  np.testing.assert_array_equal(a.numpy(), y.numpy().reshape(16, 12))   # rows 5.. are y's own, not zeros
+  yn = y.numpy()
+  for other, want in (((y[:T] * 2).reshape(T, 12), yn[:5] * 2), (y[1:T + 1].reshape(T, 12), yn[1:6]),   # computed, offset,
+                      (y[:T, :2].reshape(T, 8), yn[:5, :2])):                                                # narrowed
+    (b,), _, _ = to_bound(other)
+    got = b.numpy()
+    assert b.shape[0] == 16 and not got[5:].any()
+    np.testing.assert_array_equal(got[:5], want.reshape(5, -1))

@@ -10,6 +10,8 @@ Fusions (what A runs instead):
   side_by_side the shared expert's gate_up and the routed experts' gate_up as two kernels instead of one launch
   sum          the routed experts' down (+ mix + residual) and the shared expert's down as two kernels instead of one sum
   trigger      no GRID_TRIGGER() at the top of the hand-written kernels (dependents launch as a kernel's workgroups exit)
+  slices       (prefill) a kernel's output sliced to a symbolic chunk length is padded back to the bound by a copy for the next
+               kernel, instead of that kernel reading the unsliced output (apps.kernels.to_bound)
 A fusion that changes the kernels of a step rather than the weights is turned off around the capture of A's steps, on
 the same model (session 8 measured two that way, the combine folded into v_b and a one-kernel router matvec + routing,
 and rejected them: OPTIMIZATION_JOURNAL.md).
@@ -27,7 +29,7 @@ from apps.kernels import matvec, mla_attention, router, gemm
 from apps.model import Transformer
 from tools.ab_readahead import interleave
 
-FUSIONS = ("stack_q", "side_by_side", "sum", "trigger")
+FUSIONS = ("stack_q", "side_by_side", "sum", "trigger", "slices")
 
 def _drop_built_kernels() -> None:
   """Forget every kernel built so far (the next captures build and render them anew)."""
@@ -39,16 +41,17 @@ def _drop_built_kernels() -> None:
 @contextlib.contextmanager
 def fusions_off(off: set[str]):
   """Inside: the named fusions are off for models loaded and steps captured there."""
-  saved, saved_side, saved_sum, saved_render = mla._stackable, quantized._side_by_side, quantized._summed, K.render
+  saved, saved_side, saved_sum, saved_render, saved_sliced = mla._stackable, quantized._side_by_side, quantized._summed, K.render, K._sliced_from
   if "stack_q" in off: mla._stackable = lambda gf, names: not any(n.endswith("attn_q.weight") for n in names) and saved(gf, names)
   if "side_by_side" in off: quantized._side_by_side = lambda specs: None
   if "sum" in off: quantized._summed = lambda specs: None
+  if "slices" in off: K._sliced_from = lambda t, Tmax: None
   if "trigger" in off:
     K.render = lambda k, language: saved_render(k, language).replace(K.TRIGGER, "", 1)
     _drop_built_kernels()
   try: yield
   finally:
-    mla._stackable, quantized._side_by_side, quantized._summed, K.render = saved, saved_side, saved_sum, saved_render
+    mla._stackable, quantized._side_by_side, quantized._summed, K.render, K._sliced_from = saved, saved_side, saved_sum, saved_render, saved_sliced
     if "trigger" in off: _drop_built_kernels()
 
 def main(argv=None) -> int:

@@ -3,6 +3,8 @@
 math from tinygrad ops (the portable path apps/mla.py runs), at several context lengths, for the models' shapes.
 
   DEV=CUDA python3 tools/bench_mla_attention.py [--layers 8] [--iters 50] [--pos 16,128,512,1024,4095]
+  DEV=CUDA python3 tools/bench_mla_attention.py --prefill 512,128 [--pos 0,1024]   (a prefill chunk's attention instead:
+      the tensor-core kernel vs the CUDA-core one, chunks of those lengths at those start positions)
 
 Each timed step is one TinyJit replay of `layers` blocks' attentions (separate caches, as in the model), so the host's
 dispatch cost is shared; the table shows microseconds per block and the kernels of a step (one more: the stack of the outputs). Runs with python3 +
@@ -11,7 +13,7 @@ numpy + upstream/ only (the GPU machine cannot pip install). Also a check: the t
 from __future__ import annotations
 import argparse, math, sys, time
 from pathlib import Path
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # apps, tools
 import numpy as np
 import apps  # noqa: F401
 from tinygrad import Tensor, TinyJit, Device, UOp, dtypes
@@ -62,13 +64,62 @@ def bench(name: str, shape: tuple, positions: list[int], layers: int, iters: int
     print(f"{p:6d} {res['k'][0]:10.1f} {res['r'][0]:13.1f} {res['r'][0] / res['k'][0]:8.2f} {res['k'][1]:8d} {res['r'][1]:12d} {err:9.1e}",
           flush=True)
 
+def bench_prefill(name: str, shape: tuple, tokens: int, start: int, layers: int, iters: int, alternatives: list[str]) -> None:
+  """One chunk's attention per block: each kernel the device can run (the tensor-core one first), timed as TinyJit replays
+  of `layers` blocks; their outputs compared."""
+  from apps.kernels import program, has_mma
+  from tools.ab_kernel import load_variant
+  from apps.kernels.mla_attention import AttentionShape, prefill_attend_kernel, prefill_mma_kernel, combine_kernel, prefill_splits
+  H, KV, NOPE, R, _ = shape
+  s, mc, dev = AttentionShape(H, KV, NOPE, R), start + tokens, Device.DEFAULT
+  rng = np.random.default_rng(0)
+  caches = [Tensor(rng.standard_normal((mc, KV + R)).astype(np.float32)).realize() for _ in range(layers)]
+  qs = [(Tensor(rng.standard_normal((tokens, H, KV)).astype(np.float32)).realize(),
+         Tensor(rng.standard_normal((tokens, H, R)).astype(np.float32)).realize()) for _ in range(layers)]
+  pos, scale = Tensor([start], dtype=dtypes.int32).realize(), 1 / math.sqrt(NOPE + R)
+  variants = {}
+  if has_mma(dev): variants["tensor cores"] = (program(prefill_mma_kernel(s, scale, tokens, mc), dev), None)
+  for path in alternatives if has_mma(dev) else ():   # other versions of the tensor-core kernel (an A/B)
+    variants[Path(path).stem] = (program(load_variant(Path(path), "mla_attention").prefill_mma_kernel(s, scale, tokens, mc), dev), None)
+  combine = program(combine_kernel(s, tokens, mc), dev) if prefill_splits(tokens) > 1 else None
+  variants["CUDA cores"] = (program(prefill_attend_kernel(s, scale, tokens, mc), dev), combine)
+  def one(q, qpe, cache, attend, combine):
+    if combine is None: return Tensor.empty(tokens, H, KV).custom_kernel(q, qpe, cache, pos, fxn=attend)[0]
+    S = prefill_splits(tokens)
+    part, ml, *_ = Tensor.empty(tokens, S, H, KV).custom_kernel(Tensor.empty(tokens, S, H, 2), q, qpe, cache, pos, fxn=attend)
+    return Tensor.empty(tokens, H, KV).custom_kernel(part, ml, pos, fxn=combine)[0]
+  outs = {}
+  for tag, (attend, combine) in variants.items():
+    step = TinyJit(lambda: Tensor.stack(*[one(q, qpe, c, attend, combine) for (q, qpe), c in zip(qs, caches)]).realize())
+    for _ in range(3): out = step()
+    Device[dev].synchronize()
+    t0 = time.perf_counter()
+    for _ in range(iters): out = step()
+    Device[dev].synchronize()
+    outs[tag] = ((time.perf_counter() - t0) / iters / layers * 1e6, out.numpy())
+  ref = outs["CUDA cores"][1]
+  for tag, (us, out) in outs.items():
+    err = float(np.abs(out - ref).max() / np.abs(ref).max())
+    print(f"{name:32s} {tokens:6d} {start:6d} {tag:>13s} {us:10.1f} {outs['CUDA cores'][0] / us:8.2f} {err:9.1e}", flush=True)
+  Device[dev].synchronize()
+
 def main() -> None:
   ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   ap.add_argument("--layers", type=int, default=8)
   ap.add_argument("--iters", type=int, default=50)
   ap.add_argument("--pos", default="16,128,512,1024,4095")
+  ap.add_argument("--prefill", help="comma list of chunk lengths: time a prefill chunk's attention instead (--pos: its starts)")
+  ap.add_argument("--variants", default="", help="with --prefill: comma list of other apps/kernels/mla_attention.py files, "
+                  "whose tensor-core kernels are timed too")
   args = ap.parse_args()
   print(f"device {Device.DEFAULT}")
+  if args.prefill:
+    print(f"{'shape':32s} {'tokens':>6s} {'start':>6s} {'kernel':>13s} {'us/block':>10s} {'speedup':>8s} {'rel err':>9s}")
+    for name, shape in SHAPES.items():
+      for T in (int(t) for t in args.prefill.split(",")):
+        for p in (int(p) for p in args.pos.split(",")): bench_prefill(name, shape, T, p, args.layers, args.iters,
+                                                                     [v for v in args.variants.split(",") if v])
+    return
   for name, shape in SHAPES.items(): bench(name, shape, [int(p) for p in args.pos.split(",")], args.layers, args.iters)
 
 if __name__ == "__main__": main()

@@ -32,6 +32,10 @@ The dialect (macros defined per backend by the prelude):
                            fragment layouts of the PTX ISA (lane = 4 g + t: a[0] row g, k 4t..4t+3; a[1] row g + 8; a[2],
                            a[3] the same at k + 16; b0 k 4t..4t+3 of column g, b1 k + 16; c[i] row g + 8 (i >> 1), column
                            2t + (i & 1)); MMA_K16(c, a0, a1, b0) the m16n8k16 one (A 16 x 16 in a0, a1; B 16 x 8 in b0)
+  MMA_TF32(c, a, b0, b1)   CUDA sm_80+ only: float c[4] += A . B, one mma.sync m16n8k8 of tf32 (fp32 registers, the low 13
+                           mantissa bits ignored): A 16 x 8 in float a[4] (a[0] row g, k t; a[1] row g + 8; a[2], a[3] the
+                           same at k t + 4), B 8 x 8 in b0 (k t, column g) and b1 (k t + 4), C as above (fp32). With
+                           hi = x rounded to tf32 and lo = x - hi, three products (hi hi, hi lo, lo hi) are fp32-accurate
   CP_ASYNC16(dst, src)     CUDA sm_80+ only: starts copying 16 bytes from global src to shared dst (cp.async, no registers);
                            CP_ASYNC_WAIT() waits for all of the thread's copies (BARRIER() after it: for the workgroup's)
 
@@ -70,6 +74,7 @@ class SourceKernel:
   helpers: str = ""               # dialect helper functions, placed before the kernel
   trigger: bool = True            # a kernel that waits: GRID_TRIGGER() first (decode's one-wave kernels; the prefill GEMMs
                                   # and attention, many waves, without: the H100 A/B measured them no faster, or slower)
+  min_blocks: int = 1             # CUDA: workgroups per SM the compiler must fit (registers capped at 64K / (threads x this))
 
   @property
   def function_name(self) -> str: return to_function_name(self.name)
@@ -171,6 +176,11 @@ _CUDA_MMA = """#ifndef MMA_K32
   : "+r"((c)[0]), "+r"((c)[1]), "+r"((c)[2]), "+r"((c)[3]) : "r"(a0), "r"(a1), "r"(b0))
 #define CP_ASYNC16(dst, src) asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"((unsigned)__cvta_generic_to_shared(dst)), "l"(src) : "memory")
 #define CP_ASYNC_WAIT() asm volatile("cp.async.commit_group;\\n cp.async.wait_group 0;" ::: "memory")
+#endif
+#ifndef MMA_TF32
+#define MMA_TF32(c, a, b0, b1) asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};" \\
+  : "+f"((c)[0]), "+f"((c)[1]), "+f"((c)[2]), "+f"((c)[3]) : "r"(__float_as_uint((a)[0])), "r"(__float_as_uint((a)[1])), \\
+    "r"(__float_as_uint((a)[2])), "r"(__float_as_uint((a)[3])), "r"(__float_as_uint(b0)), "r"(__float_as_uint(b1)))
 #endif"""
 _METAL_PDL = """#ifndef GRID_WAIT
 #define GRID_WAIT()
@@ -231,16 +241,36 @@ def side_by_side(name: str, kernels: Sequence[SourceKernel]) -> SourceKernel:
   body = "\n".join(shared) + "\n  const int wg = GID_X;\n" + "\n".join(parts)
   return SourceKernel(name, tuple(params), body, (off, 1, 1), kernels[0].local_size, helpers, all(k.trigger for k in kernels))
 
+def _sliced_from(t, Tmax: int):
+  """t (T, ...) as the (Tmax, ...) tensor it is the first T rows of (reshapes of its trailing axes aside), or None: a
+  kernel's output sliced back to a symbolic chunk length T and fed to the next kernel needs no padded copy."""
+  u, T = t.uop, t.shape[0]
+  while u.op is Ops.RESHAPE and u.src[0].shape and u.src[0].shape[0] is T: u = u.src[0]
+  if u.op is not Ops.SHRINK: return None
+  src, bounds = u.src[0], u.marg
+  same = lambda a, b: a is b or (isinstance(a, int) and isinstance(b, int) and a == b)   # no symbolic comparisons
+  if not (same(src.shape[0], Tmax) and same(bounds[0][0], 0) and same(bounds[0][1], T) and
+          all(same(lo, 0) and same(hi, n) for (lo, hi), n in zip(bounds[1:], src.shape[1:]))): return None
+  from tinygrad import Tensor
+  return Tensor(src).reshape(Tmax, *t.shape[1:])
+
 def to_bound(*ts):
-  """Tensors whose first axis is a chunk length T, padded to T's bound Tmax where T is symbolic (a prefill chunk of variable
-  length: kernels take concrete shapes): (the tensors, T, Tmax). Callers slice their results back to T."""
+  """Tensors whose first axis is a chunk length T, as tensors of T's bound Tmax where T is symbolic (a prefill chunk of
+  variable length: kernels take concrete shapes): (the tensors, T, Tmax). Callers slice their results back to T. The rows
+  past T are zeros, or whatever a kernel left in the rows past T of the tensor t was sliced from (they are not read back)."""
   T = ts[0].shape[0]
   if isinstance(T, int): return ts, T, T
   Tmax = int(T.vmax)
-  return tuple(t.pad(((0, Tmax - T),) + ((0, 0),) * (t.ndim - 1)) for t in ts), T, Tmax
+  return tuple(u if (u := _sliced_from(t, Tmax)) is not None else t.pad(((0, Tmax - T),) + ((0, 0),) * (t.ndim - 1)) for t in ts), T, Tmax
 
 def _uses_pdl(k: SourceKernel) -> bool: return "GRID_WAIT" in k.body
-def uses_mma(k: SourceKernel) -> bool: return "MMA_K" in k.body or "CP_ASYNC" in k.body
+def uses_mma(k: SourceKernel) -> bool: return "MMA_" in k.body or "CP_ASYNC" in k.body
+
+def has_mma(device: str) -> bool:
+  """The device compiles the CUDA-only tensor-core macros (MMA_*, CP_ASYNC16): a CUDA device of sm_80 or newer."""
+  if language_of(device) != "CUDA": return False
+  arch = getattr(Device[device].renderer.target, "arch", "") or ""
+  return arch.startswith("sm_") and arch[3:].isdigit() and int(arch[3:]) >= 80
 
 def language_of(device: str) -> str | None:
   """The source language the device's renderer compiles (None: no hand-written kernels there)."""
@@ -256,13 +286,14 @@ def render(k: SourceKernel, language: str) -> str:
     # order around GRID_WAIT() (read-only `ld.global.nc` loads it moves across: weights after it, or x before it)
     restrict = lambda p: "" if _uses_pdl(k) else " __restrict__"
     sig = ", ".join(f"{ctype(p)}*{restrict(p)} {p.name}" for p in k.params)
-    head = f'extern "C" __global__ void __launch_bounds__({k.threads}) {k.function_name}({sig})'
+    bounds = f"{k.threads}" + (f", {k.min_blocks}" if k.min_blocks > 1 else "")
+    head = f'extern "C" __global__ void __launch_bounds__({bounds}) {k.function_name}({sig})'
     prelude = _CUDA_PRELUDE + ("\n" + _CUDA_PDL if _uses_pdl(k) else "") + ("\n" + _CUDA_MMA if uses_mma(k) else "")
   elif language == "METAL":
     sig = ", ".join([f"{'' if p.written else 'const '}device {_CTYPE[p.dtype]}* {p.name}" for p in k.params] +
                     ["uint3 gid [[threadgroup_position_in_grid]]", "uint3 lid [[thread_position_in_threadgroup]]"])
     head = f"kernel void {k.function_name}({sig})"
-    if uses_mma(k): raise ValueError(f"{k.name}: MMA_K32 / MMA_K16 / CP_ASYNC16 have no Metal rendering")
+    if uses_mma(k): raise ValueError(f"{k.name}: MMA_K32 / MMA_K16 / MMA_TF32 / CP_ASYNC16 have no Metal rendering")
     prelude = _METAL_PRELUDE + ("\n" + _METAL_PDL if _uses_pdl(k) else "")
   else: raise ValueError(f"no source language {language!r} (have {', '.join(LANGUAGES)})")
   return f"{prelude}\n{k.helpers}\n{head} {{\n{TRIGGER if _uses_pdl(k) and k.trigger else ''}{k.body}\n}}\n"

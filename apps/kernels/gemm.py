@@ -40,7 +40,7 @@ import functools
 from dataclasses import dataclass
 from tinygrad import dtypes
 from apps.gguf import GGMLType, BLOCK
-from apps.kernels import SourceKernel, Param, program, language_of, matvec
+from apps.kernels import SourceKernel, Param, program, language_of, has_mma, matvec
 
 KB = 32          # weights of K per step of the loop (one packed block, or one sub-block of a K-quant's 256)
 
@@ -370,11 +370,7 @@ def mma_shared_bytes(s: GemmShape, tile: tuple[int, int] | None = None) -> int:
 
 def mma_supports(s: GemmShape, device: str | None = None) -> bool:
   """The tensor-core GEMM serves `s` (on `device`: a CUDA device of sm_80 or newer; None: any)."""
-  if device is not None:
-    if language_of(device) != "CUDA": return False
-    from tinygrad import Device
-    arch = getattr(Device[device].renderer.target, "arch", "") or ""
-    if not (arch.startswith("sm_") and arch[3:].isdigit() and int(arch[3:]) >= 80): return False
+  if device is not None and not has_mma(device): return False
   return s.type in MMA_TYPES and s.K % BLOCK[s.type][0] == 0 and s.T > 0 and s.N > 0 and s.J > 0 and \
          mma_shared_bytes(s) <= matvec.SHARED_BYTES["CUDA"]
 

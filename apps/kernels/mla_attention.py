@@ -27,7 +27,7 @@ from __future__ import annotations
 import functools, math
 from dataclasses import dataclass
 from tinygrad import Tensor, dtypes, UOp
-from apps.kernels import SourceKernel, Param, program, language_of, to_bound
+from apps.kernels import SourceKernel, Param, program, language_of, has_mma, to_bound, matvec
 
 SPLITS = 128     # partials per head at most (~one workgroup per SM of an H100 at long contexts)
 MIN_CHUNK = 8    # tokens per split at least
@@ -266,6 +266,133 @@ def prefill_attend_kernel(s: AttentionShape, scale: float, tokens: int, max_cont
   params = outs + (Param("q", dtypes.float32), Param("qpe", dtypes.float32), Param("cache", dtypes.float32), Param("pos", dtypes.int32))
   return SourceKernel(f"mla_prefill_attend_{tokens}_h{s.n_head}_kv{s.kv_lora}_r{s.qk_rope}", params, body, (S, tokens, 1), (32, g, 1), trigger=False)
 
+# ---- prefill on the tensor cores (CUDA sm_80+): the chunk's (token, head) rows 16 at a time, a flash-attention tile
+
+MMA_ROWS = 16   # (token, head) rows per workgroup: one m16 tile of mma.sync
+MMA_KEYS = 8    # keys per shared-memory stage: one n8 tile of the scores, one k8 step of the values
+
+def mma_warps(s: AttentionShape) -> int:
+  """Warps of the tensor-core prefill kernel (0: it does not serve `s`): each owns an equal slice of the score's
+  kv_lora + qk_rope dims (k-steps of 8) and of the kv_lora value columns (n-tiles of 8); 8 where both divide."""
+  D = s.kv_lora + s.qk_rope
+  nw = next((nw for nw in (8, 4, 2, 1) if D % 8 == 0 and (D // 8) % nw == 0 and s.kv_lora % 8 == 0 and (s.kv_lora // 8) % nw == 0), 0)
+  return nw if 2 * MMA_KEYS * (D + 4) * 4 + 32 * nw * 16 <= 48 * 1024 else 0   # two stages and the partial scores
+
+def prefill_mma_kernel(s: AttentionShape, scale: float, tokens: int, max_context: int) -> SourceKernel:
+  """The prefill attend kernel on the tensor cores, the same parameters and output as prefill_attend_kernel with one split
+  (out, q, qpe, cache, pos). Rows are the chunk's (token, head) pairs, r = token * n_head + head; a workgroup owns 16 of
+  them (one m16 tile; the last tile first: the most keys) and walks their keys 0..n - 1 (the last row's) 8 at a time
+  through shared memory (two stages, cp.async: the next stage loads while this one computes). Warp w computes the
+  scores of its slice of the dims (its queries in registers), the slices meet in shared memory, and every warp runs the
+  online softmax of the 16 x 8 tile (each row masked at its own token's position) and accumulates its slice of the value
+  columns from the same staged keys. Products are three tf32 mma.sync (hi hi + hi lo + lo hi: fp32 accuracy), a stage's
+  values summed apart and added to the running output in fp32 (the tensor cores' sums truncate: over thousands of keys
+  in one accumulator that shows). The cache rows up to the last token's position must hold finite numbers, a padded
+  token's too: a row's zero weights still multiply the values of the keys past its own (the model's cache starts zeroed)."""
+  nw = mma_warps(s)
+  assert nw and tokens > 0, s
+  D, KV = s.kv_lora + s.qk_rope, s.kv_lora
+  rows = tokens * s.n_head
+  tiles = -(-rows // MMA_ROWS)
+  keys = f"(min(p0 + (({{r}}) < ROWS ? ({{r}}) : ROWS - 1) / H, {max_context - 1}) + 1)"
+  nk = D // nw // 8
+  # hi = x rounded to tf32 (nearest, ties away: +half an ulp of tf32, truncate), lo = x - hi (exact; the mma truncates it)
+  split = lambda x, h, l: f"{h} = AS_FLOAT((AS_UINT({x}) + 0x1000u) & 0xffffe000u); {l} = {x} - {h};"
+  d4 = D // 4
+  tail = f"if (lane < {d4 % 32}) CP_ASYNC16(dst + {d4 - d4 % 32}, src + {d4 - d4 % 32}); " if d4 % 32 else ""
+  body = f"""  GRID_WAIT();
+  const int H = {s.n_head}, KV = {KV}, R = {s.qk_rope}, D = {D}, ST = {D + 4}, ROWS = {rows};
+  const int DW = {D // nw}, CW = {KV // nw}, NK = {nk}, NN = {KV // nw // 8};
+  const float NEG = {NEG}, SCALE2 = {_f32(scale * math.log2(math.e))};
+  int lane = LID_X, w = LID_Y, g = lane >> 2, t = lane & 3;
+  int r0 = ({tiles - 1} - (int)GID_X) * {MMA_ROWS}, ra = r0 + g, rb = ra + 8;
+  int p0 = pos[0];
+  // keys 0..n - 1 of row r: its token's position pos[0] + r / H (clamped to the context: a padded token), + 1
+  int na = {keys.format(r="ra")}, nb = {keys.format(r="rb")}, nmax = {keys.format(r=f"r0 + {MMA_ROWS - 1}")};
+  // this warp's dims DW*w.. of the 16 queries as A fragments (rows g, g + 8; dims t, t + 4 of each step of 8), scaled to
+  // base-2 scores and split into tf32 hi + lo
+  float qh[NK][4], ql[NK][4];
+  for (int j = 0; j < NK; j++) for (int i = 0; i < 4; i++) {{
+    int r = (i & 1) ? rb : ra, d = DW*w + 8*j + t + 4*(i >> 1);
+    float x = r < ROWS ? (d < KV ? q[r*KV + d] : qpe[r*R + d - KV]) * SCALE2 : 0.0f;
+    {split("x", "qh[j][i]", "ql[j][i]")}
+  }}
+  // two stages of 8 key rows, ST = D + 4 floats apart: the score fragments (keys g, dims t) read 32 banks, the value
+  // fragments (keys t, columns g) 16 (an unpadded row of 576 floats would put all 8 keys on one bank)
+  SHARED float4 stage[2*{MMA_KEYS}*ST/4];
+  SHARED float4 part[{32 * nw}];                 // the warps' partial scores, in the order the A fragments of P read them
+  const float* st = (const float*)stage;
+  float o[NN][4], ma = NEG, mb = NEG, la = 0.0f, lb = 0.0f;
+  for (int n = 0; n < NN; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+  // stage b <- key rows c0..c0 + 7 (past the last one: the last one again); warp w copies rows w, w + {nw}, ..
+  #define LOAD_STAGE(c0, b) for (int ii = 0; ii < {MMA_KEYS // nw}; ii++) {{ \
+    int i = w + {nw}*ii, key = (c0) + i < nmax ? (c0) + i : nmax - 1; \
+    const float4* src = (const float4*)(cache + key*D) + lane; float4* dst = stage + ((b)*{MMA_KEYS} + i)*ST/4 + lane; \
+    for (int j = 0; j < {d4 // 32}; j++) CP_ASYNC16(dst + 32*j, src + 32*j); \
+    {tail}}}
+  LOAD_STAGE(0, 0)
+  for (int c0 = 0, b = 0; c0 < nmax; c0 += {MMA_KEYS}, b ^= 1) {{
+    CP_ASYNC_WAIT();
+    BARRIER();                            // stage b is in for every thread; stage b ^ 1 and part are free again
+    if (c0 + {MMA_KEYS} < nmax) LOAD_STAGE(c0 + {MMA_KEYS}, b ^ 1)
+    const float* kb = st + b*{MMA_KEYS}*ST;
+    // partial scores: this warp's dims of the 16 rows . keys c0 + 0..7 (B fragment: key g, dims t, t + 4); hi hi and the
+    // two cross terms in two accumulators each for the even and the odd steps (four chains of dependent mma, not one)
+    float sc2[2][2][4];
+    for (int e = 0; e < 2; e++) for (int u = 0; u < 2; u++) for (int i = 0; i < 4; i++) sc2[e][u][i] = 0.0f;
+    const float* kr = kb + g*ST + DW*w + t;
+    for (int j = 0; j < NK; j++) {{
+      float k0 = kr[8*j], k1 = kr[8*j + 4], k0h, k1h, k0l, k1l;
+      {split("k0", "k0h", "k0l")} {split("k1", "k1h", "k1l")}
+      MMA_TF32(sc2[j & 1][0], qh[j], k0h, k1h); MMA_TF32(sc2[j & 1][1], qh[j], k0l, k1l); MMA_TF32(sc2[j & 1][1], ql[j], k0h, k1h);
+    }}
+    // C (row g | g + 8, key 2t + e) goes to lane 4 g + (2t + e) % 4, slot (row >= 8) + 2 (key >= 4)
+    float* pw = (float*)part + w*128;
+    int sa = (4*g + ((2*t) & 3))*4 + 2*(t >> 1), sb = (4*g + ((2*t + 1) & 3))*4 + 2*(t >> 1);
+    float cs[4];
+    for (int i = 0; i < 4; i++) cs[i] = (sc2[0][0][i] + sc2[1][0][i]) + (sc2[0][1][i] + sc2[1][1][i]);
+    pw[sa] = cs[0]; pw[sb] = cs[1]; pw[sa + 1] = cs[2]; pw[sb + 1] = cs[3];
+    BARRIER();
+    // the scores of rows a, b at keys c0 + t (s[0], s[1]) and c0 + t + 4 (s[2], s[3]): the A fragment of P
+    float sc[4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
+    for (int v = 0; v < {nw}; v++) {{ float4 x = part[v*32 + lane]; sc[0] += x.x; sc[1] += x.y; sc[2] += x.z; sc[3] += x.w; }}
+    int k0i = c0 + t, k1i = k0i + 4;
+    sc[0] = k0i < na ? sc[0] : NEG; sc[1] = k0i < nb ? sc[1] : NEG; sc[2] = k1i < na ? sc[2] : NEG; sc[3] = k1i < nb ? sc[3] : NEG;
+    // online softmax: the row's max over the stage (its 8 keys sit in the lane's quad), rescale, weights
+    float xa = FMAX(sc[0], sc[2]), xb = FMAX(sc[1], sc[3]);
+    xa = FMAX(xa, SHFL_XOR(xa, 1)); xb = FMAX(xb, SHFL_XOR(xb, 1));
+    xa = FMAX(xa, SHFL_XOR(xa, 2)); xb = FMAX(xb, SHFL_XOR(xb, 2));
+    xa = FMAX(xa, ma); xb = FMAX(xb, mb);
+    float aa = EXP2(ma - xa), ab = EXP2(mb - xb);
+    ma = xa; mb = xb;
+    float pr[4] = {{EXP2(sc[0] - xa), EXP2(sc[1] - xb), EXP2(sc[2] - xa), EXP2(sc[3] - xb)}}, ph[4], pl[4];
+    la = la*aa + (pr[0] + pr[2]); lb = lb*ab + (pr[1] + pr[3]);
+    for (int i = 0; i < 4; i++) {{ {split("pr[i]", "ph[i]", "pl[i]")} }}
+    // out = out * alpha + P . V over this warp's columns CW*w.. (B fragment: keys t, t + 4, column g)
+    const float* vr = kb + t*ST + CW*w + g;
+    for (int n = 0; n < NN; n++) {{
+      float v0 = vr[8*n], v1 = vr[8*n + 4*ST], v0h, v1h, v0l, v1l;
+      {split("v0", "v0h", "v0l")} {split("v1", "v1h", "v1l")}
+      float acc[4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
+      MMA_TF32(acc, ph, v0h, v1h); MMA_TF32(acc, ph, v0l, v1l); MMA_TF32(acc, pl, v0h, v1h);
+      o[n][0] = o[n][0]*aa + acc[0]; o[n][1] = o[n][1]*aa + acc[1]; o[n][2] = o[n][2]*ab + acc[2]; o[n][3] = o[n][3]*ab + acc[3];
+    }}
+  }}
+  #undef LOAD_STAGE
+  la += SHFL_XOR(la, 1); la += SHFL_XOR(la, 2); lb += SHFL_XOR(lb, 1); lb += SHFL_XOR(lb, 2);
+  float ia = 1.0f / la, ib = 1.0f / lb;
+  for (int n = 0; n < NN; n++) {{
+    int col = CW*w + 8*n + 2*t;
+    if (ra < ROWS) {{ out[ra*KV + col] = o[n][0] * ia; out[ra*KV + col + 1] = o[n][1] * ia; }}
+    if (rb < ROWS) {{ out[rb*KV + col] = o[n][2] * ib; out[rb*KV + col + 1] = o[n][3] * ib; }}
+  }}"""
+  params = (Param("out", dtypes.float32, True), Param("q", dtypes.float32), Param("qpe", dtypes.float32), Param("cache", dtypes.float32),
+            Param("pos", dtypes.int32))
+  # from two tiles per SM on, compiled to fit two workgroups per SM (128 registers, a few spill: H100, 512 tokens -13% per
+  # block); one wave of tiles (128 tokens) runs 13% faster with one and no spills
+  return SourceKernel(f"mla_prefill_mma_{tokens}_h{s.n_head}_kv{KV}_r{s.qk_rope}", params, body, (tiles, 1, 1), (32, nw, 1),
+                      trigger=False, min_blocks=2 if tiles >= 2 * matvec.SMS else 1)
+
 def combine_kernel(s: AttentionShape, tokens: int = 0, max_context: int = 0) -> SourceKernel:
   """The partials of a decode token's splits (or, with `tokens`, of each prefill token's, grid z) into out (H, kv_lora)
   (or (tokens, H, kv_lora))."""
@@ -315,6 +442,7 @@ def kernels(s: AttentionShape, scale: float, eps: float, device: str, kv_offset:
 @functools.lru_cache(maxsize=None)
 def prefill_kernels(s: AttentionShape, scale: float, tokens: int, max_context: int, device: str):
   """The custom_kernel bodies (attend, combine) of a prefill chunk of `tokens` on `device` (combine None: one split)."""
+  if has_mma(device) and mma_warps(s): return program(prefill_mma_kernel(s, scale, tokens, max_context), device), None
   combine = program(combine_kernel(s, tokens, max_context), device) if prefill_splits(tokens) > 1 else None
   return program(prefill_attend_kernel(s, scale, tokens, max_context), device), combine
 
