@@ -662,9 +662,9 @@ class QuantizedExpertWeights:
     J, w, per_slot = sel.shape[-1], self.groups[0], self._check(sel, x)
     N = self.out_features // 2 if glu else self.out_features
     lead = sel.shape[:-1]
-    B = prod(lead)
-    ok = len(self.groups) == 1 and isinstance(B, int) and isinstance(J, int) and not (norm is not None and per_slot)
-    spec = KernelSpec("experts", w.fmt, B if isinstance(B, int) else 0, J, N, self.in_features, self.n_expert, per_slot, True,
+    sels, B, Bmax = _flat(sel.cast(dtypes.int32), 1, self.name)   # a symbolic chunk of tokens runs its bound
+    ok = len(self.groups) == 1 and isinstance(J, int) and not (norm is not None and per_slot)
+    spec = KernelSpec("experts", w.fmt, Bmax, J, N, self.in_features, self.n_expert, per_slot, True,
                       _base_device(x.device), norm=norm is not None, residual=residual is not None, glu=glu, mix=mix is not None,
                       eps=norm[1] if norm else 0.0, x_dtype=x.dtype)
     if not ok or _kernel_cached(spec) is None:  # the same math as separate ops
@@ -673,13 +673,12 @@ class QuantizedExpertWeights:
       if mix is not None: y = (y.float() * mix.unsqueeze(-1)).sum(-2).cast(x.dtype)
       return y if residual is None else residual + y
     for t in (sel, x): _check_device(w, t, "the input")
-    xs = x.reshape(B, J, self.in_features) if per_slot else x.reshape(B, self.in_features)
-    extra = [sel.cast(dtypes.int32).reshape(B, J)] + ([mix.float().reshape(B, J)] if mix is not None else []) + \
-            ([norm[0]] if norm is not None else []) + ([residual.reshape(B, N) if mix is not None else residual.reshape(B, J, N)]
-                                                       if residual is not None else [])
-    oshape = (B, N) if mix is not None else (B, J, N)
+    xs = _flat(x, 2 if per_slot else 1, self.name)[0]
+    extra = [sels] + ([_flat(mix.float(), 1, self.name)[0]] if mix is not None else []) + ([norm[0]] if norm is not None else []) + \
+            ([_flat(residual, 1 if mix is not None else 2, self.name)[0]] if residual is not None else [])
+    oshape = (Bmax, N) if mix is not None else (Bmax, J, N)
     return KernelCall(spec, (Tensor.empty(*oshape, dtype=x.dtype, device=x.device), xs, *extra, *w.part_list()),
-                      lambda y: y.reshape(*lead, N) if mix is not None else y.reshape(*lead, J, N))
+                      lambda y: _unflat(y, B, Bmax, (*lead, N) if mix is not None else (*lead, J, N)))
 
   def _check(self, sel: Tensor, x: Tensor) -> bool:
     """Validate the arguments; True when x has one row per slot (..., k, in), False when shared (..., in)."""

@@ -187,6 +187,32 @@ def test_emulated_mma_norm_and_glu(tmp_path, typ):
   emulate(gemm.build_mma(gemm.GemmShape(typ, T, 2 * N, K)), "CUDA", [out, xq] + parts, tmp_path / "norm")
   assert relerr(out, y) < 4 * fp32_bound(K)
 
+@pytest.mark.parametrize("typ", [GGMLType.Q4_0, GGMLType.Q5_K], ids=lambda t: t.name)
+def test_emulated_mma_experts_norm_and_glu(tmp_path, typ):
+  """A routed-expert product's fusions (a prefill chunk's gate_up): x shared by the slots, rms-normed in its quantization,
+  each expert's rows [gate; up] and SwiGLU in the store; both expert tiles (a warp's gate and up row blocks in pairs)."""
+  T, J, E, N, K, eps = 150, 2, 4, 40, 256, 1e-5
+  sel = np.zeros((T, J), np.int64)
+  sel[:, 0], sel[:, 1] = 1, np.arange(T) % 3 - 1
+  sel[5] = [2, 2]
+  rng = np.random.default_rng(11)
+  raw = random_tensor(typ, (K, 2 * N, E), rng)
+  W = ref_weight(raw, typ, (K, 2 * N, E)).astype(np.float64)                 # (E, 2N, K)
+  x, g = rng.standard_normal((T, K)).astype(np.float32), rng.standard_normal(K).astype(np.float32)
+  xq = np.zeros(K // 32 * T * gemm.XQ_WORDS, np.uint32)
+  emulate(gemm.build_xq(T, K, eps), "CUDA", [xq, x, g], tmp_path / "xq")
+  x64 = x.astype(np.float64)
+  xn = x16(x * g) / np.sqrt((x64 * x64).mean(-1, keepdims=True) + eps)
+  y = np.einsum("tjnk,tk->tjn", W[np.clip(sel, 0, E - 1)], xn)
+  want = y[..., :N] / (1 + np.exp(-y[..., :N])) * y[..., N:]
+  fmt, host = PackedTensor.pack_host(raw, typ, (K, 2 * N, E))
+  parts = [np.ascontiguousarray(host[p]) for p, _, _ in fmt.parts]
+  for tile in ((64, 128), (16, 256)):
+    out = np.full((T, J, N), np.nan, np.float32)
+    emulate(gemm.build_mma(gemm.GemmShape(typ, T, N, K, J, E, False, glu=True), tile), "CUDA", [out, xq, sel.astype(np.int32)] + parts,
+            tmp_path / str(tile[0]))
+    assert relerr(out, want) < 4 * fp32_bound(K), (tile, relerr(out, want))
+
 def test_mma_has_no_metal_rendering():
   k = gemm.build_mma(gemm.GemmShape(GGMLType.Q4_0, 64, 64, 256))
   with pytest.raises(ValueError, match="no Metal rendering"): render(k, "METAL")
@@ -221,6 +247,9 @@ def test_provider_takes_only_what_it_can():
   assert (gemm.provider(spec()) is not None) == on_kernels
   assert (gemm.provider(spec(residual=True)) is not None) == on_kernels                # the residual add in the store
   assert gemm.provider(spec(op="experts", J=6, E=64, has_index=True, residual=True, mix=True)) is None
+  experts = lambda **kw: spec(op="experts", J=6, E=64, has_index=True, **kw)
+  assert (gemm.provider(experts(norm=True, glu=True)) is not None) == mma   # a chunk's routed gate_up in one kernel
+  assert gemm.provider(experts(norm=True, glu=True, x_per_slot=True)) is None   # one x per slot: no shared norm
   assert (gemm.provider(spec(fmt=format_for(GGMLType.Q6_K, 256))) is not None) == on_kernels
   assert (gemm.provider(spec(op="experts", J=6, E=64, has_index=True)) is not None) == on_kernels
   assert (gemm.provider(spec(op="batched", J=4, E=4, x_per_slot=True)) is not None) == on_kernels

@@ -103,7 +103,7 @@ class GemmShape:
   x_per_slot: bool = False  # experts: x (T, J, K), one row per slot
   batched: bool = False     # every slot j its own expert j (J = E, x (T, J, K), no sel): MLA's per-head k_b and v_b
   residual: bool = False    # linear: out = W . x + residual (T, N), the residual add in the store
-  glu: bool = False         # linear, tensor-core kernel: W's rows are [gate; up] (2N): out = silu(gate . x) * (up . x)
+  glu: bool = False         # linear / experts, tensor-core kernel: W's (an expert's) rows are [gate; up] (2N): out = silu(gate . x) * (up . x)
 
   @property
   def experts(self) -> bool: return self.E > 0 and not self.batched
@@ -148,7 +148,7 @@ def _entries(s: GemmShape, NT: int, TT: int) -> tuple[str, str, str, str, str]:
     cnt += scan[{NT - 1}];
     BARRIER();
   }}"""
-    return listing, ("ent" if s.x_per_slot else f"ent / {s.J}"), f"e * {s.N} + ", "lst[min(m0 + ({t}), cnt - 1)]", \
+    return listing, ("ent" if s.x_per_slot else f"ent / {s.J}"), f"e * {2 * s.N if s.glu else s.N} + ", "lst[min(m0 + ({t}), cnt - 1)]", \
            f"for (int m0 = 0; m0 < cnt; m0 += {TT})"
   if s.batched:  # a dense product per slot: entry t*J + e of x and out, expert e's rows
     return "  const int cnt = T, e = GID_Z; (void)cnt;", "ent", f"e * {s.N} + ", f"(min(m0 + ({{t}}), T - 1) * {s.J} + e)", \
@@ -386,7 +386,7 @@ def build_mma(s: GemmShape, tile: tuple[int, int] | None = None) -> SourceKernel
   TT, TN = tile or mma_tile(s)
   MW, NTL, SB = TN // 64, TT // 8, _mma_steps(s, (TT, TN))
   OM = MW // 2 if s.glu else MW   # output row blocks of 16 per warp
-  assert TN % 64 == 0 and TT % 8 == 0 and not (s.glu and (MW % 2 or s.E))
+  assert TN % 64 == 0 and TT % 8 == 0 and not (s.glu and (MW % 2 or s.batched))
   spb = BLOCK[s.type][0] // KB
   nb, NS = s.K // BLOCK[s.type][0], s.K // KB
   R = s.T * s.J if (s.x_per_slot or s.batched) else s.T   # rows of x (and of its records)
@@ -507,9 +507,11 @@ def kernel(s: GemmShape, device: str, norm_eps: float | None = None):
 def provider(spec):
   """A kernel provider for apps/quantized.register_kernel: linear (with or without a residual), routed-expert and per-slot
   (batched) products of more tokens than the decode matvecs take, on devices that compile CUDA or Metal source, and where
-  the tensor-core kernel serves a linear product, its norm (in x's quantization) and SwiGLU (in the store) too; None for
-  everything else (the layers then run a norm, SwiGLU or expert mix as separate ops around the plain product)."""
-  refused = spec.mix or spec.x_stride or (spec.op != "linear" and (spec.residual or spec.norm or spec.glu)) or (spec.residual and spec.glu)
+  the tensor-core kernel serves a linear or routed-expert product, its norm (in x's quantization; x shared by the slots)
+  and SwiGLU (in the store) too; None for everything else (the layers then run a norm, SwiGLU or expert mix as separate
+  ops around the plain product)."""
+  refused = spec.mix or spec.x_stride or (spec.op != "linear" and spec.residual) or (spec.residual and spec.glu) or \
+            (spec.op == "batched" and (spec.norm or spec.glu)) or (spec.norm and spec.x_per_slot)
   if spec.op not in ("linear", "experts", "batched") or refused or spec.x_dtype != dtypes.float32 or not isinstance(spec.B, int): return None
   if spec.B <= 4 or spec.fmt.type not in TYPES or spec.fmt.block != BLOCK[spec.fmt.type][0] or not matvec.available(spec.device): return None
   s = GemmShape(spec.fmt.type, spec.B, spec.N, spec.K, *((spec.J, spec.E, spec.x_per_slot) if spec.op == "experts" else
