@@ -234,7 +234,8 @@ class Block:
     row = self.split(c_kv.cat(k_pe, dim=-1).cast(self.cache_dtype), "kv")
     cache = Tensor(cache.uop.after(cache[start_pos:start_pos + T].uop.store(row.uop)))
     if tables is not None and mla_attention.available(x.device) and cache.dtype == dtypes.float32:
-      # causal attention of the chunk over the cache in two kernels (a split of each token's keys, then their combine)
+      # causal attention of the chunk over the cache: one kernel on the tensor cores (CUDA sm_80+), else a split of each
+      # token's keys and their combine
       out = mla_attention.mla_prefill_attention(q_lat.float(), q_pe.float(), cache, tables[2], kv_lora=cfg.kv_lora_rank,
                                                 qk_rope=cfg.qk_rope, scale=cfg.kq_scale)  # (T, H, kv_lora)
     else:
