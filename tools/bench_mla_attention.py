@@ -69,7 +69,8 @@ def bench_prefill(name: str, shape: tuple, tokens: int, start: int, layers: int,
   of `layers` blocks; their outputs compared."""
   from apps.kernels import program, has_mma
   from tools.ab_kernel import load_variant
-  from apps.kernels.mla_attention import AttentionShape, prefill_attend_kernel, prefill_mma_kernel, combine_kernel, prefill_splits
+  from apps.kernels.mla_attention import (AttentionShape, prefill_attend_kernel, prefill_mma_kernel, combine_kernel, prefill_splits,
+                                          launch_prefill)
   H, KV, NOPE, R, _ = shape
   s, mc, dev = AttentionShape(H, KV, NOPE, R), start + tokens, Device.DEFAULT
   rng = np.random.default_rng(0)
@@ -83,14 +84,9 @@ def bench_prefill(name: str, shape: tuple, tokens: int, start: int, layers: int,
     variants[Path(path).stem] = (program(load_variant(Path(path), "mla_attention").prefill_mma_kernel(s, scale, tokens, mc), dev), None)
   combine = program(combine_kernel(s, tokens, mc), dev) if prefill_splits(tokens) > 1 else None
   variants["CUDA cores"] = (program(prefill_attend_kernel(s, scale, tokens, mc), dev), combine)
-  def one(q, qpe, cache, attend, combine):
-    if combine is None: return Tensor.empty(tokens, H, KV).custom_kernel(q, qpe, cache, pos, fxn=attend)[0]
-    S = prefill_splits(tokens)
-    part, ml, *_ = Tensor.empty(tokens, S, H, KV).custom_kernel(Tensor.empty(tokens, S, H, 2), q, qpe, cache, pos, fxn=attend)
-    return Tensor.empty(tokens, H, KV).custom_kernel(part, ml, pos, fxn=combine)[0]
   outs = {}
   for tag, (attend, combine) in variants.items():
-    step = TinyJit(lambda: Tensor.stack(*[one(q, qpe, c, attend, combine) for (q, qpe), c in zip(qs, caches)]).realize())
+    step = TinyJit(lambda: Tensor.stack(*[launch_prefill(attend, combine, q, qpe, c, pos) for (q, qpe), c in zip(qs, caches)]).realize())
     for _ in range(3): out = step()
     Device[dev].synchronize()
     t0 = time.perf_counter()
@@ -101,7 +97,6 @@ def bench_prefill(name: str, shape: tuple, tokens: int, start: int, layers: int,
   for tag, (us, out) in outs.items():
     err = float(np.abs(out - ref).max() / np.abs(ref).max())
     print(f"{name:32s} {tokens:6d} {start:6d} {tag:>13s} {us:10.1f} {outs['CUDA cores'][0] / us:8.2f} {err:9.1e}", flush=True)
-  Device[dev].synchronize()
 
 def main() -> None:
   ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

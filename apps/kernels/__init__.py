@@ -52,7 +52,7 @@ from __future__ import annotations
 import functools, math, re
 from dataclasses import dataclass, replace
 from typing import Sequence
-from tinygrad import Device, dtypes
+from tinygrad import Device, Tensor, dtypes
 from tinygrad.dtype import DType
 from tinygrad.uop.ops import UOp, Ops, ProgramInfo, KernelInfo
 from tinygrad.helpers import to_function_name
@@ -251,7 +251,6 @@ def _sliced_from(t, Tmax: int):
   same = lambda a, b: a is b or (isinstance(a, int) and isinstance(b, int) and a == b)   # no symbolic comparisons
   if not (same(src.shape[0], Tmax) and same(bounds[0][0], 0) and same(bounds[0][1], T) and
           all(same(lo, 0) and same(hi, n) for (lo, hi), n in zip(bounds[1:], src.shape[1:]))): return None
-  from tinygrad import Tensor
   return Tensor(src).reshape(Tmax, *t.shape[1:])
 
 def to_bound(*ts):

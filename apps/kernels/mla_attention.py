@@ -525,12 +525,15 @@ def mla_prefill_attention(q: Tensor, q_pe: Tensor, cache: Tensor, pos: Tensor, *
     if t.device != dev: raise ValueError(f"mla_prefill_attention: {name} is on {t.device}, q on {dev}")
   if not available(dev): raise ValueError(f"mla_prefill_attention: device {dev} compiles no hand-written kernels")
   (q, q_pe), T, Tmax = to_bound(q, q_pe)
-  attend, combine = prefill_kernels(s, float(scale), Tmax, max_context, dev)
-  if combine is None:
-    out = Tensor.empty(Tmax, n_head, kv_lora, device=dev).custom_kernel(q.contiguous(), q_pe.contiguous(), cache, pos, fxn=attend)[0]
-  else:
-    S = prefill_splits(Tmax)
-    part, ml, *_ = Tensor.empty(Tmax, S, n_head, kv_lora, device=dev).custom_kernel(
-      Tensor.empty(Tmax, S, n_head, 2, device=dev), q.contiguous(), q_pe.contiguous(), cache, pos, fxn=attend)
-    out = Tensor.empty(Tmax, n_head, kv_lora, device=dev).custom_kernel(part, ml, pos, fxn=combine)[0]
+  out = launch_prefill(*prefill_kernels(s, float(scale), Tmax, max_context, dev), q.contiguous(), q_pe.contiguous(), cache, pos)
   return out if isinstance(T, int) else out[:T]
+
+def launch_prefill(attend, combine, q: Tensor, q_pe: Tensor, cache: Tensor, pos: Tensor) -> Tensor:
+  """The output (T, n_head, kv_lora) of prefill_kernels' pair for q (T, n_head, kv_lora) and q_pe of a concrete T: the
+  attend kernel alone (combine None), or its partials of prefill_splits(T) splits and their combine."""
+  (T, n_head, kv_lora), dev = q.shape, q.device
+  if combine is None: return Tensor.empty(T, n_head, kv_lora, device=dev).custom_kernel(q, q_pe, cache, pos, fxn=attend)[0]
+  S = prefill_splits(T)
+  part, ml, *_ = Tensor.empty(T, S, n_head, kv_lora, device=dev).custom_kernel(Tensor.empty(T, S, n_head, 2, device=dev), q, q_pe,
+                                                                               cache, pos, fxn=attend)
+  return Tensor.empty(T, n_head, kv_lora, device=dev).custom_kernel(part, ml, pos, fxn=combine)[0]
