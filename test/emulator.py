@@ -94,7 +94,7 @@ _CUDA_SHIM = r"""#pragma once
 #define __global__
 #define __device__
 #define __forceinline__ inline
-#define __launch_bounds__(n)
+#define __launch_bounds__(...)
 #define __shared__ EMU_SHARED
 #define __restrict__ __restrict
 #define __syncthreads() emu_barrier()

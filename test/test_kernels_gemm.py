@@ -64,6 +64,14 @@ def test_emulated_experts(tmp_path, typ):
     emulate(gemm.build(gemm.GemmShape(typ, T, N, K, J, E, per_slot)), "CUDA", bufs, tmp_path / str(per_slot))
     assert relerr(bufs[0], ref) < fp32_bound(K), (per_slot, relerr(bufs[0], ref))
 
+def test_emulated_experts_metal(tmp_path):
+  """The experts' listing (a warp's prefix sum by simdgroup shuffles) in the Metal rendering: 150 tokens x 2 slots as above."""
+  typ, T, J, E, N, K = GGMLType.Q4_0, 150, 2, 4, 40, 64
+  sel = np.stack([np.ones(T, np.int64), np.arange(T) % 3 - 1], 1)
+  bufs, ref = expert_case(typ, T, J, E, N, K, False, sel, seed=2)
+  emulate(gemm.build(gemm.GemmShape(typ, T, N, K, J, E)), "METAL", bufs, tmp_path)
+  assert relerr(bufs[0], ref) < fp32_bound(K), relerr(bufs[0], ref)
+
 def test_emulated_residual(tmp_path):
   """out = W . x + residual: the residual added in the store (a layer's residual add at prefill, no kernel of its own)."""
   typ, T, N, K = GGMLType.Q4_0, 70, 72, 96
@@ -134,7 +142,7 @@ def mma_dense(typ, T, N, K, work, tile, residual=False, seed=0):
 
 @pytest.mark.parametrize("typ", TYPES, ids=lambda t: t.name)
 def test_emulated_mma(tmp_path, typ):
-  """Partial tiles both ways (37 tokens, 72 rows), two steps of 8 sub-steps (K = 512), each dense tile (8 .. 64 tokens)."""
+  """Partial tiles both ways (37 tokens, 72 rows), eight steps of two sub-steps (K = 512), each dense tile (8 .. 64 tokens)."""
   for tt in (8, 16, 64):
     out, ref = mma_dense(typ, 37, 72, 512, tmp_path / str(tt), (tt, 64))
     assert relerr(out, ref) < fp32_bound(512), (tt, relerr(out, ref))
@@ -224,6 +232,30 @@ def test_tiles():
   assert gemm.GemmShape(q, 128, 2816, 2048, 6, 64).tile == (16, 128)
   assert gemm.GemmShape(q, 128, 12288, 2048).tile == (64, 64) and gemm.GemmShape(q, 128, 5632, 2048).tile == (32, 64)
   assert gemm.GemmShape(q, 128, 2048, 2048).tile == (16, 64) and gemm.GemmShape(q, 128, 512, 128, 16, 16, True, True).tile == (32, 64)
+
+def test_mma_tiles_steps_and_occupancy():
+  """Tensor-core tiles: SwiGLU 64 tokens x 128 rows; other dense products 32 tokens (fewer until a workgroup per SM) x 128
+  rows, 64 where N is an odd multiple of 64; experts 64 x 128 or 16 x 256. Two sub-steps a step, registers for three
+  workgroups an SM (__launch_bounds__(128, 3)), one sub-step where K has an odd number of blocks."""
+  q, S = GGMLType.Q4_0, gemm.GemmShape
+  assert gemm.mma_tile(S(q, 512, 6144, 2048, glu=True)) == (64, 128) and gemm.mma_tile(S(q, 512, 3072, 1536)) == (32, 128)
+  assert gemm.mma_tile(S(q, 512, 2112, 2048)) == (32, 64) and gemm.mma_tile(S(q, 512, 1344, 2048)) == (32, 64)
+  assert gemm.mma_tile(S(q, 128, 2048, 2048)) == (8, 128) and gemm.mma_tile(S(q, 512, 512, 128, 16, 16, True, True)) == (32, 128)
+  assert gemm.mma_tile(S(q, 512, 1408, 2048, 6, 64, glu=True)) == (64, 128) and gemm.mma_tile(S(q, 128, 1408, 2048, 6, 64)) == (16, 256)
+  for s in (S(q, 512, 2048, 2048), S(GGMLType.Q5_K, 512, 2816, 2048, glu=True), S(GGMLType.Q6_K, 512, 2048, 2816, residual=True)):
+    k = gemm.build_mma(s)
+    assert gemm._mma_steps(s, gemm.mma_tile(s)) == 2 and k.min_blocks == 3 and "__launch_bounds__(128, 3)" in render(k, "CUDA")
+  assert gemm._mma_steps(S(q, 20, 40, 96), (8, 64)) == 1
+
+def test_bench_gemm_shapes_are_the_kernels():
+  """tools/bench_gemm.py's products of a chunk are shapes the tensor-core GEMM serves, and its variants start with the rule."""
+  from tools.bench_gemm import MODELS, shape_of, variants
+  for model, products in MODELS.items():
+    for name, typ, N, K, form in products:
+      s = shape_of(typ, 512, N, K, form)
+      assert gemm.mma_supports(s), (model, name)
+      v = variants(s, True)
+      assert v[0] == (gemm.mma_tile(s), gemm._mma_steps(s, gemm.mma_tile(s)), 3) and len(set(v)) == len(v) > 1, (model, name)
 
 def test_parts_order_matches_the_packed_format():
   """The kernel's weight parameters are the packed format's parts, in order (d, qs)."""

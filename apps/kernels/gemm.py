@@ -134,18 +134,24 @@ def _entries(s: GemmShape, NT: int, TT: int) -> tuple[str, str, str, str, str]:
   entry `ent`; the first W row of the workgroup's expert; entry {t} of the tile (a format string); the loop over tiles)."""
   P = s.T * s.J
   if s.experts:
+    assert NT % 32 == 0
+    # a warp's prefix sum by a butterfly of shuffles (at distance o, the lanes of a group's upper half add the lower half's
+    # total), then the warps' totals through shared memory: two barriers per NT entries (a shared-memory scan took 15)
     listing = f"""  int e = GID_Z;
   SHARED int lst[{P}];
-  SHARED int scan[{NT}];
+  SHARED int wsum[{NT // 32}];
   int cnt = 0;
   for (int base = 0; base < {P}; base += {NT}) {{
     int i = base + tid, f = 0;
     if (i < {P}) {{ int se = sel[i]; se = se < 0 ? 0 : (se >= {s.E} ? {s.E - 1} : se); f = se == e ? 1 : 0; }}
-    scan[tid] = f;
+    int pre = f, tot = f;
+    for (int o = 1; o < 32; o <<= 1) {{ int v = SHFL_XOR(tot, o); if (tid & o) pre += v; tot += v; }}
+    if (tid % 32 == 0) wsum[tid / 32] = tot;
     BARRIER();
-    for (int o = 1; o < {NT}; o <<= 1) {{ int v = tid >= o ? scan[tid - o] : 0; BARRIER(); scan[tid] += v; BARRIER(); }}
-    if (f) lst[cnt + scan[tid] - 1] = i;
-    cnt += scan[{NT - 1}];
+    int all = 0;
+    for (int w = 0; w < {NT // 32}; w++) {{ if (w < tid / 32) pre += wsum[w]; all += wsum[w]; }}
+    if (f) lst[cnt + pre - 1] = i;
+    cnt += all;
     BARRIER();
   }}"""
     return listing, ("ent" if s.x_per_slot else f"ent / {s.J}"), f"e * {2 * s.N if s.glu else s.N} + ", "lst[min(m0 + ({t}), cnt - 1)]", \
@@ -309,29 +315,30 @@ _SUB = lambda v, o: f"(({v} ^ 0x{o:02x}{o:02x}{o:02x}{o:02x}u) | ((({v} ^ 0x{o:0
 # holds its pair; with one sub-step per step, just its own); `U` is the sub-step in the step, a constant
 _D_PAIR = "if ((U & 1) == 0) rd@ = SB > 1 ? ((const GLOBAL uint*)d)[bi >> 1] : (uint)*(const GLOBAL ushort*)(d + bi);"
 _DS_PAIR = "ds = H2F_BITS(rdP >> (16 * (U & 1)));"
+# K-quants: sub-blocks 2i and 2i + 1 are the low and high nibbles of the same qs words and share their scale words, d / dmin
+# (one uint) and Q5_K's qh words (Q6_K: qh, sc and d), so a step's even sub-step U loads them for itself and U + 1 (`@P`: the
+# even sub-step's register); steps of two sub-steps start at an even sub-block, steps of one load every sub-step
+_QK_PAIR = ("if ((U & 1) == 0) { rq@ = qs[bi*32 + 8*(s >> 1) + t]; rp@ = qs[bi*32 + 8*(s >> 1) + 4 + t]; rsc@ = scm[bi*4 + (s >> 2)]; "
+            "rmn@ = scm[bi*4 + 2 + (s >> 2)]; rdm@ = ((const GLOBAL uint*)dm)[bi]; }")
+_QK_FRAG_Q = "A0 = (rq@P >> (4*(s & 1))) & 0x0F0F0F0Fu; A1 = (rp@P >> (4*(s & 1))) & 0x0F0F0F0Fu; "
+_QK_FRAG_S = ("ds = H2F_BITS(rdm@P) * (float)((rsc@P >> (8*(s & 3))) & 255u); "
+              "mn = H2F_BITS(rdm@P >> 16) * (float)((rmn@P >> (8*(s & 3))) & 255u);")
 MMA_TYPES: dict[GGMLType, MmaType] = {
   GGMLType.Q4_0: MmaType(_Q4_0.parts, "uint rq@, rd@;", "rq@ = qs[bi*4 + t]; " + _D_PAIR,
     f"uint lo = rq@ & 0x0F0F0F0Fu, hi = (rq@ >> 4) & 0x0F0F0F0Fu; A0 = {_SUB('lo', 8)}; A1 = {_SUB('hi', 8)}; " + _DS_PAIR, ("ds",)),
   GGMLType.Q8_0: MmaType(_Q8_0.parts, "uint rq@, rp@, rd@;", "rq@ = qs[bi*8 + t]; rp@ = qs[bi*8 + 4 + t]; " + _D_PAIR,
     "A0 = rq@; A1 = rp@; " + _DS_PAIR, ("ds",)),
-  GGMLType.Q4_K: MmaType(_Q4_K.parts, "uint rq@, rp@, rsc@, rmn@; half rd@, rdm@;",
-    "rq@ = qs[bi*32 + 8*(s >> 1) + t]; rp@ = qs[bi*32 + 8*(s >> 1) + 4 + t]; rsc@ = scm[bi*4 + (s >> 2)]; "
-    "rmn@ = scm[bi*4 + 2 + (s >> 2)]; rd@ = dm[2*bi]; rdm@ = dm[2*bi + 1];",
-    "A0 = (rq@ >> (4*(s & 1))) & 0x0F0F0F0Fu; A1 = (rp@ >> (4*(s & 1))) & 0x0F0F0F0Fu; "
-    "ds = H2F(rd@) * (float)((rsc@ >> (8*(s & 3))) & 255u); mn = H2F(rdm@) * (float)((rmn@ >> (8*(s & 3))) & 255u);", ("ds", "mn")),
-  GGMLType.Q5_K: MmaType(_Q5_K.parts, "uint rq@, rp@, rsc@, rmn@, rh@, rg@; half rd@, rdm@;",
-    "rq@ = qs[bi*32 + 8*(s >> 1) + t]; rp@ = qs[bi*32 + 8*(s >> 1) + 4 + t]; rsc@ = scm[bi*4 + (s >> 2)]; "
-    "rmn@ = scm[bi*4 + 2 + (s >> 2)]; rd@ = dm[2*bi]; rdm@ = dm[2*bi + 1]; rh@ = qh[bi*8 + t]; rg@ = qh[bi*8 + 4 + t];",
-    "A0 = ((rq@ >> (4*(s & 1))) & 0x0F0F0F0Fu) | (((rh@ >> s) & 0x01010101u) << 4); "
-    "A1 = ((rp@ >> (4*(s & 1))) & 0x0F0F0F0Fu) | (((rg@ >> s) & 0x01010101u) << 4); "
-    "ds = H2F(rd@) * (float)((rsc@ >> (8*(s & 3))) & 255u); mn = H2F(rdm@) * (float)((rmn@ >> (8*(s & 3))) & 255u);", ("ds", "mn")),
+  GGMLType.Q4_K: MmaType(_Q4_K.parts, "uint rq@, rp@, rsc@, rmn@, rdm@;", _QK_PAIR, _QK_FRAG_Q + _QK_FRAG_S, ("ds", "mn")),
+  GGMLType.Q5_K: MmaType(_Q5_K.parts, "uint rq@, rp@, rsc@, rmn@, rdm@, rh@, rg@;", _QK_PAIR.replace("}", "rh@ = qh[bi*8 + t]; rg@ = qh[bi*8 + 4 + t]; }"),
+    "A0 = ((rq@P >> (4*(s & 1))) & 0x0F0F0F0Fu) | (((rh@P >> s) & 0x01010101u) << 4); "
+    "A1 = ((rp@P >> (4*(s & 1))) & 0x0F0F0F0Fu) | (((rg@P >> s) & 0x01010101u) << 4); " + _QK_FRAG_S, ("ds", "mn")),
   GGMLType.Q6_K: MmaType(_Q6_K.parts, "uint rl@, rm@, rh@, rg@, rs@; half rd@;",
     "rl@ = ql[bi*32 + 16*(s >> 2) + 8*(s & 1) + t]; rm@ = ql[bi*32 + 16*(s >> 2) + 8*(s & 1) + 4 + t]; "
-    "rh@ = qh[bi*16 + 8*(s >> 2) + t]; rg@ = qh[bi*16 + 8*(s >> 2) + 4 + t]; rs@ = sc[bi*4 + (s >> 1)]; rd@ = d[bi];",
-    "uint q0 = ((rl@ >> (4*((s & 3) >> 1))) & 0x0F0F0F0Fu) | (((rh@ >> (2*(s & 3))) & 0x03030303u) << 4); "
-    "uint q1 = ((rm@ >> (4*((s & 3) >> 1))) & 0x0F0F0F0Fu) | (((rg@ >> (2*(s & 3))) & 0x03030303u) << 4); "
-    f"A0 = {_SUB('q0', 32)}; A1 = {_SUB('q1', 32)}; ds = H2F(rd@); "
-    "sc0 = (float)((int)(rs@ << (24 - 8*((2*s) & 3))) >> 24); sc1 = (float)((int)(rs@ << (24 - 8*((2*s + 1) & 3))) >> 24);",
+    "if ((U & 1) == 0) { rh@ = qh[bi*16 + 8*(s >> 2) + t]; rg@ = qh[bi*16 + 8*(s >> 2) + 4 + t]; rs@ = sc[bi*4 + (s >> 1)]; rd@ = d[bi]; }",
+    "uint q0 = ((rl@ >> (4*((s & 3) >> 1))) & 0x0F0F0F0Fu) | (((rh@P >> (2*(s & 3))) & 0x03030303u) << 4); "
+    "uint q1 = ((rm@ >> (4*((s & 3) >> 1))) & 0x0F0F0F0Fu) | (((rg@P >> (2*(s & 3))) & 0x03030303u) << 4); "
+    f"A0 = {_SUB('q0', 32)}; A1 = {_SUB('q1', 32)}; ds = H2F(rd@P); "
+    "sc0 = (float)((int)(rs@P << (24 - 8*((2*s) & 3))) >> 24); sc1 = (float)((int)(rs@P << (24 - 8*((2*s + 1) & 3))) >> 24);",
     ("ds", "sc0", "sc1")),
 }
 
@@ -340,27 +347,29 @@ def mma_tile(s: GemmShape) -> tuple[int, int]:
   rows a warp owns the fewer shared-memory reads per mma (Nsight Compute: these kernels are bound by L1 / shared memory,
   not DRAM): an expert's 64 entries x 128 rows (32 a warp) where a chunk routes 32 or more entries to an expert on average
   (a 512-token chunk: ~48 to each of DeepSeek-V2-Lite's 64 experts; H100 prefill -16% against 16 x 256), else 16 x 256
-  (a 128-token chunk's ~12: 64 x 128 was 4.5% slower there); a dense product's 64 or 32 tokens x 128 rows where that still
-  gives a workgroup per SM, else 64 rows x as many tokens (64 .. 8) as leave two workgroups per SM."""
+  (a 128-token chunk's ~12: 64 x 128 was 4.5% slower there); a SwiGLU product's 64 tokens x 128 rows of W; any other
+  product's 32 tokens (or fewer, down to 8, until there is a workgroup per SM) x 128 rows, or 64 where N is an odd multiple
+  of 64 (a last band of 128 half empty). 32 tokens beat 64 by 1.1-1.4x at 512 tokens where the 64-token tiles left one or
+  two workgroups an SM (tools/bench_gemm.py --sweep tiles, OPTIMIZATION_JOURNAL.md)."""
   if s.experts: return (64, 128) if s.T * s.J >= 32 * s.E else (16, 256)
   wgs = lambda tt, tn: -(-s.N * (2 if s.glu else 1) // tn) * -(-s.T // tt) * (s.E if s.batched else 1)
   if s.glu:   # a warp's row blocks in gate / up pairs: 128 rows of W, 64 of out
     tt = 64
     while tt > 8 and wgs(tt, 128) < matvec.SMS: tt //= 2
     return (tt, 128)
-  for tt in (64, 32):
-    if wgs(tt, 128) >= matvec.SMS: return (tt, 128)
-  tt = 64
-  while tt > 8 and wgs(tt, 64) < 2 * matvec.SMS: tt //= 2
-  return (tt, 64)
+  tn, tt = (128 if s.N % 128 == 0 else 64), 32
+  while tt > 8 and wgs(tt, tn) < matvec.SMS: tt //= 2
+  return (tt, tn)
 
 def _experts_bytes(s: GemmShape) -> int: return s.T * s.J * 4 + 128 * 4 if s.experts else 0
 
 def _mma_steps(s: GemmShape, tile: tuple[int, int]) -> int:
-  """Sub-steps of 32 weights per step (a step's loads are in flight together): 8 row blocks of 16 per warp and step, fewer
-  where K or the shared memory (two steps of x records) asks."""
+  """Sub-steps of 32 weights per step (a step's loads are in flight together): two, one where K or the shared memory (two
+  steps of x records) asks. Four (8 row blocks of 16 a warp) held 32 more registers of weights in flight, which left two
+  workgroups per SM; two, with registers for three workgroups an SM (build_mma's __launch_bounds__(128, 3): 168 a thread,
+  no spills), ran the chunk's products up to 1.5x faster on the H100 (tools/bench_gemm.py --sweep steps, OPTIMIZATION_JOURNAL.md)."""
   TT, TN = tile
-  sb = max(1, 8 // (TN // 64))
+  sb = 2
   while sb > 1 and ((s.K // KB) % sb or 2 * sb * TT * 5 * 16 + _experts_bytes(s) > matvec.SHARED_BYTES["CUDA"]): sb //= 2
   return sb
 
@@ -374,7 +383,7 @@ def mma_supports(s: GemmShape, device: str | None = None) -> bool:
   return s.type in MMA_TYPES and s.K % BLOCK[s.type][0] == 0 and s.T > 0 and s.N > 0 and s.J > 0 and \
          mma_shared_bytes(s) <= matvec.SHARED_BYTES["CUDA"]
 
-def build_mma(s: GemmShape, tile: tuple[int, int] | None = None) -> SourceKernel:
+def build_mma(s: GemmShape, tile: tuple[int, int] | None = None, steps: int | None = None, min_blocks: int | None = None) -> SourceKernel:
   """The tensor-core kernel for shape `s` (reads x as build_xq's records). A workgroup of 4 warps owns TT tokens x TN rows
   of out; warp w owns rows [w TN/4, (w + 1) TN/4) as MW row blocks of 16, for all TT tokens (TT / 8 column blocks). Per
   sub-step of 32 weights a lane loads word t of its rows g and g + 8 straight into the A fragment (a Q4_0 block's word t
@@ -384,7 +393,7 @@ def build_mma(s: GemmShape, tile: tuple[int, int] | None = None) -> SourceKernel
   mt_ = MMA_TYPES[s.type]
   assert mma_supports(s) and (tile is None or mma_shared_bytes(s, tile) <= matvec.SHARED_BYTES["CUDA"]), s
   TT, TN = tile or mma_tile(s)
-  MW, NTL, SB = TN // 64, TT // 8, _mma_steps(s, (TT, TN))
+  MW, NTL, SB = TN // 64, TT // 8, steps or _mma_steps(s, (TT, TN))
   OM = MW // 2 if s.glu else MW   # output row blocks of 16 per warp
   assert TN % 64 == 0 and TT % 8 == 0 and not (s.glu and (MW % 2 or s.batched))
   spb = BLOCK[s.type][0] // KB
@@ -396,7 +405,7 @@ def build_mma(s: GemmShape, tile: tuple[int, int] | None = None) -> SourceKernel
             *([Param("residual", dtypes.float32)] if s.residual else []), *(Param(n, dt, weight=True) for n, dt in mt_.parts))
   listing, xrow, wrow0, ent, mloop = _entries(s, 128, TT)
   def reg(code: str, idx: str, u: int | None = None) -> str:
-    if u is not None: code = code.replace("rdP", f"rd[{u & ~1}][m][h]").replace("U", str(u)).replace("SB", str(SB))
+    if u is not None: code = code.replace("rdP", f"rd[{u & ~1}][m][h]").replace("@P", f"[{u & ~1}][m][h]").replace("U", str(u)).replace("SB", str(SB))
     return code.replace("@", idx)
   def load(step: str) -> str:
     """Step `step`'s x records into shared buffer (step) & 1 (cp.async) and its weights into the lane's registers."""
@@ -490,7 +499,7 @@ def build_mma(s: GemmShape, tile: tuple[int, int] | None = None) -> SourceKernel
          (f"_batched{s.J}" if s.batched else "") + ("_residual" if s.residual else "") + ("_glu" if s.glu else "")
   ON = TN // 2 if s.glu else TN   # output rows per workgroup
   grid = (-(-s.N // ON), 1, s.E) if s.experts else (-(-s.N // ON), -(-s.T // TT), s.E if s.batched else 1)
-  return SourceKernel(name, params, body, grid, (128, 1, 1), trigger=False)
+  return SourceKernel(name, params, body, grid, (128, 1, 1), trigger=False, min_blocks=min_blocks or 3)
 
 @functools.lru_cache(maxsize=None)
 def kernel(s: GemmShape, device: str, norm_eps: float | None = None):

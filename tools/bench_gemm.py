@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Prefill GEMM time per call on the GPU: the tensor-core kernel (apps/kernels/gemm.py `build_mma`) on the products of one
+chunk of each model (512 tokens by default), as the model's rule builds it and, with --sweep, every tile x steps x
+workgroups-per-SM variant that fits, so a rule can be chosen from the table.
+
+  DEV=CUDA python3 tools/bench_gemm.py [--tokens 512] [--models youtu,dsv2,glm] [--sweep steps|tiles] [--steps 4,2,1] [--mbs 1,3,4] [--iters 20]
+
+A timed step is one TinyJit replay of `copies` calls of the kernel on distinct weight copies (together past the L2 cache,
+as a chunk's products read weights the previous kernels evicted), one x and one output (so the graph runs the calls one
+after another: independent calls overlapped, which flattered tiles that leave SMs idle); the table shows microseconds per call, the
+integer tensor-core throughput (two int8 mma a product: x is 16-bit) and, for variants, the ratio to the rule's kernel.
+Only the quantized x records are timed (build_xq runs once, apart). Runs with python3 + numpy + upstream/ only.
+"""
+from __future__ import annotations
+import argparse, math, sys, time
+from pathlib import Path
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # apps, tools
+import numpy as np
+import apps  # noqa: F401
+from tinygrad import Tensor, TinyJit, Device, dtypes
+from apps.gguf import GGMLType
+from apps.quantized import PackedTensor
+from apps.kernels import program, gemm
+from apps.kernels.gemm import GemmShape, build_mma, mma_tile, _mma_steps, mma_supports, KB, XQ_WORDS
+from tools.bench_quantized import random_raw
+
+Q4_0, Q5_K, Q6_K = GGMLType.Q4_0, GGMLType.Q5_K, GGMLType.Q6_K
+# (name, type, N, K, form): form "" linear, "glu", "res", "e<E>j<J>" routed experts (gate_up: glu; down: x per slot),
+# "b<J>" per-slot (MLA's k_b / v_b); the chunk's products of apps/mla.py with the release quant mix (apps/synth.py)
+MODELS = {
+  "youtu": [("q_a+kv_a", Q4_0, 2112, 2048, ""), ("q_b", Q4_0, 3072, 1536, ""), ("k_b", Q4_0, 512, 128, "b16"),
+            ("v_b", Q4_0, 128, 512, "b16"), ("attn_output", Q4_0, 2048, 2048, "res"), ("gate_up", Q4_0, 6144, 2048, "glu"),
+            ("down", Q4_0, 2048, 6144, "res")],
+  "dsv2": [("q+kv_a", Q4_0, 3648, 2048, ""), ("attn_output", Q4_0, 2048, 2048, "res"), ("gate_up_shexp", Q5_K, 2816, 2048, "glu"),
+           ("down_shexp", Q6_K, 2048, 2816, "res"), ("gate_up_exps", Q4_0, 1408, 2048, "e64j6glu"),
+           ("down_exps", Q4_0, 2048, 1408, "e64j6")],
+  "glm": [("q_a+kv_a", Q4_0, 1344, 2048, ""), ("q_b", Q4_0, 5120, 768, ""), ("k_b", Q4_0, 512, 192, "b20"), ("v_b", Q4_0, 256, 512, "b20"),
+          ("attn_output", Q4_0, 2048, 5120, "res"), ("gate_up_shexp", Q5_K, 1536, 2048, "glu"), ("down_shexp", Q6_K, 2048, 1536, "res"),
+          ("gate_up_exps", Q4_0, 1536, 2048, "e64j4glu"), ("down_exps", Q4_0, 2048, 1536, "e64j4")],
+}
+
+def shape_of(typ: GGMLType, T: int, N: int, K: int, form: str) -> GemmShape:
+  glu, res = form.endswith("glu"), form == "res"
+  if form.startswith("e"):
+    E, J = map(int, form.rstrip("glu")[1:].split("j"))
+    return GemmShape(typ, T, N, K, J, E, x_per_slot=not glu, glu=glu)
+  if form.startswith("b"): J = int(form[1:]); return GemmShape(typ, T, N, K, J, J, True, True)
+  return GemmShape(typ, T, N, K, glu=glu, residual=res)
+
+def variants(s: GemmShape, tiles: bool, steps=(4, 2, 1), mbs=(1, 3, 4)) -> list[tuple[tuple[int, int], int, int]]:
+  """(tile, steps, workgroups per SM) of the rule first, then the others that fit the shape and shared memory: the rule's
+  tile (with `tiles`, every tile) x steps 4, 2, 1 x registers as they come or capped for 3 or 4 workgroups per SM."""
+  rule = (mma_tile(s), _mma_steps(s, mma_tile(s)), build_mma(s).min_blocks)
+  out = [rule]
+  alts = [(64, 128), (16, 256), (32, 128)] if s.experts else [(tt, tn) for tn in ((128, 256) if s.glu else (64, 128)) for tt in (64, 32)]
+  for tile in [rule[0]] + ([t for t in alts if t != rule[0]] if tiles else []):
+    for sb in steps:
+      if (s.K // KB) % sb or 2 * sb * tile[0] * 5 * 16 + gemm._experts_bytes(s) > gemm.matvec.SHARED_BYTES["CUDA"]: continue
+      for mb in mbs:
+        v = (tile, sb, mb)
+        if v not in out: out.append(v)
+  return out
+
+def bench(model: str, name: str, s: GemmShape, sweep: str, iters: int, rng, steps, mbs) -> None:
+  dev = Device.DEFAULT
+  ne = (s.K, s.N * (2 if s.glu else 1), *([s.E] if s.E else []))
+  w_bytes = math.prod(ne) // 32 * 18
+  copies = max(2, math.ceil(64 * 2**20 / w_bytes))
+  raw = random_raw(s.type, math.prod(ne), rng)
+  w0 = PackedTensor.from_bytes(raw, s.type, ne)
+  ws = [w0.part_list()] + [[(p + 0).contiguous().realize() for p in w0.part_list()] for _ in range(copies - 1)]
+  R = s.T * s.J if (s.x_per_slot or s.batched) else s.T
+  xq = Tensor(rng.integers(0, 2**32, (s.K // KB * R * XQ_WORDS,), dtype=np.uint32)).realize()
+  extra = []
+  if s.experts: extra.append(Tensor(rng.integers(0, s.E, (s.T, s.J)).astype(np.int32)).realize())
+  if s.residual: extra.append(Tensor(rng.standard_normal((s.T, s.N)).astype(np.float32)).realize())
+  out_elems = s.T * (s.J if s.E else 1) * s.N
+  flops = 2 * 2 * s.T * s.J * s.N * s.K * (2 if s.glu else 1)   # int8 multiply-adds: (h, l) per product
+  base = None
+  for tile, sb, mb in (variants(s, sweep == "tiles", steps, mbs) if sweep else variants(s, False)[:1]):
+    try: fxn = program(build_mma(s, tile, sb, mb), dev)
+    except AssertionError: continue
+    def step(fxn=fxn):   # every call writes the one output: the graph runs them one after another, as a chunk's products run
+      out = Tensor.empty(out_elems, dtype=dtypes.float32)
+      for w in ws: out = out.custom_kernel(xq, *extra, *w, fxn=fxn)[0]
+      return out.realize()
+    jit = TinyJit(step)
+    for _ in range(3): jit()
+    Device[dev].synchronize()
+    t0 = time.perf_counter()
+    for _ in range(iters): jit()
+    Device[dev].synchronize()
+    us = (time.perf_counter() - t0) / iters / copies * 1e6
+    base = base or us
+    print(f"{model:6s} {name:15s} {s.type.name:5s} {s.T:5d} {s.N:6d} {s.K:6d} {str(tile):>10s} {sb:3d} {mb:3d} {us:9.1f} "
+          f"{flops / us / 1e6:8.1f} {base / us:6.3f}", flush=True)
+
+def main() -> None:
+  ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  ap.add_argument("--tokens", type=int, default=512)
+  ap.add_argument("--models", default=",".join(MODELS))
+  ap.add_argument("--only", default="", help="comma list of product names to time (default: all)")
+  ap.add_argument("--sweep", choices=["steps", "tiles"], help="also the variants: steps x workgroups per SM of the rule's tile "
+                  "(steps), or of every tile (tiles)")
+  ap.add_argument("--steps", default="4,2,1", help="the sweep's sub-steps per step")
+  ap.add_argument("--mbs", default="1,3,4", help="the sweep's workgroups per SM")
+  ap.add_argument("--iters", type=int, default=20)
+  args = ap.parse_args()
+  print(f"device {Device.DEFAULT}")
+  print(f"{'model':6s} {'product':15s} {'type':5s} {'T':>5s} {'N':>6s} {'K':>6s} {'tile':>10s} {'sb':>3s} {'mb':>3s} {'us':>9s} "
+        f"{'int8 TOPS':>8s} {'x rule':>6s}")
+  rng = np.random.default_rng(0)
+  for model in args.models.split(","):
+    for name, typ, N, K, form in MODELS[model]:
+      if args.only and name not in args.only.split(","): continue
+      s = shape_of(typ, args.tokens, N, K, form)
+      if not mma_supports(s, Device.DEFAULT): print(f"{model:6s} {name:15s}: no tensor-core kernel on {Device.DEFAULT}"); continue
+      bench(model, name, s, args.sweep, args.iters, rng, [int(v) for v in args.steps.split(',')], [int(v) for v in args.mbs.split(',')])
+
+if __name__ == "__main__": main()
