@@ -312,14 +312,15 @@ class MmaType:
 # signed bytes from unsigned ones with offset o (bytes in [0, 2o)): v - o per byte, no borrow between bytes
 _SUB = lambda v, o: f"(({v} ^ 0x{o:02x}{o:02x}{o:02x}{o:02x}u) | ((({v} ^ 0x{o:02x}{o:02x}{o:02x}{o:02x}u) & 0x{o:02x}{o:02x}{o:02x}{o:02x}u) * {(256 - 2*o) // o}u))"
 # Q4_0 / Q8_0's fp16 scales d: an even sub-step U loads the 32 bits of its own and the next one's (sub-step U's register
-# holds its pair; with one sub-step per step, just its own); `U` is the sub-step in the step, a constant
+# holds its pair, `@P` the even sub-step's register; with one sub-step per step, just its own); `U` is the sub-step in the
+# step, a constant
 _D_PAIR = "if ((U & 1) == 0) rd@ = SB > 1 ? ((const GLOBAL uint*)d)[bi >> 1] : (uint)*(const GLOBAL ushort*)(d + bi);"
-_DS_PAIR = "ds = H2F_BITS(rdP >> (16 * (U & 1)));"
+_DS_PAIR = "ds = H2F_BITS(rd@P >> (16 * (U & 1)));"
 # K-quants: sub-blocks 2i and 2i + 1 are the low and high nibbles of the same qs words and share their scale words, d / dmin
 # (one uint) and Q5_K's qh words (Q6_K: qh, sc and d), so a step's even sub-step U loads them for itself and U + 1 (`@P`: the
 # even sub-step's register); steps of two sub-steps start at an even sub-block, steps of one load every sub-step
-_QK_PAIR = ("if ((U & 1) == 0) { rq@ = qs[bi*32 + 8*(s >> 1) + t]; rp@ = qs[bi*32 + 8*(s >> 1) + 4 + t]; rsc@ = scm[bi*4 + (s >> 2)]; "
-            "rmn@ = scm[bi*4 + 2 + (s >> 2)]; rdm@ = ((const GLOBAL uint*)dm)[bi]; }")
+_qk_pair = lambda more="": ("if ((U & 1) == 0) { rq@ = qs[bi*32 + 8*(s >> 1) + t]; rp@ = qs[bi*32 + 8*(s >> 1) + 4 + t]; "
+                            f"rsc@ = scm[bi*4 + (s >> 2)]; rmn@ = scm[bi*4 + 2 + (s >> 2)]; rdm@ = ((const GLOBAL uint*)dm)[bi]; {more}}}")
 _QK_FRAG_Q = "A0 = (rq@P >> (4*(s & 1))) & 0x0F0F0F0Fu; A1 = (rp@P >> (4*(s & 1))) & 0x0F0F0F0Fu; "
 _QK_FRAG_S = ("ds = H2F_BITS(rdm@P) * (float)((rsc@P >> (8*(s & 3))) & 255u); "
               "mn = H2F_BITS(rdm@P >> 16) * (float)((rmn@P >> (8*(s & 3))) & 255u);")
@@ -328,8 +329,8 @@ MMA_TYPES: dict[GGMLType, MmaType] = {
     f"uint lo = rq@ & 0x0F0F0F0Fu, hi = (rq@ >> 4) & 0x0F0F0F0Fu; A0 = {_SUB('lo', 8)}; A1 = {_SUB('hi', 8)}; " + _DS_PAIR, ("ds",)),
   GGMLType.Q8_0: MmaType(_Q8_0.parts, "uint rq@, rp@, rd@;", "rq@ = qs[bi*8 + t]; rp@ = qs[bi*8 + 4 + t]; " + _D_PAIR,
     "A0 = rq@; A1 = rp@; " + _DS_PAIR, ("ds",)),
-  GGMLType.Q4_K: MmaType(_Q4_K.parts, "uint rq@, rp@, rsc@, rmn@, rdm@;", _QK_PAIR, _QK_FRAG_Q + _QK_FRAG_S, ("ds", "mn")),
-  GGMLType.Q5_K: MmaType(_Q5_K.parts, "uint rq@, rp@, rsc@, rmn@, rdm@, rh@, rg@;", _QK_PAIR.replace("}", "rh@ = qh[bi*8 + t]; rg@ = qh[bi*8 + 4 + t]; }"),
+  GGMLType.Q4_K: MmaType(_Q4_K.parts, "uint rq@, rp@, rsc@, rmn@, rdm@;", _qk_pair(), _QK_FRAG_Q + _QK_FRAG_S, ("ds", "mn")),
+  GGMLType.Q5_K: MmaType(_Q5_K.parts, "uint rq@, rp@, rsc@, rmn@, rdm@, rh@, rg@;", _qk_pair("rh@ = qh[bi*8 + t]; rg@ = qh[bi*8 + 4 + t]; "),
     "A0 = ((rq@P >> (4*(s & 1))) & 0x0F0F0F0Fu) | (((rh@P >> s) & 0x01010101u) << 4); "
     "A1 = ((rp@P >> (4*(s & 1))) & 0x0F0F0F0Fu) | (((rg@P >> s) & 0x01010101u) << 4); " + _QK_FRAG_S, ("ds", "mn")),
   GGMLType.Q6_K: MmaType(_Q6_K.parts, "uint rl@, rm@, rh@, rg@, rs@; half rd@;",
@@ -368,9 +369,8 @@ def _mma_steps(s: GemmShape, tile: tuple[int, int]) -> int:
   steps of x records) asks. Four (8 row blocks of 16 a warp) held 32 more registers of weights in flight, which left two
   workgroups per SM; two, with registers for three workgroups an SM (build_mma's __launch_bounds__(128, 3): 168 a thread,
   no spills), ran the chunk's products up to 1.5x faster on the H100 (tools/bench_gemm.py --sweep steps, OPTIMIZATION_JOURNAL.md)."""
-  TT, TN = tile
   sb = 2
-  while sb > 1 and ((s.K // KB) % sb or 2 * sb * TT * 5 * 16 + _experts_bytes(s) > matvec.SHARED_BYTES["CUDA"]): sb //= 2
+  while sb > 1 and ((s.K // KB) % sb or 2 * sb * tile[0] * 5 * 16 + _experts_bytes(s) > matvec.SHARED_BYTES["CUDA"]): sb //= 2
   return sb
 
 def mma_shared_bytes(s: GemmShape, tile: tuple[int, int] | None = None) -> int:
@@ -405,7 +405,7 @@ def build_mma(s: GemmShape, tile: tuple[int, int] | None = None, steps: int | No
             *([Param("residual", dtypes.float32)] if s.residual else []), *(Param(n, dt, weight=True) for n, dt in mt_.parts))
   listing, xrow, wrow0, ent, mloop = _entries(s, 128, TT)
   def reg(code: str, idx: str, u: int | None = None) -> str:
-    if u is not None: code = code.replace("rdP", f"rd[{u & ~1}][m][h]").replace("@P", f"[{u & ~1}][m][h]").replace("U", str(u)).replace("SB", str(SB))
+    if u is not None: code = code.replace("@P", f"[{u & ~1}][m][h]").replace("U", str(u)).replace("SB", str(SB))
     return code.replace("@", idx)
   def load(step: str) -> str:
     """Step `step`'s x records into shared buffer (step) & 1 (cp.async) and its weights into the lane's registers."""
