@@ -14,6 +14,8 @@ through the model's own symbolic variable, so the kernels are the decode kernels
   decode  the real decode step (embedding, stack, head, on-device sampling, one host read), as generate() runs it
   fill    (only when asked for) one prefill chunk of the model's shortest prefill chunk length at --pos, as generate() runs every
           chunk but the last (Transformer._fill); reported per chunk, tok/s = its tokens / its time
+  prompt  (only when asked for) the same chunk as generate() runs a prompt's last one: with the head on its last row and the
+          sampling of the first token (Transformer._next_token), read back as there
   upstream  (only when asked for) upstream tinygrad.llm's own decode of the same file: its Transformer.generate(), one
           next() per token as its --benchmark times it (a second copy of the weights on the device)
 
@@ -48,7 +50,7 @@ from apps.readback import upload
 from apps.quantized import QuantizedLinear, QuantizedExpertWeights, QuantizedEmbedding, PackedTensor
 from apps import synth, sampling
 
-TARGETS = ("block", "ffn", "attn", "stack", "decode", "fill", "upstream")
+TARGETS = ("block", "ffn", "attn", "stack", "decode", "fill", "prompt", "upstream")
 DEFAULT_TARGETS = ("block", "ffn", "attn", "stack", "decode")
 PARTS = ("attention", "router", "experts", "shared_expert", "dense_ffn", "norms", "embedding", "output", "sampling", "other")
 
@@ -226,16 +228,18 @@ class Bench:
       decode = TinyJit(m._decode)                 # what generate() replays per token (its own capture), token read back as there
       return Step(target, decode, lambda i: (self.v_pos,), lambda out: m.token.item(), len(m.blocks), active_weight_bytes(m),
                   cache_bytes(m, len(m.blocks), self.pos), "token")
-    if target == "fill":
-      # one prefill chunk as generate() runs every chunk but the last: the shortest chunk length's tokens placed at pos (pos <=
-      # max_context - T), latents into the caches, the stack's last row out; the sequence's earlier rows are whatever the
-      # caches hold (the time does not depend on them)
+    if target in ("fill", "prompt"):
+      # one prefill chunk as generate() runs every chunk but the last (fill) or the last (prompt): the shortest chunk length's
+      # tokens placed at pos (pos <= max_context - T), latents into the caches, the stack's last row out (fill) or the token
+      # sampled from its logits (prompt); the sequence's earlier rows are whatever the caches hold (the time does not depend on them)
       T = m.prefill_chunks[-1]
       if self.pos + T > m.max_context: raise SystemExit(f"bench: a prefill chunk of {T} at --pos {self.pos} overflows the context of {m.max_context}")
       self.fill_ids = np.random.default_rng(1).integers(0, m.cfg.vocab_size, m.max_context, dtype=np.int32)  # padded as generate()'s
       buf = Tensor(self.fill_ids, device=self.dev).realize()
       pos, n = m.start_pos.bind(self.pos), m._v_len[T].bind(T)
-      return Step(target, TinyJit(m._fill), lambda i: (buf[pos:pos + n], pos), sync_dev, len(m.blocks),
+      if target == "prompt": m.sampler.configure(sampling.Params(), [])  # greedy, as the default generate()
+      fn, sync = (m._fill, sync_dev) if target == "fill" else (m._next_token, lambda out: m.token.item())
+      return Step(target, TinyJit(fn), lambda i: (buf[pos:pos + n], pos), sync, len(m.blocks),
                   active_weight_bytes(m, whole=True), cache_bytes(m, len(m.blocks), self.pos, T), "chunk", T)
     raise ValueError(f"unknown target '{target}' (choose from {', '.join(TARGETS)})")
 
@@ -518,7 +522,7 @@ def main(argv: Sequence[str] | None = None) -> int:
   ap.add_argument("--mix", default="release", help=f"quant mix of a synthetic preset ({', '.join(synth.MIXES)})")
   ap.add_argument("--rounds", type=int, default=3, help="loops of `count` steps; the headline is the median of round medians")
   ap.add_argument("--only", default=",".join(DEFAULT_TARGETS), help=f"comma list of targets ({', '.join(TARGETS)})")
-  ap.add_argument("--pos", type=int, default=128, help="start_pos of the decode token (cache rows attended: pos + 1), or of the fill chunk")
+  ap.add_argument("--pos", type=int, default=128, help="start_pos of the decode token (cache rows attended: pos + 1), or of the fill / prompt chunk")
   ap.add_argument("--bank", type=int, default=8, help="distinct blocks chained per step for block/ffn/attn")
   ap.add_argument("--mask", type=int, default=DEFAULT_SPLIT_MASK, help=f"split mask over {', '.join(SPLIT_POINTS)} (bit i = point i)")
   ap.add_argument("--max-context", type=int, default=4096, help="KV cache length (as the app's default)")
@@ -562,10 +566,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{t}: {r['ms']:.3f} ms/token, {r['tok_s']:.1f} tok/s; floor {r['floor_ms']:.3f} ms ({mb:.1f} MB"
               f" at {bw / 1e9:.1f} GB/s), {r['kernels']} kernels in {r['launches']} launches per token;"
               f" host {r['host_ms']:.3f} ms of it, {r['pipelined_ms']:.3f} ms/token pipelined")
-    if "fill" in results:
-      r = results["fill"]
-      print(f"fill: {r['ms']:.3f} ms per prefill chunk of {r['tokens']} tokens at pos {a.pos}, {r['tok_s']:.1f} tok/s;"
-            f" {r['kernels']} kernels in {r['launches']} launches; all weights once: {r['floor_ms']:.3f} ms")
+    for t in ("fill", "prompt"):
+      if t in results:
+        r = results[t]
+        print(f"{t}: {r['ms']:.3f} ms per prefill chunk of {r['tokens']} tokens at pos {a.pos}, {r['tok_s']:.1f} tok/s;"
+              f" {r['kernels']} kernels in {r['launches']} launches; all weights once: {r['floor_ms']:.3f} ms")
   return 0
 
 if __name__ == "__main__": sys.exit(main())

@@ -229,7 +229,7 @@ def main(argv: Sequence[str] | None = None) -> int:
   ap.add_argument("--repeat", type=int, default=5, help="passes over the kernels; each kernel's time is the median")
   ap.add_argument("--count", type=int, default=10, help="timed replays of the step as run")
   ap.add_argument("--top", type=int, default=12, help="kernels listed per part")
-  ap.add_argument("--chunk", type=int, default=None, help="fill: the prefill chunk length (default: the model's shortest)")
+  ap.add_argument("--chunk", type=int, default=None, help="fill, prompt: the prefill chunk length (default: the model's shortest)")
   ap.add_argument("--json", action="store_true")
   ap.add_argument("--ncu", action="store_true", help="run one more pass inside the CUDA profiler range (run under ncu)")
   ap.add_argument("--ncu-csv", metavar="CSV", help="measure nothing: print --rows's table with this Nsight Compute CSV's times")
@@ -243,7 +243,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("\n".join(bb.header_lines(doc["header"]) + [f"pos {doc['header'].get('pos')}  target {res['target']}"] + report(res, a.top)))
     return 0
   if a.repeat < 1 or a.count < 1: ap.error("--repeat and --count must be >= 1")
-  if a.chunk is not None and (a.target != "fill" or a.chunk < 1): ap.error("--chunk is a positive chunk length, for --target fill")
+  if a.chunk is not None and (a.target not in ("fill", "prompt") or a.chunk < 1):
+    ap.error("--chunk is a positive chunk length, for --target fill or prompt")
   a.model = a.model or bb.default_model()
   path = bb.resolve_model(a.model, a.mix)
   m = bb.load_model(path, max(a.max_context, a.pos + 1), a.mask)

@@ -1,6 +1,6 @@
 """The measuring instruments: bench_block.py statistics, weight accounting and split-mask plumbing, search2.py's searches,
 cache and outputs, and apps/profile.py's per-part attribution, on CPU with the tiny presets."""
-import dataclasses, json, os, struct, subprocess, sys, types, zlib
+import dataclasses, json, os, re, struct, subprocess, sys, types, zlib
 from pathlib import Path
 import numpy as np
 import pytest
@@ -180,6 +180,20 @@ def test_fill_is_one_prefill_chunk(bench):
   res = profile.profile(bench, "fill", repeat=1, count=1)
   assert len(res["rows"]) == res["kernels"] and {"attention", "experts", "router"} <= {row.part for row in res["rows"]}
 
+def test_prompt_is_the_last_prefill_chunk(bench):
+  """The prompt target runs the chunk as generate() runs a prompt's last one (Transformer._next_token): the fill's kernels
+  plus the head and the sampling; the greedy token it leaves in the model's token buffer is the argmax of the eager
+  logits of the chunk's last row."""
+  m = bench.m
+  fill, prompt = bench.step("fill"), bench.step("prompt")
+  T = m.prefill_chunks[-1]
+  assert prompt.tokens == T and prompt.per == "chunk"
+  r, rf = bb.measure(prompt, 2, 1), bb.measure(fill, 2, 1)
+  assert r["kernels"] > rf["kernels"] and r["tok_s"] == pytest.approx(T * 1e3 / r["ms"])
+  prompt.fn(*prompt.args(0))
+  ids = Tensor(bench.fill_ids[bench.pos:bench.pos + T], device=m.device)
+  assert m.token.item() == int(m.head(m.hidden(ids, bench.pos)[-1:]).numpy()[0].argmax())
+
 def test_bench_block_bad_model():
   out = subprocess.run([sys.executable, "bench_block.py", "--model", "no-such-model"], cwd=ROOT, env={**os.environ, "DEV": "CPU"},
                        capture_output=True, text=True, timeout=120)
@@ -351,5 +365,10 @@ def test_prefill_probe_parts_add_up(capsys):
   assert prefill_probe.main(["--presets", "youtu-llm-2b-tiny", "--prefill", "40", "--runs", "1", "--chunks", "32+8"]) == 0
   out = capsys.readouterr().out
   assert "chunks 32+8, prompt 40" in out and "steady median" in out
-  for part in ("sampler.configure", "token buffer", "chunk 0..31 (length 32)", "chunk 32..39 (last, length 8)", "read first token"):
+  for part in ("sampler.configure", "token buffer", "chunk 0..31 (length 32)", "chunk 32..39 (last, length 8)", "read first token",
+               "the first chunk without head (fill)"):
     assert part in out, out
+  # each part's time to the sync and, in parentheses, the call's own (the host's share): never more than the whole
+  for line in out.splitlines():
+    if (pairs := re.findall(r"([\d.]+) \(\s*([\d.]+)\)", line)):
+      assert len(pairs) == 3 and all(float(host) <= float(total) for total, host in pairs), line

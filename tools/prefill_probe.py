@@ -17,16 +17,18 @@ from tinygrad import Device
 from apps import synth, sampling
 from apps.model import Transformer
 
-def parts(model: Transformer, prompt: list[int]) -> list[tuple[str, float]]:
-  """The prefill of generate(prompt, 1) in its parts, each timed to a device sync (ms)."""
+def parts(model: Transformer, prompt: list[int]) -> list[tuple[str, float, float]]:
+  """The prefill of generate(prompt, 1) in its parts: (name, ms to a device sync, ms until the call returned: the host's
+  share, its Python and driver calls up to the last launch)."""
   dev, out = Device[model.device], []
   def timed(name, fn):
     """fn() timed to a device sync; name: a label, or a function of fn's result that makes it."""
     dev.synchronize()
     t0 = time.perf_counter()
     r = fn()
+    t1 = time.perf_counter()
     dev.synchronize()
-    out.append((name(r) if callable(name) else name, (time.perf_counter() - t0) * 1e3))
+    out.append((name(r) if callable(name) else name, (time.perf_counter() - t0) * 1e3, (t1 - t0) * 1e3))
     return r
   model.reset()
   params = sampling.Params()
@@ -63,10 +65,22 @@ def main(argv=None) -> int:
           f"compile {times[0] / 1e3:.1f} s, capture {times[1]:.1f} ms; steady median {np.median(steady):.2f} ms "
           f"({a.prefill / np.median(steady) * 1e3:.0f} tok/s), min {steady.min():.2f}, max {steady.max():.2f} over {a.runs}", flush=True)
     rows = [parts(model, prompt) for _ in range(3)]
-    for k, (name, _) in enumerate(rows[0]):
-      ms = [r[k][1] for r in rows]
-      print(f"  {name:40s} {' '.join(f'{m:9.2f}' for m in ms)} ms", flush=True)
-    print(f"  {'sum of parts':40s} {' '.join(f'{sum(m for _, m in r):9.2f}' for r in rows)} ms", flush=True)
+    print(f"  {'part (ms to the sync, of which the call)':40s}", flush=True)
+    for k, (name, _, _) in enumerate(rows[0]):
+      print(f"  {name:40s} {' '.join(f'{r[k][1]:9.2f} ({r[k][2]:6.2f})' for r in rows)}", flush=True)
+    print(f"  {'sum of parts':40s} {' '.join(f'{sum(m for _, m, _ in r):9.2f}         ' for r in rows)}", flush=True)
+    # the first chunk again as a chunk whose logits nobody needs (Transformer._fill: no head, no sampling)
+    L = next(model._chunks(len(prompt), 0))[2]
+    pos, length = model.start_pos.bind(0), model._v_len[L].bind(min(L, len(prompt)))
+    buf, dev, fill = model._token_buffer(prompt), Device[model.device], []
+    for i in range(5):
+      dev.synchronize()
+      t0 = time.perf_counter()
+      model._fill_jits[L](buf[pos:pos + length], pos)
+      t1 = time.perf_counter()
+      dev.synchronize()
+      if i >= 2: fill.append(((time.perf_counter() - t0) * 1e3, (t1 - t0) * 1e3))
+    print(f"  {'the first chunk without head (fill)':40s} {' '.join(f'{m:9.2f} ({h:6.2f})' for m, h in fill)}", flush=True)
     del model
   return 0
 
