@@ -366,10 +366,21 @@ def test_ab_tool_runs_and_restores_the_providers(capsys):
   from tools import ab_prefill
   before = list(Q._PROVIDERS)
   assert ab_prefill.main(["--presets", "youtu-llm-2b-tiny", "--prefill", "20", "--rounds", "1"]) == 0
-  lines = [l for l in capsys.readouterr().out.splitlines() if "prefill 20 tokens" in l]
+  out = capsys.readouterr().out
+  lines = [l for l in out.splitlines() if "prefill 20 tokens" in l]
   assert len(lines) == 2 and "portable" in lines[0] and "gemm" in lines[1]
   assert lines[0].split("first token ")[1] == lines[1].split("first token ")[1]
   assert Q._PROVIDERS == before
+  summary = [l for l in out.splitlines() if " summary " in l]   # the medians of the rounds and B against A
+  assert len(summary) == 3 and "median" in summary[0] and "gemm / portable:" in summary[2] and "% in medians" in summary[2]
+
+def test_ab_summary():
+  """The summary's arithmetic: medians over rounds, the difference in percent, within or past half the first's spread."""
+  from tools.ab_prefill import summary
+  out = summary("m", {"A": [10.0, 12.0, 11.0], "B": [10.4, 10.6, 10.5]})
+  assert out[0] == "m summary A       : median 11.00 ms, min 10.00, max 12.00 over 3 rounds"
+  assert out[2] == "m summary B / A: -4.5% in medians (within half the spread of A's rounds, 9.1%)"
+  assert "past" in summary("m", {"A": [10.0, 10.2], "B": [11.0, 11.0]})[2]
 
 def test_ab_tool_chunks_and_fusions(capsys):
   """tools/ab_prefill.py --chunks: one line per variant of chunk lengths, the same first token (chunking changes no result), and the

@@ -9,7 +9,8 @@ is prefilled three times (the first compiles and captures; the best of the other
   DEV=CUDA python3 tools/ab_prefill.py --chunks 128,512+128 ...  (the variants: prefill chunk lengths, + between a variant's)
   DEV=CUDA python3 tools/ab_prefill.py --off trigger ...      (A: those tools/ab_fusions.py fusions off, B: as checked out)
 
-Prints tok/s per variant and round, and the first generated token (the two variants should agree on it).
+Prints tok/s per variant and round, and the first generated token (the two variants should agree on it); then per
+preset the variants' medians and their difference against the first variant's, next to its rounds' spread.
 """
 from __future__ import annotations
 import argparse, contextlib, sys, time
@@ -40,6 +41,19 @@ def prefill(model: Transformer, prompt: list[int]) -> tuple[float, float, int]:
     times.append(time.perf_counter() - t0)
   return times[0], min(times[1:]), first
 
+def summary(preset: str, ms: dict[str, list[float]]) -> list[str]:
+  """Per variant the median, min and max of its rounds (ms); then each variant's median against the first one's, with the
+  first's rounds' spread as the yardstick (half its max - min: a difference smaller than that is within the rounds)."""
+  out = [f"{preset} summary {label:8s}: median {np.median(v):.2f} ms, min {min(v):.2f}, max {max(v):.2f} over {len(v)} rounds"
+         for label, v in ms.items()]
+  (first, base), *rest = ms.items()
+  half = (max(base) - min(base)) / 2
+  for label, v in rest:
+    d = np.median(v) / np.median(base) - 1
+    out.append(f"{preset} summary {label} / {first}: {d * 100:+.1f}% in medians ({'within' if abs(d) * np.median(base) <= half else 'past'}"
+               f" half the spread of {first}'s rounds, {half / np.median(base) * 100:.1f}%)")
+  return out
+
 def main(argv=None) -> int:
   ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   ap.add_argument("--presets", default="youtu-llm-2b,deepseek-v2-lite")
@@ -67,14 +81,17 @@ def main(argv=None) -> int:
   for preset in a.presets.split(","):
     model = Transformer.from_gguf(synth.generate(preset, "release", progress=False), max_context=a.prefill + 64)
     prompt = np.random.default_rng(0).integers(0, 100000, a.prefill).tolist()
+    ms: dict[str, list[float]] = {label: [] for label, *_ in variants}
     for r in range(a.rounds):
       for label, providers, context, chunk in variants:
         with context():
           if chunk is not None: model.set_prefill_chunks(*chunk)
           use(model, providers)
           cold, warm, first = prefill(model, prompt)
+        ms[label].append(warm * 1e3)
         print(f"{preset} on {Device.DEFAULT} round {r + 1} {label:8s}: prefill {a.prefill} tokens {warm * 1e3:.1f} ms "
               f"({a.prefill / warm:.0f} tok/s), first run {cold:.1f} s, first token {first}", flush=True)
+    print("\n".join(summary(preset, ms)), flush=True)
     use(model, before)
     del model
   return 0
