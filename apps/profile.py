@@ -7,7 +7,8 @@
       --csv --log-file ncu.csv python3 -m apps.profile --model M --ncu --json > rows.json
   python3 -m apps.profile --ncu-csv ncu.csv --rows rows.json        # the same table with ncu's times and DRAM bytes
 
-The step (bench_block's targets: decode, stack, block, ffn, attn) is captured twice: as the app runs it (graphs batch the
+The step (bench_block's targets: decode, stack, block, ffn, attn; fill and prompt, a prefill chunk of --chunk tokens
+without / with the head and the first token's sampling) is captured twice: as the app runs it (graphs batch the
 kernels on CUDA/Metal: `launches` counts graph launches, `kernels` the programs inside) and with JIT graphs off, whose
 kernels are then run one by one with a wait after each, so each gets its own device time (CUDA events; the host clock on
 CPU). Times are medians over --repeat passes of the whole step.

@@ -380,7 +380,8 @@ def test_ab_summary():
   out = summary("m", {"A": [10.0, 12.0, 11.0], "B": [10.4, 10.6, 10.5]})
   assert out[0] == "m summary A       : median 11.00 ms, min 10.00, max 12.00 over 3 rounds"
   assert out[2] == "m summary B / A: -4.5% in medians (within half the spread of A's rounds, 9.1%)"
-  assert "past" in summary("m", {"A": [10.0, 10.2], "B": [11.0, 11.0]})[2]
+  assert "past" in summary("m", {"A": [10.0, 10.2, 10.1], "B": [11.0, 11.0]})[2]
+  assert summary("m", {"A": [10.0], "B": [11.0]})[2].endswith("(too few rounds to judge the spread)")
 
 def test_ab_tool_chunks_and_fusions(capsys):
   """tools/ab_prefill.py --chunks: one line per variant of chunk lengths, the same first token (chunking changes no result), and the

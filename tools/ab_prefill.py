@@ -43,15 +43,17 @@ def prefill(model: Transformer, prompt: list[int]) -> tuple[float, float, int]:
 
 def summary(preset: str, ms: dict[str, list[float]]) -> list[str]:
   """Per variant the median, min and max of its rounds (ms); then each variant's median against the first one's, with the
-  first's rounds' spread as the yardstick (half its max - min: a difference smaller than that is within the rounds)."""
+  first's rounds' spread as the yardstick (half its max - min: a difference smaller than that is within the rounds; with
+  fewer than three rounds there is no spread to judge by)."""
   out = [f"{preset} summary {label:8s}: median {np.median(v):.2f} ms, min {min(v):.2f}, max {max(v):.2f} over {len(v)} rounds"
          for label, v in ms.items()]
   (first, base), *rest = ms.items()
   half = (max(base) - min(base)) / 2
   for label, v in rest:
     d = np.median(v) / np.median(base) - 1
-    out.append(f"{preset} summary {label} / {first}: {d * 100:+.1f}% in medians ({'within' if abs(d) * np.median(base) <= half else 'past'}"
-               f" half the spread of {first}'s rounds, {half / np.median(base) * 100:.1f}%)")
+    judged = f"{'within' if abs(d) * np.median(base) <= half else 'past'} half the spread of {first}'s rounds, " \
+             f"{half / np.median(base) * 100:.1f}%" if len(base) >= 3 else "too few rounds to judge the spread"
+    out.append(f"{preset} summary {label} / {first}: {d * 100:+.1f}% in medians ({judged})")
   return out
 
 def main(argv=None) -> int:

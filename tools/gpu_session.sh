@@ -5,7 +5,8 @@
 #                                             abfusions fill
 #                                             (default: the first five)
 # MODELS (default: youtu-llm-2b deepseek-v2-lite) picks the models of ncu, abkernel, abfusions (OFF=<fusions A turns off>), abprefill
-# (A=<file>: another apps/kernels/gemm.py as variant A) and fill (a prefill chunk, kernel by kernel); abkernel needs A=<file>, variant A of
+# (A=<file>: another apps/kernels/gemm.py as variant A; ROUNDS=<n>, default 5: 2% differences need that many) and fill (a 512-token prompt's chunk at pos 0, head and sampling included,
+# kernel by kernel); abkernel needs A=<file>, variant A of
 # apps/kernels/matvec.py (MODULE=<name> for another module), e.g. `git show HEAD~1:apps/kernels/matvec.py > ab/A/matvec.py`.
 # Carry: upstream/tinygrad upstream/.stamp upstream/.cache .cache/vocab (+ .cache/llama/llama-cpp-src.tar.xz for llama/side,
 # made here by `python3 tools/llama_bench.py pack`)
@@ -38,10 +39,11 @@ for s in $steps; do
              timeout 580 python3 tools/ab_fusions.py --off "${OFF:-stack_q}" --presets "${ms// /,}" --rounds 2 2>&1 \
                | tee "$OUT/ab_fusions.log" ;;
     fill)    for m in ${MODELS:-youtu-llm-2b deepseek-v2-lite}; do
-               timeout 300 python3 -m apps.profile --model $m --target fill --repeat 2 --count 3 --top 8 2>&1 | tee "$OUT/fill_$m.txt" | tail -40
+               timeout 300 python3 -m apps.profile --model $m --target prompt --chunk 512 --pos 0 --repeat 2 --count 3 --top 8 2>&1 \
+                 | tee "$OUT/fill_$m.txt" | tail -40
              done ;;
     abprefill) ms=${MODELS:-youtu-llm-2b deepseek-v2-lite}   # A=<file>: that gemm.py against the checked-out one
-             timeout 560 python3 tools/ab_prefill.py ${A:+--a "$A"} --presets "${ms// /,}" --prefill 512 --rounds 2 2>&1 \
+             timeout 560 python3 tools/ab_prefill.py ${A:+--a "$A"} --presets "${ms// /,}" --prefill 512 --rounds ${ROUNDS:-5} 2>&1 \
                | tee -a "$OUT/ab_prefill.log" ;;
     ncu)     for m in ${MODELS:-youtu-llm-2b deepseek-v2-lite}; do   # device time of every kernel of one decode token
                timeout 400 ncu --profile-from-start off --clock-control none --csv --log-file "$OUT/ncu_$m.csv" \
