@@ -5,7 +5,8 @@
 #                                             abfusions fill
 #                                             (default: the first five)
 # MODELS (default: youtu-llm-2b deepseek-v2-lite) picks the models of ncu, abkernel, abfusions (OFF=<fusions A turns off>), abprefill
-# (A=<file>: another apps/kernels/gemm.py as variant A; ROUNDS=<n>, default 5: 2% differences need that many) and fill (a 512-token prompt's chunk at pos 0, head and sampling included,
+# (A=<file>: another apps/kernels/gemm.py as variant A; ROUNDS=<n>, default 5: 2% differences need that many), ncu (PROMPT=1:
+# a 512-token prompt's chunk instead of a decode token) and fill (a 512-token prompt's chunk at pos 0, head and sampling included,
 # kernel by kernel); abkernel needs A=<file>, variant A of
 # apps/kernels/matvec.py (MODULE=<name> for another module), e.g. `git show HEAD~1:apps/kernels/matvec.py > ab/A/matvec.py`.
 # Carry: upstream/tinygrad upstream/.stamp upstream/.cache .cache/vocab (+ .cache/llama/llama-cpp-src.tar.xz for llama/side,
@@ -45,10 +46,13 @@ for s in $steps; do
     abprefill) ms=${MODELS:-youtu-llm-2b deepseek-v2-lite}   # A=<file>: that gemm.py against the checked-out one
              timeout 560 python3 tools/ab_prefill.py ${A:+--a "$A"} --presets "${ms// /,}" --prefill 512 --rounds ${ROUNDS:-5} 2>&1 \
                | tee -a "$OUT/ab_prefill.log" ;;
-    ncu)     for m in ${MODELS:-youtu-llm-2b deepseek-v2-lite}; do   # device time of every kernel of one decode token
+    ncu)     cnt=${PROMPT:+3}; cnt=${cnt:-10}
+             for m in ${MODELS:-youtu-llm-2b deepseek-v2-lite}; do   # device time of every kernel of one decode token (PROMPT=1:
+               # of a 512-token prompt's chunk)
                timeout 400 ncu --profile-from-start off --clock-control none --csv --log-file "$OUT/ncu_$m.csv" \
                  --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
-                 python3 -m apps.profile --model $m --repeat 1 --count 10 --ncu --json > "$OUT/ncu_rows_$m.json" 2> "$OUT/ncu_$m.log"
+                 python3 -m apps.profile --model $m ${PROMPT:+--target prompt --chunk 512 --pos 0} --repeat 1 --count $cnt \
+                 --ncu --json > "$OUT/ncu_rows_$m.json" 2> "$OUT/ncu_$m.log"
                python3 -m apps.profile --ncu-csv "$OUT/ncu_$m.csv" --rows "$OUT/ncu_rows_$m.json" --top 14 | tee "$OUT/ncu_$m.txt" | head -40
              done ;;
     *) echo "unknown step $s" ;;
