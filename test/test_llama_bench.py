@@ -261,3 +261,14 @@ def test_table_anchors():
   lc_anchor, tg_anchor = gb.ANCHORS["deepseek-v2-lite"]
   assert t["x llama.cpp"] == [f"{200 / lc_anchor:.3f}", "-"] and t["x tg 0.14"] == [f"{200 / tg_anchor:.2f}", "-"]
   assert "x lc tg" not in t and "tg 0.14 t/s" not in t
+
+def test_graph_nodes_reads_llama_cpp_log():
+  """tools/graph_nodes.py takes llama.cpp's node count from its context log (the last report), and says plainly when the log
+  has none; without llama-cpp-python (CI) the tool stops with a one-line reason, not a traceback."""
+  from tools.graph_nodes import parse_graph_nodes, main
+  log = "llama_context:        CPU compute buffer size =    12.50 MiB\nllama_context: graph nodes  = 1646\nllama_context: graph splits = 1\n"
+  assert parse_graph_nodes(log) == 1646 and parse_graph_nodes(log + "sched_reserve: graph: nodes = 194, splits = 1, input objects = 4\n") == 194
+  with pytest.raises(ValueError, match="graph nodes"): parse_graph_nodes("llama_context: n_ctx = 256\n")
+  try: import llama_cpp  # noqa: F401
+  except ImportError:
+    with pytest.raises(SystemExit): main(["--presets", "youtu-llm-2b-tiny"])
