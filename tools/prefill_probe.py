@@ -17,28 +17,33 @@ from tinygrad import Device
 from apps import synth, sampling
 from apps.model import Transformer
 
+def timed(dev, fn):
+  """(fn(), ms from a device sync to the next one after fn, ms until fn returned: the host's share, its Python and driver
+  calls up to the last launch)."""
+  dev.synchronize()
+  t0 = time.perf_counter()
+  r = fn()
+  t1 = time.perf_counter()
+  dev.synchronize()
+  return r, (time.perf_counter() - t0) * 1e3, (t1 - t0) * 1e3
+
 def parts(model: Transformer, prompt: list[int]) -> list[tuple[str, float, float]]:
-  """The prefill of generate(prompt, 1) in its parts: (name, ms to a device sync, ms until the call returned: the host's
-  share, its Python and driver calls up to the last launch)."""
+  """The prefill of generate(prompt, 1) in its parts: (name, ms to a device sync, ms of it the call took)."""
   dev, out = Device[model.device], []
-  def timed(name, fn):
-    """fn() timed to a device sync; name: a label, or a function of fn's result that makes it."""
-    dev.synchronize()
-    t0 = time.perf_counter()
-    r = fn()
-    t1 = time.perf_counter()
-    dev.synchronize()
-    out.append((name(r) if callable(name) else name, (time.perf_counter() - t0) * 1e3, (t1 - t0) * 1e3))
+  def timed_part(name, fn):
+    """fn() timed; name: a label, or a function of fn's result that makes it."""
+    r, ms, host = timed(dev, fn)
+    out.append((name(r) if callable(name) else name, ms, host))
     return r
   model.reset()
   params = sampling.Params()
-  timed("sampler.configure", lambda: model.sampler.configure(params, prompt))
-  buf = timed("token buffer", lambda: model._token_buffer(prompt))
+  timed_part("sampler.configure", lambda: model.sampler.configure(params, prompt))
+  buf = timed_part("token buffer", lambda: model._token_buffer(prompt))
   steps = model._prefill(buf, len(prompt), 0, params)   # generate()'s chunks, one per next()
   label = lambda c: f"chunk {c[0]}..{c[0] + c[1] - 1} ({'last, ' if c[0] + c[1] == len(prompt) else ''}length {c[2]})"
-  for _ in model._chunks(len(prompt), 0): timed(label, lambda: next(steps))
+  for _ in model._chunks(len(prompt), 0): timed_part(label, lambda: next(steps))
   read = model._readback()
-  timed("read first token", lambda: (read.capture(), read.value()))
+  timed_part("read first token", lambda: (read.capture(), read.value()))
   model.cached = list(prompt)
   return out
 
@@ -72,14 +77,8 @@ def main(argv=None) -> int:
     # the first chunk again as a chunk whose logits nobody needs (Transformer._fill: no head, no sampling)
     L = next(model._chunks(len(prompt), 0))[2]
     pos, length = model.start_pos.bind(0), model._v_len[L].bind(min(L, len(prompt)))
-    buf, dev, fill = model._token_buffer(prompt), Device[model.device], []
-    for i in range(5):
-      dev.synchronize()
-      t0 = time.perf_counter()
-      model._fill_jits[L](buf[pos:pos + length], pos)
-      t1 = time.perf_counter()
-      dev.synchronize()
-      if i >= 2: fill.append(((time.perf_counter() - t0) * 1e3, (t1 - t0) * 1e3))
+    buf, dev = model._token_buffer(prompt), Device[model.device]
+    fill = [timed(dev, lambda: model._fill_jits[L](buf[pos:pos + length], pos))[1:] for _ in range(5)][2:]   # 2 warm-ups
     print(f"  {'the first chunk without head (fill)':40s} {' '.join(f'{m:9.2f} ({h:6.2f})' for m, h in fill)}", flush=True)
     del model
   return 0
