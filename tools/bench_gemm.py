@@ -55,7 +55,7 @@ def variants(s: GemmShape, tiles: bool, steps=(4, 2, 1), mbs=(1, 3, 4)) -> list[
   alts = [(64, 128), (16, 256), (32, 128), (48, 128), (32, 256), (64, 64), (32, 64)] if s.experts else [(tt, tn) for tn in ((128, 256) if s.glu else (64, 128)) for tt in (64, 32)]
   for tile in [rule[0]] + ([t for t in alts if t != rule[0]] if tiles else []):
     for sb in steps:
-      if (s.K // KB) % sb or 2 * sb * tile[0] * 5 * 16 + gemm._experts_bytes(s) > gemm.matvec.SHARED_BYTES["CUDA"]: continue
+      if (s.K // KB) % sb or gemm.mma_shared_bytes(s, tile, sb) > gemm.matvec.SHARED_BYTES["CUDA"]: continue
       for mb in mbs:
         v = (tile, sb, mb)
         if v not in out: out.append(v)

@@ -370,12 +370,14 @@ def _mma_steps(s: GemmShape, tile: tuple[int, int]) -> int:
   workgroups per SM; two, with registers for three workgroups an SM (build_mma's __launch_bounds__(128, 3): 168 a thread,
   no spills), ran the chunk's products up to 1.5x faster on the H100 (tools/bench_gemm.py --sweep steps, OPTIMIZATION_JOURNAL.md)."""
   sb = 2
-  while sb > 1 and ((s.K // KB) % sb or 2 * sb * tile[0] * 5 * 16 + _experts_bytes(s) > matvec.SHARED_BYTES["CUDA"]): sb //= 2
+  while sb > 1 and ((s.K // KB) % sb or mma_shared_bytes(s, tile, sb) > matvec.SHARED_BYTES["CUDA"]): sb //= 2
   return sb
 
-def mma_shared_bytes(s: GemmShape, tile: tuple[int, int] | None = None) -> int:
+def mma_shared_bytes(s: GemmShape, tile: tuple[int, int] | None = None, steps: int | None = None) -> int:
+  """Workgroup memory of the tensor-core kernel: two steps of x records (5 uint4s a token and sub-step) and the experts'
+  listing; the rule's tile and steps unless given."""
   tile = tile or mma_tile(s)
-  return 2 * _mma_steps(s, tile) * tile[0] * 5 * 16 + _experts_bytes(s)
+  return 2 * (steps or _mma_steps(s, tile)) * tile[0] * 5 * 16 + _experts_bytes(s)
 
 def mma_supports(s: GemmShape, device: str | None = None) -> bool:
   """The tensor-core GEMM serves `s` (on `device`: a CUDA device of sm_80 or newer; None: any)."""
@@ -391,7 +393,7 @@ def build_mma(s: GemmShape, tile: tuple[int, int] | None = None, steps: int | No
   and each (row block, column block) takes two mma.sync (x's h and l bytes) whose integer sums, 256 h + l, are scaled by
   the row's and the token's scale into fp32 accumulators. A step of SB sub-steps has its loads in flight one step ahead."""
   mt_ = MMA_TYPES[s.type]
-  assert mma_supports(s) and (tile is None or mma_shared_bytes(s, tile) <= matvec.SHARED_BYTES["CUDA"]), s
+  assert mma_supports(s) and (tile is None and steps is None or mma_shared_bytes(s, tile, steps) <= matvec.SHARED_BYTES["CUDA"]), s
   TT, TN = tile or mma_tile(s)
   MW, NTL, SB = TN // 64, TT // 8, steps or _mma_steps(s, (TT, TN))
   OM = MW // 2 if s.glu else MW   # output row blocks of 16 per warp
