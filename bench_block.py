@@ -15,7 +15,7 @@ through the model's own symbolic variable, so the kernels are the decode kernels
   fill    (only when asked for) one prefill chunk of the model's shortest prefill chunk length at --pos, as generate() runs every
           chunk but the last (Transformer._fill); reported per chunk, tok/s = its tokens / its time
   prompt  (only when asked for) the same chunk as generate() runs a prompt's last one: with the head on its last row and the
-          sampling of the first token (Transformer._next_token), read back as there
+          sampling of the first token (Transformer._prompt), read back as there
   upstream  (only when asked for) upstream tinygrad.llm's own decode of the same file: its Transformer.generate(), one
           next() per token as its --benchmark times it (a second copy of the weights on the device)
 
@@ -238,8 +238,8 @@ class Bench:
       buf = Tensor(self.fill_ids, device=self.dev).realize()
       pos, n = m.start_pos.bind(self.pos), m._v_len[T].bind(T)
       if target == "prompt": m.sampler.configure(sampling.Params(), [])  # greedy, as the default generate()
-      fn, sync = (m._fill, sync_dev) if target == "fill" else (m._next_token, lambda out: m.token.item())
-      return Step(target, TinyJit(fn), lambda i: (buf[pos:pos + n], pos), sync, len(m.blocks),
+      fn, sync = (m._fill, sync_dev) if target == "fill" else (m._prompt, lambda out: m.token.item())
+      return Step(target, TinyJit(fn), lambda i: (buf, pos, n), sync, len(m.blocks),
                   active_weight_bytes(m, whole=True), cache_bytes(m, len(m.blocks), self.pos, T), "chunk", T)
     raise ValueError(f"unknown target '{target}' (choose from {', '.join(TARGETS)})")
 

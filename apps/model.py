@@ -98,9 +98,16 @@ class Transformer:
     """Logits (T, vocab) fp32 of residual-stream rows x (T, dim): output(output_norm(x))."""
     return self.output(x, norm=(self.output_norm, self.cfg.norm_eps)).float()
 
-  def _fill(self, tokens: Tensor, start_pos: int | UOp) -> Tensor:
-    """Prefill a chunk whose logits nobody needs: only its latents matter."""
-    return self.hidden(tokens, start_pos)[-1:].realize()
+  # A prefill chunk's captures take the whole token buffer and slice the chunk out themselves: a symbolic slice made by
+  # the caller is rebuilt by tinygrad's symbolic rewrites on every replay, ~2 ms of host time before the first kernel
+  # launches (8% of a 512-token Youtu-LLM-2B prefill, OPTIMIZATION_JOURNAL.md); inside the capture it is traced once.
+  def _fill(self, buf: Tensor, start_pos: int | UOp, length: int | UOp) -> Tensor:
+    """Prefill the chunk buf[start_pos:start_pos + length], whose logits nobody needs: only its latents matter."""
+    return self.hidden(buf[start_pos:start_pos + length], start_pos)[-1:].realize()
+
+  def _prompt(self, buf: Tensor, start_pos: int | UOp, length: int | UOp) -> Tensor:
+    """Prefill a prompt's last chunk buf[start_pos:start_pos + length] and sample the token after it into self.token."""
+    return self._next_token(buf[start_pos:start_pos + length], start_pos)
 
   def _next_token(self, tokens: Tensor, start_pos: int | UOp) -> Tensor:
     """Sample the token after `tokens` (placed at start_pos..) into self.token."""
@@ -118,8 +125,8 @@ class Transformer:
 
   def decode_jit(self, params: sampling.Params | None = None, prefill: int = 0) -> TinyJit:
     """The TinyJit generate() replays for sampling params of this structure: the decode step (start_pos only: it reads and
-    writes self.token), or with `prefill` (a chunk length) the last prefill chunk (tokens, start_pos)."""
-    return self._jits.setdefault(((params or sampling.Params()).structure, prefill), TinyJit(self._next_token if prefill else self._decode))
+    writes self.token), or with `prefill` (a chunk length) the last prefill chunk (token buffer, start_pos, length)."""
+    return self._jits.setdefault(((params or sampling.Params()).structure, prefill), TinyJit(self._prompt if prefill else self._decode))
 
   # ---- bytes of weights, for bandwidth numbers
   @staticmethod
@@ -178,7 +185,7 @@ class Transformer:
     yielded once queued: its captured fill step, the last chunk's step samples the first token into self.token."""
     for start, m, L in self._chunks(n, start):
       pos, length = self._v_pos.bind(start), self._v_len[L].bind(m)
-      (self._fill_jits[L] if start + m < n else self.decode_jit(params, prefill=L))(buf[pos:pos + length], pos)
+      (self._fill_jits[L] if start + m < n else self.decode_jit(params, prefill=L))(buf, pos, length)
       yield start, m, L
 
   def _readback(self) -> Readback:

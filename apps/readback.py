@@ -19,13 +19,64 @@ def upload(t: Tensor, values) -> None:
   """Write host `values` (t's element count) into the realized buffer of `t`, in the device's queue order, without a
   schedule: a `t.assign(Tensor(values)).realize()` walks every live tensor of the process to update their graphs, which
   with a model's thousands of weight tensors cost 4-7 ms per call on the H100 (the sampler's eight parameters took 30-55 ms
-  before every prefill: OPTIMIZATION_JOURNAL.md). The copy is the one tinygrad's own COPY runs (allocator copyin: queued
-  behind earlier kernels on CUDA, after a synchronize on CPU and Metal)."""
-  if not t.uop.is_realized or t.uop.base is not t.uop: raise ValueError(f"upload: the tensor of shape {t.shape} is not a realized buffer")
-  buf = t.uop.buffer
-  arr = np.ascontiguousarray(values, dtype=_to_np_dtype(t.dtype)).reshape(-1)
-  if arr.nbytes != buf.nbytes: raise ValueError(f"upload: {arr.size} values for a buffer of {buf.size} {t.dtype}")
-  buf.allocator._copyin(buf._buf, memoryview(arr).cast("B"))
+  before every prefill: OPTIMIZATION_JOURNAL.md). See upload_many."""
+  upload_many([(t, values)])
+
+def upload_many(pairs) -> None:
+  """upload() of several (tensor, values) pairs. On CUDA the values go through one pinned host buffer per device, kept and
+  reused (each tensor an async copy from it, queued behind earlier kernels): tinygrad's own copyin pins a new buffer per
+  copy and frees it only at the next device synchronize, which generate() never calls (it waits on events), so a chat's
+  requests would pile up pinned buffers, each a driver allocation (~50 us). Elsewhere it is tinygrad's copyin (after a
+  synchronize on CPU and Metal)."""
+  items = []
+  for t, values in pairs:
+    if not t.uop.is_realized or t.uop.base is not t.uop: raise ValueError(f"upload: the tensor of shape {t.shape} is not a realized buffer")
+    buf = t.uop.buffer
+    arr = np.ascontiguousarray(values, dtype=_to_np_dtype(t.dtype)).reshape(-1)
+    if arr.nbytes != buf.nbytes: raise ValueError(f"upload: {arr.size} values for a buffer of {buf.size} {t.dtype}")
+    items.append((buf, arr))
+  if not items: return
+  devices = {buf.device for buf, _ in items}
+  if len(devices) == 1 and (dev := next(iter(devices))).split(":")[0] == "CUDA": return _staging(dev).copy(items)
+  for buf, arr in items: buf.allocator._copyin(buf._buf, memoryview(arr).cast("B"))
+
+class _Staging:
+  """A device's pinned host buffers for upload_many, two used in turn (a prefill's parameters and its prompt are two
+  uploads in a row: the second does not wait for the first), each reused once the copies queued from it are done."""
+  def __init__(self, device: str):
+    import tinygrad.runtime.autogen.cuda as cuda
+    from tinygrad.runtime.ops_cuda import check
+    self.cu, self.check, self.dev = cuda, check, Device[device]
+    self.slots = []   # [pinned host pointer or None, its size, its event, whether copies from it were queued]
+    for _ in range(2):
+      ev = cuda.CUevent()
+      check(cuda.cuEventCreate(ctypes.byref(ev), cuda.CU_EVENT_DISABLE_TIMING))
+      self.slots.append([None, 0, ev, False])
+    self.turn = 0
+
+  def copy(self, items: list) -> None:
+    cu, check = self.cu, self.check
+    check(cu.cuCtxSetCurrent(self.dev.context))
+    slot = self.slots[self.turn]
+    self.turn = 1 - self.turn
+    if slot[3]: check(cu.cuEventSynchronize(slot[2]))   # the copies queued from this buffer last time have left it
+    total = sum(arr.nbytes for _, arr in items)
+    if total > slot[1]:
+      if slot[0] is not None: self.dev.allocator.free(slot[0], slot[1], BufferSpec(host=True))
+      slot[1] = max(total, 4096)
+      slot[0] = self.dev.allocator.alloc(slot[1], BufferSpec(host=True))
+    off = 0
+    for buf, arr in items:
+      ctypes.memmove(slot[0].value + off, arr.ctypes.data, arr.nbytes)
+      check(cu.cuMemcpyHtoDAsync_v2(buf.ensure_allocated()._buf, ctypes.c_void_p(slot[0].value + off), arr.nbytes, None))
+      off += arr.nbytes
+    check(cu.cuEventRecord(slot[2], None))
+    slot[3] = True
+
+_stagings: dict[str, _Staging] = {}
+def _staging(device: str) -> _Staging:
+  if device not in _stagings: _stagings[device] = _Staging(device)
+  return _stagings[device]
 
 class Readback:
   """capture(): remember a 1-element int32 device tensor as of this point of the device's queue; value(): the int."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 import numpy as np
 from tinygrad import Tensor, dtypes
-from apps.readback import upload
+from apps.readback import upload_many
 
 @dataclass(frozen=True)
 class Params:
@@ -80,10 +80,9 @@ class Sampler:
     if params.repeat_last_n and history:
       tail = history[-params.repeat_last_n:]
       recent[RING - len(tail):] = tail
-    for t, v in ((self.temperature, [max(params.temperature, 1e-6)]), (self.top_p, [params.top_p]), (self.min_p, [params.min_p]),
+    upload_many([(self.temperature, [max(params.temperature, 1e-6)]), (self.top_p, [params.top_p]), (self.min_p, [params.min_p]),
                  (self.penalty, [params.repeat_penalty]), (self.top_k, [params.top_k]), (self.seed, [params.seed & 0xFFFFFFFF]),
-                 (self.counter, [0]), (self.recent, recent)):
-      upload(t, v)
+                 (self.counter, [0]), (self.recent, recent)])
 
   def sample(self, logits: Tensor, into: Tensor) -> Tensor:
     """(vocab,) float32 logits -> the token id, written into `into` (a realized (1,) int32 buffer) and returned; updates the

@@ -181,7 +181,7 @@ def test_fill_is_one_prefill_chunk(bench):
   assert len(res["rows"]) == res["kernels"] and {"attention", "experts", "router"} <= {row.part for row in res["rows"]}
 
 def test_prompt_is_the_last_prefill_chunk(bench):
-  """The prompt target runs the chunk as generate() runs a prompt's last one (Transformer._next_token): the fill's kernels
+  """The prompt target runs the chunk as generate() runs a prompt's last one (Transformer._prompt): the fill's kernels
   plus the head and the sampling; the greedy token it leaves in the model's token buffer is the argmax of the eager
   logits of the chunk's last row."""
   m = bench.m

@@ -2,7 +2,9 @@
 """Where a prompt's prefill goes, call by call: generate(prompt, 1) replayed several times (the steady time, as llama-bench
 times pp: warm-ups first, then the median), and the same prefill taken apart with a device sync after each part: the
 host's set-up (the sampler's parameters, the padded token buffer), each chunk's captured step, and the read of the first
-token. Tells a slow kernel from a slow replay or a slow host.
+token. Tells a slow kernel from a slow replay or a slow host. Then the last chunk's graphs one by one: each graph's kernels,
+the nodes its replay updates, the host's time to launch it (the updates and the launch) and its device time (waited for
+alone), against the chunk's call timed to the sync and replayed back to back (no sync between calls).
 
   DEV=CUDA python3 tools/prefill_probe.py [--presets youtu-llm-2b,deepseek-v2-lite] [--prefill 512] [--runs 6]
 """
@@ -27,6 +29,42 @@ def timed(dev, fn):
   dev.synchronize()
   return r, (time.perf_counter() - t0) * 1e3, (t1 - t0) * 1e3
 
+class _Timed:
+  """A graph runner that records, per call, the host's time to its return and the device time it reports; with `wait`
+  set it waits for its graph (tinygrad's events), so the device time is the graph's alone."""
+  def __init__(self, runner, rec: list): self.runner, self.rec, self.wait = runner, rec, False
+  def __getattr__(self, name): return getattr(self.runner, name)   # estimates etc.
+  def __call__(self, input_uops, var_vals, wait=False):
+    t0 = time.perf_counter()
+    et = self.runner(input_uops, var_vals, wait=wait or self.wait)
+    self.rec.append((self.runner, (time.perf_counter() - t0) * 1e3, et))
+    return et
+
+def graphs(jit, args: tuple, dev) -> list[tuple[int, int, float, float]]:
+  """Per graph of a captured TinyJit, in launch order: (kernels, nodes updated per replay, host ms, device ms): the host ms
+  of a replay without waits (median of 3), the device ms of one with each graph waited for alone."""
+  from tinygrad.engine.realize import graph_cache
+  from tinygrad.uop.ops import Ops
+  asts = [c.src[0] for c in jit.captured.linear.src if c.src[0].op is Ops.CUSTOM_FUNCTION and c.src[0].arg == "graph"]
+  runners = {a: graph_cache[a] for a in asts if a in graph_cache}
+  if not runners: return []
+  rec: list = []
+  wrapped = {a: _Timed(r, rec) for a, r in runners.items()}
+  graph_cache.update(wrapped)
+  try:
+    host = []
+    for _ in range(3):
+      rec.clear()
+      timed(dev, lambda: jit(*args))
+      host.append([h for _, h, _ in rec])
+    rec.clear()
+    for w in wrapped.values(): w.wait = True
+    timed(dev, lambda: jit(*args))
+    order, device = [r for r, _, _ in rec], [et for _, _, et in rec]
+  finally: graph_cache.update(runners)
+  hosts = [sorted(h[i] for h in host)[1] for i in range(len(order))]
+  return [(len(r.calls), len(getattr(r, "updatable", ())), h, (d or 0.0) * 1e3) for r, h, d in zip(order, hosts, device)]
+
 def parts(model: Transformer, prompt: list[int]) -> list[tuple[str, float, float]]:
   """The prefill of generate(prompt, 1) in its parts: (name, ms to a device sync, ms of it the call took)."""
   dev, out = Device[model.device], []
@@ -47,12 +85,31 @@ def parts(model: Transformer, prompt: list[int]) -> list[tuple[str, float, float
   model.cached = list(prompt)
   return out
 
+def host_profile(model: Transformer, prompt: list[int], top: int) -> None:
+  """cProfile of the prompt's chunk calls as generate() makes them (each synced, so the device's time is in the sync)."""
+  import cProfile, io, pstats
+  L = next(model._chunks(len(prompt), 0))[2]
+  jit, buf, dev = model.decode_jit(sampling.Params(), prefill=L), model._token_buffer(prompt), Device[model.device]
+  pos, length = model.start_pos.bind(0), model._v_len[L].bind(min(L, len(prompt)))
+  pr = cProfile.Profile()
+  for i in range(7):   # the first two may compile and capture (a chunk length no prompt ended with yet)
+    dev.synchronize()
+    if i >= 2: pr.enable()
+    jit(buf, pos, length)
+    pr.disable()
+    dev.synchronize()
+  s = io.StringIO()
+  pstats.Stats(pr, stream=s).sort_stats("cumulative").print_stats(top)
+  print("  host profile of 5 prompt-chunk calls (the call only, no sync):\n" + s.getvalue(), flush=True)
+
 def main(argv=None) -> int:
   ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   ap.add_argument("--presets", default="youtu-llm-2b,deepseek-v2-lite")
   ap.add_argument("--prefill", type=int, default=512)
   ap.add_argument("--runs", type=int, default=6, help="timed generate(prompt, 1) replays after two warm-ups")
   ap.add_argument("--chunks", default=None, help="prefill chunk lengths joined by + (default: the model's)")
+  ap.add_argument("--host-profile", type=int, default=0, metavar="N", help="also cProfile the host side of the prompt's chunk calls "
+                  "(synced, 5 calls) and print the N functions with the most cumulative time")
   a = ap.parse_args(argv)
   if a.prefill < 1 or a.runs < 1: ap.error("--prefill and --runs are positive")
   for preset in a.presets.split(","):
@@ -78,8 +135,18 @@ def main(argv=None) -> int:
     L = next(model._chunks(len(prompt), 0))[2]
     pos, length = model.start_pos.bind(0), model._v_len[L].bind(min(L, len(prompt)))
     buf, dev = model._token_buffer(prompt), Device[model.device]
-    fill = [timed(dev, lambda: model._fill_jits[L](buf[pos:pos + length], pos))[1:] for _ in range(5)][2:]   # 2 warm-ups
+    fill = [timed(dev, lambda: model._fill_jits[L](buf, pos, length))[1:] for _ in range(5)][2:]   # 2 warm-ups
     print(f"  {'the first chunk without head (fill)':40s} {' '.join(f'{m:9.2f} ({h:6.2f})' for m, h in fill)}", flush=True)
+    # the same chunk replayed back to back: the device's own time per call once the host keeps ahead
+    jit, args = model._fill_jits[L], (buf, pos, length)
+    _, ms4, _ = timed(dev, lambda: [jit(*args) for _ in range(4)])
+    print(f"  {'the same, 4 calls back to back, per call':40s} {ms4 / 4:9.2f}", flush=True)
+    gs = graphs(jit, args, dev)
+    if not gs: print("  (no graphs on this device)", flush=True)
+    for i, (k, u, h, d) in enumerate(gs):
+      print(f"  graph {i}: {k:4d} kernels, {u:4d} nodes updated; host {h:6.2f} ms, device {d:6.2f} ms (waited alone)", flush=True)
+    if gs: print(f"  {'graphs: host sum, device sum':40s} {sum(g[2] for g in gs):9.2f} {sum(g[3] for g in gs):9.2f}", flush=True)
+    if a.host_profile: host_profile(model, prompt, a.host_profile)
     del model
   return 0
 
