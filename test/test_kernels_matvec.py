@@ -378,6 +378,14 @@ def test_emulated_side_by_side(tmp_path, language):
   assert b0[0].tobytes() == alone[0].tobytes() and b1[0].tobytes() == alone[1].tobytes()
   assert not np.isnan(alone[0]).any() and not np.isnan(alone[1]).any()
 
+def test_side_by_side_plans():
+  """DeepSeek-V2-Lite's decode gate_up, the shared expert's Q5_K beside the routed experts' Q4_0: the routed term keeps its
+  own plan (4 rows a warp), the shared one takes one row (at its own plan's two, the launch needed 168 registers a lane)."""
+  shared = matvec.MatvecShape("linear", GGMLType.Q5_K, 1, 1, 2816, 2048, 1, False, norm=True, glu=True)
+  routed = matvec.MatvecShape("experts", GGMLType.Q4_0, 1, 6, 1408, 2048, 64, False, norm=True, glu=True)
+  assert matvec.plan(shared).rows == 2 and matvec.plan(routed) == matvec.Plan(4, 4)
+  assert matvec.side_by_side_plans((shared, routed)) == [matvec.Plan(4, 1), matvec.Plan(4, 4)]
+
 @pytest.mark.parametrize("language", ["CUDA", "METAL"])
 def test_emulated_sum(tmp_path, language):
   """Two matvecs of one output summed in one kernel (matvec.build of terms: the routed experts' Q4_0 down with the mix and

@@ -442,14 +442,21 @@ def kernel(s: MatvecShape | Terms, eps: float, device: str):
   """The custom_kernel body for shape `s` (or a sum of terms, supported) on `device` (a CUDA or Metal device)."""
   return program(_with_eps(build(s), eps), device)
 
+def side_by_side_plans(shapes: tuple[MatvecShape, ...]) -> list[Plan]:
+  """The plans of matvecs run side by side: the most warps any of them plans; an expert term its own plan's rows per warp,
+  a linear one (the shared expert beside the routed ones) one row. The launch runs at the registers of its hungriest
+  term, and a K-quant's rows cost registers: DeepSeek-V2-Lite's shared Q5_K gate_up at two rows took 168 (3 workgroups
+  an SM) against the routed Q4_0 term's 128 (4), at one row 127; decode -2.3% (OPTIMIZATION_JOURNAL.md)."""
+  warps = max(plan(s).warps for s in shapes)
+  return [Plan(warps, 1 if s.op == "linear" else plan(s).rows) for s in shapes]
+
 @functools.lru_cache(maxsize=None)
 def kernel_side_by_side(shapes: tuple[MatvecShape, ...], eps: tuple[float, ...], device: str):
   """One launch computing several matvecs side by side (kernels.side_by_side), each with its own plan's rows per warp and
   the most warps any of them plans; None when one is not supported or their workgroup memory together does not fit."""
   language = language_of(device)
   if language is None or not all(supports(s, language) for s in shapes): return None
-  warps = max(plan(s).warps for s in shapes)
-  plans = [Plan(warps, plan(s).rows) for s in shapes]
+  plans = side_by_side_plans(shapes)
   if sum(shared_bytes(s, p) for s, p in zip(shapes, plans)) > SHARED_BYTES[language]: return None
   ks = [_with_eps(build(s, p), e) for s, p, e in zip(shapes, plans, eps)]
   return program(side_by_side("+".join(k.name for k in ks), ks), device)
