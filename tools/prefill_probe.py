@@ -2,9 +2,10 @@
 """Where a prompt's prefill goes, call by call: generate(prompt, 1) replayed several times (the steady time, as llama-bench
 times pp: warm-ups first, then the median), and the same prefill taken apart with a device sync after each part: the
 host's set-up (the sampler's parameters, the padded token buffer), each chunk's captured step, and the read of the first
-token. Tells a slow kernel from a slow replay or a slow host. Then the last chunk's graphs one by one: each graph's kernels,
-the nodes its replay updates, the host's time to launch it (the updates and the launch) and its device time (waited for
-alone), against the chunk's call timed to the sync and replayed back to back (no sync between calls).
+token. Tells a slow kernel from a slow replay or a slow host. Then the first chunk without its head (the fill step): timed to
+its sync, replayed back to back (no sync between calls: the device's own time), and graph by graph (each graph's kernels,
+the nodes its replay updates, the host's time to launch it and its device time waited for alone). Where the host's time
+goes: tools/host_profile.py --target prompt.
 
   DEV=CUDA python3 tools/prefill_probe.py [--presets youtu-llm-2b,deepseek-v2-lite] [--prefill 512] [--runs 6]
 """
@@ -85,31 +86,12 @@ def parts(model: Transformer, prompt: list[int]) -> list[tuple[str, float, float
   model.cached = list(prompt)
   return out
 
-def host_profile(model: Transformer, prompt: list[int], top: int) -> None:
-  """cProfile of the prompt's chunk calls as generate() makes them (each synced, so the device's time is in the sync)."""
-  import cProfile, io, pstats
-  L = next(model._chunks(len(prompt), 0))[2]
-  jit, buf, dev = model.decode_jit(sampling.Params(), prefill=L), model._token_buffer(prompt), Device[model.device]
-  pos, length = model.start_pos.bind(0), model._v_len[L].bind(min(L, len(prompt)))
-  pr = cProfile.Profile()
-  for i in range(7):   # the first two may compile and capture (a chunk length no prompt ended with yet)
-    dev.synchronize()
-    if i >= 2: pr.enable()
-    jit(buf, pos, length)
-    pr.disable()
-    dev.synchronize()
-  s = io.StringIO()
-  pstats.Stats(pr, stream=s).sort_stats("cumulative").print_stats(top)
-  print("  host profile of 5 prompt-chunk calls (the call only, no sync):\n" + s.getvalue(), flush=True)
-
 def main(argv=None) -> int:
   ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   ap.add_argument("--presets", default="youtu-llm-2b,deepseek-v2-lite")
   ap.add_argument("--prefill", type=int, default=512)
   ap.add_argument("--runs", type=int, default=6, help="timed generate(prompt, 1) replays after two warm-ups")
   ap.add_argument("--chunks", default=None, help="prefill chunk lengths joined by + (default: the model's)")
-  ap.add_argument("--host-profile", type=int, default=0, metavar="N", help="also cProfile the host side of the prompt's chunk calls "
-                  "(synced, 5 calls) and print the N functions with the most cumulative time")
   a = ap.parse_args(argv)
   if a.prefill < 1 or a.runs < 1: ap.error("--prefill and --runs are positive")
   for preset in a.presets.split(","):
@@ -146,7 +128,6 @@ def main(argv=None) -> int:
     for i, (k, u, h, d) in enumerate(gs):
       print(f"  graph {i}: {k:4d} kernels, {u:4d} nodes updated; host {h:6.2f} ms, device {d:6.2f} ms (waited alone)", flush=True)
     if gs: print(f"  {'graphs: host sum, device sum':40s} {sum(g[2] for g in gs):9.2f} {sum(g[3] for g in gs):9.2f}", flush=True)
-    if a.host_profile: host_profile(model, prompt, a.host_profile)
     del model
   return 0
 
