@@ -378,13 +378,21 @@ def test_emulated_side_by_side(tmp_path, language):
   assert b0[0].tobytes() == alone[0].tobytes() and b1[0].tobytes() == alone[1].tobytes()
   assert not np.isnan(alone[0]).any() and not np.isnan(alone[1]).any()
 
+def test_plans():
+  """Decode plans on the H100's 132 SMs: Youtu-LLM-2B's gate_up (384 workgroups at four rows a warp) runs as two rows at
+  eight warps; its down (2048 rows of K = 6144) one row at sixteen warps (x's staging dominates)."""
+  gate_up = matvec.MatvecShape("linear", GGMLType.Q4_0, 1, 1, 6144, 2048, 1, False, norm=True, glu=True)
+  down = matvec.MatvecShape("linear", GGMLType.Q4_0, 1, 1, 2048, 6144, 1, False, residual=True)
+  assert matvec.plan(gate_up) == matvec.Plan(8, 2) and matvec.plan(down) == matvec.Plan(16, 1)
+
 def test_side_by_side_plans():
   """DeepSeek-V2-Lite's decode gate_up, the shared expert's Q5_K beside the routed experts' Q4_0: the routed term keeps its
-  own plan (4 rows a warp), the shared one takes one row (at its own plan's two, the launch needed 168 registers a lane)."""
+  own plan (2 rows a warp), the shared one takes one row (at its own plan's two, the launch needed 168 registers a lane),
+  both at the most warps either plans."""
   shared = matvec.MatvecShape("linear", GGMLType.Q5_K, 1, 1, 2816, 2048, 1, False, norm=True, glu=True)
   routed = matvec.MatvecShape("experts", GGMLType.Q4_0, 1, 6, 1408, 2048, 64, False, norm=True, glu=True)
-  assert matvec.plan(shared).rows == 2 and matvec.plan(routed) == matvec.Plan(4, 4)
-  assert matvec.side_by_side_plans((shared, routed)) == [matvec.Plan(4, 1), matvec.Plan(4, 4)]
+  assert matvec.plan(shared) == matvec.Plan(4, 2) and matvec.plan(routed) == matvec.Plan(8, 2)
+  assert matvec.side_by_side_plans((shared, routed)) == [matvec.Plan(8, 1), matvec.Plan(8, 2)]
 
 @pytest.mark.parametrize("language", ["CUDA", "METAL"])
 def test_emulated_sum(tmp_path, language):

@@ -196,7 +196,7 @@ def plan(s: MatvecShape | Terms) -> Plan:
   """Rows per warp: as many as keep >= 2 workgroups of 4 warps per SM (up to 4: x reuse from registers). Then more warps per
   workgroup while staging x costs more than half the weight bytes of a workgroup (every workgroup reads all of x from L2:
   for a down projection, K = 6144 and 4 rows of 3.4 KB, that was 1.8x the weights) and >= 128 workgroups remain. A sum
-  counts all its terms' x and weight bytes."""
+  counts all its terms' x and weight bytes. Four rows at four warps become two at eight: the same workgroups."""
   terms = _terms(s)
   s0 = terms[0]
   slots = 1 if s0.mix else s0.J
@@ -206,6 +206,9 @@ def plan(s: MatvecShape | Terms) -> Plan:
   staged = sum(staged_slots(t) * t.K * 4 for t in terms)
   warps = 4
   while warps < 16 and staged > 0.5 * warps * rows * row_bytes and groups(2 * warps, rows) >= 128: warps *= 2
+  # four rows a warp at four warps: the same workgroups as two rows at eight, which give x's staging twice the threads
+  # and each warp half the loads and math in a row (Youtu-LLM-2B decode -5.9%, OPTIMIZATION_JOURNAL.md)
+  if (rows, warps) == (4, 4): rows, warps = 2, 8
   return Plan(warps, rows)
 
 def _pad(steps: int) -> int: return 1 if steps % 2 == 0 else 2  # row stride of the staged x odd in float4s: no bank conflicts
@@ -446,7 +449,8 @@ def side_by_side_plans(shapes: tuple[MatvecShape, ...]) -> list[Plan]:
   """The plans of matvecs run side by side: the most warps any of them plans; an expert term its own plan's rows per warp,
   a linear one (the shared expert beside the routed ones) one row. The launch runs at the registers of its hungriest
   term, and a K-quant's rows cost registers: DeepSeek-V2-Lite's shared Q5_K gate_up at two rows took 168 (3 workgroups
-  an SM) against the routed Q4_0 term's 128 (4), at one row 127; decode -2.3% (OPTIMIZATION_JOURNAL.md)."""
+  of 4 warps an SM) against the routed Q4_0 term's 128 at four rows (4), at one row 127; decode -2.3%
+  (OPTIMIZATION_JOURNAL.md; measured before plan() turned four rows at four warps into two at eight)."""
   warps = max(plan(s).warps for s in shapes)
   return [Plan(warps, 1 if s.op == "linear" else plan(s).rows) for s in shapes]
 
