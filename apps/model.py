@@ -99,8 +99,9 @@ class Transformer:
     return self.output(x, norm=(self.output_norm, self.cfg.norm_eps)).float()
 
   # A prefill chunk's captures take the whole token buffer and slice the chunk out themselves: a symbolic slice made by
-  # the caller is rebuilt by tinygrad's symbolic rewrites on every replay, ~2 ms of host time before the first kernel
-  # launches (8% of a 512-token Youtu-LLM-2B prefill, OPTIMIZATION_JOURNAL.md); inside the capture it is traced once.
+  # the caller is rebuilt by tinygrad's symbolic rewrites on every replay, 2-3 ms of host time before the first kernel
+  # launches (Youtu-LLM-2B's 512-token prefill is 13% faster without it, OPTIMIZATION_JOURNAL.md); inside the capture it
+  # is traced once.
   def _fill(self, buf: Tensor, start_pos: int | UOp, length: int | UOp) -> Tensor:
     """Prefill the chunk buf[start_pos:start_pos + length], whose logits nobody needs: only its latents matter."""
     return self.hidden(buf[start_pos:start_pos + length], start_pos)[-1:].realize()

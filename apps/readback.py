@@ -23,11 +23,11 @@ def upload(t: Tensor, values) -> None:
   upload_many([(t, values)])
 
 def upload_many(pairs) -> None:
-  """upload() of several (tensor, values) pairs. On CUDA the values go through one pinned host buffer per device, kept and
-  reused (each tensor an async copy from it, queued behind earlier kernels): tinygrad's own copyin pins a new buffer per
-  copy and frees it only at the next device synchronize, which generate() never calls (it waits on events), so a chat's
-  requests would pile up pinned buffers, each a driver allocation (~50 us). Elsewhere it is tinygrad's copyin (after a
-  synchronize on CPU and Metal)."""
+  """upload() of several (tensor, values) pairs, all checked before any is copied. On CUDA the values go through pinned
+  host buffers kept per device (_Staging; each tensor an async copy, queued behind earlier kernels): tinygrad's own
+  copyin pins a new buffer per copy and frees it only at the next device synchronize, which generate() does not call (it
+  waits on events), so generations would leave their pinned buffers behind until something synchronized. Elsewhere it is
+  tinygrad's copyin (after a synchronize on CPU and Metal)."""
   items = []
   for t, values in pairs:
     if not t.uop.is_realized or t.uop.base is not t.uop: raise ValueError(f"upload: the tensor of shape {t.shape} is not a realized buffer")
