@@ -385,6 +385,23 @@ def test_plans():
   down = matvec.MatvecShape("linear", GGMLType.Q4_0, 1, 1, 2048, 6144, 1, False, residual=True)
   assert matvec.plan(gate_up) == matvec.Plan(8, 2) and matvec.plan(down) == matvec.Plan(16, 1)
 
+@pytest.mark.parametrize("typ", [GGMLType.Q4_0, GGMLType.Q6_K], ids=lambda t: t.name)
+def test_emulated_plans_agree_bit_for_bit(tmp_path, typ):
+  """A row's arithmetic does not depend on the plan: four rows at four warps and two at eight (what plan() now picks
+  instead) give the same bits, for a glu with the norm and for routed experts (the CUDA source on the emulator)."""
+  rng = np.random.default_rng(14)
+  K, F, E = _k_for(typ, 40), 16, 5
+  x, g = rng.standard_normal((1, K)).astype(np.float32), rng.standard_normal(K).astype(np.float32)
+  lin = matvec.MatvecShape("linear", typ, 1, 1, F, K, 1, False, norm=True, glu=True)
+  raw = random_tensor(typ, (K, 2 * F), rng)
+  a, b = (emulated(lin, r, "CUDA", raw, (K, 2 * F), x, g=g, work=tmp_path / f"lin{w}", warps=w) for r, w in ((4, 4), (2, 8)))
+  assert not np.isnan(a).any() and a.tobytes() == b.tobytes()
+  exp = matvec.MatvecShape("experts", typ, 1, 3, F, K, E, False, norm=True, glu=True)
+  raw = random_tensor(typ, (K, 2 * F, E), rng)
+  sel = np.array([[4, 0, 2]], dtype=np.int32)
+  a, b = (emulated(exp, r, "CUDA", raw, (K, 2 * F, E), x, sel=sel, g=g, work=tmp_path / f"exp{w}", warps=w) for r, w in ((4, 4), (2, 8)))
+  assert not np.isnan(a).any() and a.tobytes() == b.tobytes()
+
 def test_side_by_side_plans():
   """DeepSeek-V2-Lite's decode gate_up, the shared expert's Q5_K beside the routed experts' Q4_0: the routed term keeps its
   own plan (2 rows a warp), the shared one takes one row (at its own plan's two, the launch needed 168 registers a lane),
