@@ -47,6 +47,7 @@ from apps.gguf import GGUFError
 from apps.mla import SPLIT_POINTS, DEFAULT_SPLIT_MASK, Block
 from apps.model import Transformer
 from apps.readback import upload
+from apps import KERNEL_PATHS
 from apps.quantized import QuantizedLinear, QuantizedExpertWeights, QuantizedEmbedding, PackedTensor
 from apps import synth, sampling
 
@@ -88,8 +89,8 @@ def resolve_model(model: str, mix: str = "release") -> Path:
   if model in synth.PRESETS: return synth.generate(model, mix, progress=sys.stderr.isatty())
   raise SystemExit(f"bench: unknown model '{model}': not a file, and not a preset ({', '.join(synth.PRESETS)})")
 
-def load_model(path: Path, max_context: int, split_mask: int, verbose: bool = False) -> Transformer:
-  try: return Transformer.from_gguf(path, max_context=max_context, split_mask=split_mask, verbose=verbose)
+def load_model(path: Path, max_context: int, split_mask: int, verbose: bool = False, kernels: str = "hand") -> Transformer:
+  try: return Transformer.from_gguf(path, max_context=max_context, split_mask=split_mask, verbose=verbose, kernels=kernels)
   except GGUFError as e: raise SystemExit(f"bench: {e}")
 
 def set_split_mask(model: Transformer, mask: int) -> None:
@@ -440,6 +441,7 @@ class _Session:
   pos: int = 128
   bank: int = 8
   max_context: int = 4096
+  kernels: str = "hand"
   path: Path | None = None
   model: Transformer | None = None
   bench: Bench | None = None
@@ -455,14 +457,15 @@ def _session_parser() -> argparse.ArgumentParser:
   ap.add_argument("--pos", type=int, default=128)
   ap.add_argument("--bank", type=int, default=8)
   ap.add_argument("--max-context", type=int, default=4096)
+  ap.add_argument("--kernels", default="hand", choices=KERNEL_PATHS)
   return ap
 
 def setup(argv: Sequence[str] = ()) -> None:
-  """Configure what bench_mask measures (model, target, pos, bank); loading happens on first use."""
+  """Configure what bench_mask measures (model, target, pos, bank, kernels); loading happens on first use."""
   a = _session_parser().parse_args(list(argv))
-  new = (a.model, a.mix, a.target, a.pos, a.bank, a.max_context)
-  if (_S.model_arg, _S.mix, _S.target, _S.pos, _S.bank, _S.max_context) != new or _S.model is None:
-    _S.model_arg, _S.mix, _S.target, _S.pos, _S.bank, _S.max_context = new
+  new = (a.model, a.mix, a.target, a.pos, a.bank, a.max_context, a.kernels)
+  if (_S.model_arg, _S.mix, _S.target, _S.pos, _S.bank, _S.max_context, _S.kernels) != new or _S.model is None:
+    _S.model_arg, _S.mix, _S.target, _S.pos, _S.bank, _S.max_context, _S.kernels = new
     _S.model = _S.bench = None
 
 def default_model() -> str:
@@ -471,7 +474,7 @@ def default_model() -> str:
 def _ensure() -> Bench:
   if _S.bench is None:
     _S.path = resolve_model(_S.model_arg or default_model(), _S.mix)
-    _S.model = load_model(_S.path, max(_S.max_context, _S.pos + 1), DEFAULT_SPLIT_MASK)
+    _S.model = load_model(_S.path, max(_S.max_context, _S.pos + 1), DEFAULT_SPLIT_MASK, kernels=_S.kernels)
     _S.bench = Bench(_S.model, _S.pos, _S.bank)
   return _S.bench
 
@@ -479,7 +482,7 @@ def cache_key() -> str:
   """What a bench_mask number depends on besides (mask, beam): search2 keys its on-disk results by it."""
   import apply_patches
   b = _ensure()
-  return f"{_S.path.name}|{_S.target}|pos{_S.pos}|bank{len(b.bank)}|{b.dev}|{apply_patches.series_key()}|{git_rev()}"
+  return f"{_S.path.name}|{_S.target}|pos{_S.pos}|bank{len(b.bank)}|{b.dev}|{_S.kernels}|{apply_patches.series_key()}|{git_rev()}"
 
 def bench_mask(mask: int, iters: int = 20, beam: int = 0) -> float:
   """Median ms of one step of the configured target with the given split mask and BEAM level; the loaded weights are reused."""
@@ -528,6 +531,8 @@ def main(argv: Sequence[str] | None = None) -> int:
   ap.add_argument("--max-context", type=int, default=4096, help="KV cache length (as the app's default)")
   ap.add_argument("--bandwidth", type=float, default=None, help="device copy bandwidth in GB/s (default: measured)")
   ap.add_argument("--copy-mib", type=int, default=None, help="buffer size of the bandwidth measurement")
+  ap.add_argument("--kernels", default="hand", choices=KERNEL_PATHS, help="hand-written kernels where the device has them (default), "
+                  "or tinygrad's generated kernels only")
   ap.add_argument("--json", action="store_true", help="one JSON object on stdout instead of the table")
   ap.add_argument("--markdown", nargs="+", metavar="JSON", help="print journal table rows from saved --json outputs, measure nothing")
   a = ap.parse_args(argv)
@@ -544,7 +549,7 @@ def main(argv: Sequence[str] | None = None) -> int:
   a.model = a.model or default_model()
   path = resolve_model(a.model, a.mix)
   t0 = time.perf_counter()
-  m = load_model(path, max(a.max_context, a.pos + 1), a.mask, verbose=not a.json and sys.stderr.isatty())
+  m = load_model(path, max(a.max_context, a.pos + 1), a.mask, verbose=not a.json and sys.stderr.isatty(), kernels=a.kernels)
   load_s = time.perf_counter() - t0
   if a.bandwidth: bw, bw_src = a.bandwidth * 1e9, "given"
   else: bw, bw_src = copy_bandwidth(m.device, a.copy_mib or default_copy_mib(m.device)), "measured"

@@ -25,3 +25,8 @@ def _use_upstream() -> None:
   if str(ap.UPSTREAM) not in sys.path: sys.path.insert(0, str(ap.UPSTREAM))
 
 _use_upstream()
+
+# Which kernels compute the model (Transformer(kernels=...), --kernels): "hand", the hand-written kernels where the device
+# compiles them (CUDA, Metal; elsewhere the portable kernels with the optimizations apps.quantized.plan_opts picks), or
+# "generated", tinygrad's own code generator for every kernel (heuristics, or BEAM), as on a device without hand-written ones
+KERNEL_PATHS = ("hand", "generated")

@@ -21,7 +21,7 @@ import argparse, json, os, platform, secrets, shutil, signal, subprocess, time
 from dataclasses import dataclass, field, asdict
 from typing import Callable, Iterator
 import apps  # noqa: F401  (the patched tinygrad first on sys.path; before anything imports tinygrad)
-from apps import synth, models
+from apps import synth, models, KERNEL_PATHS
 from apps.gguf import GGUFFile
 from apps.tokenizer import Tokenizer, StreamDecoder
 from apps.chat import ChatTemplate, ChatError, reuse
@@ -123,7 +123,7 @@ class Engine:
     self.stats = Stats()
 
   @staticmethod
-  def load(source: Source, max_context: int | None = None, device: str | None = None, quiet: bool = False) -> Engine:
+  def load(source: Source, max_context: int | None = None, device: str | None = None, quiet: bool = False, kernels: str = "hand") -> Engine:
     from apps.mla import Config
     from apps.model import Transformer
     with GGUFFile(source.path) as gf:  # tokenizer, template and config first: their errors come before the slow part
@@ -136,7 +136,7 @@ class Engine:
       if quiet or (not tty and i < n): return
       sys.stderr.write(f"{chr(13) if tty else ''}llm: block {i}/{n} loaded ({time.perf_counter() - t0:.1f} s)" + ("\n" if i == n else ""))
       sys.stderr.flush()
-    model = Transformer.from_gguf(source.path, max_context=max_context, device=device, progress=progress)
+    model = Transformer.from_gguf(source.path, max_context=max_context, device=device, progress=progress, kernels=kernels)
     if not quiet: note(f"loaded {source.name} in {time.perf_counter() - t0:.1f} s on {model.device}, context {model.max_context} tokens")
     return Engine(model, tok, tmpl, source, model.active_weight_bytes())
 
@@ -406,6 +406,8 @@ def parser() -> argparse.ArgumentParser:
                   f"{DEFAULT_PRESET}, -tiny on a CPU); --list-models lists them")
   ap.add_argument("--mix", help=f"quant mix of a synthetic preset: {', '.join(synth.MIXES)} (default release)")
   ap.add_argument("--device", help="tinygrad device (default: tinygrad's default, e.g. CUDA, NV, CPU)")
+  ap.add_argument("--kernels", choices=KERNEL_PATHS, default="hand", help="hand: hand-written kernels where the device has them "
+                  "(CUDA, Metal; default); generated: tinygrad's own code generator for every kernel")
   ap.add_argument("--max-context", type=_int(2), default=4096, help="KV cache length in tokens (default 4096; at most the model's)")
   ap.add_argument("--list-models", action="store_true", help="list known model names and synthetic presets")
   g = ap.add_argument_group("generation")
@@ -468,7 +470,7 @@ def run(args) -> int:
     return 0
   args.device = open_device(args.device)
   source = resolve_model(args.model, args.mix, args.device)
-  engine = Engine.load(source, args.max_context, args.device)
+  engine = Engine.load(source, args.max_context, args.device, kernels=args.kernels)
   if args.benchmark is not None: return run_benchmark(engine, args)
   if args.serve is not None:
     from apps.server import serve

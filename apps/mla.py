@@ -196,6 +196,15 @@ class Block:
     else: self.ffn_gate_up, self.ffn_down = gate_up(""), lin("ffn_down")
     self.cache_dtype = cache_dtype
 
+  kernels = "hand"  # apps.KERNEL_PATHS: "generated" runs no hand-written kernel (Transformer.set_kernels sets it)
+
+  def layers(self) -> list:
+    """The packed-weight layers of this block (whose `kernels` the model sets)."""
+    flat = [w for v in vars(self).values() for w in (v if isinstance(v, tuple) else (v,))]
+    return [w for w in flat if isinstance(w, (QuantizedLinear, QuantizedExpertWeights))]
+
+  def hand_written(self, device: str) -> bool: return self.kernels == "hand" and mla_attention.available(device)
+
   def split(self, x: Tensor, name: str) -> Tensor:
     return x.contiguous() if self.split_mask >> SPLIT_POINTS.index(name) & 1 else x
 
@@ -216,7 +225,7 @@ class Block:
     else:
       q = self.attn_q_b(self.attn_q_a(x, norm=xn), norm=qn) if cfg.q_lora_rank else self.attn_q(x, norm=xn)
       kv = self.attn_kv_a_mqa(x, norm=xn)                                       # (T, kv_lora + rope)
-    if tables is not None and isinstance(T, int) and T == 1 and mla_attention.available(x.device) and cache.dtype == dtypes.float32:
+    if tables is not None and isinstance(T, int) and T == 1 and self.hand_written(x.device) and cache.dtype == dtypes.float32:
       # q_nope of every head, read in place (from q, or from the stacked [q; kv_a] output), absorbed: (1, H, kv_lora)
       q_lat = self.attn_k_b.batched(q.reshape(1, -1), prefix=True, slot_stride=kq)
       out = mla_attention.mla_decode_attention(q_lat.reshape(cfg.n_head, cfg.kv_lora_rank), q.reshape(-1), kv.reshape(-1),
@@ -233,7 +242,7 @@ class Block:
     k_pe = apply_rope(kv[:, cfg.kv_lora_rank:].float(), cos, sin)
     row = self.split(c_kv.cat(k_pe, dim=-1).cast(self.cache_dtype), "kv")
     cache = Tensor(cache.uop.after(cache[start_pos:start_pos + T].uop.store(row.uop)))
-    if tables is not None and mla_attention.available(x.device) and cache.dtype == dtypes.float32:
+    if tables is not None and self.hand_written(x.device) and cache.dtype == dtypes.float32:
       # causal attention of the chunk over the cache: one kernel on the tensor cores (CUDA sm_80+), else a split of each
       # token's keys and their combine
       out = mla_attention.mla_prefill_attention(q_lat.float(), q_pe.float(), cache, tables[2], kv_lora=cfg.kv_lora_rank,
@@ -256,7 +265,7 @@ class Block:
   def route(self, logits: Tensor) -> tuple[Tensor, Tensor]:
     """DeepSeekMoE routing from the router logits (T, n_expert): (selected expert ids (T, k) int32, their weights (T, k) fp32)."""
     cfg = self.cfg
-    fused = router.route(logits, self.exp_probs_b, cfg.n_expert_used, int(cfg.gating), cfg.expert_weights_norm, cfg.expert_weights_scale,
+    fused = None if self.kernels != "hand" else router.route(logits, self.exp_probs_b, cfg.n_expert_used, int(cfg.gating), cfg.expert_weights_norm, cfg.expert_weights_scale,
                          cfg.n_expert_groups)
     if fused is not None: return fused  # one kernel where the device has hand-written kernels
     logits = logits.float()
@@ -275,6 +284,11 @@ class Block:
     if cfg.expert_weights_norm: weights = weights / weights.sum(-1, keepdim=True).maximum(6.103515625e-5)
     return sel, weights * cfg.expert_weights_scale
 
+  def router(self, h: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """The router logits of ffn_norm(h) (T, n_expert) and the routing made from them (selected ids, weights)."""
+    logits = self.ffn_gate_inp(h, norm=(self.ffn_norm, self.cfg.norm_eps))
+    return (logits, *self.route(logits))
+
   def _swiglu(self, w, x: Tensor, norm) -> KernelCall | Tensor:
     """silu(gate(xn)) * up(xn) from a stacked [gate; up] weight (one kernel: its call, for quantized.run) or a separate pair."""
     if isinstance(w, QuantizedLinear): return w.call(x, norm=norm, glu=True)
@@ -285,7 +299,7 @@ class Block:
     """h + FFN(ffn_norm(h))."""
     hn = (self.ffn_norm, self.cfg.norm_eps)
     if not self.moe: return self.ffn_down(self.split(run(self._swiglu(self.ffn_gate_up, h, hn))[0], "shexp"), residual=h)
-    sel, weights = self.route(self.ffn_gate_inp(h, norm=hn))
+    _, sel, weights = self.router(h)
     sel, weights = self.split(sel, "router"), self.split(weights, "router")
     # the shared and the routed experts' gate_up read the same normed h: one kernel where the device can run both (the
     # shared part first: its workgroups load their weights before waiting on the routing, the routed ones cannot)

@@ -13,6 +13,7 @@ import numpy as np
 from tinygrad import Tensor, TinyJit, UOp, Device, dtypes
 from apps.gguf import GGUFFile
 from apps.mla import Block, Config, DEFAULT_SPLIT_MASK
+from apps import KERNEL_PATHS
 from apps.quantized import QuantizedEmbedding, QuantizedExpertWeights, QuantizedLinear, load_tensor
 from apps import sampling
 from apps.readback import Readback, upload
@@ -23,7 +24,7 @@ class ContextOverflow(ValueError):
 
 class Transformer:
   def __init__(self, gf: GGUFFile, max_context: int | None = None, device: str | None = None, split_mask: int = DEFAULT_SPLIT_MASK,
-               prefill_chunks: Sequence[int] = (512, 128), progress: Callable[[int, int], None] | None = None):
+               prefill_chunks: Sequence[int] = (512, 128), progress: Callable[[int, int], None] | None = None, kernels: str = "hand"):
     self.cfg = cfg = Config.from_gguf(gf)
     self.device = Device.canonicalize(device)
     # Activations and latents stay float32 on every device: decode reads weights, not activations, so fp16 would save
@@ -55,6 +56,19 @@ class Transformer:
     self.sampler = sampling.Sampler(cfg.vocab_size, self.device)
     self._jits: dict[tuple, TinyJit] = {}  # (sampler structure, the last prefill chunk's length or 0: decode) -> capture
     self.set_prefill_chunks(*prefill_chunks)
+    self.set_kernels(kernels)
+
+  def set_kernels(self, kernels: str) -> None:
+    """Which kernels compute the model (apps.KERNEL_PATHS): "hand", the hand-written kernels where the device
+    compiles them (CUDA, Metal; the default), or "generated", tinygrad's own code generator for every kernel (heuristics,
+    or BEAM), as on a device without hand-written kernels. The captures are redone."""
+    if kernels not in KERNEL_PATHS: raise ValueError(f"kernels {kernels!r}: choose one of {', '.join(KERNEL_PATHS)}")
+    self.kernels = kernels
+    for b in self.blocks:
+      b.kernels = kernels
+      for layer in b.layers(): layer.kernels = kernels
+    self.output.kernels = kernels
+    self.drop_captures()
 
   def set_prefill_chunks(self, *lengths: int) -> None:
     """Prefill prompts in chunks of these lengths: the longest that the tokens left fill, and the rest, shorter than all of
@@ -200,8 +214,9 @@ class Transformer:
     self._check_fits(len(self.cached) + len(ids))
     buf = self._token_buffer(self.cached + ids)
     out = []
-    for start, n, _ in self._chunks(len(self.cached) + len(ids), len(self.cached)):  # not jitted: the reference path
-      out.append(self.head(self.hidden(buf[start:start + n], start)).numpy())
+    # not jitted (the reference path), but at the symbolic start position: one set of kernels serves every position
+    for start, n, _ in self._chunks(len(self.cached) + len(ids), len(self.cached)):
+      out.append(self.head(self.hidden(buf[start:start + n], self._v_pos.bind(start))).numpy())
     self.cached += ids
     return np.concatenate(out) if out else np.zeros((0, self.cfg.vocab_size), np.float32)
 

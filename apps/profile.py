@@ -35,6 +35,7 @@ from dataclasses import dataclass, asdict
 from typing import Sequence
 import apps  # noqa: F401
 import bench_block as bb
+from apps import KERNEL_PATHS
 from tinygrad.helpers import Context, ansistrip
 from tinygrad.uop.ops import Ops, UOp, sym_infer
 from tinygrad.engine.jit import _prepare_jit_inputs, TinyJit
@@ -231,6 +232,7 @@ def main(argv: Sequence[str] | None = None) -> int:
   ap.add_argument("--count", type=int, default=10, help="timed replays of the step as run")
   ap.add_argument("--top", type=int, default=12, help="kernels listed per part")
   ap.add_argument("--chunk", type=int, default=None, help="fill, prompt: the prefill chunk length (default: the model's shortest)")
+  ap.add_argument("--kernels", default="hand", choices=KERNEL_PATHS, help="hand-written kernels where the device has them, or generated only")
   ap.add_argument("--json", action="store_true")
   ap.add_argument("--ncu", action="store_true", help="run one more pass inside the CUDA profiler range (run under ncu)")
   ap.add_argument("--ncu-csv", metavar="CSV", help="measure nothing: print --rows's table with this Nsight Compute CSV's times")
@@ -248,7 +250,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.error("--chunk is a positive chunk length, for --target fill or prompt")
   a.model = a.model or bb.default_model()
   path = bb.resolve_model(a.model, a.mix)
-  m = bb.load_model(path, max(a.max_context, a.pos + 1), a.mask)
+  m = bb.load_model(path, max(a.max_context, a.pos + 1), a.mask, kernels=a.kernels)
   if a.chunk is not None: m.set_prefill_chunks(a.chunk)
   bench = bb.Bench(m, a.pos, a.bank)
   res = profile(bench, a.target, a.repeat, a.count, a.ncu)

@@ -51,6 +51,7 @@ import functools, math
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 import numpy as np
+from apps import KERNEL_PATHS
 from apps.gguf import GGUFFile, GGMLType, GGUFError
 from tinygrad import Tensor, dtypes, Device, UOp
 from tinygrad.dtype import DType
@@ -306,6 +307,7 @@ class KernelSpec:
   eps: float = 0.0
   x_dtype: DType = dtypes.float32
   x_stride: int = 0         # elements between x rows (slots); 0: K. Wider rows: the first K are the input
+  kernels: str = "hand"     # KERNEL_PATHS: "generated" asks tinygrad's code generator alone (no source, no planned opts)
 
   @property
   def fused(self) -> bool: return self.norm or self.residual or self.glu or self.mix or bool(self.x_stride)
@@ -324,7 +326,8 @@ def register_kernel(provider: Callable[[KernelSpec], KernelFn | None]) -> None:
 def kernel_for(spec: KernelSpec) -> KernelFn | None:
   """The one place that decides which kernel serves a given op, type, shape and device. None for a fused spec that no
   kernel does (the layer then runs the same math as separate ops around the plain kernel)."""
-  for p in _PROVIDERS:
+  if spec.kernels not in KERNEL_PATHS: raise ValueError(f"kernels {spec.kernels!r}: choose one of {', '.join(KERNEL_PATHS)}")
+  for p in (_PROVIDERS if spec.kernels == "hand" else []):
     if (k := p(spec)) is not None: return k
   return None if spec.fused else _portable_kernel(spec)
 
@@ -454,7 +457,7 @@ def _portable_kernel(spec: KernelSpec) -> KernelFn:
     xv = x[b, j, k] if spec.x_per_slot else x[b, k]
     acc = (xv.cast(dtypes.float32) * v).reduce(R, *inner, arg=Ops.ADD)
     sink = out[outs].store(acc.cast(out.dtype)).end(*outs).sink(arg=KernelInfo(name=name))
-    if not planned: planned.append(plan_opts(spec, sink, **_PLAN_BY_TYPE.get(fmt.type, {})))
+    if not planned: planned.append(plan_opts(spec, sink, **_PLAN_BY_TYPE.get(fmt.type, {})) if spec.kernels == "hand" else None)
     return sink.replace(arg=KernelInfo(name=name, opts_to_apply=planned[0]))
   return mv_kernel
 
@@ -486,7 +489,7 @@ class KernelCall:
 
 def _matvec_shapes(specs: tuple[KernelSpec, ...]) -> tuple | None:
   """The decode matvec shapes of specs that the hand-written matvecs serve (the provider the seam picks for each), or None."""
-  if any(next((p for p in _PROVIDERS if p(sp) is not None), None) is not _source_matvec for sp in specs): return None
+  if any(sp.kernels != "hand" or next((p for p in _PROVIDERS if p(sp) is not None), None) is not _source_matvec for sp in specs): return None
   return tuple(_matvec_shape(sp) for sp in specs)
 
 def _side_by_side(specs: tuple[KernelSpec, ...]) -> KernelFn | None:
@@ -568,6 +571,7 @@ def rms_norm(x: Tensor, weight: Tensor, eps: float) -> Tensor:
 
 class QuantizedLinear:
   """y = x @ W.T for a GGUF 2D weight with ne = (in_features, out_features), W kept packed on the device."""
+  kernels = "hand"  # KERNEL_PATHS: which kernels compute it (the model sets it on its layers)
   def __init__(self, w: PackedTensor):
     if len(w.rows) != 1: raise ValueError(f"{w.name}: a linear weight is 2D, got rows {w.rows}")
     self.w, self.in_features, self.out_features, self.type = w, w.in_features, w.rows[0], w.type
@@ -602,7 +606,7 @@ class QuantizedLinear:
     xs, B, Bmax = _flat(x, 1, self.w.name)
     spec = KernelSpec("linear", self.w.fmt, Bmax, 1, N, self.in_features, 1, False, False, _base_device(x.device),
                       norm=norm is not None, residual=residual is not None, glu=glu, eps=norm[1] if norm else 0.0, x_dtype=x.dtype,
-                      x_stride=stride)
+                      x_stride=stride, kernels=self.kernels)
     if stride and (_kernel_cached(spec) is None or not isinstance(B, int)): return self(x[..., :self.in_features], norm, residual, glu)
     if _kernel_cached(spec) is None:  # the same math as separate ops
       y = self(rms_norm(x, *norm).cast(x.dtype) if norm is not None else x)
@@ -615,6 +619,7 @@ class QuantizedLinear:
 class QuantizedExpertWeights:
   """MoE expert weights, GGUF 3D ne = (in, out, n_expert). A list of names (e.g. gate and up) is merged along `out`
   at load, so one kernel computes all of them from one read of the routing and of x."""
+  kernels = "hand"  # KERNEL_PATHS, as QuantizedLinear's
   def __init__(self, groups: list[PackedTensor], outs: list[int]):
     self.groups, self.outs = groups, outs
     w0 = groups[0]
@@ -666,7 +671,7 @@ class QuantizedExpertWeights:
     ok = len(self.groups) == 1 and isinstance(J, int) and not (norm is not None and per_slot)
     spec = KernelSpec("experts", w.fmt, Bmax, J, N, self.in_features, self.n_expert, per_slot, True,
                       _base_device(x.device), norm=norm is not None, residual=residual is not None, glu=glu, mix=mix is not None,
-                      eps=norm[1] if norm else 0.0, x_dtype=x.dtype)
+                      eps=norm[1] if norm else 0.0, x_dtype=x.dtype, kernels=self.kernels)
     if not ok or _kernel_cached(spec) is None:  # the same math as separate ops
       y = self._plain(sel, rms_norm(x, *norm).cast(x.dtype) if norm is not None else x)
       if glu: y = y[..., :N].silu() * y[..., N:]
@@ -697,7 +702,8 @@ class QuantizedExpertWeights:
     xs, _, _ = _flat(x, 2 if per_slot else 1, self.name)
     ys = []
     for w, n in zip(self.groups, self.outs):
-      spec = KernelSpec("experts", w.fmt, Bmax, J, n, self.in_features, self.n_expert, per_slot, True, _base_device(x.device))
+      spec = KernelSpec("experts", w.fmt, Bmax, J, n, self.in_features, self.n_expert, per_slot, True, _base_device(x.device),
+                        kernels=self.kernels)
       ys.append(_run(spec, Tensor.empty(Bmax, J, n, dtype=x.dtype, device=x.device), xs, sels, *w.part_list()))
     return _unflat(self._cat(ys), B, Bmax, (*sel.shape, self.out_features))
 
@@ -721,7 +727,7 @@ class QuantizedExpertWeights:
       sliced, lead = (lambda: self.batched(x[..., :self.in_features])), x.shape[:-1]
     for w in self.groups: _check_device(w, x, "the input")
     specs = [KernelSpec("batched", w.fmt, Bmax, J, n, self.in_features, J, True, False, _base_device(x.device),
-                        x_stride=stride) for w, n in zip(self.groups, self.outs)]
+                        x_stride=stride, kernels=self.kernels) for w, n in zip(self.groups, self.outs)]
     if stride and (not isinstance(B, int) or any(_kernel_cached(sp) is None for sp in specs)): return sliced()
     ys = []
     for w, n, spec in zip(self.groups, self.outs, specs):

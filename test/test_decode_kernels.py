@@ -15,8 +15,8 @@ import bench_block as bb
 from tinygrad.uop.ops import Ops
 from tools.ab_fusions import fusions_off, FUSIONS
 out = {}
-def capture(preset, max_context, target="decode"):
-  bb.setup(["--model", preset, "--target", "decode", "--pos", "16", "--max-context", str(max_context)])
+def capture(preset, max_context, target="decode", kernels="hand"):
+  bb.setup(["--model", preset, "--target", "decode", "--pos", "16", "--max-context", str(max_context), "--kernels", kernels])
   b = bb._ensure()
   st = b.step(target)
   bb.warm(st, None)
@@ -29,10 +29,13 @@ def capture(preset, max_context, target="decode"):
   sources = [next((u.arg for u in p.src if u.op is Ops.SOURCE), "") for p in progs]
   c = b.m.cfg
   return dict(names=names, n_layer=c.n_layer, n_moe=sum(bl.moe for bl in b.m.blocks), q_lora=c.q_lora_rank, shexp=c.n_expert_shared,
-              waits=sum("GRID_WAIT();" in s for s in sources), triggers=sum("GRID_TRIGGER();" in s for s in sources))
+              waits=sum("GRID_WAIT();" in s for s in sources), triggers=sum("GRID_TRIGGER();" in s for s in sources),
+              hand_written=sum("#define GID_X" in s for s in sources),     # the dialect's prelude (apps/kernels)
+              planned=sum(p.src[0].arg.opts_to_apply is not None for p in progs))
 for preset in ("deepseek-v2-lite-tiny", "glm-4.7-flash-tiny", "youtu-llm-2b-tiny"): out[preset] = capture(preset, 256)
 with fusions_off(set(FUSIONS)): out["off"] = capture("deepseek-v2-lite-tiny", 257)  # tools/ab_fusions.py's variant A
 out["fill"] = capture("glm-4.7-flash-tiny", 258, "fill")                          # a prefill chunk
+for target in ("decode", "fill"): out["generated_" + target] = capture("glm-4.7-flash-tiny", 259, target, "generated")
 print("RESULT " + json.dumps(out))
 """
 
@@ -99,3 +102,12 @@ def test_kernels_per_prefill_chunk(captures):
   assert count(r"^gemm_xq_.*_norm$") == 3 * L + moe                        # their norms, [q_a; kv_a]'s and q_b's in x's quantization
   assert count(r"^E_\(n_tokens") <= 1                                      # (the embedding's) no one-thread residual adds
   assert not any(re.match(r"^q\d_(k_linear|0_batched)", n) for n in names)  # no portable K-quant or per-head product
+
+@needs_nvcc
+def test_generated_kernels_are_tinygrads(captures):
+  """kernels="generated" (--kernels generated): in a decode step and a prefill chunk no hand-written kernel runs and no
+  kernel carries hand-picked opts, so tinygrad's heuristics (or BEAM) decide every one; the hand path has both."""
+  for target in ("decode", "fill"):
+    r = captures["generated_" + target]
+    assert r["hand_written"] == 0 and r["planned"] == 0 and len(r["names"]) > 0, (target, r["hand_written"], r["planned"])
+  assert captures["glm-4.7-flash-tiny"]["hand_written"] > 0 and captures["fill"]["hand_written"] > 0

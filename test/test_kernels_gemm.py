@@ -10,7 +10,7 @@ from apps.gguf import GGMLType, BLOCK
 import apps.quantized as Q
 from apps.quantized import PackedTensor, QuantizedLinear, QuantizedExpertWeights, KernelSpec, format_for
 from apps.kernels import gemm, render, language_of
-from test_quantized import random_tensor, ref_weight, relerr, fp32_bound, x16
+from test_quantized import random_tensor, ref_weight, relerr, fp32_bound, x24
 from nvcc import needs_nvcc, run_nvcc_script
 from emulator import emulate
 
@@ -101,7 +101,7 @@ def test_emulated_metal(tmp_path, typ):
   out, ref = emulated(typ, 9, 40, K, "METAL", tmp_path, seed=1)
   assert relerr(out, ref) < fp32_bound(K), relerr(out, ref)
 
-# ---- the tensor-core GEMM (CUDA sm_80+): x quantized by build_xq, then integer mma.sync; references x16(x) @ W
+# ---- the tensor-core GEMM (CUDA sm_80+): x quantized by build_xq, then integer mma.sync; references x24(x) @ W
 
 def xq_records(x: np.ndarray, work: Path) -> np.ndarray:
   """build_xq's records of x (rows, K), emulated."""
@@ -111,20 +111,22 @@ def xq_records(x: np.ndarray, work: Path) -> np.ndarray:
   return xq
 
 def test_emulated_xq_records(tmp_path):
-  """Every block of 32 x values of a row: dx = max |x| / 32512 and X = round(x / dx) (x16's), split into signed bytes h, l
-  with X = 256 h + l, h and l words at the fragment quad's places, the sums of X over k 0..15 and 16..31; a zero block."""
+  """Every block of 32 x values of a row: dx = max |x| / 8323072 and X = round(x / dx) (x24's), split into signed bytes h,
+  m, l with X = 65536 h + 256 m + l, the words at the fragment quad's places, the sums of X over k 0..15 and 16..31; a zero
+  block."""
   R, K = 5, 96
   x = np.random.default_rng(2).standard_normal((R, K)).astype(np.float32) * np.float32([[1e-3], [1], [30], [1e4], [1]])
   x[4, 32:64] = 0
   rec = xq_records(x, tmp_path).reshape(K // 32, R, gemm.XQ_WORDS)
   b = x.reshape(R, K // 32, 32).transpose(1, 0, 2)
   d = rec[..., 16].view(np.float32)
-  assert np.array_equal(d, (np.abs(b).max(-1) / np.float32(32512)).astype(np.float32))
-  X = np.rint(np.divide(x16(x).reshape(R, K // 32, 32).transpose(1, 0, 2), d[..., None].astype(np.float64), out=np.zeros(b.shape),
+  assert np.array_equal(d, (np.abs(b).max(-1) / np.float32(8323072)).astype(np.float32))
+  X = np.rint(np.divide(x24(x).reshape(R, K // 32, 32).transpose(1, 0, 2), d[..., None].astype(np.float64), out=np.zeros(b.shape),
                         where=d[..., None] > 0)).astype(np.int64)
   by = lambda words: np.ascontiguousarray(words).view(np.int8).reshape(*words.shape[:-1], 32).astype(np.int64)  # 8 words -> 32 bytes
-  h, l = rec[..., [0, 4, 8, 12, 1, 5, 9, 13]], rec[..., [2, 6, 10, 14, 3, 7, 11, 15]]   # word w (k 4w ..): quad lane w % 4
-  assert np.array_equal(256 * by(h) + by(l), X) and (np.abs(by(l)) <= 128).all()
+  # word w (k 4w ..) belongs to quad lane w % 4
+  h, m, l = rec[..., [0, 4, 8, 12, 1, 5, 9, 13]], rec[..., [2, 6, 10, 14, 3, 7, 11, 15]], rec[..., [20, 22, 24, 26, 21, 23, 25, 27]]
+  assert np.array_equal(65536 * by(h) + 256 * by(m) + by(l), X) and (np.abs(by(h)) <= 127).all()
   assert np.array_equal(rec[..., 17].view(np.int32), X[..., :16].sum(-1)) and np.array_equal(rec[..., 18].view(np.int32), X[..., 16:].sum(-1))
   assert (X[1, 4] == 0).all() and d[1, 4] == 0
 
@@ -138,7 +140,34 @@ def mma_dense(typ, T, N, K, work, tile, residual=False, seed=0):
   out = np.full((T, N), np.nan, np.float32)
   k = gemm.build_mma(gemm.GemmShape(typ, T, N, K, residual=residual), tile)
   emulate(k, "CUDA", [out, xq_records(x, work)] + ([res] if residual else []) + [np.ascontiguousarray(host[p]) for p, _, _ in fmt.parts], work)
-  return out, x16(x) @ W.T + (res if residual else 0)
+  return out, x24(x) @ W.T + (res if residual else 0)
+
+def test_emulated_mma_keeps_near_tie_routing(tmp_path):
+  """The routing after a prefill product is the fp32 routing wherever the router's top-k margin is above fp32 rounding: the
+  residual stream a GLM-4.7-Flash-tiny attn_output product writes (Q4_0, 256 x 256, the residual added), then a router of 8
+  experts (top 2) whose 2nd and 3rd logits of every token are planted 3e-6 apart (logits ~1). x rounded to 16 bits (two
+  mma) moved the logits by ~1e-5 and flipped about half of these choices; at 24 bits the product is fp32-accurate."""
+  T, N, K, E, k, delta = 37, 256, 256, 8, 2, 3e-6
+  rng = np.random.default_rng(21)
+  raw = random_tensor(GGMLType.Q4_0, (K, N), rng)
+  W = ref_weight(raw, GGMLType.Q4_0, (K, N)).astype(np.float64)
+  x, res = rng.standard_normal((T, K)).astype(np.float32), rng.standard_normal((T, N)).astype(np.float32)
+  R = rng.standard_normal((E, N)) / np.sqrt(N)
+  h = x.astype(np.float64) @ W.T + res
+  for t in range(T):   # move token t's residual along R_b - R_a until its k-th (a) and (k+1)-th (b) logits are delta apart
+    a, b = np.argsort(-(R @ h[t]))[k - 1:k + 1]
+    v = (R[b] - R[a]) / np.sum((R[b] - R[a]) ** 2)
+    res[t] += (-delta - (R[b] - R[a]) @ h[t]) * v
+    h[t] = x[t].astype(np.float64) @ W.T + res[t]
+  top = lambda logits: [set(np.argsort(-row)[:k].tolist()) for row in logits]
+  ref = R @ h.T
+  srt = -np.sort(-ref, axis=0)
+  assert np.allclose(srt[k - 1] - srt[k], delta, rtol=0.02)   # every token's choice is a near tie
+  fmt, host = PackedTensor.pack_host(raw, GGMLType.Q4_0, (K, N))
+  out = np.full((T, N), np.nan, np.float32)
+  emulate(gemm.build_mma(gemm.GemmShape(GGMLType.Q4_0, T, N, K, residual=True)), "CUDA",
+          [out, xq_records(x, tmp_path), res] + [np.ascontiguousarray(host[p]) for p, _, _ in fmt.parts], tmp_path)
+  assert top((R @ out.astype(np.float64).T).T) == top(ref.T)
 
 @pytest.mark.parametrize("typ", TYPES, ids=lambda t: t.name)
 def test_emulated_mma(tmp_path, typ):
@@ -161,12 +190,12 @@ def test_emulated_mma_experts(tmp_path, typ):
   sel[:, 0], sel[:, 1] = 1, np.arange(T) % 3 - 1
   sel[5] = [2, 2]
   for per_slot in (False, True):
-    bufs, ref = expert_case(typ, T, J, E, N, K, per_slot, sel, seed=int(per_slot), seen=x16)
+    bufs, ref = expert_case(typ, T, J, E, N, K, per_slot, sel, seed=int(per_slot), seen=x24)
     bufs[1] = xq_records(bufs[1].reshape(-1, K), tmp_path / f"x{per_slot}")
     emulate(gemm.build_mma(gemm.GemmShape(typ, T, N, K, J, E, per_slot)), "CUDA", bufs, tmp_path / str(per_slot))
     assert relerr(bufs[0], ref) < fp32_bound(K), (per_slot, relerr(bufs[0], ref))
   T, J = 20, 3
-  bufs, ref = expert_case(typ, T, J, J, N, K, True, np.broadcast_to(np.arange(J), (T, J)), seed=5, seen=x16)
+  bufs, ref = expert_case(typ, T, J, J, N, K, True, np.broadcast_to(np.arange(J), (T, J)), seed=5, seen=x24)
   del bufs[2]
   bufs[1] = xq_records(bufs[1].reshape(-1, K), tmp_path / "xb")
   emulate(gemm.build_mma(gemm.GemmShape(typ, T, N, K, J, J, True, batched=True)), "CUDA", bufs, tmp_path / "batched")
@@ -187,7 +216,7 @@ def test_emulated_mma_norm_and_glu(tmp_path, typ):
   fmt, host = PackedTensor.pack_host(raw, typ, (K, 2 * N))
   parts = [np.ascontiguousarray(host[p]) for p, _, _ in fmt.parts]
   x64 = x.astype(np.float64)
-  y = x16(x * g) / np.sqrt((x64 * x64).mean(-1, keepdims=True) + eps) @ W.T
+  y = x24(x * g) / np.sqrt((x64 * x64).mean(-1, keepdims=True) + eps) @ W.T
   out = np.full((T, N), np.nan, np.float32)
   emulate(gemm.build_mma(gemm.GemmShape(typ, T, N, K, glu=True)), "CUDA", [out, xq] + parts, tmp_path / "glu")
   assert relerr(out, y[:, :N] / (1 + np.exp(-y[:, :N])) * y[:, N:]) < 4 * fp32_bound(K)
@@ -210,7 +239,7 @@ def test_emulated_mma_experts_norm_and_glu(tmp_path, typ):
   xq = np.zeros(K // 32 * T * gemm.XQ_WORDS, np.uint32)
   emulate(gemm.build_xq(T, K, eps), "CUDA", [xq, x, g], tmp_path / "xq")
   x64 = x.astype(np.float64)
-  xn = x16(x * g) / np.sqrt((x64 * x64).mean(-1, keepdims=True) + eps)
+  xn = x24(x * g) / np.sqrt((x64 * x64).mean(-1, keepdims=True) + eps)
   y = np.einsum("tjnk,tk->tjn", W[np.clip(sel, 0, E - 1)], xn)
   want = y[..., :N] / (1 + np.exp(-y[..., :N])) * y[..., N:]
   fmt, host = PackedTensor.pack_host(raw, typ, (K, 2 * N, E))
@@ -336,13 +365,13 @@ def test_metal_sources_render():
 @pytest.mark.parametrize("typ", TYPES, ids=lambda t: t.name)
 def test_device_prefill_product(typ):
   """70-token products on the device (the GEMM's): linear, routed experts, per slot; at the fp32 bound of the float
-  product, or where the tensor-core GEMM serves (CUDA sm_80+) of the product of x rounded to 16 bits per block (x16)."""
+  product, or where the tensor-core GEMM serves (CUDA sm_80+) of the product of x rounded to 24 bits per block (x24)."""
   Q._kernel_cached.cache_clear()
   try:
     rng = np.random.default_rng(3)
     K, N, T = 256, 96, 70
     mma = gemm.mma_supports(gemm.GemmShape(typ, T, N, K), Device.DEFAULT)
-    seen = lambda v: x16(v) if mma else v.astype(np.float64)
+    seen = lambda v: x24(v) if mma else v.astype(np.float64)
     raw = random_tensor(typ, (K, N), rng)
     W = ref_weight(raw, typ, (K, N)).astype(np.float64)
     lin = QuantizedLinear(PackedTensor.from_bytes(raw, typ, (K, N)))

@@ -51,25 +51,26 @@ def fp32_bound(K: int) -> float:
   """||out - ref|| / ||ref|| for fp32 products summed in fp32 (K terms): a few ulps times sqrt(K) for random signs."""
   return 4 * np.sqrt(K) * 2.0 ** -24 + 2.0 ** -22
 
-def x16(v: np.ndarray, block: int = 32) -> np.ndarray:
-  """v (float32, last axis a multiple of `block`) as the integer-x decode matvecs round it (apps/kernels/matvec.py), in
-  float64: integers X times a scale per block, d = max |v| / 32512 (fp32; 32512 = 127 * 256 keeps X's high byte signed),
-  X = v * (1 / d) rounded half away from zero. The kernels use blocks of 32; other lengths are for tests that tell them apart."""
+def x24(v: np.ndarray, block: int = 32) -> np.ndarray:
+  """v (float32, last axis a multiple of `block`) as the integer-x kernels round it (apps/kernels/matvec.X24_SPLIT: the decode
+  matvecs for Q4_0 / Q8_0 and the prefill GEMM), in float64: integers X times a scale per block, d = max |v| / 8323072
+  (fp32; 127 * 65536 keeps X's top byte signed), X = v * (1 / d) rounded half away from zero. The kernels use blocks of 32;
+  other lengths are for tests that tell them apart."""
   b = np.ascontiguousarray(v, np.float32).reshape(*v.shape[:-1], -1, block)
-  d = (np.abs(b).max(-1, keepdims=True) / np.float32(32512)).astype(np.float32)
+  d = (np.abs(b).max(-1, keepdims=True) / np.float32(8323072)).astype(np.float32)
   with np.errstate(divide="ignore"): idv = np.where(d == 0, np.float32(0), np.float32(1) / d).astype(np.float32)
   X = np.sign(b * idv) * np.floor(np.abs(b * idv) + np.float32(0.5))
   return (X.astype(np.float64) * d.astype(np.float64)).reshape(v.shape)
 
 def x_seen(typ: GGMLType, x: np.ndarray, tokens: int) -> np.ndarray:
   """x as a product with `typ` weights on this device multiplies it (float64): the hand-written decode matvecs (up to 4
-  tokens, apps/kernels/matvec.py) round x to 16 bits per block for Q4_0 and Q8_0 weights, the tensor-core GEMM (more
+  tokens, apps/kernels/matvec.py) round x to 24 bits per block for Q4_0 and Q8_0 weights, the tensor-core GEMM (more
   tokens, CUDA sm_80+, apps/kernels/gemm.py) for every type it takes; every other path multiplies x."""
   from apps.kernels import matvec, gemm, language_of
   if language_of(Device.DEFAULT) is None: return x.astype(np.float64)
-  if tokens <= 4: return x16(x) if typ in matvec.TYPES and matvec.TYPES[typ].xint else x.astype(np.float64)
+  if tokens <= 4: return x24(x) if typ in matvec.TYPES and matvec.TYPES[typ].xint else x.astype(np.float64)
   K = x.shape[-1]
-  return x16(x) if typ in gemm.MMA_TYPES and K % BLOCK[typ][0] == 0 and gemm.mma_supports(gemm.GemmShape(typ, tokens, 16, K), Device.DEFAULT) else x.astype(np.float64)
+  return x24(x) if typ in gemm.MMA_TYPES and K % BLOCK[typ][0] == 0 and gemm.mma_supports(gemm.GemmShape(typ, tokens, 16, K), Device.DEFAULT) else x.astype(np.float64)
 
 FP16_BOUND = 2.0 ** -9  # fp16 output (and fp16 x, which the reference uses as given): rounding of the result dominates
 

@@ -21,6 +21,7 @@ import apps  # noqa: F401
 from tinygrad import Device, GlobalCounters
 from apps import synth
 from apps.model import Transformer
+from apps import KERNEL_PATHS
 import apply_patches
 import bench_block as bb  # copy_bandwidth (4 chained 1 GiB copies in one TinyJit, read + write bytes), upstream_step, measure
 from tools import llama_bench as llama_cpp
@@ -30,13 +31,13 @@ ANCHORS = {"glm-4.7-flash": (196, 6.8), "deepseek-v2-lite": (351, 12.8), "youtu-
 DECODE_AFTER = 16  # prompt tokens before the timed decode steps, ours and upstream's
 PREFILL_RUNS = 5  # timed prefills after the compile and the capture (their median counts)
 
-def bench(preset: str, path: Path, n_decode: int, n_prefill: int, mix: str, upstream: bool = False) -> dict:
+def bench(preset: str, path: Path, n_decode: int, n_prefill: int, mix: str, upstream: bool = False, kernels: str = "hand") -> dict:
   """Our load, prefill (n_prefill tokens) and steady decode of one file; with upstream, tinygrad.llm's decode of it too."""
   file_bytes = path.stat().st_size
   gc.collect()  # the previous model's buffers (ours and upstream's) go now, not during this load: they would hide in the delta
   mem0 = GlobalCounters.mem_used
   t0 = time.perf_counter()
-  model = Transformer.from_gguf(path, max_context=n_prefill + n_decode + 64)
+  model = Transformer.from_gguf(path, max_context=n_prefill + n_decode + 64, kernels=kernels)
   Device[model.device].synchronize()
   t_load = time.perf_counter() - t0
   mem = GlobalCounters.mem_used - mem0
@@ -125,6 +126,7 @@ def main() -> None:
   ap.add_argument("--llama", action="store_true", help="build llama-bench if needed and run it on the same files (tools/llama_bench.py)")
   ap.add_argument("--llama-build-limit", type=float, default=480, help="seconds the llama-bench build may take in this run (it resumes)")
   ap.add_argument("--upstream", action="store_true", help="time upstream tinygrad 0.14's decode of the same files")
+  ap.add_argument("--kernels", default="hand", choices=KERNEL_PATHS, help="hand-written kernels (default) or tinygrad's generated ones only")
   ap.add_argument("--json", type=Path)
   args = ap.parse_args()
   out_dir = Path(os.environ["OUT"]) if os.environ.get("OUT") else None
@@ -152,7 +154,7 @@ def main() -> None:
   print(f"copy bandwidth {bw / 1e9:.0f} GB/s (read + write)", flush=True)
   rows = []
   for p in presets:
-    r = bench(p, paths[p], args.decode, args.prefill, args.mix, args.upstream)
+    r = bench(p, paths[p], args.decode, args.prefill, args.mix, args.upstream, args.kernels)
     r["floor_tok_s"], r["gen_s"] = bw / (r["active_gb"] * 1e9), gen_s[p]
     if p in llama: r["llama"] = llama[p]
     rows.append(r)

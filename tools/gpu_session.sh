@@ -2,7 +2,7 @@
 # The GPU-machine runs the open issues still need, in the order of their value, each with its own time limit and log
 # under $OUT (the device tool brings $OUT back). Run from the repo root on the GPU machine:
 #   bash tools/gpu_session.sh [step ...]      steps: glm check serve bench profile llama side kernels ncu abprefill abkernel
-#                                             abfusions fill
+#                                             abfusions fill paths blocks generated
 #                                             (default: the first five)
 # MODELS (default: youtu-llm-2b deepseek-v2-lite) picks the models of ncu, abkernel, abfusions (OFF=<fusions A turns off>), abprefill
 # (A=<file>: another apps/kernels/gemm.py as variant A; ROUNDS=<n>, default 5: 2% differences need that many), ncu (PROMPT=1:
@@ -55,6 +55,13 @@ for s in $steps; do
                  --ncu --json > "$OUT/ncu_rows_$m.json" 2> "$OUT/ncu_$m.log"
                python3 -m apps.profile --ncu-csv "$OUT/ncu_$m.csv" --rows "$OUT/ncu_rows_$m.json" --top 14 | tee "$OUT/ncu_$m.txt" | head -40
              done ;;
+    paths)   timeout 580 python3 tools/path_check.py --presets "${PRESETS:-glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b}" \
+               --depth "${DEPTH:-0,600}" 2>&1 | tee "$OUT/paths.log" | tail -6 ;;
+    blocks)  for m in ${MODELS:-glm-4.7-flash deepseek-v2-lite}; do
+               timeout 400 python3 tools/path_check.py --blocks $m 2>&1 | tee "$OUT/blocks_$m.txt" | tail -50
+             done ;;
+    generated) timeout 580 python3 tools/gpu_bench.py --kernels generated --presets "${PRESETS:-youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash}" \
+               --decode 32 --prefill 512 --json "$OUT/generated.json" 2>&1 | tee "$OUT/generated.log" | grep -v '^{' | tail -6 ;;
     *) echo "unknown step $s" ;;
   esac
 done

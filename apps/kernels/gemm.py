@@ -4,15 +4,16 @@ out[t, j, n] = W[j][n] . x[t, j] (MLA's k_b and v_b). Two kernels of one tiling 
 steps of 32 weights of K, the loads of step k + 1 in flight during step k's math, token groups past a tile's entries
 skip the math):
 
-The tensor-core kernel (`build_mma`, CUDA sm_80+, what the H100 runs). x is first rounded to 16-bit integers per block
-of 32, exactly as the decode matvecs round it (`build_xq`: X = round(x / dx), dx = max |x| / 32512, split into signed
-bytes h and l with X = 256 h + l), into records laid out as mma.sync's B fragments. The weights stay integers too: a
-Q4_0 block's word t holds its weights 4t.. and 16 + 4t.. (the A fragment's k order), so a lane loads its rows' words
-straight into the fragment (nibbles to signed bytes, no float dequantization); each 16 x 8 x 32 tile of the product is
-two mma.sync (h, l) into int32, and 256 h + l, exact, is scaled by the row's and the token's scale into fp32 (the
-K-quants' mins through the block's sum of X; Q6_K's two scales per 32 through two k = 16 mma). So the result is the
-product of the rounded x, held to the fp32 bound against x16(x) and gguf-py's dequantization, the same numerics as the
-decode matvecs (prompt logits ~2e-4 of transformers on the tiny models, where the float products gave ~2e-5). A linear
+The tensor-core kernel (`build_mma`, CUDA sm_80+, what the H100 runs). x is first rounded to 24-bit integers per block
+of 32 (`build_xq`: X = round(x / dx), dx = max |x| / 8323072, split into signed bytes h, m and l with X = 65536 h + 256 m
++ l), into records laid out as mma.sync's B fragments. The weights stay integers too: a Q4_0 block's word t holds its
+weights 4t.. and 16 + 4t.. (the A fragment's k order), so a lane loads its rows' words straight into the fragment
+(nibbles to signed bytes, no float dequantization); each 16 x 8 x 32 tile of the product is three mma.sync (h, m, l) into
+int32, put together and scaled by the row's and the token's scale into fp32 (the K-quants' mins through the block's sum
+of X; Q6_K's two scales per 32 through two k = 16 mma). So the result is the product of the rounded x, held to the fp32
+bound against x24(x) and gguf-py's dequantization; x24's rounding is about fp32's own, so the product is fp32-accurate.
+It has to be: at 16 bits (two mma.sync) the products moved full-size GLM-4.7-Flash's hidden state by 2e-4 over 22 blocks,
+enough to flip a near tie of a later router and move the prompt's logits by 6e-2 (OPTIMIZATION_JOURNAL.md). A linear
 product's rms norm goes into x's rounding (x * norm_w rounded, 1 / rms in dx) and its SwiGLU into the store (a warp's
 row blocks in gate / up pairs). x records reach shared memory by cp.async, two steps double-buffered.
 
@@ -253,26 +254,28 @@ def build(s: GemmShape, tile: tuple[int, int] | None = None) -> SourceKernel:
   grid = (-(-s.N // TN), 1, s.E) if s.experts else (-(-s.N // TN), -(-s.T // TT), s.E if s.batched else 1)
   return SourceKernel(name, params, body, grid, (TN // 4, TT // 4, 1), trigger=False)
 
-# ---- the tensor-core GEMM (CUDA sm_80+): x as 16-bit integers, integer mma.sync per step of 32 weights of K
+# ---- the tensor-core GEMM (CUDA sm_80+): x as 24-bit integers, integer mma.sync per step of 32 weights of K
 
-XQ_WORDS = 20   # uint32 words of one quantized x block: per lane t of a fragment quad, words 4t..4t+3 = (h word t, h word
-                # 4 + t, l word t, l word 4 + t) (word w = bytes of k 4w .. 4w + 3), then dx (float bits), the sums of X over
-                # k 0..15 and 16..31, and one of padding (a record is five uint4s)
+XQ_WORDS = 28   # uint32 words of one quantized x block (seven uint4s): per lane t of a fragment quad, words 4t..4t+3 = (h
+                # word t, h word 4 + t, m word t, m word 4 + t) (word w = bytes of k 4w .. 4w + 3); then dx (float bits), the
+                # sums of X over k 0..15 and 16..31, one of padding; then per lane t, words 20 + 2t, 21 + 2t = (l word t, l
+                # word 4 + t)
+XQ_VECS = XQ_WORDS // 4
 
 def build_xq(R: int, K: int, eps: float | None = None) -> SourceKernel:
-  """x (R, K) float -> xq (K / 32, R, XQ_WORDS) uint32: every block of 32 x values of a row as X = round(x / dx) with dx =
-  max |x| / 32512, split into signed bytes h = round(X / 256) and l = X - 256 h, exactly as the decode matvecs round x
-  (apps/kernels/matvec.py), laid out as the B fragments of mma.sync read them. 8 lanes a block (a float4 each).
+  """x (R, K) float -> xq (K / 32, R, XQ_WORDS) uint32: every block of 32 x values of a row as the 24-bit integers X =
+  round(x / dx) with dx = max |x| / 8323072, split into signed bytes X = 65536 h + 256 m + l (matvec.X24_SPLIT), laid out
+  as the B fragments of mma.sync read them. 8 lanes a block (a float4 each).
   With `eps` the rows are rms-normed first, as the decode matvecs do it: x * norm_w is rounded and its dx carries the
   row's 1 / rms (a workgroup per row: the sum of squares, then the row's blocks)."""
   NS, NBLK = K // KB, K // KB * R
-  quant = matvec.X16_SPLIT + f"""
+  quant = matvec.X24_SPLIT + f"""
   int xs = X0 + X1 + X2 + X3;
   xs += SHFL_XOR(xs, 1); xs += SHFL_XOR(xs, 2);   // the sum over k 0..15 (lanes 0..3) or 16..31 (lanes 4..7)
   int xs16 = SHFL_XOR(xs, 4);
   if (ok) {{
     GLOBAL uint* rec = xq + u * {XQ_WORDS};
-    rec[4*(e & 3) + (e >> 2)] = wh; rec[4*(e & 3) + 2 + (e >> 2)] = wl;
+    rec[4*(e & 3) + (e >> 2)] = wh; rec[4*(e & 3) + 2 + (e >> 2)] = wm; rec[20 + 2*(e & 3) + (e >> 2)] = wl;
     if (e == 0) {{ rec[16] = AS_UINT(d{" * rs" if eps is not None else ""}); rec[17] = (uint)xs; rec[18] = (uint)xs16; rec[19] = 0u; }}
   }}"""
   params = (Param("xq", dtypes.uint32, True), Param("x", dtypes.float32))
@@ -300,6 +303,10 @@ def build_xq(R: int, K: int, eps: float | None = None) -> SourceKernel:
   }}{quant}
   }}"""
   return SourceKernel(f"gemm_xq_{R}_{K}_norm", params + (Param("norm_w", dtypes.float32, weight=True),), body, (R, 1, 1), (256, 1, 1), trigger=False)
+
+# a product's integer sum with X = 65536 h + 256 m + l: the mma of h, times 256, accumulates the mma of m (hm = 256 h + m,
+# exact in int32), the mma of l apart; the whole can pass 2^31, so it is put together in fp32
+_X24 = "DEVFN float X24(int hm, int l) { return (float)hm * 256.0f + (float)l; }"
 
 @dataclass(frozen=True)
 class MmaType:
@@ -377,7 +384,7 @@ def mma_shared_bytes(s: GemmShape, tile: tuple[int, int] | None = None, steps: i
   """Workgroup memory of the tensor-core kernel: two steps of x records (5 uint4s a token and sub-step) and the experts'
   listing; the rule's tile and steps unless given."""
   tile = tile or mma_tile(s)
-  return 2 * (steps or _mma_steps(s, tile)) * tile[0] * 5 * 16 + _experts_bytes(s)
+  return 2 * (steps or _mma_steps(s, tile)) * tile[0] * XQ_WORDS * 4 + _experts_bytes(s)
 
 def mma_supports(s: GemmShape, device: str | None = None) -> bool:
   """The tensor-core GEMM serves `s` (on `device`: a CUDA device of sm_80 or newer; None: any)."""
@@ -390,8 +397,8 @@ def build_mma(s: GemmShape, tile: tuple[int, int] | None = None, steps: int | No
   of out; warp w owns rows [w TN/4, (w + 1) TN/4) as MW row blocks of 16, for all TT tokens (TT / 8 column blocks). Per
   sub-step of 32 weights a lane loads word t of its rows g and g + 8 straight into the A fragment (a Q4_0 block's word t
   holds weights 4t.. and 16 + 4t..: the fragment's k order), the workgroup stages its tokens' x records in shared memory,
-  and each (row block, column block) takes two mma.sync (x's h and l bytes) whose integer sums, 256 h + l, are scaled by
-  the row's and the token's scale into fp32 accumulators. A step of SB sub-steps has its loads in flight one step ahead."""
+  and each (row block, column block) takes three mma.sync (x's h, m and l bytes) whose integer sums, put together as
+  65536 h + 256 m + l, are scaled by the row's and the token's scale into fp32 accumulators. A step of SB sub-steps has its loads in flight one step ahead."""
   mt_ = MMA_TYPES[s.type]
   assert mma_supports(s) and (tile is None and steps is None or mma_shared_bytes(s, tile, steps) <= matvec.SHARED_BYTES["CUDA"]), s
   TT, TN = tile or mma_tile(s)
@@ -401,7 +408,7 @@ def build_mma(s: GemmShape, tile: tuple[int, int] | None = None, steps: int | No
   spb = BLOCK[s.type][0] // KB
   nb, NS = s.K // BLOCK[s.type][0], s.K // KB
   R = s.T * s.J if (s.x_per_slot or s.batched) else s.T   # rows of x (and of its records)
-  NX = SB * TT * 5   # a step's x record uint4s
+  NX = SB * TT * XQ_VECS   # a step's x record uint4s
   XR = -(-NX // 128)
   params = (Param("out", dtypes.float32, True), Param("xq", dtypes.uint32), *([Param("sel", dtypes.int32)] if s.experts else []),
             *([Param("residual", dtypes.float32)] if s.residual else []), *(Param(n, dt, weight=True) for n, dt in mt_.parts))
@@ -418,9 +425,9 @@ def build_mma(s: GemmShape, tile: tuple[int, int] | None = None, steps: int | No
       for (int r = 0; r < {XR}; r++) {{
         int idx = tid + 128 * r;
         if (idx < {NX}) {{
-          int u = idx / {TT * 5}, i = (idx / 5) % {TT}, w = idx % 5;
+          int u = idx / {TT * XQ_VECS}, i = (idx / {XQ_VECS}) % {TT}, w = idx % {XQ_VECS};
           int ent = {ent.format(t="i")};
-          CP_ASYNC16(&xs4[(({step}) & 1) * {NX} + idx], &xq4[((({step}) * {SB} + u) * {R} + {xrow}) * 5 + w]);
+          CP_ASYNC16(&xs4[(({step}) & 1) * {NX} + idx], &xq4[((({step}) * {SB} + u) * {R} + {xrow}) * {XQ_VECS} + w]);
         }}
       }}
 {wl}
@@ -434,16 +441,19 @@ def build_mma(s: GemmShape, tile: tuple[int, int] | None = None, steps: int | No
           {" ".join(f"f{n}[{u}][m][h] = {n};" for n in mt_.scales)}
         }} }}""" for u in range(SB))
   if s.type == GGMLType.Q6_K:
-    mma = """int ch0[4] = {0, 0, 0, 0}, ch1[4] = {0, 0, 0, 0}, cl0[4] = {0, 0, 0, 0}, cl1[4] = {0, 0, 0, 0};
-            MMA_K16(ch0, a[u][m][0], a[u][m][1], b.x); MMA_K16(ch1, a[u][m][2], a[u][m][3], b.y);
-            MMA_K16(cl0, a[u][m][0], a[u][m][1], b.z); MMA_K16(cl1, a[u][m][2], a[u][m][3], b.w);
+    mma = """int c0[4] = {0, 0, 0, 0}, c1[4] = {0, 0, 0, 0}, l0[4] = {0, 0, 0, 0}, l1[4] = {0, 0, 0, 0};
+            MMA_K16(c0, a[u][m][0], a[u][m][1], b.x); MMA_K16(c1, a[u][m][2], a[u][m][3], b.y);
+            for (int i = 0; i < 4; i++) { c0[i] *= 256; c1[i] *= 256; }
+            MMA_K16(c0, a[u][m][0], a[u][m][1], b.z); MMA_K16(c1, a[u][m][2], a[u][m][3], b.w);
+            MMA_K16(l0, a[u][m][0], a[u][m][1], bl[0]); MMA_K16(l1, a[u][m][2], a[u][m][3], bl[1]);
             for (int i = 0; i < 4; i++) acc[m][n][i] += (fds[u][m][i >> 1] * dx[i & 1]) *
-              (fsc0[u][m][i >> 1] * (float)(256*ch0[i] + cl0[i]) + fsc1[u][m][i >> 1] * (float)(256*ch1[i] + cl1[i]));"""
+              (fsc0[u][m][i >> 1] * X24(c0[i], l0[i]) + fsc1[u][m][i >> 1] * X24(c1[i], l1[i]));"""
   else:
-    term = "(fds[u][m][i >> 1] * dx[i & 1]) * (float)(256*ch[i] + cl[i])"
+    term = "(fds[u][m][i >> 1] * dx[i & 1]) * X24(c[i], l[i])"
     if "mn" in mt_.scales: term += " - fmn[u][m][i >> 1] * xsum[i & 1]"
-    mma = f"""int ch[4] = {{0, 0, 0, 0}}, cl[4] = {{0, 0, 0, 0}};
-            MMA_K32(ch, a[u][m], b.x, b.y); MMA_K32(cl, a[u][m], b.z, b.w);
+    mma = f"""int c[4] = {{0, 0, 0, 0}}, l[4] = {{0, 0, 0, 0}};
+            MMA_K32(c, a[u][m], b.x, b.y); for (int i = 0; i < 4; i++) c[i] *= 256; MMA_K32(c, a[u][m], b.z, b.w);
+            MMA_K32(l, a[u][m], bl[0], bl[1]);
             for (int i = 0; i < 4; i++) acc[m][n][i] += {term};"""
   body = f"""  const int T = {s.T}, N = {s.N}, NB = {nb};
   (void)T;
@@ -473,8 +483,9 @@ def build_mma(s: GemmShape, tile: tuple[int, int] | None = None, steps: int | No
     for (int u = 0; u < {SB}; u++)
 #pragma unroll
     for (int n = 0; n < {NTL}; n++) if (8*n < mt) {{   // column blocks past the entries skip
-      uint4 b = xs4[xo + (u * {TT} + 8*n + g) * 5 + t];
-      const uint* s0 = (const uint*)&xs4[xo + (u * {TT} + 8*n + 2*t) * 5 + 4], *s1 = s0 + 20;   // tokens 2t, 2t + 1: words
+      uint4 b = xs4[xo + (u * {TT} + 8*n + g) * {XQ_VECS} + t];   // the h and m words of token g's record
+      const uint* bl = (const uint*)&xs4[xo + (u * {TT} + 8*n + g) * {XQ_VECS} + 5] + 2*t;   // its l words
+      const uint* s0 = (const uint*)&xs4[xo + (u * {TT} + 8*n + 2*t) * {XQ_VECS} + 4], *s1 = s0 + {XQ_WORDS};   // tokens 2t, 2t + 1: words
       float dx[2] = {{AS_FLOAT(s0[0]), AS_FLOAT(s1[0])}};
       {"float xsum[2] = {dx[0] * (float)((int)s0[1] + (int)s0[2]), dx[1] * (float)((int)s1[1] + (int)s1[2])};" if "mn" in mt_.scales else ""}
 #pragma unroll
@@ -501,7 +512,7 @@ def build_mma(s: GemmShape, tile: tuple[int, int] | None = None, steps: int | No
          (f"_batched{s.J}" if s.batched else "") + ("_residual" if s.residual else "") + ("_glu" if s.glu else "")
   ON = TN // 2 if s.glu else TN   # output rows per workgroup
   grid = (-(-s.N // ON), 1, s.E) if s.experts else (-(-s.N // ON), -(-s.T // TT), s.E if s.batched else 1)
-  return SourceKernel(name, params, body, grid, (128, 1, 1), trigger=False, min_blocks=min_blocks or 3)
+  return SourceKernel(name, params, body, grid, (128, 1, 1), _X24, trigger=False, min_blocks=min_blocks or 3)
 
 @functools.lru_cache(maxsize=None)
 def kernel(s: GemmShape, device: str, norm_eps: float | None = None):

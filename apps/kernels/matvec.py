@@ -14,13 +14,14 @@ each). Nibbles and bytes become floats by the 2^23 trick (BYTE_F: a byte placed 
 and one add per weight) instead of integer-to-float conversions, which issue at a quarter of the FMA rate.
 
 Q4_0 and Q8_0 go further: their weights are small integers times a scale per 32, so each workgroup rounds its staged x
-to 16-bit integers times a scale per block of 32 (max |x| / 32512, rounded half away from zero) and the math is integer
-DP4A. An x value is split into two signed bytes (x = 256 h + l), so one weight word meets x in two DP4A: 8 weights in 2
-instructions against ~3 float instructions per weight. In these one-wave decode matvecs a warp issues all its loads and
-then computes, so math is time the memory system idles (Youtu gate_up: 2,928 SASS instructions per lane in float, 1,376
-now; decode -7%, OPTIMIZATION_JOURNAL.md). 16 bits keep the product within ~1e-5 of float; llama.cpp rounds x to 8 bits
-(q8_1), which was 4% faster still here but moved the test models' logits by 3e-2 to 9e-2 (rejected, the journal). The
-tests' references round x the same way (test_quantized.x16); the norm's scale (a scalar per token) applies after the product.
+to 24-bit integers times a scale per block of 32 (max |x| / 8323072, rounded half away from zero: X24_SPLIT) and the math
+is integer DP4A. An x value is split into three signed bytes (X = 65536 h + 256 m + l), so one weight word meets x in
+three DP4A: 8 weights in 3 instructions against ~3 float instructions per weight. In these one-wave decode matvecs a warp
+issues all its loads and then computes, so math is time the memory system idles (OPTIMIZATION_JOURNAL.md). 24 bits keep
+the product fp32-accurate; 16 bits (two DP4A) were within ~1e-5 of float, which is enough to flip a router's near tie
+some blocks later (X24_SPLIT); llama.cpp rounds x to 8 bits (q8_1), which moved the test models' logits by 3e-2 to 9e-2
+(rejected, the journal). The tests' references round x the same way (test_quantized.x24); the norm's scale (a scalar per
+token) applies after the product.
 
 What a kernel computes (buffers in this order: out, x, [sel], [mix], [norm_w], [residual], *packed parts):
   linear   out[b, n] = W[n] . xn[b]                       xn = x, or rms_norm(x) * norm_w with `norm`
@@ -46,8 +47,8 @@ from apps.kernels import SourceKernel, Param, program, language_of, side_by_side
 # lane step and their math. In `load` and `math`, `@` is the item's suffix: the load sees `bi@` (packed block index) and
 # `c@` (chunk in the block) and declares its registers; the math reads them and xr[] (the chunk's CH x values, in the
 # order `xrun` gives), xsum[h] (the sum of xr[32h .. 32h+31]), and sets `s` to the chunk's dot product. An xint type (CH = 32,
-# one x block per chunk) instead reads the block's 32 x values as integers X = 256 h + l (signed bytes h and l, four to an
-# int, in order): xh[8], xl[8]; dx (their scale: x = dx * X) and xqs (the sum of the 32 X).
+# one x block per chunk) instead reads the block's 32 x values as integers X = 65536 h + 256 m + l (signed bytes, four to
+# an int, in order): xh[8], xm[8], xl[8]; dx (their scale: x = dx * X); xqhm and xql, the sums of the 32 (256 h + m) and l.
 @dataclass(frozen=True)
 class TypeCode:
   parts: tuple[tuple[str, object], ...]
@@ -57,26 +58,27 @@ class TypeCode:
   math: str
   regs: int                   # registers one item's loads hold (sizes the batches)
   xrun: str = "c*CH + 16*r"   # offset in the block of the chunk's r-th run of 16 x values (xr[16r..16r+15])
-  xint: bool = False          # the math reads x as 16-bit integers (xh, xl, dx, xqs) instead of xr/xsum
+  xint: bool = False          # the math reads x as 24-bit integers (xh, xm, xl, dx, xqhm, xql) instead of xr/xsum
 
-# Q4_0 and Q8_0 meet x as 16-bit integers: DP4A multiplies and sums four weights with four bytes of x
+# Q4_0 and Q8_0 meet x as 24-bit integers: DP4A multiplies and sums four weights with four bytes of x
 _Q4_0 = TypeCode((("d", dtypes.float16), ("qs", dtypes.uint32)), 32, 32, """
     uint4 q@ = ((const GLOBAL uint4*)qs)[bi@]; float d@ = H2F(d[bi@]);""", """
     uint w[4] = {q@.x, q@.y, q@.z, q@.w};
-    int th = 0, tl = 0;
+    int th = 0, tm = 0, tl = 0;
     for (int i = 0; i < 4; i++) {
       uint n0 = w[i] & 0x0F0F0F0Fu, n1 = (w[i] >> 4) & 0x0F0F0F0Fu;
       th = DP4A(n0, xh[i], th); th = DP4A(n1, xh[4 + i], th);
+      tm = DP4A(n0, xm[i], tm); tm = DP4A(n1, xm[4 + i], tm);
       tl = DP4A(n0, xl[i], tl); tl = DP4A(n1, xl[4 + i], tl);
     }
-    s = d@ * dx * (float)(256*th + tl - 8*xqs);   // the nibbles are the weights + 8""", 5, xint=True)
+    s = d@ * dx * ((float)(256*th + tm - 8*xqhm) * 256.0f + (float)(tl - 8*xql));   // the nibbles are the weights + 8""", 5, xint=True)
 
 _Q8_0 = TypeCode((("d", dtypes.float16), ("qs", dtypes.uint32)), 32, 32, """
     uint4 qa@ = ((const GLOBAL uint4*)qs)[2*bi@], qb@ = ((const GLOBAL uint4*)qs)[2*bi@ + 1]; float d@ = H2F(d[bi@]);""", """
     uint w[8] = {qa@.x, qa@.y, qa@.z, qa@.w, qb@.x, qb@.y, qb@.z, qb@.w};
-    int th = 0, tl = 0;
-    for (int i = 0; i < 8; i++) { th = DP4A(w[i], xh[i], th); tl = DP4A(w[i], xl[i], tl); }
-    s = d@ * dx * (float)(256*th + tl);""", 9, xint=True)
+    int th = 0, tm = 0, tl = 0;
+    for (int i = 0; i < 8; i++) { th = DP4A(w[i], xh[i], th); tm = DP4A(w[i], xm[i], tm); tl = DP4A(w[i], xl[i], tl); }
+    s = d@ * dx * ((float)(256*th + tm) * 256.0f + (float)tl);""", 9, xint=True)
 
 # K-quants: a lane step is 64 weights (chunk c of 4 per 256-weight block); c = 2*c1 + c0, sub-blocks 2c and 2c+1 of 32
 _QK_LOAD = """
@@ -156,19 +158,25 @@ class MatvecShape:
 BATCH_REGS = 64             # registers one batch of loads holds per lane (the source has batch k+1's loads before batch k's
                             # math; ptxas may hoist more of them, and in the SASS seen it hoists all where registers allow).
                             # H100 decode, 40 -> 64: DSV2 -0.6%, GLM -1.7%, Youtu -0.3%; 96: no better (the journal)
-# x as 16-bit integers: the float4 v of each of 8 lanes (a block of 32 x values) -> its scale d = max |x| / 32512 (three
-# shuffles), X0..X3 = round(v / d) in [-32512, 32512], split into h = round(X / 256) and l = X - 256 h, both signed bytes,
-# packed four to an int: wh, wl (byte i: component i). The one rounding of x of the integer kernels (these matvecs and
-# the prefill GEMM's apps/kernels/gemm.build_xq)
-X16_SPLIT = """
+# x as 24-bit integers: the float4 v of each of 8 lanes (a block of 32 x values) -> its scale d = max |x| / 8323072 (three
+# shuffles; 127 * 65536 keeps the top byte signed), X0..X3 = round(v / d), split into three signed bytes X = 65536 h +
+# 256 m + l, packed four to an int: wh, wm, wl (byte i: component i). The one rounding of x of the integer kernels (these
+# matvecs and the prefill GEMM's apps/kernels/gemm.build_xq). It is ~fp32's own (2^-22 of the block's max at most), so
+# their products are fp32-accurate, as the routing of the blocks after them needs: at 16 bits (two bytes) the products
+# moved full-size GLM-4.7-Flash's hidden state by 2e-4 over 22 blocks, enough to flip a near tie of a router there and
+# the logits by 6e-2 (prefill; decode: DeepSeek-V2-Lite 2e-3, OPTIMIZATION_JOURNAL.md)
+X24_SPLIT = """
     float am = FMAX(FMAX(FABS(v.x), FABS(v.y)), FMAX(FABS(v.z), FABS(v.w)));
     am = FMAX(am, SHFL_XOR(am, 1)); am = FMAX(am, SHFL_XOR(am, 2)); am = FMAX(am, SHFL_XOR(am, 4));
-    float d = am / 32512.0f, id = d == 0.0f ? 0.0f : 1.0f / d;
+    float d = am / 8323072.0f, id = d == 0.0f ? 0.0f : 1.0f / d;
     int X0 = (int)ROUNDF(v.x * id), X1 = (int)ROUNDF(v.y * id), X2 = (int)ROUNDF(v.z * id), X3 = (int)ROUNDF(v.w * id);
-    int H0 = (X0 + 128) >> 8, H1 = (X1 + 128) >> 8, H2 = (X2 + 128) >> 8, H3 = (X3 + 128) >> 8;
+    int M0 = (X0 + 128) >> 8, M1 = (X1 + 128) >> 8, M2 = (X2 + 128) >> 8, M3 = (X3 + 128) >> 8;
+    int H0 = (M0 + 128) >> 8, H1 = (M1 + 128) >> 8, H2 = (M2 + 128) >> 8, H3 = (M3 + 128) >> 8;
     uint wh = ((uint)H0 & 255u) | (((uint)H1 & 255u) << 8) | (((uint)H2 & 255u) << 16) | ((uint)H3 << 24);
-    uint wl = ((uint)(X0 - 256*H0) & 255u) | (((uint)(X1 - 256*H1) & 255u) << 8) | (((uint)(X2 - 256*H2) & 255u) << 16) |
-              ((uint)(X3 - 256*H3) << 24);"""
+    uint wm = ((uint)(M0 - 256*H0) & 255u) | (((uint)(M1 - 256*H1) & 255u) << 8) | (((uint)(M2 - 256*H2) & 255u) << 16) |
+              ((uint)(M3 - 256*H3) << 24);
+    uint wl = ((uint)(X0 - 256*M0) & 255u) | (((uint)(X1 - 256*M1) & 255u) << 8) | (((uint)(X2 - 256*M2) & 255u) << 16) |
+              ((uint)(X3 - 256*M3) << 24);"""
 SHARED_BYTES = {"CUDA": 48 * 1024, "METAL": 32 * 1024}  # static workgroup memory a kernel may declare
 SMS = 132                   # multiprocessors of the H100 the plan is tuned on
 
@@ -216,7 +224,7 @@ def _pad(steps: int) -> int: return 1 if steps % 2 == 0 else 2  # row stride of 
 def _staged_bytes(s: MatvecShape) -> int:
   tc = TYPES[s.type]
   steps = s.K // tc.ch
-  per_chunk = (4 * (steps + _pad(steps)) * 16 + steps * 4) if tc.xint else (tc.ch // 4) * (steps + _pad(steps)) * 16
+  per_chunk = (6 * (steps + _pad(steps)) * 16 + steps * 4) if tc.xint else (tc.ch // 4) * (steps + _pad(steps)) * 16
   return staged_slots(s) * per_chunk
 
 def shared_bytes(s: MatvecShape | Terms, p: Plan | None = None) -> int:
@@ -309,13 +317,15 @@ def build(s: MatvecShape | Terms, p: Plan | None = None) -> SourceKernel:
         xi = f"lane + {32 * u}"
         if tc.xint:
           xq4 = "xq4" + T.sx
-          out.append(f"  uint4 la = {xq4}[{4 * slot}*{sp} + {xi}], lb = {xq4}[{4 * slot + 1}*{sp} + {xi}], "
-                     f"ha = {xq4}[{4 * slot + 2}*{sp} + {xi}], hb = {xq4}[{4 * slot + 3}*{sp} + {xi}];")
-          out.append("  int xl[8] = {(int)la.x, (int)la.y, (int)la.z, (int)la.w, (int)lb.x, (int)lb.y, (int)lb.z, (int)lb.w};")
-          out.append("  int xh[8] = {(int)ha.x, (int)ha.y, (int)ha.z, (int)ha.w, (int)hb.x, (int)hb.y, (int)hb.z, (int)hb.w};")
+          for part, name in enumerate("lmh"):
+            out.append(f"  uint4 {name}a = {xq4}[{6 * slot + 2 * part}*{sp} + {xi}], {name}b = {xq4}[{6 * slot + 2 * part + 1}*{sp} + {xi}];")
+            out.append(f"  int x{name}[8] = {{(int){name}a.x, (int){name}a.y, (int){name}a.z, (int){name}a.w, "
+                       f"(int){name}b.x, (int){name}b.y, (int){name}b.z, (int){name}b.w}};")
           out.append(f"  float dx = xd{T.sx}[{slot * T.steps} + {xi}];")
-          out.append("  int xqs = 0, xqh = 0; for (int i = 0; i < 8; i++) { xqh = DP4A(xh[i], 0x01010101, xqh); xqs = DP4A(xl[i], 0x01010101, xqs); }")
-          out.append("  xqs += 256*xqh;")
+          out.append("  int xql = 0, xqm = 0, xqh = 0;")
+          out.append("  for (int i = 0; i < 8; i++) { xqh = DP4A(xh[i], 0x01010101, xqh); xqm = DP4A(xm[i], 0x01010101, xqm); "
+                     "xql = DP4A(xl[i], 0x01010101, xql); }")
+          out.append("  int xqhm = 256*xqh + xqm;")
         else:
           out.append(f"  float xr[{tc.ch}], xsum[{max(1, tc.ch // 32)}];")
           out.append(f"  for (int q = 0; q < {T.q4}; q++) {{ float4 v = xs4{T.sx}[({slot * T.q4} + q) * {sp} + {xi}]; "
@@ -342,23 +352,25 @@ def build(s: MatvecShape | Terms, p: Plan | None = None) -> SourceKernel:
     xbase = f"(b*{ts.J} + js)*{xs}" if ts.mix else f"(b*{ts.J} + j)*{xs}" if ts.x_per_slot else f"b*{xs}"
     if tc.xint:
       # a block of 32 x values per 8 lanes (a float4 each), four blocks per warp step: the block's max |x| from 3 shuffles;
-      # X = round(x / dx) in [-32512, 32512] splits into h = round(X / 256) and l = X - 256 h, both in [-128, 127]; each
-      # lane packs its 4 l and 4 h bytes into two ints, and the block's first and fifth lanes gather 4 of each into uint4s
-      # of xq4[(slot*4 + part)*SP + st], parts l0-15, l16-31, h0-15, h16-31 (uniform trip counts: every lane of a warp takes
-      # part in every shuffle)
-      shared.append(f"SHARED uint4 xq4{T.sx}[{staged * 4 * sp}];\n  SHARED float xd{T.sx}[{staged * steps}];")
+      # X = round(x / dx) splits into signed bytes X = 65536 h + 256 m + l (X24_SPLIT); each lane packs its 4 bytes of
+      # each into three ints, and the block's first and fifth lanes gather 4 of each into uint4s of xq4[(slot*6 + part)*SP
+      # + st], parts l0-15, l16-31, m0-15, m16-31, h0-15, h16-31 (uniform trip counts: every lane of a warp takes part in
+      # every shuffle)
+      shared.append(f"SHARED uint4 xq4{T.sx}[{staged * 6 * sp}];\n  SHARED float xd{T.sx}[{staged * steps}];")
       stage += f"""
   for (int base = warp * 4; base < {staged * steps}; base += {4 * W}) {{
     int u = base + lane / 8, e = lane % 8, ok = u < {staged * steps};
     int st = ok ? u % {steps} : 0, js = ok ? u / {steps} : 0, ko = st*32 + 4*e;
     float4 v = ok ? *(const GLOBAL float4*)({x} + {xbase} + ko) : FLOAT4(0.0f, 0.0f, 0.0f, 0.0f);"""
       if ts.norm: stage += normed("ok ? ", " : FLOAT4(0.0f, 0.0f, 0.0f, 0.0f)")
-      stage += X16_SPLIT + f"""
+      stage += X24_SPLIT + f"""
     uint l1 = SHFL_XOR(wl, 1), l2 = SHFL_XOR(wl, 2), l3 = SHFL_XOR(wl, 3);
+    uint m1 = SHFL_XOR(wm, 1), m2 = SHFL_XOR(wm, 2), m3 = SHFL_XOR(wm, 3);
     uint h1 = SHFL_XOR(wh, 1), h2 = SHFL_XOR(wh, 2), h3 = SHFL_XOR(wh, 3);
     if (ok && (e & 3) == 0) {{
-      xq4{T.sx}[(js*4 + e/4)*{sp} + st] = UINT4(wl, l1, l2, l3);
-      xq4{T.sx}[(js*4 + 2 + e/4)*{sp} + st] = UINT4(wh, h1, h2, h3);
+      xq4{T.sx}[(js*6 + e/4)*{sp} + st] = UINT4(wl, l1, l2, l3);
+      xq4{T.sx}[(js*6 + 2 + e/4)*{sp} + st] = UINT4(wm, m1, m2, m3);
+      xq4{T.sx}[(js*6 + 4 + e/4)*{sp} + st] = UINT4(wh, h1, h2, h3);
     }}
     if (ok && e == 0) xd{T.sx}[u] = d;
   }}"""
