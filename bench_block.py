@@ -569,8 +569,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         r = results[t]
         mb = (r["weight_bytes"] + r["cache_bytes"]) / 1e6
         print(f"{t}: {r['ms']:.3f} ms/token, {r['tok_s']:.1f} tok/s; floor {r['floor_ms']:.3f} ms ({mb:.1f} MB"
-              f" at {bw / 1e9:.1f} GB/s), {r['kernels']} kernels in {r['launches']} launches per token;"
-              f" host {r['host_ms']:.3f} ms of it, {r['pipelined_ms']:.3f} ms/token pipelined")
+              f" at {bw / 1e9:.1f} GB/s), {r['kernels']} kernels in {r['launches']} launches per token" +
+              (f"; host {r['host_ms']:.3f} ms of it, {r['pipelined_ms']:.3f} ms/token pipelined" if "host_ms" in r else ""))
     for t in ("fill", "prompt"):
       if t in results:
         r = results[t]

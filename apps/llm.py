@@ -28,6 +28,7 @@ from apps.chat import ChatTemplate, ChatError, reuse
 
 DEFAULT_PRESET = "glm-4.7-flash"  # the project's main model; "-tiny" on a CPU
 CPU_LIKE = ("CPU", "PYTHON", "NULL", "LLVM", "CLANG")
+BENCHMARK_STEPS = 20  # decode steps `--benchmark` times when given no count
 BENCH_PROMPT = ("The quick brown fox jumps over the lazy dog. A transformer reads the whole prompt at once, then writes one token at a "
                 "time, and each new token reads every active weight of the model once.")
 
@@ -426,7 +427,8 @@ def parser() -> argparse.ArgumentParser:
   s.add_argument("--repeat-last-n", type=_int(0), default=64)
   s.add_argument("--seed", type=int, default=-1, help="random seed (default -1: a new one each run)")
   b = ap.add_argument_group("benchmark and server")
-  b.add_argument("--benchmark", type=_int(1), metavar="N", help="time N decode steps (greedy) and print a table")
+  b.add_argument("--benchmark", type=_int(1), nargs="?", const=BENCHMARK_STEPS, metavar="N",
+                 help=f"time N decode steps (greedy; default {BENCHMARK_STEPS}) and print a table")
   b.add_argument("--json", action="store_true", help="with --benchmark: one JSON object instead of the table")
   b.add_argument("--serve", type=_int(0, 65535), metavar="PORT", help="serve an OpenAI-compatible API on this port (0: any free port)")
   b.add_argument("--host", default="127.0.0.1", help="address to serve on (default 127.0.0.1, this machine only)")
@@ -442,6 +444,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
   if len(modes) > 1: ap.error(f"{' and '.join(modes)} cannot be combined: choose one")
   if args.json and args.benchmark is None: ap.error("--json needs --benchmark")
   if args.chat and args.prompt is None: ap.error("--chat needs --prompt (without --prompt, llm is a chat already)")
+  # Python decodes argv bytes that are not UTF-8 into lone surrogates; tokenizing those would make different bytes
+  for flag, text in (("--prompt", args.prompt), ("--system", args.system), *(("--stop", t) for t in args.stop)):
+    if text is not None and any("\udc80" <= c <= "\udcff" for c in text): ap.error(f"{flag} is not valid UTF-8 text")
   if args.seed < 0: args.seed = secrets.randbelow(2**32)
   try: make_params(args)
   except ValueError as e: ap.error(f"bad sampling flags: {e}")

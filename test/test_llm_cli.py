@@ -4,7 +4,7 @@ Most runs call llm.main() in this process (after the module's engine has compile
 chat session runs `python apps/llm.py` as a script with a pipe on stdin, as a user would. Expected replies come from the
 model and tokenizer APIs directly (apps.model.Transformer.generate, Tokenizer.piece), never from the CLI's own output.
 """
-import http.server, io, json, signal, socket, subprocess, sys, threading, time
+import http.server, io, json, os, signal, socket, subprocess, sys, threading, time
 from pathlib import Path
 import numpy as np
 import pytest
@@ -193,6 +193,21 @@ def test_benchmark_default_model_json(eng, capsys):
   r = json.loads(out)
   assert r["model"] == PRESET and r["kind"] == "preset" and r["mix"] == "release" and r["steps"] == 2 and r["kernels_per_token"] > 0
   assert r["file_bytes"] == Path(r["file"]).stat().st_size
+
+def test_benchmark_count_is_optional():
+  """`llm.py --benchmark` alone (the design's literal command) times the default number of steps; a count overrides it;
+  --kernels picks the kernel path."""
+  assert llm.parse_args(["--benchmark"]).benchmark == llm.BENCHMARK_STEPS
+  assert llm.parse_args(["--benchmark", "3", "--json"]).benchmark == 3
+  assert llm.parse_args([]).kernels == "hand" and llm.parse_args(["--kernels", "generated"]).kernels == "generated"
+
+def test_prompt_that_is_not_utf8_is_refused(capsys):
+  """argv bytes that are not UTF-8 reach Python as lone surrogates (os.fsdecode): a one-line error, never other bytes."""
+  bad = os.fsdecode(b"caf\xe9")
+  for argv in (["-p", bad], ["--system", bad], ["-p", "x", "--stop", bad]):
+    with pytest.raises(SystemExit) as e: llm.parse_args(argv)
+    assert e.value.code == 2 and "is not valid UTF-8 text" in capsys.readouterr().err
+  assert llm.parse_args(["-p", "café"]).prompt == "café"
 
 # ---------------------------------------------------------------- errors: one line, the right exit status
 
