@@ -265,8 +265,8 @@ class Block:
   def route(self, logits: Tensor) -> tuple[Tensor, Tensor]:
     """DeepSeekMoE routing from the router logits (T, n_expert): (selected expert ids (T, k) int32, their weights (T, k) fp32)."""
     cfg = self.cfg
-    fused = None if self.kernels != "hand" else router.route(logits, self.exp_probs_b, cfg.n_expert_used, int(cfg.gating), cfg.expert_weights_norm, cfg.expert_weights_scale,
-                         cfg.n_expert_groups)
+    fused = None if self.kernels != "hand" else router.route(logits, self.exp_probs_b, cfg.n_expert_used, int(cfg.gating),
+                                                             cfg.expert_weights_norm, cfg.expert_weights_scale, cfg.n_expert_groups)
     if fused is not None: return fused  # one kernel where the device has hand-written kernels
     logits = logits.float()
     probs = logits.sigmoid() if cfg.gating == Gating.SIGMOID else logits.softmax(-1) if cfg.gating == Gating.SOFTMAX else logits

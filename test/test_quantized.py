@@ -70,7 +70,8 @@ def x_seen(typ: GGMLType, x: np.ndarray, tokens: int) -> np.ndarray:
   if language_of(Device.DEFAULT) is None: return x.astype(np.float64)
   if tokens <= 4: return x24(x) if typ in matvec.TYPES and matvec.TYPES[typ].xint else x.astype(np.float64)
   K = x.shape[-1]
-  return x24(x) if typ in gemm.MMA_TYPES and K % BLOCK[typ][0] == 0 and gemm.mma_supports(gemm.GemmShape(typ, tokens, 16, K), Device.DEFAULT) else x.astype(np.float64)
+  gemm_ok = typ in gemm.MMA_TYPES and K % BLOCK[typ][0] == 0 and gemm.mma_supports(gemm.GemmShape(typ, tokens, 16, K), Device.DEFAULT)
+  return x24(x) if gemm_ok else x.astype(np.float64)
 
 FP16_BOUND = 2.0 ** -9  # fp16 output (and fp16 x, which the reference uses as given): rounding of the result dominates
 

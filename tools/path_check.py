@@ -135,7 +135,8 @@ def blocks(preset: str, mix: str, n_tokens: int, seed: int) -> None:
   model.set_kernels("hand")
   free, forced = trace(model, ids), trace(model, ids, forced=ref)
   print(f"{preset}/{mix}: {n_tokens} tokens, block by block (prefill path against tinygrad's own kernels, relative L2)")
-  print(f"{'blk':>3} {'x free':>8} {'attn fc':>8} {'ffn fc':>8} {'logit fc':>8} {'flips fc':>8} {'flips fr':>8}  margins (generated) where forced flips")
+  print(f"{'blk':>3} {'x free':>8} {'attn fc':>8} {'ffn fc':>8} {'logit fc':>8} {'flips fc':>8} {'flips fr':>8}"
+        "  margins (generated) where forced flips")
   for i, (r, fr, fc) in enumerate(zip(ref, free, forced)):
     attn = rel(fc["h"] - r["x"], r["h"] - r["x"])
     ffn = rel(fc["out"] - fc["h"], r["out"] - r["h"])

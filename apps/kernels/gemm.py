@@ -398,7 +398,8 @@ def build_mma(s: GemmShape, tile: tuple[int, int] | None = None, steps: int | No
   sub-step of 32 weights a lane loads word t of its rows g and g + 8 straight into the A fragment (a Q4_0 block's word t
   holds weights 4t.. and 16 + 4t..: the fragment's k order), the workgroup stages its tokens' x records in shared memory,
   and each (row block, column block) takes three mma.sync (x's h, m and l bytes) whose integer sums, put together as
-  65536 h + 256 m + l, are scaled by the row's and the token's scale into fp32 accumulators. A step of SB sub-steps has its loads in flight one step ahead."""
+  65536 h + 256 m + l, are scaled by the row's and the token's scale into fp32 accumulators. A step of SB sub-steps has
+  its loads in flight one step ahead."""
   mt_ = MMA_TYPES[s.type]
   assert mma_supports(s) and (tile is None and steps is None or mma_shared_bytes(s, tile, steps) <= matvec.SHARED_BYTES["CUDA"]), s
   TT, TN = tile or mma_tile(s)
