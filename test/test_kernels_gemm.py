@@ -10,7 +10,7 @@ from apps.gguf import GGMLType, BLOCK
 import apps.quantized as Q
 from apps.quantized import PackedTensor, QuantizedLinear, QuantizedExpertWeights, KernelSpec, format_for
 from apps.kernels import gemm, render, language_of
-from test_quantized import random_tensor, ref_weight, relerr, fp32_bound, x24
+from test_quantized import random_tensor, ref_weight, relerr, fp32_bound, x24, near_tie_case, top_k_sets
 from nvcc import needs_nvcc, run_nvcc_script
 from emulator import emulate
 
@@ -143,31 +143,17 @@ def mma_dense(typ, T, N, K, work, tile, residual=False, seed=0):
   return out, x24(x) @ W.T + (res if residual else 0)
 
 def test_emulated_mma_keeps_near_tie_routing(tmp_path):
-  """The routing after a prefill product is the fp32 routing wherever the router's top-k margin is above fp32 rounding: the
-  residual stream a GLM-4.7-Flash-tiny attn_output product writes (Q4_0, 256 x 256, the residual added), then a router of 8
-  experts (top 2) whose 2nd and 3rd logits of every token are planted 3e-6 apart (logits ~1). x rounded to 16 bits (two
-  mma) moved the logits by ~1e-5 and flipped about half of these choices; at 24 bits the product is fp32-accurate."""
-  T, N, K, E, k, delta = 37, 256, 256, 8, 2, 3e-6
-  rng = np.random.default_rng(21)
-  raw = random_tensor(GGMLType.Q4_0, (K, N), rng)
-  W = ref_weight(raw, GGMLType.Q4_0, (K, N)).astype(np.float64)
-  x, res = rng.standard_normal((T, K)).astype(np.float32), rng.standard_normal((T, N)).astype(np.float32)
-  R = rng.standard_normal((E, N)) / np.sqrt(N)
-  h = x.astype(np.float64) @ W.T + res
-  for t in range(T):   # move token t's residual along R_b - R_a until its k-th (a) and (k+1)-th (b) logits are delta apart
-    a, b = np.argsort(-(R @ h[t]))[k - 1:k + 1]
-    v = (R[b] - R[a]) / np.sum((R[b] - R[a]) ** 2)
-    res[t] += (-delta - (R[b] - R[a]) @ h[t]) * v
-    h[t] = x[t].astype(np.float64) @ W.T + res[t]
-  top = lambda logits: [set(np.argsort(-row)[:k].tolist()) for row in logits]
-  ref = R @ h.T
-  srt = -np.sort(-ref, axis=0)
-  assert np.allclose(srt[k - 1] - srt[k], delta, rtol=0.02)   # every token's choice is a near tie
+  """The routing after a prefill product is the fp32 routing wherever the router's top-k margin is above fp32 rounding:
+  test_quantized.near_tie_case's 37 tokens (a GLM-4.7-Flash-tiny attn_output product, then a router of 8 experts whose
+  2nd and 3rd logits of every token are 3e-6 apart). x rounded to 16 bits (two mma) moved the logits by ~1e-5 and flipped
+  about half of these choices; at 24 bits the product is fp32-accurate."""
+  T, N, K = 37, 256, 256
+  raw, x, res, R, h = near_tie_case(21, T, N, K)
   fmt, host = PackedTensor.pack_host(raw, GGMLType.Q4_0, (K, N))
   out = np.full((T, N), np.nan, np.float32)
   emulate(gemm.build_mma(gemm.GemmShape(GGMLType.Q4_0, T, N, K, residual=True)), "CUDA",
           [out, xq_records(x, tmp_path), res] + [np.ascontiguousarray(host[p]) for p, _, _ in fmt.parts], tmp_path)
-  assert top((R @ out.astype(np.float64).T).T) == top(ref.T)
+  assert top_k_sets(out.astype(np.float64) @ R.T) == top_k_sets(h @ R.T)
 
 @pytest.mark.parametrize("typ", TYPES, ids=lambda t: t.name)
 def test_emulated_mma(tmp_path, typ):

@@ -12,7 +12,7 @@ from apps.gguf import GGUFFile, GGMLType, BLOCK
 from apps.quantized import QuantizedLinear, QuantizedExpertWeights, KernelSpec, kernel_for
 from apps.kernels import matvec, render, language_of
 from tinygrad import Tensor, Device, GlobalCounters
-from test_quantized import random_tensor, ref_weight, write_gguf, relerr, fp32_bound, x24
+from test_quantized import random_tensor, ref_weight, write_gguf, relerr, fp32_bound, x24, near_tie_case, top_k_sets
 from nvcc import needs_nvcc, run_nvcc_script
 from emulator import emulate
 from apps.quantized import PackedTensor
@@ -248,27 +248,14 @@ def test_emulated_experts_and_batched(tmp_path, typ):
 
 def test_emulated_keeps_near_tie_routing(tmp_path):
   """A decode token's routing after a matvec is the fp32 routing wherever the router's top-k margin is above fp32 rounding:
-  the residual stream a GLM-4.7-Flash-tiny attn_output matvec writes (Q4_0, 256 x 256, the residual added), then a router
-  of 8 experts (top 2) whose 2nd and 3rd logits are planted 3e-6 apart (logits ~1), for 12 tokens one at a time. x rounded
-  to 16 bits moved the logits by ~1e-5 and flipped some of these choices (and full-size DeepSeek-V2-Lite's decode logits
-  by 2e-3); at 24 bits the product is fp32-accurate."""
-  T, N, K, E, k, delta = 12, 256, 256, 8, 2, 3e-6
-  rng = np.random.default_rng(22)
-  raw = random_tensor(GGMLType.Q4_0, (K, N), rng)
-  W = ref_weight(raw, GGMLType.Q4_0, (K, N)).astype(np.float64)
-  x, res = rng.standard_normal((T, K)).astype(np.float32), rng.standard_normal((T, N)).astype(np.float32)
-  R = rng.standard_normal((E, N)) / np.sqrt(N)
-  h = x.astype(np.float64) @ W.T + res
-  for t in range(T):   # move token t's residual along R_b - R_a until its k-th (a) and (k+1)-th (b) logits are delta apart
-    a, b = np.argsort(-(R @ h[t]))[k - 1:k + 1]
-    res[t] += (-delta - (R[b] - R[a]) @ h[t]) * (R[b] - R[a]) / np.sum((R[b] - R[a]) ** 2)
-    h[t] = x[t].astype(np.float64) @ W.T + res[t]
-  top = lambda logits: [set(np.argsort(-row)[:k].tolist()) for row in logits]
-  srt = -np.sort(-(h @ R.T), axis=1)
-  assert np.allclose(srt[:, k - 1] - srt[:, k], delta, rtol=0.02)   # every token's choice is a near tie
+  test_quantized.near_tie_case's 12 tokens one at a time (a GLM-4.7-Flash-tiny attn_output matvec with its residual, then
+  a router whose 2nd and 3rd logits are 3e-6 apart). x rounded to 16 bits moved the logits by ~1e-5 and flipped some of
+  these choices (and full-size DeepSeek-V2-Lite's decode logits by 2e-3); at 24 bits the product is fp32-accurate."""
+  T, N, K = 12, 256, 256
+  raw, x, res, R, h = near_tie_case(22, T, N, K)
   s = matvec.MatvecShape("linear", GGMLType.Q4_0, 1, 1, N, K, 1, False, residual=True)
   out = np.concatenate([emulated(s, 1, "CUDA", raw, (K, N), x[t:t + 1], r=res[t:t + 1], work=tmp_path / str(t)) for t in range(T)])
-  assert top(out.astype(np.float64) @ R.T) == top(h @ R.T)
+  assert top_k_sets(out.astype(np.float64) @ R.T) == top_k_sets(h @ R.T)
 
 def _zero_column(raw: np.ndarray, typ: GGMLType, K: int, N: int, k: np.ndarray) -> np.ndarray:
   """Q4_0 / Q8_0 bytes (K, N) with the weights of inputs k set to exactly 0 in every row (nibble 8, byte 0)."""

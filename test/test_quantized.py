@@ -62,6 +62,27 @@ def x24(v: np.ndarray, block: int = 32) -> np.ndarray:
   X = np.sign(b * idv) * np.floor(np.abs(b * idv) + np.float32(0.5))
   return (X.astype(np.float64) * d.astype(np.float64)).reshape(v.shape)
 
+def near_tie_case(seed: int, T: int, N: int = 256, K: int = 256, E: int = 8, k: int = 2, delta: float = 3e-6):
+  """A product whose result feeds a router, with every token's choice a near tie (GLM-4.7-Flash-tiny's attn_output: Q4_0
+  K x N, the residual added; a router of E experts, top k). Returns (raw, x, res, R, h): the weights' bytes, x (T, K) and
+  res (T, N) float32, the router R (E, N) and h = x @ W.T + res (float64), whose router logits R h have their k-th and
+  (k+1)-th best `delta` apart (logits ~1): res is moved along R_b - R_a until they are."""
+  rng = np.random.default_rng(seed)
+  raw = random_tensor(GGMLType.Q4_0, (K, N), rng)
+  W = ref_weight(raw, GGMLType.Q4_0, (K, N)).astype(np.float64)
+  x, res = rng.standard_normal((T, K)).astype(np.float32), rng.standard_normal((T, N)).astype(np.float32)
+  R = rng.standard_normal((E, N)) / np.sqrt(N)
+  h = x.astype(np.float64) @ W.T + res
+  for t in range(T):
+    a, b = np.argsort(-(R @ h[t]))[k - 1:k + 1]
+    res[t] += (-delta - (R[b] - R[a]) @ h[t]) * (R[b] - R[a]) / np.sum((R[b] - R[a]) ** 2)
+    h[t] = x[t].astype(np.float64) @ W.T + res[t]
+  srt = -np.sort(-(h @ R.T), axis=1)
+  assert np.allclose(srt[:, k - 1] - srt[:, k], delta, rtol=0.02)   # every token's choice is a near tie
+  return raw, x, res, R, h
+
+def top_k_sets(logits: np.ndarray, k: int = 2) -> list[set[int]]: return [set(np.argsort(-row)[:k].tolist()) for row in logits]
+
 def x_seen(typ: GGMLType, x: np.ndarray, tokens: int) -> np.ndarray:
   """x as a product with `typ` weights on this device multiplies it (float64): the hand-written decode matvecs (up to 4
   tokens, apps/kernels/matvec.py) round x to 24 bits per block for Q4_0 and Q8_0 weights, the tensor-core GEMM (more
