@@ -6,7 +6,8 @@
   python apply_patches.py --upto N        apply only the first N patches (for bisecting; the apps refuse such a tree)
   python apply_patches.py --check         check that every patch applies; writes nothing
   python apply_patches.py --list          the series, one line per patch with its subject
-  python apply_patches.py --export N DIR  write patch N as a git-am-able mail into DIR, for proposing upstream
+  python apply_patches.py --export N DIR  write patch N as a git-am-able mail into DIR, for proposing upstream (with the
+                                         earlier patches it needs; --onto CHECKOUT rebases them onto a tinygrad checkout)
 
 The tree is built in a scratch folder and swapped in only when every patch applied, so a failing patch never
 leaves a half-patched tree. Patches are plain unified diffs inside git format-patch mails, applied here by a
@@ -14,7 +15,7 @@ small exact-context applier (no fuzz), so no `patch`/`git` binary is needed and 
 """
 from __future__ import annotations
 import argparse, hashlib, io, json, os, re, shutil, sys, tempfile, urllib.request, zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -266,21 +267,95 @@ def list_series() -> str:
   series = read_series()
   return "\n".join(f"{i:3d}  {p.name:<60s} {parse_patch(p).subject}" for i, p in enumerate(series, 1)) or "(the series is empty)"
 
-def export(n: int, out_dir: Path, wheel: Path | None = None) -> Path:
-  """Patch n (1-based) as a git-am-able mail; paths are already relative to a tinygrad checkout (a/tinygrad/...)."""
+def _applies(patches: list[Patch], base: Path) -> bool:
+  """Do these patches apply, in order, to a copy of the files they touch under base (a tree holding tinygrad/)?"""
+  with tempfile.TemporaryDirectory() as d:
+    for fp in (f for p in patches for f in p.files):
+      if fp.old_path is not None and (base / fp.old_path).is_file() and not (Path(d) / fp.old_path).exists():
+        (Path(d) / fp.old_path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(base / fp.old_path, Path(d) / fp.old_path)
+    try:
+      for p in patches: apply_patch(p, Path(d))
+    except PatchError: return False
+  return True
+
+def _reversed(p: Patch) -> Patch:
+  """p undone: its hunks with old and new swapped (applies where p's change is already in)."""
+  flip = {"+": "-", "-": "+", " ": " "}
+  files = [FilePatch(f.new_path, f.old_path, [Hunk(h.header, h.old_start, [(flip[c], t) for c, t in h.lines]) for h in f.hunks]) for f in p.files]
+  return replace(p, files=files)
+
+def needs(n: int, pristine: Path, patch_dir: Path = PATCHES) -> list[int]:
+  """The earlier patches (1-based) that patch n needs to apply to the pristine tree: of those touching its files, the
+  fewest (dropping each one whose absence still lets the rest apply), in series order."""
+  series = [parse_patch(p) for p in read_series(patch_dir)]
+  files = lambda p: {f.old_path or f.new_path for f in p.files}
+  deps = [i for i in range(1, n) if files(series[i - 1]) & files(series[n - 1])]
+  if not _applies([series[i - 1] for i in deps + [n]], pristine): raise PatchError(f"patch {n} does not apply to pristine tinygrad after the patches before it")
+  for i in list(deps):
+    if _applies([series[j - 1] for j in deps if j != i] + [series[n - 1]], pristine): deps.remove(i)
+  return deps
+
+def _mail(p: Patch, diff: str, i: int, total: int) -> str:
+  subject = f"[PATCH {i}/{total}] {p.subject}" if total > 1 else f"[PATCH] {p.subject}"
+  return (f"From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
+          f"From: {p.author or 'tinygrad-mla <tinygrad-mla@users.noreply.invalid>'}\n"
+          f"Date: {p.date or 'Sun, 22 Nov 2026 00:00:00 +0000'}\nSubject: {subject}\n\n{p.body}\n---\n{diff}")
+
+def _rediff(patches: list[Patch], base: Path) -> list[str]:
+  """The diffs of patches applied in order onto base, against base's lines (a rebase: hunk positions and context as there)."""
+  import difflib
+  out = []
+  with tempfile.TemporaryDirectory() as d:
+    root = Path(d)
+    for p in patches:
+      for fp in p.files:
+        for rel in (fp.old_path, fp.new_path):
+          if rel is not None and (base / rel).is_file() and not (root / rel).exists():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(base / rel, root / rel)
+    for p in patches:
+      before = {f.old_path: (root / f.old_path).read_text() for f in p.files if f.old_path is not None}
+      apply_patch(p, root)
+      diff = ""
+      for fp in p.files:
+        a = before.get(fp.old_path, "").splitlines(keepends=True)
+        b = (root / fp.new_path).read_text().splitlines(keepends=True) if fp.new_path is not None else []
+        diff += f"diff --git a/{fp.old_path or fp.new_path} b/{fp.new_path or fp.old_path}\n"
+        diff += "".join(difflib.unified_diff(a, b, f"a/{fp.old_path}" if fp.old_path else "/dev/null",
+                                             f"b/{fp.new_path}" if fp.new_path else "/dev/null"))
+      out.append(diff + "-- \n")
+  return out
+
+def export(n: int, out_dir: Path, wheel: Path | None = None, onto: Path | None = None) -> list[Path]:
+  """Patch n (1-based) as git-am-able mails, with the earlier patches it needs first (paths are relative to a tinygrad
+  checkout: a/tinygrad/...). With `onto` (a tinygrad checkout, e.g. master), rebased onto that tree: each mail's diff is
+  made against its files, and a patch whose change the tree has already is left out and said so (PatchError where one
+  does not apply)."""
   series = read_series()
   if not 1 <= n <= len(series): raise PatchError(f"--export {n}: the series has {len(series)} patches")
-  p = parse_patch(series[n - 1])
-  # it must stand alone: check it applies to the pristine tree without the patches before it
   with tempfile.TemporaryDirectory() as d:
     extract_pristine(fetch_wheel(wheel), Path(d))
-    try: apply_patch(p, Path(d))
-    except PatchError as e: raise PatchError(f"patch {n} does not apply to pristine tinygrad on its own ({e})") from None
+    chain = needs(n, Path(d)) + [n]
+  patches = [parse_patch(series[i - 1]) for i in chain]
+  diffs = [p.diff for p in patches]
+  notes = []
+  if onto is not None:
+    if not (onto / "tinygrad").is_dir(): raise PatchError(f"--onto {onto}: not a tinygrad checkout (no tinygrad/ in it)")
+    todo = []
+    for i, p in zip(chain, patches):
+      if _applies(todo + [_reversed(p)], onto) and not _applies(todo + [p], onto): notes.append(f"patch {i}: already in {onto}")
+      elif _applies(todo + [p], onto): todo.append(p)
+      else: raise PatchError(f"patch {i} ({p.path.name}) does not apply to {onto}: rebase it by hand")
+    patches, diffs = todo, _rediff(todo, onto)
   out_dir.mkdir(parents=True, exist_ok=True)
-  out = out_dir / p.path.name
-  out.write_text(f"From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\nFrom: {p.author or 'tinygrad-mla <tinygrad-mla@users.noreply.invalid>'}\n"
-                 f"Date: {p.date or 'Sun, 22 Nov 2026 00:00:00 +0000'}\nSubject: [PATCH] {p.subject}\n\n{p.body}\n---\n{p.diff}")
-  return out
+  outs = []
+  for k, (p, diff) in enumerate(zip(patches, diffs), 1):
+    out = out_dir / (f"{k:04d}-" + p.path.name.split("-", 1)[1] if len(patches) > 1 else p.path.name)
+    out.write_text(_mail(p, diff, k, len(patches)))
+    outs.append(out)
+  for note in notes: print(note, file=sys.stderr)
+  return outs
 
 def main(argv: list[str] | None = None) -> int:
   ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -289,7 +364,8 @@ def main(argv: list[str] | None = None) -> int:
   g.add_argument("--upto", type=int, metavar="N", help="apply only the first N patches")
   g.add_argument("--check", action="store_true", help="check that every patch applies; write nothing")
   g.add_argument("--list", action="store_true", help="list the series")
-  g.add_argument("--export", nargs=2, metavar=("N", "DIR"), help="write patch N as a git-am-able mail into DIR")
+  g.add_argument("--export", nargs=2, metavar=("N", "DIR"), help="write patch N (and the earlier patches it needs) as git-am-able mails into DIR")
+  ap.add_argument("--onto", type=Path, metavar="CHECKOUT", help="with --export: rebase the mails onto this tinygrad checkout (e.g. master)")
   ap.add_argument("--force", action="store_true", help="rebuild even if the tree is up to date")
   args = ap.parse_args(argv)
   try:
@@ -297,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.check: print(check(args.wheel))
     elif args.export:
       if not args.export[0].isdigit(): raise PatchError(f"--export takes a patch number, not '{args.export[0]}'")
-      print(export(int(args.export[0]), Path(args.export[1]), args.wheel))
+      print("\n".join(map(str, export(int(args.export[0]), Path(args.export[1]), args.wheel, args.onto))))
     else: print(apply(args.upto, args.wheel, args.force))
   except PatchError as e:
     print(f"apply_patches: error: {e}", file=sys.stderr)

@@ -124,3 +124,41 @@ def test_export_is_git_am_able(repo, tmp_path):
   assert am.returncode == 0, am.stderr
   assert "llm:" in git("log", "-1", "--format=%s").stdout
   assert "the series has" in one_error(run(repo, "--export", "99", str(out)))
+
+def _git_checkout(tree: Path):
+  """tree (holding tinygrad/) as a git repository with one commit; returns a git runner for it."""
+  git = lambda *a: subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *a], cwd=tree, capture_output=True, text=True)
+  assert git("init", "-q").returncode == 0 and git("add", "-A").returncode == 0 and git("commit", "-qm", "base").returncode == 0
+  return git
+
+def test_export_brings_the_patches_it_needs(repo, tmp_path):
+  """Patch 4 (the CUDA graph's programmatic launch) edits lines patch 2 wrote: its export is patch 2 then patch 4, numbered
+  1/2 and 2/2, and git am takes both onto the pristine tree; patch 3 needs nothing before it."""
+  r = run(repo, "--export", "4", str(tmp_path / "e4"))
+  assert r.returncode == 0, r.stderr
+  mails = [Path(l) for l in r.stdout.split()]
+  assert [m.name[:4] for m in mails] == ["0001", "0002"] and "graph-cuda-build-kernel-nodes" in mails[0].name
+  assert "Subject: [PATCH 1/2]" in mails[0].read_text() and "Subject: [PATCH 2/2]" in mails[1].read_text()
+  co = tmp_path / "pristine"
+  ap.extract_pristine(repo / "upstream" / ".cache" / ap.read_pin()["wheel"], co)
+  git = _git_checkout(co)
+  am = git("am", *map(str, mails))
+  assert am.returncode == 0, am.stderr
+  assert len(run(repo, "--export", "3", str(tmp_path / "e3")).stdout.split()) == 1
+
+def test_export_onto_another_checkout(repo, tmp_path):
+  """--onto: a checkout that has patch 2 already, and its graph file shifted by 3 lines: patch 2 is left out (said so),
+  patch 4's mail is made against that checkout's lines and git am takes it there; a checkout without tinygrad/ is refused."""
+  co = tmp_path / "master"
+  ap.extract_pristine(repo / "upstream" / ".cache" / ap.read_pin()["wheel"], co)
+  ap.apply_patch(ap.parse_patch(ap.read_series(repo / "patches")[1]), co)
+  graph = co / "tinygrad" / "runtime" / "graph" / "cuda.py"
+  graph.write_text("# a\n# b\n# c\n" + graph.read_text())
+  git = _git_checkout(co)
+  r = run(repo, "--export", "4", str(tmp_path / "e"), "--onto", str(co))
+  assert r.returncode == 0, r.stderr
+  mails = [Path(l) for l in r.stdout.split()]
+  assert len(mails) == 1 and "programmatic-dependent-launch" in mails[0].name and "patch 2: already in" in r.stderr
+  am = git("am", str(mails[0]))
+  assert am.returncode == 0, am.stderr
+  assert "--onto" in one_error(run(repo, "--export", "4", str(tmp_path / "x"), "--onto", str(tmp_path)))
