@@ -262,10 +262,11 @@ class Block:
     return self.attn_output(self.split(out.reshape(T, cfg.n_head * cfg.v_head), "attn_out"), residual=x)
 
   # ---- feed-forward
-  def route(self, logits: Tensor) -> tuple[Tensor, Tensor]:
-    """DeepSeekMoE routing from the router logits (T, n_expert): (selected expert ids (T, k) int32, their weights (T, k) fp32)."""
+  def route(self, logits: Tensor, sel: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """DeepSeekMoE routing from the router logits (T, n_expert): (selected expert ids (T, k) int32, their weights (T, k) fp32).
+    Given `sel`, the weights of those experts instead (a choice made elsewhere: tools compare paths at the same routing)."""
     cfg = self.cfg
-    fused = None if self.kernels != "hand" else router.route(logits, self.exp_probs_b, cfg.n_expert_used, int(cfg.gating),
+    fused = None if self.kernels != "hand" or sel is not None else router.route(logits, self.exp_probs_b, cfg.n_expert_used, int(cfg.gating),
                                                              cfg.expert_weights_norm, cfg.expert_weights_scale, cfg.n_expert_groups)
     if fused is not None: return fused  # one kernel where the device has hand-written kernels
     logits = logits.float()
@@ -278,16 +279,16 @@ class Block:
       keep = topk_indices(top2.sum(-1), cfg.n_group_used)                       # (T, n_group_used)
       kept = (keep.unsqueeze(-1) == Tensor.arange(G)).any(-2) # (T, G)
       choice = kept.unsqueeze(-1).where(grouped, float("-inf")).reshape(T, cfg.n_expert)
-    sel = topk_indices(choice, cfg.n_expert_used)
+    if sel is None: sel = topk_indices(choice, cfg.n_expert_used)
     weights = probs.gather(-1, sel)
     if cfg.gating == Gating.SOFTMAX_WEIGHT: weights = weights.softmax(-1)
     if cfg.expert_weights_norm: weights = weights / weights.sum(-1, keepdim=True).maximum(6.103515625e-5)
     return sel, weights * cfg.expert_weights_scale
 
-  def router(self, h: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    """The router logits of ffn_norm(h) (T, n_expert) and the routing made from them (selected ids, weights)."""
+  def router(self, h: Tensor, sel: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
+    """The router logits of ffn_norm(h) (T, n_expert) and the routing made from them (selected ids, weights; `sel`: route)."""
     logits = self.ffn_gate_inp(h, norm=(self.ffn_norm, self.cfg.norm_eps))
-    return (logits, *self.route(logits))
+    return (logits, *self.route(logits, sel))
 
   def _swiglu(self, w, x: Tensor, norm) -> KernelCall | Tensor:
     """silu(gate(xn)) * up(xn) from a stacked [gate; up] weight (one kernel: its call, for quantized.run) or a separate pair."""
@@ -295,11 +296,11 @@ class Block:
     xn = rms_norm(x, *norm)
     return w[0](xn).silu() * w[1](xn)
 
-  def feed_forward(self, h: Tensor) -> Tensor:
-    """h + FFN(ffn_norm(h))."""
+  def feed_forward(self, h: Tensor, sel: Tensor | None = None) -> Tensor:
+    """h + FFN(ffn_norm(h)) (`sel`: the experts to route to, as in route)."""
     hn = (self.ffn_norm, self.cfg.norm_eps)
     if not self.moe: return self.ffn_down(self.split(run(self._swiglu(self.ffn_gate_up, h, hn))[0], "shexp"), residual=h)
-    _, sel, weights = self.router(h)
+    _, sel, weights = self.router(h, sel)
     sel, weights = self.split(sel, "router"), self.split(weights, "router")
     # the shared and the routed experts' gate_up read the same normed h: one kernel where the device can run both (the
     # shared part first: its workgroups load their weights before waiting on the routing, the routed ones cannot)

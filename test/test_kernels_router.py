@@ -86,3 +86,21 @@ def test_reference_is_the_models_routing(n, k, gating, has_bias, norm, scale):
   rsel, rw = reference(logits, bias, k, gating, norm, scale)
   np.testing.assert_array_equal(sel.numpy(), rsel)
   np.testing.assert_allclose(w.numpy(), rw, rtol=1e-5, atol=1e-7)
+
+def test_route_to_given_experts():
+  """Block.route with `sel` (a choice made elsewhere: tools/path_check.py --pinned) keeps those experts and weighs them from
+  its own logits, as it weighs its own choice."""
+  from types import SimpleNamespace
+  from apps.mla import Block, Gating
+  rng = np.random.default_rng(5)
+  n, k = 16, 4
+  logits, bias = rng.standard_normal((3, n)).astype(np.float32), (rng.standard_normal(n) * 0.1).astype(np.float32)
+  cfg = SimpleNamespace(n_expert=n, n_expert_used=k, gating=Gating.SIGMOID, expert_weights_norm=True, expert_weights_scale=1.8,
+                        n_expert_groups=1, n_group_used=1)
+  fake = SimpleNamespace(cfg=cfg, exp_probs_b=Tensor(bias), kernels="hand")
+  given = np.stack([rng.permutation(n)[:k] for _ in range(3)]).astype(np.int32)
+  sel, w = Block.route(fake, Tensor(logits), Tensor(given))
+  p = 1 / (1 + np.exp(-logits.astype(np.float64)))
+  want = np.take_along_axis(p, given, -1)
+  np.testing.assert_array_equal(sel.numpy(), given)
+  np.testing.assert_allclose(w.numpy(), want / want.sum(-1, keepdims=True) * 1.8, rtol=1e-5)

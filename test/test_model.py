@@ -168,11 +168,12 @@ def test_prefill_captures_take_the_token_buffer(case):
 
 def test_path_check_agrees_on_cpu():
   """tools/path_check.py's three ways (prefill, captured decode steps, generated kernels; and the generated kernels with
-  NOOPT=1) on GLM-4.7-Flash-tiny: on the CPU every path is fp32, so all agree to ~1e-6 with the same argmax rows, and the
-  table has a row per depth with every column."""
+  NOOPT=1, and the routing-pinned comparison) on GLM-4.7-Flash-tiny: on the CPU every path is fp32, so all agree to ~1e-6
+  with the same argmax rows and routing, and the table has a row per depth with every column."""
   from tools import path_check
-  rows = path_check.check(["glm-4.7-flash-tiny"], "release", [0], 40, 8, 7, floor=True)
+  rows = path_check.check(["glm-4.7-flash-tiny"], "release", [0], 40, 8, 7, floor=True, pin=True)
   r = rows[0]
   for a, b in path_check.PAIRS:
     assert r[f"{a}/{b}"] < 2e-5 and r[f"{a}/{b} argmax"] == 32, (a, b, r)
+  assert r["pinned"] < 2e-5 and r["decisions that differ"] == 0
   assert path_check.table(rows).count("\n") == 2 and " - " not in path_check.table(rows)

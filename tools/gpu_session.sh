@@ -56,7 +56,7 @@ for s in $steps; do
                python3 -m apps.profile --ncu-csv "$OUT/ncu_$m.csv" --rows "$OUT/ncu_rows_$m.json" --top 14 | tee "$OUT/ncu_$m.txt" | head -40
              done ;;
     paths)   timeout 580 python3 tools/path_check.py --presets "${PRESETS:-glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b}" \
-               --depth "${DEPTH:-0,600}" 2>&1 | tee "$OUT/paths.log" | tail -6 ;;
+               --depth "${DEPTH:-0,600}" --floor --pinned 2>&1 | tee "$OUT/paths.log" | tail -6 ;;
     blocks)  for m in ${MODELS:-glm-4.7-flash deepseek-v2-lite}; do
                timeout 400 python3 tools/path_check.py --blocks $m 2>&1 | tee "$OUT/blocks_$m.txt" | tail -50
              done ;;

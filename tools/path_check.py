@@ -13,6 +13,9 @@ a chunk that reads another chunk's latents).
   DEV=CUDA python3 tools/path_check.py [--presets glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b] [--depth 0,600]
   DEV=CUDA python3 tools/path_check.py --blocks glm-4.7-flash     # where the prefill and generated paths part, block by block
 
+--pinned adds the prefill path against the generated path routed to the same experts (both over the whole window as one
+chunk, block by block): numerics apart from near-tie decisions, which at depth decide at fp32's precision.
+
 --blocks runs both paths block by block on one window: free-running (each path on its own hidden state) and teacher-forced
 (each block of the prefill path fed the generated path's input of that block), and prints per block the distance of the
 hidden state, of the attention's and the feed-forward's contributions, of the router logits, and the routing decisions that
@@ -65,7 +68,8 @@ def three_ways(model: Transformer, ids: list[int], first: int, floor: bool = Fal
 
 PAIRS = (("prefill", "generated"), ("decode", "generated"), ("prefill", "decode"), ("generated, NOOPT", "generated"))
 
-def check(presets: list[str], mix: str, depths: list[int], n_tokens: int, skip: int, seed: int, floor: bool = False) -> list[dict]:
+def check(presets: list[str], mix: str, depths: list[int], n_tokens: int, skip: int, seed: int, floor: bool = False,
+          pin: bool = False) -> list[dict]:
   rows = []
   for preset in presets:
     path = synth.generate(preset, mix, progress=False)
@@ -81,16 +85,19 @@ def check(presets: list[str], mix: str, depths: list[int], n_tokens: int, skip: 
         if a not in got: continue
         row[f"{a}/{b}"] = rel(got[a], got[b])
         row[f"{a}/{b} argmax"] = int((got[a].argmax(-1) == got[b].argmax(-1)).sum())
+      if pin: row.update(pinned(model, ids, depth + skip))
       rows.append(row)
       print(row, flush=True)
     del model
   return rows
 
 def table(rows: list[dict]) -> str:
-  head = "| model | depth | " + " | ".join(f"{a} vs {b}" for a, b in PAIRS) + " |"
-  lines = [head, "|" + " --- |" * (2 + len(PAIRS))]
+  pin = any("pinned" in r for r in rows)
+  head = "| model | depth | " + " | ".join(f"{a} vs {b}" for a, b in PAIRS) + (" | prefill vs generated, routing pinned |" if pin else " |")
+  lines = [head, "|" + " --- |" * (2 + len(PAIRS) + pin)]
   for r in rows:
     cells = [f"{r[f'{a}/{b}']:.1e} ({r[f'{a}/{b} argmax']}/{r['rows']})" if f"{a}/{b}" in r else "-" for a, b in PAIRS]
+    if pin: cells.append(f"{r['pinned']:.1e} ({r['decisions that differ']} decisions differ)" if "pinned" in r else "-")
     lines.append(f"| {r['preset']} | {r['depth']} | " + " | ".join(cells) + " |")
   return "\n".join(lines)
 
@@ -105,9 +112,10 @@ def choice_scores(model: Transformer, block, logits: np.ndarray) -> np.ndarray:
   else: p = l
   return p + (block.exp_probs_b.numpy().astype(np.float64) if block.exp_probs_b is not None else 0.0)
 
-def trace(model: Transformer, ids: list[int], forced: list[dict] | None = None) -> list[dict]:
+def trace(model: Transformer, ids: list[int], forced: list[dict] | None = None, pinned: list[dict] | None = None) -> list[dict]:
   """Each block's input x, its state h after the attention, its router logits / selection / weights and its output, for
-  ids at position 0 in a fresh context; with `forced`, each block takes forced[i]["x"] as its input."""
+  ids at position 0 in a fresh context; with `forced`, each block takes forced[i]["x"] as its input; with `pinned`, each
+  MoE block routes to pinned[i]["sel"] (the experts another path chose) with weights from its own logits."""
   model.reset()
   x = model.token_embd(Tensor(ids, dtype=dtypes.int32, device=model.device)).float()
   args = model.rope_args(0, len(ids))
@@ -117,13 +125,28 @@ def trace(model: Transformer, ids: list[int], forced: list[dict] | None = None) 
     r = {"x": x.numpy()}
     h = b.attention(x, cache, *args).realize()
     r["h"] = h.numpy()
+    sel = Tensor(pinned[i]["sel"], device=model.device) if pinned is not None and b.moe else None
     if b.moe:
-      logits, sel, w = b.router(h)
+      logits, sel, w = b.router(h, sel)
       r["logits"], r["sel"], r["w"] = logits.numpy(), sel.numpy(), w.numpy()
-    x = b.feed_forward(h).realize()
+    x = b.feed_forward(h, sel).realize()
     r["out"] = x.numpy()
     rec.append(r)
   return rec
+
+def pinned(model: Transformer, ids: list[int], first: int) -> dict[str, float]:
+  """The prefill path against the generated path with the same routing: both over all ids as one chunk, block by block,
+  the generated path routed to the experts the prefill path chose (weights from its own logits), so the distance of their
+  logits (rows first..) is numerics alone, not near-tie decisions; and how many routing decisions the generated path
+  would have made otherwise."""
+  model.set_kernels("hand")
+  hand = trace(model, ids)
+  model.set_kernels("generated")
+  gen, free = trace(model, ids, pinned=hand), trace(model, ids)
+  model.set_kernels("hand")
+  head = lambda rec: model.head(Tensor(rec[-1]["out"][first:], device=model.device)).numpy()
+  flips = sum(int(sum(set(a.tolist()) != set(b.tolist()) for a, b in zip(h["sel"], f["sel"]))) for h, f in zip(hand, free) if "sel" in h)
+  return {"pinned": rel(head(hand), head(gen)), "decisions that differ": flips}
 
 def blocks(preset: str, mix: str, n_tokens: int, seed: int) -> None:
   path = synth.generate(preset, mix, progress=False)
@@ -161,11 +184,13 @@ def main() -> None:
   ap.add_argument("--skip", type=int, default=8, help="window tokens fed before the compared rows (default 8)")
   ap.add_argument("--seed", type=int, default=7)
   ap.add_argument("--floor", action="store_true", help="add the generated path unoptimized (NOOPT=1) against the generated path")
+  ap.add_argument("--pinned", action="store_true", help="add the prefill path against the generated path with the same expert choices")
   ap.add_argument("--blocks", metavar="PRESET", help="block by block on this preset instead of the table")
   args = ap.parse_args()
   print(f"device {Device.DEFAULT}", flush=True)
   if args.blocks: return blocks(args.blocks, args.mix, args.tokens, args.seed)
-  rows = check(args.presets.split(","), args.mix, [int(d) for d in args.depth.split(",")], args.tokens, args.skip, args.seed, args.floor)
+  rows = check(args.presets.split(","), args.mix, [int(d) for d in args.depth.split(",")], args.tokens, args.skip, args.seed, args.floor,
+               args.pinned)
   print(table(rows))
 
 if __name__ == "__main__": main()
