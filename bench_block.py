@@ -373,11 +373,10 @@ def git_rev() -> str:
   except (OSError, subprocess.SubprocessError): return "-"
 
 def header(m: Transformer | None, path: Path | None, **extra) -> dict:
-  import apply_patches
   dev = Device[Device.DEFAULT if m is None else m.device]
   ren = dev.renderer
   h = {"device": dev.device, "renderer": type(ren).__name__, "arch": getattr(ren, "arch", None) or getattr(dev, "arch", None),
-       "tinygrad_series": apply_patches.series_key(), "git": git_rev(), "BEAM": BEAM.value, "JITBEAM": getenv("JITBEAM", BEAM.value),
+       "tinygrad_series": apps.SERIES, "git": git_rev(), "BEAM": BEAM.value, "JITBEAM": getenv("JITBEAM", BEAM.value),
        "NOOPT": NOOPT.value, "JIT": JIT.value, "python": sys.version.split()[0]}
   if m is not None:
     h.update(model=path.name if path else None, n_layer=m.cfg.n_layer, dim=m.cfg.dim, n_expert=m.cfg.n_expert, n_expert_used=m.cfg.n_expert_used,
@@ -480,9 +479,8 @@ def _ensure() -> Bench:
 
 def cache_key() -> str:
   """What a bench_mask number depends on besides (mask, beam): search2 keys its on-disk results by it."""
-  import apply_patches
   b = _ensure()
-  return f"{_S.path.name}|{_S.target}|pos{_S.pos}|bank{len(b.bank)}|{b.dev}|{_S.kernels}|{apply_patches.series_key()}|{git_rev()}"
+  return f"{_S.path.name}|{_S.target}|pos{_S.pos}|bank{len(b.bank)}|{b.dev}|{_S.kernels}|{apps.SERIES}|{git_rev()}"
 
 def bench_mask(mask: int, iters: int = 20, beam: int = 0) -> float:
   """Median ms of one step of the configured target with the given split mask and BEAM level; the loaded weights are reused."""

@@ -59,36 +59,100 @@ class Config:
 
   @staticmethod
   def from_gguf(gf: GGUFFile) -> Config:
+    """The model's hyperparameters from the file's metadata: each key type- and range-checked, then checked against the
+    tensors' shapes, so a malformed file stops here with one line naming the key, its value and what the tensors say."""
     arch = gf.architecture
     if arch != "deepseek2": raise GGUFError(f"{gf.path.name}: architecture '{arch}' is not supported (only deepseek2: DeepSeek-V2, GLM-4.7-Flash, Youtu-LLM)")
-    k = lambda key, *default: gf.get(f"{arch}.{key}", *default) if default else gf.require(f"{arch}.{key}")
-    n_vocab = k("vocab_size", None) or len(gf.require("tokenizer.ggml.tokens"))
-    n_block, n_nextn = k("block_count"), k("nextn_predict_layers", 0)
-    rope = k("rope.dimension_count")
-    key_mla = k("attention.key_length_mla", None)
+    def k(key: str, *default, kind: type = int, lo: float = 0, hi: float = 1 << 31, by: str = ""):
+      if f"{arch}.{key}" not in gf.metadata: return default[0] if default else gf.require(f"{arch}.{key}")
+      v = gf.metadata[f"{arch}.{key}"]
+      ok = isinstance(v, bool) if kind is bool else isinstance(v, str) if kind is str else \
+           isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi if kind is int else \
+           isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and lo <= v <= hi
+      if not ok:
+        want = {bool: "a bool", str: "a string"}.get(kind) or f"{'an integer' if kind is int else 'a number'} in [{lo:g}, {hi:g}]" + \
+               (f" (by {arch}.{by} = {gf.metadata.get(f'{arch}.{by}')!r})" if by else "")
+        raise GGUFError(f"{gf.path.name}: metadata {arch}.{key} = {v!r}: expected {want}")
+      return v
+    n_block = k("block_count", lo=1, hi=4096)
+    n_vocab = k("vocab_size", None, lo=1, hi=1 << 24) or len(gf.require("tokenizer.ggml.tokens"))
+    n_nextn = k("nextn_predict_layers", 0, hi=n_block - 1, by="block_count")
+    rope = k("rope.dimension_count", lo=2, hi=1 << 16)
+    key_mla = k("attention.key_length_mla", None, lo=rope + 1, hi=1 << 16, by="rope.dimension_count")
     if key_mla is None or "blk.0.attn_k_b.weight" not in gf.tensors:
       raise GGUFError(f"{gf.path.name}: legacy MLA layout (attn_kv_b, no key_length_mla): re-convert it with a current llama.cpp")
-    gating = k("expert_gating_func", 0)
+    gating = k("expert_gating_func", 0, hi=max(Gating))
     if gating == 0:  # llama.cpp's fallback for old files without the key
       gating = Gating.SIGMOID if n_block in (47, 48) and n_vocab == 154880 else Gating.SOFTMAX
-    scaling = k("rope.scaling.type", "none")
-    if scaling not in ("none", "yarn"): raise GGUFError(f"{gf.path.name}: rope scaling '{scaling}' is not supported (none, yarn)")
-    n_expert = k("expert_count", 0)
-    return Config(
-      n_layer=n_block - n_nextn, dim=k("embedding_length"), n_head=k("attention.head_count"), vocab_size=n_vocab,
-      norm_eps=k("attention.layer_norm_rms_epsilon"), context_length=k("context_length"),
-      q_lora_rank=k("attention.q_lora_rank", 0), kv_lora_rank=k("attention.kv_lora_rank"),
-      qk_nope=key_mla - rope, qk_rope=rope, v_head=k("attention.value_length_mla"),
-      ffn_dim=k("feed_forward_length"), n_dense_lead=k("leading_dense_block_count", 0) if n_expert else n_block,
-      n_expert=n_expert, n_expert_used=k("expert_used_count", 0), n_expert_shared=k("expert_shared_count", 0),
-      expert_ffn=k("expert_feed_forward_length", 0), gating=Gating(gating), expert_weights_norm=bool(k("expert_weights_norm", False)),
-      expert_weights_scale=float(k("expert_weights_scale", 1.0)) or 1.0,
-      n_expert_groups=k("expert_group_count", 1) or 1, n_group_used=k("expert_group_used_count", 1) or 1,
-      rope_theta=float(k("rope.freq_base", 10000.0)),
-      rope_factor=float(k("rope.scaling.factor", 1.0)) if scaling == "yarn" else 1.0,
-      rope_orig_ctx=k("rope.scaling.original_context_length", k("context_length")),
-      yarn_log_mul=float(k("rope.scaling.yarn_log_multiplier", 0.0)) / 0.1,  # the converter stores 0.1 * mscale_all_dim
+    scaling = k("rope.scaling.type", "none", kind=str)
+    if scaling not in ("none", "yarn"): raise GGUFError(f"{gf.path.name}: metadata {arch}.rope.scaling.type = '{scaling}' is not supported (none, yarn)")
+    n_expert = k("expert_count", 0, hi=1 << 16)
+    n_groups = k("expert_group_count", 1, hi=max(n_expert, 1), by="expert_count") or 1
+    ctx = k("context_length", lo=1)
+    lead = k("leading_dense_block_count", 0 if n_expert else n_block, hi=n_block, by="block_count")
+    if not n_expert and lead != n_block:
+      raise GGUFError(f"{gf.path.name}: metadata {arch}.leading_dense_block_count = {lead!r}, but expert_count = 0 makes every block dense")
+    cfg = Config(
+      n_layer=n_block - n_nextn, dim=k("embedding_length", lo=1, hi=1 << 20), n_head=k("attention.head_count", lo=1, hi=1 << 12),
+      vocab_size=n_vocab, norm_eps=float(k("attention.layer_norm_rms_epsilon", kind=float, lo=1e-12, hi=0.1)), context_length=ctx,
+      q_lora_rank=k("attention.q_lora_rank", 0, hi=1 << 20), kv_lora_rank=k("attention.kv_lora_rank", lo=1, hi=1 << 20),
+      qk_nope=key_mla - rope, qk_rope=rope, v_head=k("attention.value_length_mla", lo=1, hi=1 << 16),
+      ffn_dim=k("feed_forward_length", lo=1, hi=1 << 24),
+      n_dense_lead=lead,
+      n_expert=n_expert, n_expert_used=k("expert_used_count", 0, lo=1 if n_expert else 0, hi=n_expert, by="expert_count"),
+      n_expert_shared=k("expert_shared_count", 0, hi=1 << 10), expert_ffn=k("expert_feed_forward_length", 0, lo=1 if n_expert else 0, hi=1 << 24, by="expert_count"),
+      gating=Gating(gating), expert_weights_norm=bool(k("expert_weights_norm", False, kind=bool)),
+      expert_weights_scale=float(k("expert_weights_scale", 1.0, kind=float, hi=1e6)) or 1.0,
+      n_expert_groups=n_groups, n_group_used=k("expert_group_used_count", 1, hi=n_groups, by="expert_group_count") or 1,
+      rope_theta=float(k("rope.freq_base", 10000.0, kind=float, lo=1e-3, hi=1e12)),
+      rope_factor=float(k("rope.scaling.factor", 1.0, kind=float, lo=1.0, hi=1e6)) if scaling == "yarn" else 1.0,
+      rope_orig_ctx=k("rope.scaling.original_context_length", ctx, lo=1),
+      yarn_log_mul=float(k("rope.scaling.yarn_log_multiplier", 0.0, kind=float, hi=100.0)) / 0.1,  # the converter stores 0.1 * mscale_all_dim
+      yarn_beta_fast=float(k("rope.scaling.yarn_beta_fast", 32.0, kind=float, lo=1e-3, hi=1e4)),
+      yarn_beta_slow=float(k("rope.scaling.yarn_beta_slow", 1.0, kind=float, lo=1e-3, hi=1e4)),
       n_nextn=n_nextn)
+    for key, want in (("attention.head_count_kv", 1), ("attention.key_length", cfg.kv_lora_rank + rope), ("attention.value_length", cfg.kv_lora_rank)):
+      if (v := gf.get(f"{arch}.{key}")) is not None and (type(v) is not int or v != want):  # what llama.cpp writes for MLA: one latent head of kv_lora + rope
+        raise GGUFError(f"{gf.path.name}: metadata {arch}.{key} = {v!r}, but MLA with kv_lora_rank {cfg.kv_lora_rank} and rope {rope} means {want}")
+    cfg.check_tensors(gf)
+    return cfg
+
+  def check_tensors(self, gf: GGUFFile) -> None:
+    """The metadata against the tensors it describes: the block count, and the shape of every tensor of the first
+    attention, dense and MoE block, the embedding and the head."""
+    blocks = {int(n.split(".")[1]) for n in gf.tensors if n.startswith("blk.") and n.split(".")[1].isdigit()}
+    n_block = self.n_layer + self.n_nextn
+    if blocks != set(range(n_block)):
+      raise GGUFError(f"{gf.path.name}: metadata deepseek2.block_count = {n_block}, but the file has tensors of "
+                      f"{len(blocks)} blocks ({min(blocks, default=0)}..{max(blocks, default=-1)})")
+    d, h, qk = self.dim, self.n_head, self.qk_nope + self.qk_rope
+    want = {"token_embd.weight": ((self.vocab_size, d), "vocab_size, embedding_length"), "output.weight": ((self.vocab_size, d), "vocab_size, embedding_length"),
+            "blk.0.attn_kv_a_mqa.weight": ((self.kv_lora_rank + self.qk_rope, d), "kv_lora_rank + rope.dimension_count, embedding_length"),
+            "blk.0.attn_k_b.weight": ((h, self.kv_lora_rank, self.qk_nope), "head_count, kv_lora_rank, key_length_mla - rope.dimension_count"),
+            "blk.0.attn_v_b.weight": ((h, self.v_head, self.kv_lora_rank), "head_count, value_length_mla, kv_lora_rank"),
+            "blk.0.attn_output.weight": ((d, h * self.v_head), "embedding_length, head_count * value_length_mla")}
+    if self.q_lora_rank:
+      want["blk.0.attn_q_a.weight"] = ((self.q_lora_rank, d), "q_lora_rank, embedding_length")
+      want["blk.0.attn_q_b.weight"] = ((h * qk, self.q_lora_rank), "head_count * key_length_mla, q_lora_rank")
+    else: want["blk.0.attn_q.weight"] = ((h * qk, d), "q_lora_rank = 0: head_count * key_length_mla, embedding_length")
+    lead = f"leading_dense_block_count = {self.n_dense_lead}"
+    if self.n_dense_lead: want[f"blk.{self.n_dense_lead - 1}.ffn_gate.weight"] = ((self.ffn_dim, d), f"{lead}: feed_forward_length, embedding_length")
+    if self.n_expert and self.n_dense_lead < self.n_layer:
+      b = f"blk.{self.n_dense_lead}."
+      want[b + "ffn_gate_inp.weight"] = ((self.n_expert, d), f"{lead}: expert_count, embedding_length")
+      want[b + "ffn_gate_exps.weight"] = ((self.n_expert, self.expert_ffn, d), f"{lead}: expert_count, expert_feed_forward_length, embedding_length")
+      if self.n_expert_shared: want[b + "ffn_gate_shexp.weight"] = ((self.n_expert_shared * self.expert_ffn, d),
+                                                                     "expert_shared_count * expert_feed_forward_length, embedding_length")
+      elif b + "ffn_gate_shexp.weight" in gf.tensors:
+        raise GGUFError(f"{gf.path.name}: metadata deepseek2.expert_shared_count = 0, but the file has shared-expert tensors ({b}ffn_gate_shexp)")
+    elif self.n_expert == 0 and any(".ffn_gate_exps." in n for n in gf.tensors):
+      raise GGUFError(f"{gf.path.name}: metadata deepseek2.expert_count = 0, but the file has expert tensors (ffn_gate_exps)")
+    for name, (shape, keys) in want.items():
+      if name not in gf.tensors:
+        if name == "output.weight": continue  # tied to token_embd
+        raise GGUFError(f"{gf.path.name}: tensor '{name}' is missing, which the metadata ({keys}) needs")
+      if (got := gf.tensors[name].shape) != shape:
+        raise GGUFError(f"{gf.path.name}: tensor '{name}' has shape {list(got)}, but the metadata ({keys}) says {list(shape)}")
 
   # ---- YaRN (arXiv:2309.00071), as llama.cpp applies it to deepseek2 (see llama-context.cpp and models/deepseek2.cpp)
   @staticmethod

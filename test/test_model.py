@@ -175,5 +175,5 @@ def test_path_check_agrees_on_cpu():
   r = rows[0]
   for a, b in path_check.PAIRS:
     assert r[f"{a}/{b}"] < 2e-5 and r[f"{a}/{b} argmax"] == 32, (a, b, r)
-  assert r["pinned"] < 2e-5 and r["decisions that differ"] == 0
+  assert r["pinned"] < 2e-5 and r["decisions that differ"] == 0 and r["largest margin where they differ"] == 0.0
   assert path_check.table(rows).count("\n") == 2 and " - " not in path_check.table(rows)

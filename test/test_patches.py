@@ -110,3 +110,66 @@ print("ok")
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc for DEV=NULL:NVCC:sm_90 (CUDA kernels compiled, nothing run)")
 def test_0004_cuda_graph_programmatic_edges(trees):
   assert_patch_needed(trees, "0004", CUDA_GRAPH_PDL, env={"DEV": "NULL:NVCC:sm_90"})
+
+MATVEC_THROUGH_DEQUANT = """
+# a matvec over 4-bit weights dequantized inside the product: tinygrad gives it a grouped reduction (threads share a row)
+import numpy as np
+from tinygrad import Tensor, dtypes
+from tinygrad.uop.ops import Ops
+from tinygrad.codegen.opt import OptOps
+from tinygrad.codegen.opt.heuristic import hand_coded_optimizations
+from tinygrad.codegen.opt.postrange import Scheduler
+from tinygrad.renderer.cstyle import NVCCRenderer
+from tinygrad.helpers import Target
+
+def q4_matvec(qs:Tensor, d:Tensor, x:Tensor) -> Tensor:
+  # rows of 32-weight blocks: 4 uint32 words of 8 nibbles and one fp16 scale a block; x is (blocks, 32)
+  nib = (qs.unsqueeze(-1) >> Tensor([0, 4, 8, 12, 16, 20, 24, 28], dtype=dtypes.uint32, device=qs.device)) & 15
+  w = (nib.cast(dtypes.float32) - 8) * d.cast(dtypes.float32).reshape(*d.shape, 1, 1)
+  return (w * x.reshape(1, -1, 4, 8)).sum((1, 2, 3))
+
+def chosen_opts(rows:int, blocks:int, device:str="NULL") -> list:
+  out = q4_matvec(Tensor.empty(rows, blocks, 4, dtype=dtypes.uint32, device=device),
+                  Tensor.empty(rows, blocks, dtype=dtypes.half, device=device), Tensor.empty(blocks, 32, device=device))
+  ast = out.linear_with_vars()[0].src[-1].src[0]
+  assert ast.op is Ops.SINK
+  k = Scheduler(ast, NVCCRenderer(Target(device="CUDA", arch="sm_90")))  # no GPU needed: only the opts are asked for
+  k.convert_loop_to_global()
+  return hand_coded_optimizations(k).applied_opts
+
+# 4096 rows: more outputs than GROUPTOP takes, so only a matvec rule gives the rows a cooperative reduction
+opts = chosen_opts(4096, 16)
+assert any(o.op in (OptOps.GROUP, OptOps.GROUPTOP) for o in opts), opts
+assert any(o.op is OptOps.UPCAST for o in opts), opts
+
+# and the kernel those opts make computes the product (the PYTHON device runs GPU-style kernels with locals)
+rng = np.random.default_rng(0)
+qs, d = rng.integers(0, 2**32, (64, 8, 4), dtype=np.uint32), rng.standard_normal((64, 8)).astype(np.float16)
+x = rng.standard_normal((8, 32)).astype(np.float32)
+w = ((qs[..., None] >> (np.arange(8, dtype=np.uint32) * 4)) & 15).astype(np.float32) - 8
+ref = ((w * d.astype(np.float32)[..., None, None]).reshape(64, 8, 32) * x).sum((1, 2))
+got = q4_matvec(Tensor(qs, device="PYTHON"), Tensor(d, device="PYTHON"), Tensor(x, device="PYTHON")).numpy()
+np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+print("ok")
+"""
+
+def test_0005_matvec_rule_for_dequantized_weights(trees):
+  assert_patch_needed(trees, "0005", MATVEC_THROUGH_DEQUANT)
+
+DEBUG_PRINT_DURING_SPAWN = """
+# tinygrad's worker pool hides __main__.__file__ (sets it to None) while it spawns a worker, on the pool's own thread when it
+# replaces a finished worker; a schedule printed at DEBUG>=1 at that moment must still find its caller
+import sys
+from tinygrad import Tensor
+from tinygrad.helpers import Context
+run = compile("with Context(DEBUG=1): (Tensor.ones(4).contiguous() + n).contiguous().sum().realize()", "<generated>", "exec")
+main = sys.modules["__main__"]
+main.__file__ = "main.py"  # as when a script runs
+exec(run, {"Context": Context, "Tensor": Tensor, "n": 1})   # frames of generated code: inspect scans sys.modules for them
+main.__file__ = None       # tinygrad.engine.worker._without_main, during a spawn
+exec(run, {"Context": Context, "Tensor": Tensor, "n": 2})
+print("ok")
+"""
+
+def test_0006_debug_print_while_the_worker_pool_spawns(trees):
+  assert_patch_needed(trees, "0006", DEBUG_PRINT_DURING_SPAWN, env={"DEV": "CPU"})

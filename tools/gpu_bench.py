@@ -22,7 +22,6 @@ from tinygrad import Device, GlobalCounters
 from apps import synth
 from apps.model import Transformer
 from apps import KERNEL_PATHS
-import apply_patches
 import bench_block as bb  # copy_bandwidth (4 chained 1 GiB copies in one TinyJit, read + write bytes), upstream_step, measure
 from tools import llama_bench as llama_cpp
 
@@ -134,7 +133,7 @@ def main() -> None:
     try: exe = llama_cpp.build(cuda=Device.DEFAULT.split(":")[0] != "CPU", jobs=os.cpu_count() or 8, time_limit=args.llama_build_limit)
     except llama_cpp.LlamaError as e: raise SystemExit(f"gpu_bench: {e}")
     if exe is None: raise SystemExit(f"gpu_bench: the llama-bench build did not finish in {args.llama_build_limit:.0f} s; run again to go on")
-  print(f"device {Device.DEFAULT}, patch series {apply_patches.series_key()}", flush=True)
+  print(f"device {Device.DEFAULT}, patch series {apps.SERIES}", flush=True)
   presets = args.presets.split(",")
   for p in presets:
     if p not in synth.PRESETS: raise SystemExit(f"gpu_bench: unknown preset '{p}' ({', '.join(synth.PRESETS)})")

@@ -2,13 +2,14 @@
 # The GPU-machine runs the open issues still need, in the order of their value, each with its own time limit and log
 # under $OUT (the device tool brings $OUT back). Run from the repo root on the GPU machine:
 #   bash tools/gpu_session.sh [step ...]      steps: glm check serve bench profile llama side kernels ncu abprefill abkernel
-#                                             abfusions fill paths blocks generated
+#                                             abfusions fill paths blocks generated abpatch
 #                                             (default: the first five)
 # MODELS (default: youtu-llm-2b deepseek-v2-lite) picks the models of ncu, abkernel, abfusions (OFF=<fusions A turns off>), abprefill
 # (A=<file>: another apps/kernels/gemm.py as variant A; ROUNDS=<n>, default 5: 2% differences need that many), ncu (PROMPT=1:
 # a 512-token prompt's chunk instead of a decode token) and fill (a 512-token prompt's chunk at pos 0, head and sampling included,
 # kernel by kernel); abkernel needs A=<file>, variant A of
 # apps/kernels/matvec.py (MODULE=<name> for another module), e.g. `git show HEAD~1:apps/kernels/matvec.py > ab/A/matvec.py`.
+# abpatch: PATCH=<n> [PRESETS=...] [KERNELS=generated] [ROUNDS=1] the full-model numbers on the series without patch n (A) and with it (B).
 # Carry: upstream/tinygrad upstream/.stamp upstream/.cache .cache/vocab (+ .cache/llama/llama-cpp-src.tar.xz for llama/side,
 # made here by `python3 tools/llama_bench.py pack`)
 set -u
@@ -62,6 +63,16 @@ for s in $steps; do
              done ;;
     generated) timeout 580 python3 tools/gpu_bench.py --kernels generated --presets "${PRESETS:-youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash}" \
                --decode 32 --prefill 512 --json "$OUT/generated.json" 2>&1 | tee "$OUT/generated.log" | grep -v '^{' | tail -6 ;;
+    abpatch) n=${PATCH:?abpatch needs PATCH=<n>: A runs the first n-1 patches, B the whole series}
+             for r in $(seq ${ROUNDS:-1}); do
+               for v in A B; do
+                 if [ $v = A ]; then python3 apply_patches.py --upto $((n - 1)) > /dev/null; upto=$((n - 1)); else python3 apply_patches.py > /dev/null; upto=; fi
+                 echo "-- $v (round $r)"
+                 TINYGRAD_UPTO=$upto timeout ${LIMIT:-280} python3 tools/gpu_bench.py --kernels ${KERNELS:-generated} \
+                   --presets "${PRESETS:-youtu-llm-2b,deepseek-v2-lite}" --decode 32 --prefill 512 --json "$OUT/abpatch_$v$r.json" 2>&1 \
+                   | tee "$OUT/abpatch_$v$r.log" | grep -v '^{' | tail -5
+               done
+             done ;;
     *) echo "unknown step $s" ;;
   esac
 done

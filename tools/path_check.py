@@ -97,7 +97,8 @@ def table(rows: list[dict]) -> str:
   lines = [head, "|" + " --- |" * (2 + len(PAIRS) + pin)]
   for r in rows:
     cells = [f"{r[f'{a}/{b}']:.1e} ({r[f'{a}/{b} argmax']}/{r['rows']})" if f"{a}/{b}" in r else "-" for a, b in PAIRS]
-    if pin: cells.append(f"{r['pinned']:.1e} ({r['decisions that differ']} decisions differ)" if "pinned" in r else "-")
+    if pin: cells.append(f"{r['pinned']:.1e} ({r['decisions that differ']} decisions differ, margins <= "
+                         f"{r['largest margin where they differ']:.1e})" if "pinned" in r else "-")
     lines.append(f"| {r['preset']} | {r['depth']} | " + " | ".join(cells) + " |")
   return "\n".join(lines)
 
@@ -137,16 +138,21 @@ def trace(model: Transformer, ids: list[int], forced: list[dict] | None = None, 
 def pinned(model: Transformer, ids: list[int], first: int) -> dict[str, float]:
   """The prefill path against the generated path with the same routing: both over all ids as one chunk, block by block,
   the generated path routed to the experts the prefill path chose (weights from its own logits), so the distance of their
-  logits (rows first..) is numerics alone, not near-tie decisions; and how many routing decisions the generated path
-  would have made otherwise."""
+  logits (rows first..) is numerics alone, not near-tie decisions; and the decisions the generated path's own router
+  logits would have made otherwise (on inputs that agree to that distance), with the largest of its top-k margins there."""
   model.set_kernels("hand")
   hand = trace(model, ids)
   model.set_kernels("generated")
-  gen, free = trace(model, ids, pinned=hand), trace(model, ids)
+  gen = trace(model, ids, pinned=hand)
   model.set_kernels("hand")
   head = lambda rec: model.head(Tensor(rec[-1]["out"][first:], device=model.device)).numpy()
-  flips = sum(int(sum(set(a.tolist()) != set(b.tolist()) for a, b in zip(h["sel"], f["sel"]))) for h, f in zip(hand, free) if "sel" in h)
-  return {"pinned": rel(head(hand), head(gen)), "decisions that differ": flips}
+  k, margins = model.cfg.n_expert_used, []
+  for blk, h, g in zip(model.blocks, hand, gen):
+    if "sel" not in h: continue
+    order = np.argsort(-choice_scores(model, blk, g["logits"]), -1, kind="stable")
+    sc = np.take_along_axis(choice_scores(model, blk, g["logits"]), order, -1)
+    margins += [float(sc[t, k - 1] - sc[t, k]) for t, (a, own) in enumerate(zip(h["sel"], order[:, :k])) if set(a.tolist()) != set(own.tolist())]
+  return {"pinned": rel(head(hand), head(gen)), "decisions that differ": len(margins), "largest margin where they differ": max(margins, default=0.0)}
 
 def blocks(preset: str, mix: str, n_tokens: int, seed: int) -> None:
   path = synth.generate(preset, mix, progress=False)
