@@ -13,7 +13,7 @@ Fusions (what A runs instead):
   slices       (prefill) a kernel's output sliced to a symbolic chunk length is padded back to the bound by a copy for the next
                kernel, instead of that kernel reading the unsliced output (apps.kernels.to_bound)
 A fusion that changes the kernels of a step rather than the weights is turned off around the capture of A's steps, on
-the same model (session 8 measured two that way, the combine folded into v_b and a one-kernel router matvec + routing,
+the same model (the journal has two measured that way, the combine folded into v_b and a one-kernel router matvec + routing,
 and rejected them: OPTIMIZATION_JOURNAL.md).
 Prints ms per token per variant and round and the greedy tokens' agreement between the variants.
 """

@@ -8,7 +8,7 @@ device-to-device copy bandwidth, and one table with tok/s, ratios to llama.cpp a
 --llama builds llama.cpp's llama-bench where it is not built yet (tools/llama_bench.py; needs .cache/llama/llama-cpp-src.tar.xz
 from `tools/llama_bench.py pack`) and runs it first, on the same GGUF files: pp<--prefill> and tg128 with flash attention off and on,
 and our ratios to its best, all measured in this run. --upstream times upstream tinygrad 0.14's own decode of each file
-(bench_block's `upstream` target). Without them the ratio columns use issue 8's anchors (measured earlier on an H100).
+(bench_block's `upstream` target). Without them the ratio columns use the anchors below (measured earlier on an H100).
 
 Runs with python3 + numpy + upstream/ only (the GPU machine cannot pip install). --json PATH is rewritten after every model.
 """
@@ -25,7 +25,7 @@ from apps import KERNEL_PATHS
 import bench_block as bb  # copy_bandwidth (4 chained 1 GiB copies in one TinyJit, read + write bytes), upstream_step, measure
 from tools import llama_bench as llama_cpp
 
-# llama.cpp tg128 (best of fa0/fa1) and upstream tinygrad 0.14 decode on the H100, same synthetic files (issue 8's anchors)
+# llama.cpp tg128 (best of fa0/fa1) and upstream tinygrad 0.14 decode on the H100, same synthetic files (the anchors)
 ANCHORS = {"glm-4.7-flash": (196, 6.8), "deepseek-v2-lite": (351, 12.8), "youtu-llm-2b": (382, 32.8)}
 DECODE_AFTER = 16  # prompt tokens before the timed decode steps, ours and upstream's
 PREFILL_RUNS = 5  # timed prefills after the compile and the capture (their median counts)
@@ -110,7 +110,7 @@ def table(rows: list[dict]) -> list[str]:
     commits = sorted({str(r["llama"].get("build_commit")) for r in rows if "llama" in r and "error" not in r["llama"]})
     src.append(f"llama.cpp {'/'.join(commits) or '?'} llama-bench measured in this run (lc tg: best of fa0/fa1; x lc: ours / lc best)")
     src += [f"llama-bench failed on {r['preset']}: {r['llama']['error']}" for r in rows if "error" in r.get("llama", {})]
-  else: src.append("x llama.cpp: ours / issue 8's llama.cpp tg128 anchor")
+  else: src.append("x llama.cpp: ours / the llama.cpp tg128 anchor")
   src.append("x tg 0.14: ours / upstream tinygrad 0.14 decode " + ("measured in this run" if any("upstream_tok_s" in r for r in rows) else "anchor"))
   return out + [""] + src
 

@@ -249,7 +249,7 @@ def parse_bench(text: str) -> dict:
   return out
 
 def best(res: dict, test: str) -> float | None:
-  """The best tok/s of a test over the flash-attention settings (llama.cpp's own best, as issue 8's anchors are)."""
+  """The best tok/s of a test over the flash-attention settings (llama.cpp's own best, as gpu_bench's anchors are)."""
   vals = [v for v in res.get(test, {}).values() if not math.isnan(v)]
   return max(vals) if vals else None
 

@@ -43,8 +43,8 @@ Programmatic dependent launch (CUDA sm_90+; no-ops elsewhere): a kernel whose so
 programmatic edges in the CUDA graph (patches/0004), and render() makes its first statement GRID_TRIGGER()
 (griddepcontrol.launch_dependents) unless the kernel says `trigger=False`: once every workgroup of a kernel has started,
 the next kernel launches, and its workgroups run up to their GRID_WAIT() (their launch, their loads of weights) while this
-one computes. (Session 4 measured the trigger slower with the kernels of then; in session 14 decode 3-6% faster per
-token, the prefill kernels not faster: OPTIMIZATION_JOURNAL.md.) The
+one computes. (Measured: decode 3-6% faster per token with the trigger, the prefill kernels not faster:
+OPTIMIZATION_JOURNAL.md.) The
 contract, which test/emulator.py checks: every workgroup executes GRID_WAIT() before it touches any buffer but its `weight`
 parameters (read-only for the whole step: packed weights, norm vectors) and before it writes anything.
 """
