@@ -14,7 +14,7 @@ leaves a half-patched tree. Patches are plain unified diffs inside git format-pa
 small exact-context applier (no fuzz), so no `patch`/`git` binary is needed and errors name the failing hunk.
 """
 from __future__ import annotations
-import argparse, hashlib, io, json, os, re, shutil, sys, tempfile, urllib.request, zipfile
+import argparse, hashlib, json, os, re, shutil, sys, tempfile, urllib.request, zipfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -252,7 +252,8 @@ def apply(upto: int | None, wheel: Path | None, force: bool = False) -> str:
   key = series_key(n)
   stamp = read_stamp()
   if not force and TREE.is_dir() and stamp.get("key") == key and stamp.get("upto") == n:
-    if stamp.get("tree") == tree_hash(TREE): return f"upstream/tinygrad is up to date (tinygrad {read_pin()['version']} + {n}/{total} patches, series {key})"
+    if stamp.get("tree") == tree_hash(TREE):
+      return f"upstream/tinygrad is up to date (tinygrad {read_pin()['version']} + {n}/{total} patches, series {key})"
     print("upstream/tinygrad was edited by hand; rebuilding it from the pristine wheel", file=sys.stderr)
   STAMP.unlink(missing_ok=True)
   materialize(UPSTREAM, n, wheel)
@@ -291,7 +292,8 @@ def needs(n: int, pristine: Path, patch_dir: Path = PATCHES) -> list[int]:
   series = [parse_patch(p) for p in read_series(patch_dir)]
   files = lambda p: {f.old_path or f.new_path for f in p.files}
   deps = [i for i in range(1, n) if files(series[i - 1]) & files(series[n - 1])]
-  if not _applies([series[i - 1] for i in deps + [n]], pristine): raise PatchError(f"patch {n} does not apply to pristine tinygrad after the patches before it")
+  if not _applies([series[i - 1] for i in deps + [n]], pristine):
+    raise PatchError(f"patch {n} does not apply to pristine tinygrad after the patches before it")
   for i in list(deps):
     if _applies([series[j - 1] for j in deps if j != i] + [series[n - 1]], pristine): deps.remove(i)
   return deps

@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum, mmap, os, struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterable
+from typing import Any, Callable, Iterable
 import numpy as np
 
 GGUF_MAGIC = b"GGUF"

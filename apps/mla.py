@@ -62,7 +62,8 @@ class Config:
     """The model's hyperparameters from the file's metadata: each key type- and range-checked, then checked against the
     tensors' shapes, so a malformed file stops here with one line naming the key, its value and what the tensors say."""
     arch = gf.architecture
-    if arch != "deepseek2": raise GGUFError(f"{gf.path.name}: architecture '{arch}' is not supported (only deepseek2: DeepSeek-V2, GLM-4.7-Flash, Youtu-LLM)")
+    if arch != "deepseek2":
+      raise GGUFError(f"{gf.path.name}: architecture '{arch}' is not supported (only deepseek2: DeepSeek-V2, GLM-4.7-Flash, Youtu-LLM)")
     def k(key: str, *default, kind: type = int, lo: float = 0, hi: float = 1 << 31, by: str = ""):
       if f"{arch}.{key}" not in gf.metadata: return default[0] if default else gf.require(f"{arch}.{key}")
       v = gf.metadata[f"{arch}.{key}"]
@@ -85,7 +86,8 @@ class Config:
     if gating == 0:  # llama.cpp's fallback for old files without the key
       gating = Gating.SIGMOID if n_block in (47, 48) and n_vocab == 154880 else Gating.SOFTMAX
     scaling = k("rope.scaling.type", "none", kind=str)
-    if scaling not in ("none", "yarn"): raise GGUFError(f"{gf.path.name}: metadata {arch}.rope.scaling.type = '{scaling}' is not supported (none, yarn)")
+    if scaling not in ("none", "yarn"):
+      raise GGUFError(f"{gf.path.name}: metadata {arch}.rope.scaling.type = '{scaling}' is not supported (none, yarn)")
     n_expert = k("expert_count", 0, hi=1 << 16)
     n_groups = k("expert_group_count", 1, hi=max(n_expert, 1), by="expert_count") or 1
     ctx = k("context_length", lo=1)
@@ -100,7 +102,8 @@ class Config:
       ffn_dim=k("feed_forward_length", lo=1, hi=1 << 24),
       n_dense_lead=lead,
       n_expert=n_expert, n_expert_used=k("expert_used_count", 0, lo=1 if n_expert else 0, hi=n_expert, by="expert_count"),
-      n_expert_shared=k("expert_shared_count", 0, hi=1 << 10), expert_ffn=k("expert_feed_forward_length", 0, lo=1 if n_expert else 0, hi=1 << 24, by="expert_count"),
+      n_expert_shared=k("expert_shared_count", 0, hi=1 << 10),
+      expert_ffn=k("expert_feed_forward_length", 0, lo=1 if n_expert else 0, hi=1 << 24, by="expert_count"),
       gating=Gating(gating), expert_weights_norm=bool(k("expert_weights_norm", False, kind=bool)),
       expert_weights_scale=float(k("expert_weights_scale", 1.0, kind=float, hi=1e6)) or 1.0,
       n_expert_groups=n_groups, n_group_used=k("expert_group_used_count", 1, hi=n_groups, by="expert_group_count") or 1,
@@ -111,8 +114,10 @@ class Config:
       yarn_beta_fast=float(k("rope.scaling.yarn_beta_fast", 32.0, kind=float, lo=1e-3, hi=1e4)),
       yarn_beta_slow=float(k("rope.scaling.yarn_beta_slow", 1.0, kind=float, lo=1e-3, hi=1e4)),
       n_nextn=n_nextn)
-    for key, want in (("attention.head_count_kv", 1), ("attention.key_length", cfg.kv_lora_rank + rope), ("attention.value_length", cfg.kv_lora_rank)):
-      if (v := gf.get(f"{arch}.{key}")) is not None and (type(v) is not int or v != want):  # what llama.cpp writes for MLA: one latent head of kv_lora + rope
+    # what llama.cpp writes for MLA: one latent head of kv_lora + rope
+    lat = cfg.kv_lora_rank
+    for key, want in (("attention.head_count_kv", 1), ("attention.key_length", lat + rope), ("attention.value_length", lat)):
+      if (v := gf.get(f"{arch}.{key}")) is not None and (type(v) is not int or v != want):
         raise GGUFError(f"{gf.path.name}: metadata {arch}.{key} = {v!r}, but MLA with kv_lora_rank {cfg.kv_lora_rank} and rope {rope} means {want}")
     cfg.check_tensors(gf)
     return cfg
@@ -126,7 +131,8 @@ class Config:
       raise GGUFError(f"{gf.path.name}: metadata deepseek2.block_count = {n_block}, but the file has tensors of "
                       f"{len(blocks)} blocks ({min(blocks, default=0)}..{max(blocks, default=-1)})")
     d, h, qk = self.dim, self.n_head, self.qk_nope + self.qk_rope
-    want = {"token_embd.weight": ((self.vocab_size, d), "vocab_size, embedding_length"), "output.weight": ((self.vocab_size, d), "vocab_size, embedding_length"),
+    want = {"token_embd.weight": ((self.vocab_size, d), "vocab_size, embedding_length"),
+            "output.weight": ((self.vocab_size, d), "vocab_size, embedding_length"),
             "blk.0.attn_kv_a_mqa.weight": ((self.kv_lora_rank + self.qk_rope, d), "kv_lora_rank + rope.dimension_count, embedding_length"),
             "blk.0.attn_k_b.weight": ((h, self.kv_lora_rank, self.qk_nope), "head_count, kv_lora_rank, key_length_mla - rope.dimension_count"),
             "blk.0.attn_v_b.weight": ((h, self.v_head, self.kv_lora_rank), "head_count, value_length_mla, kv_lora_rank"),

@@ -87,7 +87,8 @@ class Transformer:
       if kw.pop("verbose", False):
         t0 = time.perf_counter()
         def progress(i, n):
-          print(f"\rloading {Path(path).name}: block {i}/{n} ({time.perf_counter() - t0:.1f} s)", end="" if i < n else "\n", file=sys.stderr, flush=True)
+          print(f"\rloading {Path(path).name}: block {i}/{n} ({time.perf_counter() - t0:.1f} s)", end="" if i < n else "\n",
+                file=sys.stderr, flush=True)
         kw["progress"] = progress
       return Transformer(gf, max_context, device, **kw)
     finally: gf.close()

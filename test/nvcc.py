@@ -8,7 +8,8 @@ needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is no
 
 def run_nvcc_script(script: str) -> str:
   """stdout of `script` run with DEV=NULL:NVCC:sm_90 from the repo root (test/ importable); fails the test on an error."""
-  env = {**os.environ, "DEV": "NULL:NVCC:sm_90", "PYTHONPATH": os.pathsep.join([ROOT, os.path.join(ROOT, "test")] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))}
+  path = [ROOT, os.path.join(ROOT, "test")] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
+  env = {**os.environ, "DEV": "NULL:NVCC:sm_90", "PYTHONPATH": os.pathsep.join(path)}
   r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)
   assert r.returncode == 0, r.stderr[-3000:]
   return r.stdout

@@ -230,7 +230,7 @@ def test_profile_takes_nsight_compute_times(bench, tmp_path):
   for i, r in enumerate(progs):
     for metric, unit, v in (("dram__bytes_read.sum", "Kbyte", "1,024.00"), ("dram__bytes_write.sum", "byte", "0"),
                             ("gpu__time_duration.sum", "usecond", f"{i + 1}.50")):
-      lines.append(f'"{i}","1","python3","h","{r.name}","1","7","(32, 1, 1)","(1, 1, 1)","0","9.0","Command line profiler metrics","{metric}","{unit}","{v}"')
+      lines.append(f'"{i}","1","python3","h","{r.name}","1","7","(32, 1, 1)","(1, 1, 1)","0","9.0","Command line profiler metrics","{metric}","{unit}","{v}"')  # noqa: E501
   (tmp_path / "ncu.csv").write_text("\n".join(lines) + "\n")
   merged = profile.merge_ncu(doc, profile.read_ncu_csv(tmp_path / "ncu.csv"))
   got = [r for r in merged["rows"] if r.kernel]

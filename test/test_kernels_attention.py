@@ -288,7 +288,8 @@ def test_prefill_mma_emulated_padded(tmp_path):
 
 def test_prefill_mma_needs_the_split_products(tmp_path):
   """Queries and keys rounded to tf32 once (their lo parts dropped) miss the bound: the test sees the precision."""
-  crude = lambda body: body.replace("ql[j][i] = x - qh[j][i]", "ql[j][i] = 0.0f").replace("k0l = k0 - k0h", "k0l = 0.0f").replace("k1l = k1 - k1h", "k1l = 0.0f")
+  crude = lambda body: body.replace("ql[j][i] = x - qh[j][i]", "ql[j][i] = 0.0f").replace("k0l = k0 - k0h", "k0l = 0.0f") \
+                           .replace("k1l = k1 - k1h", "k1l = 0.0f")
   c = prefill_case(MMA_SMALL, 20, 6, 1024, seed=9)
   assert rel_err(emulate_prefill_mma(MMA_SMALL, c, tmp_path, edit=crude), numpy_prefill(MMA_SMALL, c)) > 1e-4
 

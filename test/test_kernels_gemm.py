@@ -81,7 +81,8 @@ def test_emulated_residual(tmp_path):
   x, res = rng.standard_normal((T, K)).astype(np.float32), rng.standard_normal((T, N)).astype(np.float32)
   fmt, host = PackedTensor.pack_host(raw, typ, (K, N))
   out = np.full((T, N), np.nan, np.float32)
-  emulate(gemm.build(gemm.GemmShape(typ, T, N, K, residual=True)), "CUDA", [out, x, res] + [np.ascontiguousarray(host[p]) for p, _, _ in fmt.parts], tmp_path)
+  emulate(gemm.build(gemm.GemmShape(typ, T, N, K, residual=True)), "CUDA", [out, x, res] + [np.ascontiguousarray(host[p]) for p, _, _ in fmt.parts],
+          tmp_path)
   ref = x.astype(np.float64) @ W.T + res
   assert relerr(out, ref) < fp32_bound(K), relerr(out, ref)
 
@@ -308,7 +309,8 @@ from apps.gguf import GGMLType, BLOCK
 from apps.kernels import gemm, render
 ren = Device["NULL"].renderer
 shapes = [gemm.GemmShape(t, 128, 6144, 2048) for t in gemm.TYPES] + \
-         [gemm.GemmShape(t, 128, 2816, 2048, 6, 64, False) for t in gemm.TYPES] + [gemm.GemmShape(t, 128, 2048, 1408 if BLOCK[t][0] == 32 else 1536, 6, 64, True) for t in gemm.TYPES]
+         [gemm.GemmShape(t, 128, 2816, 2048, 6, 64, False) for t in gemm.TYPES] +
+         [gemm.GemmShape(t, 128, 2048, 1408 if BLOCK[t][0] == 32 else 1536, 6, 64, True) for t in gemm.TYPES]
 for s in shapes: ren.compiler.compile(render(gemm.build(s), "CUDA"))
 print("COMPILED", len(shapes))
 mma = shapes + [gemm.GemmShape(t, 512, 2048, 2048, residual=True) for t in gemm.TYPES] + \

@@ -64,7 +64,8 @@ def test_linear_fusions(tmp_path, typ, B):
   gf, W = weight_file(tmp_path, typ, (K, 2 * F))
   lin = QuantizedLinear.from_gguf(gf, "w.weight")
   rng = np.random.default_rng(1)
-  x, g, r = rng.standard_normal((B, K)).astype(np.float32), rng.standard_normal(K).astype(np.float32), rng.standard_normal((B, 2 * F)).astype(np.float32)
+  x, g = rng.standard_normal((B, K)).astype(np.float32), rng.standard_normal(K).astype(np.float32)
+  r = rng.standard_normal((B, 2 * F)).astype(np.float32)
   xn, x64 = seen(typ, x, g, ON_KERNELS), seen(typ, x, kernels=ON_KERNELS)
   cases = {
     "plain": (lin(Tensor(x)), x64 @ W.T),
@@ -212,7 +213,8 @@ def test_emulated_linear(tmp_path, typ):
     raw = random_tensor(typ, (K, N), rng)
     W = ref_weight(raw, typ, (K, N)).astype(np.float64)
     s = matvec.MatvecShape("linear", typ, B, 1, F, K, 1, False, norm="norm" in fus, residual="residual" in fus, glu="glu" in fus)
-    x, g, r = rng.standard_normal((B, K)).astype(np.float32), rng.standard_normal(K).astype(np.float32), rng.standard_normal((B, F)).astype(np.float32)
+    x, g = rng.standard_normal((B, K)).astype(np.float32), rng.standard_normal(K).astype(np.float32)
+    r = rng.standard_normal((B, F)).astype(np.float32)
     xn = seen(typ, x, g if s.norm else None)
     ref = silu(xn @ W[:F].T) * (xn @ W[F:].T) if s.glu else xn @ W.T
     if s.residual: ref = ref + r
@@ -327,7 +329,8 @@ def test_emulated_metal(tmp_path):
     K, F, B = _k_for(typ, 33), 9, 2
     raw = random_tensor(typ, (K, 2 * F), rng)
     W = ref_weight(raw, typ, (K, 2 * F)).astype(np.float64)
-    x, g, r = rng.standard_normal((B, K)).astype(np.float32), rng.standard_normal(K).astype(np.float32), rng.standard_normal((B, F)).astype(np.float32)
+    x, g = rng.standard_normal((B, K)).astype(np.float32), rng.standard_normal(K).astype(np.float32)
+    r = rng.standard_normal((B, F)).astype(np.float32)
     xn = seen(typ, x, g)
     s = matvec.MatvecShape("linear", typ, B, 1, F, K, 1, False, norm=True, residual=True, glu=True)
     out = emulated(s, 2, "METAL", raw, (K, 2 * F), x, g=g, r=r, work=tmp_path / typ.name)
@@ -449,7 +452,8 @@ def test_emulated_sum(tmp_path, language):
   terms = (matvec.MatvecShape("experts", GGMLType.Q4_0, B, J, N, Kr, E, True, residual=True, mix=True),
            matvec.MatvecShape("linear", GGMLType.Q6_K, B, 1, N, Ks, 1, False))
   assert matvec.supports(terms, language)
-  (fr, hr), (fs, hs) = (PackedTensor.pack_host(raw, s.type, ne) for raw, s, ne in ((routed_raw, terms[0], (Kr, N, E)), (shared_raw, terms[1], (Ks, N))))
+  (fr, hr), (fs, hs) = (PackedTensor.pack_host(raw, s.type, ne)
+                        for raw, s, ne in ((routed_raw, terms[0], (Kr, N, E)), (shared_raw, terms[1], (Ks, N))))
   bufs = [np.full((B, N), np.nan, np.float32), xj, sel, mix, r, *(np.ascontiguousarray(hr[p]) for p, _, _ in fr.parts),
           xs, *(np.ascontiguousarray(hs[p]) for p, _, _ in fs.parts)]
   emulate(matvec._with_eps(matvec.build(terms, matvec.Plan(4, 2)), EPS), language, bufs, tmp_path)

@@ -27,7 +27,8 @@ def test_contract_kept(tmp_path):
   np.testing.assert_array_equal(out, want)
 
 @pytest.mark.parametrize("body,why", [
-  (GOOD.replace("  GRID_WAIT();\n", "").replace("out[i] = x[i] + wv;", "float xv = x[i];\n  GRID_WAIT();\n  out[i] = xv + wv;"), "read before the wait"),
+  (GOOD.replace("  GRID_WAIT();\n", "").replace("out[i] = x[i] + wv;", "float xv = x[i];\n  GRID_WAIT();\n  out[i] = xv + wv;"),
+   "read before the wait"),
   (GOOD.replace("  GRID_WAIT();\n", "  out[i] = 1.0f;\n  GRID_WAIT();\n"), "written before the wait"),
   (GOOD.replace("  GRID_WAIT();\n", "  if (GID_X == 0) GRID_WAIT();\n"), "a workgroup that never waits"),
 ])
@@ -37,7 +38,8 @@ def test_contract_broken_is_caught(tmp_path, body, why):
     np.testing.assert_array_equal(out, want)  # a read of poison gives NaN here; a write or a missing wait fails the emulator
 
 def _kernels():
-  s = lambda op, **kw: matvec.MatvecShape(op=op, type=GGMLType.Q4_0, B=1, J=kw.pop("J", 1), N=256, K=2048, E=kw.pop("E", 1), x_per_slot=kw.pop("xps", False), **kw)
+  s = lambda op, **kw: matvec.MatvecShape(op=op, type=GGMLType.Q4_0, B=1, J=kw.pop("J", 1), N=256, K=2048, E=kw.pop("E", 1),
+                                          x_per_slot=kw.pop("xps", False), **kw)
   yield "linear", matvec.build(s("linear", norm=True))
   yield "batched", matvec.build(s("batched", J=4, E=4, xps=True))
   yield "experts", matvec.build(s("experts", J=2, E=8, mix=True, residual=True))

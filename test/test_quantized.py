@@ -322,7 +322,6 @@ def test_embedding_rows(tmp_path, typ):
   assert np.array_equal(out, W["token_embd.weight"][ids].astype(np.float32))
 
 def test_load_tensor_small(tmp_path):
-  rng = np.random.default_rng(9)
   specs = [("norm", GGMLType.F32, (48,)), ("router", GGMLType.F16, (32, 4)), ("bias", GGMLType.BF16, (16,)), ("q", GGMLType.Q8_0, (32, 2))]
   gf, W = expert_file(tmp_path, specs, seed=9)
   for name, typ, ne in specs:

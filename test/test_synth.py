@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from apps import synth
-from apps.gguf import BLOCK, GGMLType, GGUFFile, ValueType
+from apps.gguf import BLOCK, GGMLType, GGUFFile
 from apps.vocab import vocab_file
 
 gguf = pytest.importorskip("gguf")

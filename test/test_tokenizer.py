@@ -1,6 +1,6 @@
 """apps/tokenizer.py against llama.cpp: its own test vectors, committed goldens from llama-cpp-python, and (when
 llama_cpp is importable) live comparisons of encode, decode and token pieces on generated text."""
-import contextlib, ctypes, functools, json, os, random, sys, time
+import ctypes, functools, json, random, time
 from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st

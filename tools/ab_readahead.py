@@ -61,7 +61,8 @@ def main(argv=None) -> int:
       for label, ahead in (("in order", False), ("ahead", True)):
         read.in_queue_order = queue_order and ahead
         med, mean, _ = per_token_ms(model, ids, a.decode)
-        print(f"{preset} on {Device.DEFAULT} round {r + 1} {label:8s}: median {med:.3f} ms/token ({1e3 / med:.1f} tok/s), mean {mean:.3f} ms", flush=True)
+        print(f"{preset} on {Device.DEFAULT} round {r + 1} {label:8s}: median {med:.3f} ms/token ({1e3 / med:.1f} tok/s), "
+              f"mean {mean:.3f} ms", flush=True)
     read.in_queue_order = queue_order
   return 0
 

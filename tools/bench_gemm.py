@@ -52,7 +52,8 @@ def variants(s: GemmShape, tiles: bool, steps=(4, 2, 1), mbs=(1, 3, 4)) -> list[
   tile (with `tiles`, every tile) x steps 4, 2, 1 x registers as they come or capped for 3 or 4 workgroups per SM."""
   rule = (mma_tile(s), _mma_steps(s, mma_tile(s)), build_mma(s).min_blocks)
   out = [rule]
-  alts = [(64, 128), (16, 256), (32, 128), (48, 128), (32, 256), (64, 64), (32, 64)] if s.experts else [(tt, tn) for tn in ((128, 256) if s.glu else (64, 128)) for tt in (64, 32)]
+  alts = [(64, 128), (16, 256), (32, 128), (48, 128), (32, 256), (64, 64), (32, 64)] if s.experts else \
+         [(tt, tn) for tn in ((128, 256) if s.glu else (64, 128)) for tt in (64, 32)]
   for tile in [rule[0]] + ([t for t in alts if t != rule[0]] if tiles else []):
     for sb in steps:
       if (s.K // KB) % sb or gemm.mma_shared_bytes(s, tile, sb) > gemm.matvec.SHARED_BYTES["CUDA"]: continue

@@ -141,7 +141,7 @@ def load_model(preset: str, mix: str, rng) -> None:
   gf, dev = RandomGGUF(preset, mix, rng), Device.DEFAULT
   file_bytes = sum(i.nbytes for i in gf.tensors.values())
   gc.collect()
-  base, peak, keep, t_data = GlobalCounters.mem_used_per_device[dev], 0, [], 0.0
+  base, peak, keep = GlobalCounters.mem_used_per_device[dev], 0, []
   st = time.perf_counter()
   for name, info in gf.tensors.items():
     if name.endswith("ffn_up_exps.weight"): continue
@@ -157,7 +157,7 @@ def load_model(preset: str, mix: str, rng) -> None:
   used = GlobalCounters.mem_used_per_device[dev] - base
   print(f"load {preset} ({mix}): {len(gf.tensors)} tensors, file tensor bytes {file_bytes / 1e9:.3f} GB, device {used / 1e9:.3f} GB "
         f"({100 * used / file_bytes - 100:+.2f}%), peak {peak / 1e9:.3f} GB, {dt:.1f} s incl. random data ({file_bytes / dt / 1e9:.2f} GB/s)")
-  if used > 1.1 * file_bytes or peak > 1.1 * file_bytes: sys.exit(f"FAILED: device memory over file size + 10%")
+  if used > 1.1 * file_bytes or peak > 1.1 * file_bytes: sys.exit("FAILED: device memory over file size + 10%")
 
 def main():
   ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -103,7 +103,8 @@ def floor(bench: bb.Bench, hand: list[str], count: int) -> None:
     hp = bb.host_and_pipelined(step, count)
     dms = device_ms(step, bench.dev, count) if bench.dev.split(":")[0] == "CUDA" else float("nan")
     print(f"  {label:16s} synchronized {sync:.3f} ms  host {hp['host_ms']:.3f} ms  device {dms:.3f} ms  pipelined {hp['pipelined_ms']:.3f} ms "
-          f"({len(bb.program_calls(bb.jit_of(step)))} kernels, {sum(1 for c in bb.jit_of(step).captured.linear.src if c.src[0].op.name == 'CUSTOM_FUNCTION')} graphs)", flush=True)
+          f"({len(bb.program_calls(bb.jit_of(step)))} kernels, "
+          f"{sum(1 for c in bb.jit_of(step).captured.linear.src if c.src[0].op.name == 'CUSTOM_FUNCTION')} graphs)", flush=True)
   _hollow_body = "  GRID_WAIT();"
 
 def chain(n: int, funcs: int, count: int, params: int = 0) -> None:
@@ -118,7 +119,8 @@ def chain(n: int, funcs: int, count: int, params: int = 0) -> None:
           for k in range(funcs)]
     ws = [Tensor.empty(2**20, dtype=dtypes.uint8, device=dev).realize() for _ in range(4 * params)]
     def run(a: Tensor) -> Tensor:
-      for i in range(n): a = Tensor.empty(32, device=dev).custom_kernel(a, *(ws[(i * params + j) % len(ws)] for j in range(params)), fxn=fx[i % funcs])[0]
+      for i in range(n):
+        a = Tensor.empty(32, device=dev).custom_kernel(a, *(ws[(i * params + j) % len(ws)] for j in range(params)), fxn=fx[i % funcs])[0]
       return a.realize()
     x = Tensor.zeros(32, device=dev).contiguous().realize()
     step = bb.Step("chain", TinyJit(run), lambda i: (x,), lambda out: Device[dev].synchronize(), 0, {"total": 0}, 0, "step")
@@ -126,7 +128,8 @@ def chain(n: int, funcs: int, count: int, params: int = 0) -> None:
     sync = bb.median(bb.time_step(step, count)[0]) * 1e3
     hp = bb.host_and_pipelined(step, count)
     dms = device_ms(step, dev, count) if dev.split(":")[0] == "CUDA" else float("nan")
-    print(f"  chain of {n} nop kernels, {funcs} distinct, {params} extra params, wait={wait}: synchronized {sync:.3f} ms, host {hp['host_ms']:.3f} ms, "
+    print(f"  chain of {n} nop kernels, {funcs} distinct, {params} extra params, wait={wait}: synchronized {sync:.3f} ms, "
+          f"host {hp['host_ms']:.3f} ms, "
           f"device {dms:.3f} ms ({dms / n * 1e3:.2f} us per node), pipelined {hp['pipelined_ms']:.3f} ms", flush=True)
 
 def read_bytes(call) -> int:
@@ -179,7 +182,8 @@ def main(argv=None) -> int:
           f"reads {read[n] / 2**20:6.2f} MiB: {read[n] / each / 1e3 if each > 0 else float('nan'):6.0f} GB/s)", flush=True)
   print(f"sum of saves {sum(r['saves_ms'] for r in rows):.3f} ms, sum alone {sum(r['alone_ms'] for r in rows):.3f} ms, "
         f"stack - hollow {base - empty:.3f} ms ({time.perf_counter() - t0:.0f} s)")
-  if a.json: Path(a.json).write_text(json.dumps({"model": a.model, "device": Device.DEFAULT, "base_ms": base, "hollow_ms": empty, "rows": rows}, indent=1))
+  if a.json:
+    Path(a.json).write_text(json.dumps({"model": a.model, "device": Device.DEFAULT, "base_ms": base, "hollow_ms": empty, "rows": rows}, indent=1))
   return 0
 
 if __name__ == "__main__": sys.exit(main())

@@ -65,7 +65,8 @@ def main(argv=None) -> int:
     if st != 0: raise RuntimeError(f"{what}: CUDA error {st}")
   ver = ctypes.c_int()
   check(cu.cuDriverGetVersion(ctypes.byref(ver)), "cuDriverGetVersion")
-  print(f"driver CUDA {ver.value // 1000}.{ver.value % 1000 // 10}; cuGraphAddDependencies_v2 {'present' if hasattr(cu, 'cuGraphAddDependencies_v2') else 'MISSING'}")
+  have = 'present' if hasattr(cu, 'cuGraphAddDependencies_v2') else 'MISSING'
+  print(f"driver CUDA {ver.value // 1000}.{ver.value % 1000 // 10}; cuGraphAddDependencies_v2 {have}")
   check(cu.cuCtxSetCurrent(dev.context), "cuCtxSetCurrent")
   comp = NVRTCCompiler(dev.arch)
   cu.cuMemAlloc_v2.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]

@@ -117,7 +117,7 @@ def main(argv=None) -> int:
     L = next(model._chunks(len(prompt), 0))[2]
     pos, length = model.start_pos.bind(0), model._v_len[L].bind(min(L, len(prompt)))
     buf, dev = model._token_buffer(prompt), Device[model.device]
-    fill = [timed(dev, lambda: model._fill_jits[L](buf, pos, length))[1:] for _ in range(5)][2:]   # 2 warm-ups
+    fill = [timed(dev, lambda m=model: m._fill_jits[L](buf, pos, length))[1:] for _ in range(5)][2:]   # 2 warm-ups
     print(f"  {'the first chunk without head (fill)':40s} {' '.join(f'{m:9.2f} ({h:6.2f})' for m, h in fill)}", flush=True)
     # the same chunk replayed back to back: the device's own time per call once the host keeps ahead
     jit, args = model._fill_jits[L], (buf, pos, length)

@@ -52,7 +52,8 @@ def hf_model(path: str):
   else:
     moe = dict(moe_intermediate_size=g("expert_feed_forward_length"), n_routed_experts=n_expert, n_shared_experts=g("expert_shared_count"),
                num_experts_per_tok=g("expert_used_count"), routed_scaling_factor=g("expert_weights_scale", 1.0) or 1.0,
-               norm_topk_prob=bool(g("expert_weights_norm", False)), n_group=g("expert_group_count", 1) or 1, topk_group=g("expert_group_used_count", 1) or 1)
+               norm_topk_prob=bool(g("expert_weights_norm", False)), n_group=g("expert_group_count", 1) or 1,
+               topk_group=g("expert_group_used_count", 1) or 1)
     if g("expert_gating_func") == 2:  # sigmoid with a selection bias: GLM-4.7-Flash (DeepSeek-V3 routing)
       cls = transformers.Glm4MoeLiteForCausalLM
       cfg = transformers.Glm4MoeLiteConfig(**common, **moe, mlp_layer_types=["dense" if i < n_dense else "sparse" for i in range(n_layer)])
@@ -75,7 +76,8 @@ def hf_model(path: str):
     sd[at + "o_proj.weight"] = t[p + "attn_output.weight"]
     m = q + "mlp."
     if i < n_dense or n_expert == 0:
-      for ours, theirs in (("ffn_gate", "gate_proj"), ("ffn_up", "up_proj"), ("ffn_down", "down_proj")): sd[m + theirs + ".weight"] = t[p + ours + ".weight"]
+      for ours, theirs in (("ffn_gate", "gate_proj"), ("ffn_up", "up_proj"), ("ffn_down", "down_proj")):
+        sd[m + theirs + ".weight"] = t[p + ours + ".weight"]
       continue
     sd[m + "gate.weight"] = t[p + "ffn_gate_inp.weight"]
     if p + "exp_probs_b.bias" in t: sd[m + "gate.e_score_correction_bias"] = t[p + "exp_probs_b.bias"]

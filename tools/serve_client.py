@@ -8,7 +8,7 @@
 Talks to 127.0.0.1 only; bounded in requests and time.
 """
 from __future__ import annotations
-import argparse, json, statistics, sys, time, urllib.request
+import argparse, json, statistics, time, urllib.request
 
 def wait_ready(base: str, timeout: float) -> None:
   deadline = time.monotonic() + timeout

@@ -49,7 +49,7 @@ contract, which test/emulator.py checks: every workgroup executes GRID_WAIT() be
 parameters (read-only for the whole step: packed weights, norm vectors) and before it writes anything.
 """
 from __future__ import annotations
-import functools, math, re
+import math, re
 from dataclasses import dataclass, replace
 from typing import Sequence
 from tinygrad import Device, Tensor, dtypes

@@ -28,7 +28,8 @@ DeepSeek-V2-Lite, +2.5% / +63% more with its loads one step ahead; the tensor-co
 on GLM-4.7-Flash, and its later steps up to +30% more).
 
 Experts: a workgroup owns one expert and a band of rows; it first lists the (token, slot) entries of sel that chose its
-expert (a prefix sum over sel in shared memory, in entry order), then runs tiles of those entries (16 or 64 in the tensor-core kernel, 16 in the CUDA-core one), gathering x rows
+expert (a prefix sum over sel in shared memory, in entry order), then runs tiles of those entries (16 or 64 in the tensor-core
+kernel, 16 in the CUDA-core one), gathering x rows
 and scattering out rows. Each expert's weights are read once per chunk instead of once per token, and workgroups of
 experts nobody chose end after the scan.
 

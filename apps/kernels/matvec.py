@@ -330,7 +330,7 @@ def build(s: MatvecShape | Terms, p: Plan | None = None) -> SourceKernel:
           out.append(f"  float xr[{tc.ch}], xsum[{max(1, tc.ch // 32)}];")
           out.append(f"  for (int q = 0; q < {T.q4}; q++) {{ float4 v = xs4{T.sx}[({slot * T.q4} + q) * {sp} + {xi}]; "
                      "xr[4*q] = v.x; xr[4*q+1] = v.y; xr[4*q+2] = v.z; xr[4*q+3] = v.w; }")
-          if tc.ch >= 64: out.append(f"  for (int h = 0; h < {tc.ch // 32}; h++) {{ xsum[h] = 0.0f; for (int i = 0; i < 32; i++) xsum[h] += xr[32*h + i]; }}")
+          if tc.ch >= 64: out.append(f"  for (int h = 0; h < {tc.ch // 32}; h++) {{ xsum[h] = 0.0f; for (int i = 0; i < 32; i++) xsum[h] += xr[32*h + i]; }}")  # noqa: E501
       wj = f" * {T.wj(j)}" if T.s.mix else ""
       out.append(f"  {{ float s;{tc.math.replace('@', sf)}\n    acc[{a}] += s{wj}; }}")
     out.append("}")

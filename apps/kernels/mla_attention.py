@@ -236,14 +236,16 @@ def attend_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: int = 
       for (int k = 0; k < NR; k++) {{ int j = lane + 32*k; {store_k} }}
     }}{_update(1, "true")}
   }}"""
-  body = _attend(s, _common(s), head, queries, "t0 + chunk < p ? t0 + chunk : p;       // cached tokens of this split: [t0, t1); token p is the new one",
+  body = _attend(s, _common(s), head, queries,
+                 "t0 + chunk < p ? t0 + chunk : p;       // cached tokens of this split: [t0, t1); token p is the new one",
                  new_row, "sp*H + g*HG + hh", scale)
   params = (Param("part", dtypes.float32, True), Param("ml", dtypes.float32, True), Param("cache", dtypes.float32, True),
             Param("q_lat", dtypes.float32), Param("q_raw", dtypes.float32), Param("kv_raw", dtypes.float32),
             Param("kv_norm_w", dtypes.float32, weight=True), Param("rope_cos", dtypes.float32, weight=True),
             Param("rope_sin", dtypes.float32, weight=True),
             Param("pos", dtypes.int32))
-  return SourceKernel(f"mla_attend_h{s.n_head}_kv{s.kv_lora}_r{s.qk_rope}" + (f"_o{kv_offset}" if kv_offset else ""), params, body, (SPLITS, 1, 1), (32, g, 1), _ROPE_LANE)
+  return SourceKernel(f"mla_attend_h{s.n_head}_kv{s.kv_lora}_r{s.qk_rope}" + (f"_o{kv_offset}" if kv_offset else ""), params, body,
+                      (SPLITS, 1, 1), (32, g, 1), _ROPE_LANE)
 
 def prefill_attend_kernel(s: AttentionShape, scale: float, tokens: int, max_context: int) -> SourceKernel:
   """Prefill: the attend kernel for a chunk of `tokens` queries, q (tokens, n_head, kv_lora) absorbed and qpe (tokens,
@@ -516,7 +518,8 @@ def mla_prefill_attention(q: Tensor, q_pe: Tensor, cache: Tensor, pos: Tensor, *
   dev, max_context = q.device, cache.shape[0]
   if q.ndim != 3 or q.shape[2] != kv_lora or not isinstance(n_head, int):
     raise ValueError(f"mla_prefill_attention: q has shape {q.shape}, expected (T, n_head, {kv_lora})")
-  if q_pe.ndim != 3 or q_pe.shape[1:] != (n_head, qk_rope): raise ValueError(f"mla_prefill_attention: q_pe has shape {q_pe.shape}, expected (T, {n_head}, {qk_rope})")
+  if q_pe.ndim != 3 or q_pe.shape[1:] != (n_head, qk_rope):
+    raise ValueError(f"mla_prefill_attention: q_pe has shape {q_pe.shape}, expected (T, {n_head}, {qk_rope})")
   cache = _expect(cache, (max_context, kv_lora + qk_rope), "cache")
   pos = _expect(pos, (1,), "pos", dtypes.int32)
   for name, t in (("q", q), ("q_pe", q_pe)):
