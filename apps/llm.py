@@ -19,179 +19,14 @@ if not __package__:  # run as a script: import from the repo root, and not from 
   sys.path.insert(0, str(_apps.parent))
 import argparse, json, os, platform, secrets, shutil, signal, subprocess, time
 from dataclasses import dataclass, field, asdict
-from typing import Callable, Iterator
 import apps  # noqa: F401  (the patched tinygrad first on sys.path; before anything imports tinygrad)
 from apps import synth, models, KERNEL_PATHS
-from apps.gguf import GGUFFile
-from apps.tokenizer import Tokenizer, StreamDecoder
-from apps.chat import ChatTemplate, ChatError, reuse
+from apps.chat import ChatError
+from apps.engine import CPU_LIKE, DEFAULT_PRESET, Engine, UserError, note, resolve_model
 
-DEFAULT_PRESET = "glm-4.7-flash"  # the project's main model; "-tiny" on a CPU
-CPU_LIKE = ("CPU", "PYTHON", "NULL", "LLVM", "CLANG")
 BENCHMARK_STEPS = 20  # decode steps `--benchmark` times when given no count
 BENCH_PROMPT = ("The quick brown fox jumps over the lazy dog. A transformer reads the whole prompt at once, then writes one token at a "
                 "time, and each new token reads every active weight of the model once.")
-
-class UserError(Exception):
-  """A problem with what the user asked for; main prints it as one line."""
-
-# ---------------------------------------------------------------- models
-
-@dataclass
-class Source:
-  path: Path
-  name: str          # what /v1/models and the benchmark call it
-  kind: str          # "preset" (synthetic), "known" (downloaded) or "file"
-  mix: str | None = None
-
-def is_cpu(device: str) -> bool: return device.split(":")[0].upper() in CPU_LIKE
-
-def resolve_model(spec: str | None, mix: str | None, device: str | None) -> Source:
-  """Find (download or generate when needed) the GGUF file that --model names."""
-  if spec is None:
-    from tinygrad import Device
-    dev = Device.canonicalize(device)
-    name = DEFAULT_PRESET + ("-tiny" if is_cpu(dev) else "")
-    why = "a CPU runs the tiny variant" if is_cpu(dev) else "a GPU runs the full-size model"
-    note(f"no --model: using the synthetic preset {name} ({mix or 'release'} mix, random weights) on {dev}: {why}; --model picks another")
-    spec = name
-  if spec in synth.PRESETS:
-    mix = mix or "release"
-    if mix not in synth.MIXES: raise UserError(f"unknown --mix '{mix}' (choose from {', '.join(synth.MIXES)})")
-    if not synth.cache_path(spec, mix).exists():
-      note(f"generating the synthetic model {spec} ({mix} mix, {synth.file_nbytes(spec, mix) / 2**30:.2f} GiB) once; it is cached")
-    return Source(synth.generate(spec, mix), spec, "preset", mix)
-  if mix is not None: raise UserError(f"--mix applies to synthetic presets only ({', '.join(synth.PRESETS)}), not to '{spec}'")
-  p = Path(spec).expanduser()
-  if p.is_dir(): raise UserError(f"{spec} is a directory: pass a .gguf file")
-  if p.is_file(): return Source(p, p.stem, "file")
-  if (known := models.lookup(spec)) is not None:
-    return Source(models.download(known), known.name, "known")
-  if "/" in spec or os.sep in spec or spec.lower().endswith(".gguf"): raise UserError(f"no such file: {spec}")
-  raise UserError(f"unknown model '{spec}': pass a GGUF path, a known model ({', '.join(m.name for m in models.KNOWN.values())}) "
-                  f"or a synthetic preset ({', '.join(synth.PRESETS)}); --list-models lists them")
-
-def note(msg: str) -> None: print(f"llm: {msg}", file=sys.stderr, flush=True)
-
-@dataclass
-class Stats:
-  """One completion: token counts, why it ended ("stop", "length" or "cancelled") and its timing."""
-  prompt_tokens: int = 0
-  reused: int = 0            # prompt tokens whose latents were already in the KV cache
-  completion_tokens: int = 0  # tokens of the reply (an EOG token is not counted)
-  finish_reason: str = "length"
-  prefill_s: float = 0.0      # prompt to first token
-  decode_s: float = 0.0       # first to last token
-  sampled: int = 0            # tokens drawn, EOG included
-  @property
-  def decode_tok_s(self) -> float: return (self.sampled - 1) / self.decode_s if self.sampled > 1 and self.decode_s > 0 else 0.0
-  def line(self) -> str:
-    new = self.prompt_tokens - self.reused
-    return (f"prompt {self.prompt_tokens} tokens ({self.reused} cached, {new} in {self.prefill_s:.2f} s), reply {self.completion_tokens} "
-            f"tokens, {self.decode_tok_s:.1f} tok/s, finish: {self.finish_reason}")
-
-class StopStrings:
-  """Cuts streamed text at the first stop string; holds back a tail that could be the start of one. A stop found in the
-  text is final only when no longer stop could still begin before it (stops "<" and "><<": "><" is held, not cut at "<")."""
-  def __init__(self, stops: list[str]):
-    self.stops, self.buf = [s for s in stops if s], ""
-    self.longest = max((len(s) for s in self.stops), default=0)
-  def _first_hit(self) -> int | None: return min((i for s in self.stops if (i := self.buf.find(s)) >= 0), default=None)
-  def feed(self, text: str) -> tuple[str, bool]:
-    """(text that is safe to show, whether a stop string was found)."""
-    self.buf += text
-    hit = self._first_hit()
-    # the earliest position where a stop could begin but is not complete yet (a proper prefix of it ends the buffer)
-    pending = next((j for j in range(max(0, len(self.buf) - self.longest), len(self.buf))
-                    if any(len(s) > len(self.buf) - j and s.startswith(self.buf[j:]) for s in self.stops)), len(self.buf))
-    if hit is not None and hit <= pending:
-      out, self.buf = self.buf[:hit], ""
-      return out, True
-    out, self.buf = self.buf[:pending], self.buf[pending:]  # a hit after `pending` waits for the stop that may begin there
-    return out, False
-  def end(self) -> tuple[str, bool]:
-    """At the end of the stream, nothing held back can grow into a stop any more: (the rest up to a stop in it, found)."""
-    hit = self._first_hit()
-    out, self.buf = self.buf if hit is None else self.buf[:hit], ""
-    return out, hit is not None
-
-class Engine:
-  """A loaded model with its tokenizer and chat template: text in, streamed text out (EOG and stop strings end it)."""
-
-  def __init__(self, model, tok: Tokenizer, tmpl: ChatTemplate, source: Source, weight_bytes: int):
-    self.model, self.tok, self.tmpl, self.source = model, tok, tmpl, source
-    self.name, self.weight_bytes = source.name, weight_bytes
-    self.stats = Stats()
-
-  @staticmethod
-  def load(source: Source, max_context: int | None = None, device: str | None = None, quiet: bool = False, kernels: str = "hand") -> Engine:
-    from apps.mla import Config
-    from apps.model import Transformer
-    with GGUFFile(source.path) as gf:  # tokenizer, template and config first: their errors come before the slow part
-      Config.from_gguf(gf)  # unsupported architecture / missing keys: one line, before the slow part
-      tok = Tokenizer.from_gguf(gf)
-      tmpl = ChatTemplate.from_gguf(gf, tok)
-    if not quiet: note(f"loading {source.path} ({source.path.stat().st_size / 2**30:.2f} GiB)")
-    t0, tty = time.perf_counter(), sys.stderr.isatty()
-    def progress(i: int, n: int) -> None:  # redrawn on a terminal; only the last line otherwise
-      if quiet or (not tty and i < n): return
-      sys.stderr.write(f"{chr(13) if tty else ''}llm: block {i}/{n} loaded ({time.perf_counter() - t0:.1f} s)" + ("\n" if i == n else ""))
-      sys.stderr.flush()
-    model = Transformer.from_gguf(source.path, max_context=max_context, device=device, progress=progress, kernels=kernels)
-    if not quiet: note(f"loaded {source.name} in {time.perf_counter() - t0:.1f} s on {model.device}, context {model.max_context} tokens")
-    return Engine(model, tok, tmpl, source, model.active_weight_bytes())
-
-  @property
-  def max_context(self) -> int: return self.model.max_context
-
-  def fits(self, n_prompt: int) -> bool:
-    """Whether a prompt of n_prompt tokens leaves room for at least one generated token."""
-    return n_prompt + 1 <= self.model.max_context
-
-  def chat_ids(self, messages: list[dict], **extra) -> list[int]: return self.tmpl.encode(self.tok, messages, **extra)
-
-  def text_ids(self, text: str) -> list[int]: return self.tok.encode(text, add_special=True, parse_special=True)
-
-  def warmup(self, params=None) -> None:
-    """Capture the prefill and decode JITs for this sampler structure (call 1 runs eagerly, call 2 captures, then replays)."""
-    ids = self.text_ids("Hello")
-    for _ in range(3):
-      for _ in self.model.generate(ids, 3, params): pass
-    self.model.reset()
-
-  def complete(self, ids: list[int], max_tokens: int, params=None, stop: list[str] = (),
-               cancelled: Callable[[], bool] | None = None) -> Iterator[str]:
-    """Stream the reply's text. The cached prefix of ids is reused; self.stats describes the run (also when stopped early)."""
-    model, tok = self.model, self.tok
-    st = self.stats = Stats(prompt_tokens=len(ids), reused=reuse(model.cached, ids)[0] if ids else 0)
-    matcher, dec = StopStrings(list(stop)), StreamDecoder(tok)
-    t0 = time.perf_counter()
-    gen = model.generate(ids, max_tokens, params, stop=tok.is_eog)
-    try:
-      for t in gen:
-        now = time.perf_counter()
-        if st.sampled == 0: st.prefill_s = now - t0
-        else: st.decode_s = now - t0 - st.prefill_s
-        st.sampled += 1
-        if tok.is_eog(t):
-          st.finish_reason = "stop"
-          break
-        st.completion_tokens += 1
-        text, hit = matcher.feed(dec.add(t))
-        if text: yield text
-        if hit:
-          st.finish_reason = "stop"
-          return
-        if cancelled is not None and cancelled():
-          st.finish_reason = "cancelled"
-          return
-      text, hit = matcher.feed(dec.flush())
-      if not hit:
-        rest, hit = matcher.end()
-        text += rest
-      if hit: st.finish_reason = "stop"
-      if text: yield text
-    finally: gen.close()
 
 # ---------------------------------------------------------------- sampling flags
 
@@ -499,6 +334,4 @@ def main(argv: list[str] | None = None) -> int:
     print(f"llm: error: {msg}", file=sys.stderr)
     return 1
 
-if __name__ == "__main__":
-  from apps.llm import main as _main  # the package's module, so apps.server and this share one set of classes
-  sys.exit(_main())
+if __name__ == "__main__": sys.exit(main())

@@ -198,6 +198,27 @@ def apply_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
   x0, x1 = pairs[..., 0], pairs[..., 1]
   return (x0 * cos - x1 * sin).cat(x1 * cos + x0 * sin, dim=-1)
 
+
+def decode_attention_reference(q_lat: Tensor, q_raw: Tensor, kv_raw: Tensor, kv_norm_w: Tensor, cache: Tensor, rope_cos: Tensor,
+                               rope_sin: Tensor, pos: Tensor | int | UOp, *, n_head: int, kv_lora: int, qk_nope: int, qk_rope: int,
+                               scale: float, eps: float) -> Tensor:
+  """kernels.mla_attention.mla_decode_attention from tinygrad ops, as Block.attention computes it for T = 1 (any device):
+  the reference its tests and benchmarks hold it to. pos may also be an int or a bound symbolic start position (a Tensor
+  is read back to the host: not for a TinyJit)."""
+  p = int(pos.numpy().reshape(-1)[0]) if isinstance(pos, Tensor) else pos
+  cos, sin = rope_cos[p:p + 1], rope_sin[p:p + 1]                             # (1, qk_rope/2)
+  q_pe = apply_rope(q_raw.reshape(1, n_head, qk_nope + qk_rope)[..., qk_nope:], cos.unsqueeze(1), sin.unsqueeze(1))
+  q = q_lat.reshape(1, n_head, kv_lora).cat(q_pe.cast(q_lat.dtype), dim=-1)  # (1, H, kv_lora + rope)
+  kv = kv_raw.reshape(1, kv_lora + qk_rope)
+  c_kv = rms_norm(kv[:, :kv_lora], kv_norm_w, eps)
+  k_pe = apply_rope(kv[:, kv_lora:].float(), cos, sin)
+  row = c_kv.cat(k_pe, dim=-1).cast(cache.dtype)
+  cache = Tensor(cache.uop.after(cache[p:p + 1].uop.store(row.uop)))
+  keys = cache[0:p + 1]
+  values = keys[:, :kv_lora]
+  scores = q.transpose(0, 1).float() @ keys.float().T * scale                 # (H, 1, S)
+  return (scores.softmax(-1) @ values.float()).transpose(0, 1).reshape(n_head, kv_lora)
+
 def topk_indices(scores: Tensor, k: int) -> Tensor:
   """Indices of the k largest scores along the last axis, largest first; ties go to the lower index. A pairwise rank
   (one compare-and-count kernel and one one-hot reduce) instead of a sort."""

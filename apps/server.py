@@ -19,7 +19,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from apps.chat import ChatError, check_messages
-from apps.llm import Engine, Stats, UserError, note
+from apps.engine import Engine, Stats, UserError, note
 from apps.sampling import Params
 
 MAX_BODY = 4 << 20     # bytes of a request body

@@ -1,5 +1,5 @@
 """The measuring instruments: bench_block.py statistics, weight accounting and split-mask plumbing, search2.py's searches,
-cache and outputs, and apps/profile.py's per-part attribution, on CPU with the tiny presets."""
+cache and outputs, and tools/profile.py's per-part attribution, on CPU with the tiny presets."""
 import dataclasses, json, os, re, struct, subprocess, sys, types, zlib
 from pathlib import Path
 import numpy as np
@@ -176,7 +176,7 @@ def test_fill_is_one_prefill_chunk(bench):
   jit_out = step.fn(*step.args(0)).numpy()
   eager = m.hidden(Tensor(bench.fill_ids[bench.pos:bench.pos + T], device=m.device), bench.pos)[-1:].numpy()
   np.testing.assert_allclose(jit_out, eager, rtol=1e-4, atol=1e-4)
-  from apps import profile
+  from tools import profile
   res = profile.profile(bench, "fill", repeat=1, count=1)
   assert len(res["rows"]) == res["kernels"] and {"attention", "experts", "router"} <= {row.part for row in res["rows"]}
 
@@ -202,7 +202,7 @@ def test_bench_block_bad_model():
 # ---------------------------------------------------------------- profile
 
 def test_profile_attributes_kernels_to_parts(bench):
-  from apps import profile
+  from tools import profile
   res = profile.profile(bench, "decode", repeat=1, count=2)
   rows = res["rows"]
   assert len(rows) == res["kernels"] and all(r.time_s > 0 for r in rows)
@@ -219,7 +219,7 @@ def test_profile_attributes_kernels_to_parts(bench):
 
 def test_profile_takes_nsight_compute_times(bench, tmp_path):
   """--ncu-csv: each program's time and DRAM bytes come from the CSV, in launch order; copies are not in the CSV."""
-  from apps import profile
+  from tools import profile
   res = profile.profile(bench, "decode", repeat=1, count=1)
   doc = json.loads(json.dumps({"header": {"pos": bench.pos}, **{k: v for k, v in res.items() if k != "rows"},
                                "rows": [dataclasses.asdict(r) for r in res["rows"]]}, default=str))

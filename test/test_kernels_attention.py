@@ -16,8 +16,9 @@ from emulator import emulate
 from tinygrad import Tensor, TinyJit, Device, UOp, dtypes
 from apps.kernels import render, language_of, SourceKernel
 from apps.kernels import mla_attention
+from apps.mla import decode_attention_reference
 from apps.kernels.mla_attention import (AttentionShape, attend_kernel, combine_kernel, mla_decode_attention,
-                                        mla_decode_attention_reference, SPLITS, MIN_CHUNK, prefill_attend_kernel,
+                                        SPLITS, MIN_CHUNK, prefill_attend_kernel,
                                         mla_prefill_attention, prefill_splits, PREFILL_SPLITS, PREFILL_MIN_CHUNK,
                                         prefill_mma_kernel, mma_warps)
 
@@ -77,7 +78,7 @@ INPUTS = ("q_lat", "q_raw", "kv_raw", "kv_norm_w", "cache", "rope_cos", "rope_si
 def test_reference_matches_numpy(pos):
   c = make_case(SMALL, pos, 256, seed=pos)
   t = {k: Tensor(c[k]) for k in INPUTS}
-  out = mla_decode_attention_reference(*[t[k] for k in INPUTS], **KW(SMALL, c)).numpy()
+  out = decode_attention_reference(*[t[k] for k in INPUTS], **KW(SMALL, c)).numpy()
   ref, row = numpy_attention(SMALL, c)
   assert out.shape == (SMALL.n_head, SMALL.kv_lora) and rel_err(out, ref) < 1e-5
   check_cache(SMALL, c, t["cache"].numpy(), row)
@@ -87,7 +88,7 @@ def test_reference_symbolic_pos():
   c = make_case(SMALL, 5, 64, seed=1)
   t = {k: Tensor(c[k]) for k in INPUTS}
   v = UOp.variable("start_pos", 0, 63).bind(5)
-  out = mla_decode_attention_reference(*[t[k] for k in INPUTS[:-1]], v, **KW(SMALL, c)).numpy()
+  out = decode_attention_reference(*[t[k] for k in INPUTS[:-1]], v, **KW(SMALL, c)).numpy()
   ref, row = numpy_attention(SMALL, c)
   assert rel_err(out, ref) < 1e-5
   check_cache(SMALL, c, t["cache"].numpy(), row)
@@ -381,7 +382,7 @@ def test_gpu_kernels_match_reference(shape):
     c["cache"][pos + 1:] = 0.0  # NaN rows are for the emulator; here a wrong read would show as a mismatch instead
     tk, tr = {k: Tensor(c[k]) for k in INPUTS}, {k: Tensor(c[k]) for k in INPUTS}
     out = mla_decode_attention(*[tk[k] for k in INPUTS], **KW(shape, c)).numpy()
-    ref = mla_decode_attention_reference(*[tr[k] for k in INPUTS[:-1]], START_POS(4096).bind(pos), **KW(shape, c)).numpy()
+    ref = decode_attention_reference(*[tr[k] for k in INPUTS[:-1]], START_POS(4096).bind(pos), **KW(shape, c)).numpy()
     ref64, row = numpy_attention(shape, c)
     assert rel_err(out, ref.astype(np.float64)) < 1e-5, pos
     assert rel_err(out, ref64) < 1e-5, pos
@@ -406,7 +407,7 @@ def test_gpu_jit_decode_loop():
     q_raw = rng.standard_normal((s.n_head, s.qk_nope + s.qk_rope)).astype(np.float32)
     kv_raw = (rng.standard_normal(s.kv_lora + s.qk_rope) * 3).astype(np.float32)
     out = step(Tensor(q_lat), Tensor(q_raw), Tensor(kv_raw), Tensor([p], dtype=dtypes.int32)).numpy()
-    ref = mla_decode_attention_reference(Tensor(q_lat), Tensor(q_raw), Tensor(kv_raw), fixed["kv_norm_w"], cache_r, fixed["rope_cos"],
+    ref = decode_attention_reference(Tensor(q_lat), Tensor(q_raw), Tensor(kv_raw), fixed["kv_norm_w"], cache_r, fixed["rope_cos"],
                                          fixed["rope_sin"], START_POS(mc).bind(p), **KW(s, c)).numpy()
     assert rel_err(out, ref.astype(np.float64)) < 1e-5, p
   np.testing.assert_allclose(cache_k.numpy()[:n], cache_r.numpy()[:n], rtol=2e-6, atol=1e-5)

@@ -1,6 +1,6 @@
 """ruff over the project's code with pyproject.toml's rules (pyflakes, whitespace, syntax, 150 columns): CI lints through
 the test command."""
-import subprocess, sys
+import ast, subprocess, sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -8,3 +8,28 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_ruff_passes():
   r = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", str(ROOT)], cwd=ROOT, capture_output=True, text=True, timeout=300)
   assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+
+def imports_of_apps() -> dict[str, set[str]]:
+  """apps' modules -> the apps modules each imports (anywhere in it, lazy imports included)."""
+  mods: dict[str, set[str]] = {}
+  for p in (ROOT / "apps").rglob("*.py"):
+    deps: set[str] = set()
+    for n in ast.walk(ast.parse(p.read_text())):
+      if isinstance(n, ast.ImportFrom) and n.module: deps |= {n.module} | {f"{n.module}.{a.name}" for a in n.names}
+      elif isinstance(n, ast.Import): deps |= {a.name for a in n.names}
+    mods[".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")] = deps
+  return {m: {d for d in deps if d in mods and d != m} | {d for d in deps if d.split(".")[0] in ("bench_block", "search2", "tools")}
+          for m, deps in mods.items()}
+
+def test_import_graph():
+  """Dependencies point one way: no import cycle among apps' modules, the kernels import nothing of the model layers, and
+  nothing in apps imports a measurement script (bench_block, search2, tools)."""
+  graph = imports_of_apps()
+  assert not [m for m, deps in graph.items() for d in deps if d.split(".")[0] in ("bench_block", "search2", "tools")]
+  kernels = {m: {d for d in deps if d.startswith("apps.") and not d.startswith("apps.kernels") and d != "apps.gguf"}
+             for m, deps in graph.items() if m.startswith("apps.kernels")}
+  assert not any(kernels.values()), kernels
+  def cycle(m: str, path: tuple[str, ...]) -> tuple[str, ...] | None:
+    if m in path: return path[path.index(m):] + (m,)
+    return next((c for d in graph.get(m, ()) if (c := cycle(d, path + (m,)))), None)
+  assert not (found := next((c for m in graph if (c := cycle(m, ()))), None)), found

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, strategies as st
 from apps import llm, models, synth
 from apps.gguf import GGUFWriter, ValueType
-from apps.llm import Engine, StopStrings, resolve_model
+from apps.engine import Engine, StopStrings, resolve_model
 from apps.sampling import Params
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -7,7 +7,7 @@ before the server starts, and from the sampling parameters' own defaults.
 import http.client, json, signal, socket, subprocess, sys, threading, time
 from pathlib import Path
 import pytest
-from apps.llm import Engine, resolve_model
+from apps.engine import Engine, resolve_model
 from apps.sampling import Params
 from apps.server import LLMServer, MAX_BODY, MAX_STOPS
 

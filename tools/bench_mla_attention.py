@@ -18,7 +18,8 @@ import numpy as np
 import apps  # noqa: F401
 from tinygrad import Tensor, TinyJit, Device, UOp, dtypes
 from tinygrad.uop.ops import Ops
-from apps.kernels.mla_attention import mla_decode_attention, mla_decode_attention_reference
+from apps.kernels.mla_attention import mla_decode_attention
+from apps.mla import decode_attention_reference
 
 SHAPES = {"glm-4.7-flash": (20, 512, 192, 64, 1e-5), "deepseek-v2-lite / youtu-llm-2b": (16, 512, 128, 64, 1e-6)}
 
@@ -46,7 +47,7 @@ def bench(name: str, shape: tuple, positions: list[int], layers: int, iters: int
   def kernel_step(pos: Tensor) -> Tensor:
     return Tensor.stack(*[mla_decode_attention(*x[:3], x[3], c, cos, sin, pos, **kw) for x, c in zip(ins, caches)]).realize()
   def reference_step(p: UOp) -> Tensor:
-    return Tensor.stack(*[mla_decode_attention_reference(*x[:3], x[3], c, cos, sin, p, **kw) for x, c in zip(ins, caches)]).realize()
+    return Tensor.stack(*[decode_attention_reference(*x[:3], x[3], c, cos, sin, p, **kw) for x, c in zip(ins, caches)]).realize()
   jk, jr = TinyJit(kernel_step), TinyJit(reference_step)
   print(f"\n{name}: n_head {H}, kv_lora {KV}, qk_rope {R}; {layers} blocks per step, {iters} steps")
   print(f"{'pos':>6s} {'kernel us':>10s} {'reference us':>13s} {'speedup':>8s} {'kernels':>8s} {'ref kernels':>12s} {'rel err':>9s}")

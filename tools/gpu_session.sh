@@ -29,7 +29,7 @@ for s in $steps; do
                timeout 300 python3 bench_block.py 50 --rounds 5 --model $m --json > "$OUT/bench_$m.json" 2> "$OUT/bench_$m.log"
                tail -3 "$OUT/bench_$m.log"
              done ;;
-    profile) timeout 300 python3 -m apps.profile --model deepseek-v2-lite 2>&1 | tee "$OUT/profile.log" | tail -20 ;;
+    profile) timeout 300 python3 -m tools.profile --model deepseek-v2-lite 2>&1 | tee "$OUT/profile.log" | tail -20 ;;
     llama)   python3 tools/llama_bench.py build --time-limit 540 2>&1 | tail -3 ;;   # exit 3: stopped, run the step again
     side)    timeout 590 python3 tools/gpu_bench.py --llama --upstream --json "$OUT/side.json" 2>&1 | tee "$OUT/side.log" | grep -v '^{' | tail -8 ;;
     kernels) timeout 400 python3 -m pytest -q -x -p no:cacheprovider test/test_kernels_matvec.py test/test_kernels_attention.py \
@@ -41,7 +41,7 @@ for s in $steps; do
              timeout 580 python3 tools/ab_fusions.py --off "${OFF:-stack_q}" --presets "${ms// /,}" --rounds 2 2>&1 \
                | tee "$OUT/ab_fusions.log" ;;
     fill)    for m in ${MODELS:-youtu-llm-2b deepseek-v2-lite}; do
-               timeout 300 python3 -m apps.profile --model $m --target prompt --chunk 512 --pos 0 --repeat 2 --count 3 --top 8 2>&1 \
+               timeout 300 python3 -m tools.profile --model $m --target prompt --chunk 512 --pos 0 --repeat 2 --count 3 --top 8 2>&1 \
                  | tee "$OUT/fill_$m.txt" | tail -40
              done ;;
     abprefill) ms=${MODELS:-youtu-llm-2b deepseek-v2-lite}   # A=<file>: that gemm.py against the checked-out one
@@ -52,9 +52,9 @@ for s in $steps; do
                # of a 512-token prompt's chunk)
                timeout 400 ncu --profile-from-start off --clock-control none --csv --log-file "$OUT/ncu_$m.csv" \
                  --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
-                 python3 -m apps.profile --model $m ${PROMPT:+--target prompt --chunk 512 --pos 0} --repeat 1 --count $cnt \
+                 python3 -m tools.profile --model $m ${PROMPT:+--target prompt --chunk 512 --pos 0} --repeat 1 --count $cnt \
                  --ncu --json > "$OUT/ncu_rows_$m.json" 2> "$OUT/ncu_$m.log"
-               python3 -m apps.profile --ncu-csv "$OUT/ncu_$m.csv" --rows "$OUT/ncu_rows_$m.json" --top 14 | tee "$OUT/ncu_$m.txt" | head -40
+               python3 -m tools.profile --ncu-csv "$OUT/ncu_$m.csv" --rows "$OUT/ncu_rows_$m.json" --top 14 | tee "$OUT/ncu_$m.txt" | head -40
              done ;;
     paths)   timeout 580 python3 tools/path_check.py --presets "${PRESETS:-glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b}" \
                --depth "${DEPTH:-0,600}" --floor --pinned 2>&1 | tee "$OUT/paths.log" | tail -6 ;;

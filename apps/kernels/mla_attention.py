@@ -21,12 +21,12 @@ Flash-decoding in two kernels:
   combine  grid (n_head, kv_lora / 128), workgroup (32, 8): rescales the partials of the splits that hold tokens to their
            common max and sums them (8 warps over the splits, then through shared memory), out = acc / sum.
 Both read pos from a 1-element int32 buffer (a source kernel gets no symbolic ints), so one capture serves every position.
-`mla_decode_attention_reference` is the same computation from tinygrad ops, exactly as apps/mla.py does it (any device).
+apps/mla.py's `decode_attention_reference` is the same computation from tinygrad ops (any device), for tests and tools.
 """
 from __future__ import annotations
 import functools, math
 from dataclasses import dataclass
-from tinygrad import Tensor, dtypes, UOp
+from tinygrad import Tensor, dtypes
 from apps.kernels import SourceKernel, Param, program, language_of, has_mma, to_bound, matvec
 
 SPLITS = 128     # partials per head at most (~one workgroup per SM of an H100 at long contexts)
@@ -485,27 +485,6 @@ def mla_decode_attention(q_lat: Tensor, q_raw: Tensor, kv_raw: Tensor, kv_norm_w
   part, ml, *_ = Tensor.empty(SPLITS, n_head, kv_lora, device=dev).custom_kernel(
     Tensor.empty(SPLITS, n_head, 2, device=dev), cache, q_lat, q_raw, kv_raw, kv_norm_w, rope_cos, rope_sin, pos, fxn=attend)
   return Tensor.empty(n_head, kv_lora, device=dev).custom_kernel(part, ml, pos, fxn=combine)[0]
-
-def mla_decode_attention_reference(q_lat: Tensor, q_raw: Tensor, kv_raw: Tensor, kv_norm_w: Tensor, cache: Tensor, rope_cos: Tensor,
-                                   rope_sin: Tensor, pos: Tensor | int | UOp, *, n_head: int, kv_lora: int, qk_nope: int, qk_rope: int,
-                                   scale: float, eps: float) -> Tensor:
-  """mla_decode_attention from tinygrad ops, as apps/mla.py's Block.attention computes it for T = 1 (any device). pos may
-  also be an int or a bound symbolic start position (a Tensor is read back to the host: not for a TinyJit)."""
-  from apps.mla import apply_rope
-  from apps.quantized import rms_norm
-  p = int(pos.numpy().reshape(-1)[0]) if isinstance(pos, Tensor) else pos
-  cos, sin = rope_cos[p:p + 1], rope_sin[p:p + 1]                             # (1, qk_rope/2)
-  q_pe = apply_rope(q_raw.reshape(1, n_head, qk_nope + qk_rope)[..., qk_nope:], cos.unsqueeze(1), sin.unsqueeze(1))
-  q = q_lat.reshape(1, n_head, kv_lora).cat(q_pe.cast(q_lat.dtype), dim=-1)  # (1, H, kv_lora + rope)
-  kv = kv_raw.reshape(1, kv_lora + qk_rope)
-  c_kv = rms_norm(kv[:, :kv_lora], kv_norm_w, eps)
-  k_pe = apply_rope(kv[:, kv_lora:].float(), cos, sin)
-  row = c_kv.cat(k_pe, dim=-1).cast(cache.dtype)
-  cache = Tensor(cache.uop.after(cache[p:p + 1].uop.store(row.uop)))
-  keys = cache[0:p + 1]
-  values = keys[:, :kv_lora]
-  scores = q.transpose(0, 1).float() @ keys.float().T * scale                 # (H, 1, S)
-  return (scores.softmax(-1) @ values.float()).transpose(0, 1).reshape(n_head, kv_lora)
 
 def mla_prefill_attention(q: Tensor, q_pe: Tensor, cache: Tensor, pos: Tensor, *, kv_lora: int, qk_rope: int, scale: float) -> Tensor:
   """Causal attention output (T, n_head, kv_lora) fp32 of a prefill chunk: q (T, n_head, kv_lora) absorbed and q_pe (T,

@@ -1,11 +1,11 @@
 """Per-kernel profile of one decode token, grouped by model part (attention, router, experts, shared expert, norms, ...).
 
-  python3 -m apps.profile --model glm-4.7-flash [--target decode] [--pos 128] [--repeat 5] [--json]
+  python3 -m tools.profile --model glm-4.7-flash [--target decode] [--pos 128] [--repeat 5] [--json]
 
   # device times from Nsight Compute instead of events (no launch latency in them; L2 flushed before each kernel):
   ncu --profile-from-start off --clock-control none --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
-      --csv --log-file ncu.csv python3 -m apps.profile --model M --ncu --json > rows.json
-  python3 -m apps.profile --ncu-csv ncu.csv --rows rows.json        # the same table with ncu's times and DRAM bytes
+      --csv --log-file ncu.csv python3 -m tools.profile --model M --ncu --json > rows.json
+  python3 -m tools.profile --ncu-csv ncu.csv --rows rows.json        # the same table with ncu's times and DRAM bytes
 
 The step (bench_block's targets: decode, stack, block, ffn, attn; fill and prompt, a prefill chunk of --chunk tokens
 without / with the head and the first token's sampling) is captured twice: as the app runs it (graphs batch the
@@ -28,7 +28,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 if __name__ == "__main__" and sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
-  sys.path[0] = str(Path(__file__).resolve().parent.parent)  # run as a script: do not let apps/profile.py shadow stdlib `profile`
+  sys.path[0] = str(Path(__file__).resolve().parent.parent)  # run as a script: do not let tools/profile.py shadow stdlib `profile`
 import argparse, json
 from collections import defaultdict
 from dataclasses import dataclass, asdict
@@ -220,7 +220,7 @@ def report(res: dict, top: int = 12) -> list[str]:
   return lines
 
 def main(argv: Sequence[str] | None = None) -> int:
-  ap = argparse.ArgumentParser(prog="python3 -m apps.profile", description=__doc__.split("\n\n")[0])
+  ap = argparse.ArgumentParser(prog="python3 -m tools.profile", description=__doc__.split("\n\n")[0])
   ap.add_argument("--model", default=None, help="GGUF path or synthetic preset (default: glm-4.7-flash on a GPU, its -tiny variant on CPU)")
   ap.add_argument("--mix", default="release")
   ap.add_argument("--target", default="decode", choices=bb.TARGETS)
