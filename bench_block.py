@@ -48,7 +48,8 @@ from apps.mla import SPLIT_POINTS, DEFAULT_SPLIT_MASK, Block
 from apps.model import Transformer
 from apps.readback import upload
 from apps import KERNEL_PATHS
-from apps.quantized import QuantizedLinear, QuantizedExpertWeights, QuantizedEmbedding, PackedTensor
+from apps.quantized import QuantizedLinear, QuantizedExpertWeights, QuantizedEmbedding
+from apps.packed import PackedTensor
 from apps import synth, sampling
 
 TARGETS = ("block", "ffn", "attn", "stack", "decode", "fill", "prompt", "upstream")

@@ -31,6 +31,6 @@ def _use_upstream() -> str:
 SERIES = _use_upstream()  # the patch series of the tinygrad in use (apply_patches.series_key): what benchmarks print
 
 # Which kernels compute the model (Transformer(kernels=...), --kernels): "hand", the hand-written kernels where the device
-# compiles them (CUDA, Metal; elsewhere the portable kernels with the optimizations apps.quantized.plan_opts picks), or
+# compiles them (CUDA, Metal; elsewhere the portable kernels with the optimizations apps.dispatch.plan_opts picks), or
 # "generated", tinygrad's own code generator for every kernel (heuristics, or BEAM), as on a device without hand-written ones
 KERNEL_PATHS = ("hand", "generated")

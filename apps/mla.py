@@ -16,7 +16,8 @@ import numpy as np
 from tinygrad import Tensor, dtypes, UOp
 from tinygrad.uop.ops import resolve
 from apps.gguf import GGUFFile, GGUFError
-from apps.quantized import QuantizedLinear, QuantizedExpertWeights, KernelCall, load_tensor, rms_norm, run, run_sum
+from apps.quantized import QuantizedLinear, QuantizedExpertWeights, load_tensor, rms_norm
+from apps.dispatch import KernelCall, run, run_sum
 from apps.kernels import router, mla_attention
 
 class Gating(enum.IntEnum):

@@ -7,8 +7,10 @@ from pathlib import Path
 import pytest
 from tinygrad import Tensor, Device
 from apps.gguf import GGMLType, BLOCK
-import apps.quantized as Q
-from apps.quantized import PackedTensor, QuantizedLinear, QuantizedExpertWeights, KernelSpec, format_for
+import apps.dispatch as D
+from apps.quantized import QuantizedLinear, QuantizedExpertWeights
+from apps.packed import PackedTensor, format_for
+from apps.dispatch import KernelSpec
 from apps.kernels import gemm, render, language_of
 from test_quantized import random_tensor, ref_weight, relerr, fp32_bound, x24, near_tie_case, top_k_sets
 from nvcc import needs_nvcc, run_nvcc_script
@@ -325,7 +327,7 @@ print("MMA COMPILED", len(mma) + 5)
 SEAM = r"""
 import apps
 from apps.gguf import GGMLType
-from apps.quantized import KernelSpec, format_for, kernel_for
+from apps.dispatch import kernel_for
 from apps.kernels import gemm, matvec
 fmt = format_for(GGMLType.Q4_0, 2048)
 spec = lambda B: KernelSpec("linear", fmt, B, 1, 512, 2048, 1, False, False, "NULL")
@@ -354,7 +356,7 @@ def test_metal_sources_render():
 def test_device_prefill_product(typ):
   """70-token products on the device (the GEMM's): linear, routed experts, per slot; at the fp32 bound of the float
   product, or where the tensor-core GEMM serves (CUDA sm_80+) of the product of x rounded to 24 bits per block (x24)."""
-  Q._kernel_cached.cache_clear()
+  D.kernel_cached.cache_clear()
   try:
     rng = np.random.default_rng(3)
     K, N, T = 256, 96, 70
@@ -375,19 +377,19 @@ def test_device_prefill_product(typ):
     Wb = ref_weight(random_tensor(typ, (K, N, E), np.random.default_rng(4)), typ, (K, N, E)).astype(np.float64)  # per slot
     xb = rng.standard_normal((T, E, K)).astype(np.float32)
     assert relerr(ex.batched(Tensor(xb)).numpy(), np.einsum("enk,tek->ten", Wb, seen(xb))) < fp32_bound(K)
-  finally: Q._kernel_cached.cache_clear()
+  finally: D.kernel_cached.cache_clear()
 
 def test_ab_tool_runs_and_restores_the_providers(capsys):
   """tools/ab_prefill.py on a tiny preset (on the CPU both variants are the portable kernels): one line per variant, the
   same first token, and the providers as they were."""
   from tools import ab_prefill
-  before = list(Q._PROVIDERS)
+  before = list(D._PROVIDERS)
   assert ab_prefill.main(["--presets", "youtu-llm-2b-tiny", "--prefill", "20", "--rounds", "1"]) == 0
   out = capsys.readouterr().out
   lines = [l for l in out.splitlines() if "prefill 20 tokens" in l]
   assert len(lines) == 2 and "portable" in lines[0] and "gemm" in lines[1]
   assert lines[0].split("first token ")[1] == lines[1].split("first token ")[1]
-  assert Q._PROVIDERS == before
+  assert D._PROVIDERS == before
   summary = [l for l in out.splitlines() if " summary " in l]   # the medians of the rounds and B against A
   assert len(summary) == 3 and "median" in summary[0] and "gemm / portable:" in summary[2] and "% in medians" in summary[2]
 

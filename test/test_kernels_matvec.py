@@ -9,13 +9,14 @@ of the 32 lanes and several load batches. The CUDA sources of every variant are 
 import numpy as np
 import pytest
 from apps.gguf import GGUFFile, GGMLType, BLOCK
-from apps.quantized import QuantizedLinear, QuantizedExpertWeights, KernelSpec, kernel_for
+from apps.quantized import QuantizedLinear, QuantizedExpertWeights
+from apps.dispatch import KernelSpec, kernel_for
 from apps.kernels import matvec, render, language_of
 from tinygrad import Tensor, Device, GlobalCounters
 from test_quantized import random_tensor, ref_weight, write_gguf, relerr, fp32_bound, x24, near_tie_case, top_k_sets
 from nvcc import needs_nvcc, run_nvcc_script
 from emulator import emulate
-from apps.quantized import PackedTensor
+from apps.packed import PackedTensor
 
 TYPES = list(matvec.TYPES)
 EPS = 1e-6
@@ -101,7 +102,7 @@ def test_run_sum(tmp_path):
   """quantized.run_sum of the routed experts' down (mix + residual) and a shared expert's down (Q6_K): their sum, one kernel
   where the device has hand-written kernels, else each call's kernel (the residual carried into the second); a Tensor
   (a call no kernel served) is added as it is."""
-  from apps.quantized import run_sum
+  from apps.dispatch import run_sum
   rng = np.random.default_rng(14)
   K, N, E, J, B = 512, 24, 6, 3, 1
   for name, typ, ne in (("r.weight", GGMLType.Q4_0, (K, N, E)), ("s.weight", GGMLType.Q6_K, (2 * K, N))):
@@ -354,7 +355,7 @@ def test_ab_kernel_tool_runs_and_restores(tmp_path, capsys):
 AB_SWAP = r"""
 import apps, apps.kernels
 from apps.gguf import GGMLType
-from apps.quantized import KernelSpec, format_for, kernel_for
+from apps.packed import format_for
 from apps.kernels import matvec
 from tools import ab_kernel
 spec = KernelSpec("linear", format_for(GGMLType.Q4_0, 256), 1, 1, 64, 256, 1, False, False, "NULL")

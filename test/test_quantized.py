@@ -7,9 +7,10 @@ from nvcc import needs_nvcc, run_nvcc_script
 import gguf
 from hypothesis import given, settings, strategies as st
 from apps.gguf import GGUFFile, GGUFWriter, GGMLType, GGUFError, BLOCK, ValueType
-from apps.quantized import (PackedTensor, QuantizedLinear, QuantizedExpertWeights, QuantizedEmbedding, QUANT_FORMATS,
-                            dequantize_rows, load_tensor, mul_mat_id, packed_bytes, kernel_for, register_kernel, KernelSpec, format_for)
-import apps.quantized as Q
+from apps.quantized import QuantizedLinear, QuantizedExpertWeights, QuantizedEmbedding, dequantize_rows, load_tensor, mul_mat_id, packed_bytes
+from apps.packed import PackedTensor, QUANT_FORMATS, format_for
+from apps.dispatch import kernel_for, register_kernel, KernelSpec
+import apps.dispatch as D
 from tinygrad import Tensor, TinyJit, UOp, Device, GlobalCounters, dtypes
 from tinygrad.uop.ops import Ops
 
@@ -369,7 +370,7 @@ def test_kernel_seam_takes_registered_kernels():
   try:
     assert kernel_for(spec) is sentinel
     assert kernel_for(KernelSpec("linear", format_for(GGMLType.Q8_0, 64), 1, 1, 3, 64, 1, False, False, dev)) is not sentinel
-  finally: Q._PROVIDERS.pop(0)
+  finally: D._PROVIDERS.pop(0)
 
 # ---------------------------------------------------------------- memory
 
@@ -407,6 +408,7 @@ CUDA_SCRIPT = r"""
 import apps
 from apps.gguf import GGMLType
 from apps.quantized import *
+from apps.packed import *
 from tinygrad import Tensor, dtypes, GlobalCounters
 def empty_packed(typ, ne):
   fmt = format_for(typ, ne[0]); rows = tuple(reversed(ne[1:])); nb = ne[0] // fmt.block

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))
 import apps  # noqa: F401
 import apps.kernels as K
-from apps import synth, mla, quantized
+from apps import synth, mla, dispatch
 from apps.kernels import matvec, mla_attention, router, gemm
 from apps.model import Transformer
 from tools.ab_readahead import interleave
@@ -33,7 +33,7 @@ FUSIONS = ("stack_q", "side_by_side", "sum", "trigger", "slices")
 
 def _drop_built_kernels() -> None:
   """Forget every kernel built so far (the next captures build and render them anew)."""
-  quantized._kernel_cached.cache_clear()
+  dispatch.kernel_cached.cache_clear()
   for mod in (matvec, mla_attention, router, gemm):
     for f in vars(mod).values():
       if hasattr(f, "cache_clear"): f.cache_clear()
@@ -41,17 +41,17 @@ def _drop_built_kernels() -> None:
 @contextlib.contextmanager
 def fusions_off(off: set[str]):
   """Inside: the named fusions are off for models loaded and steps captured there."""
-  saved, saved_side, saved_sum, saved_render, saved_sliced = mla._stackable, quantized._side_by_side, quantized._summed, K.render, K._sliced_from
+  saved, saved_side, saved_sum, saved_render, saved_sliced = mla._stackable, dispatch._side_by_side, dispatch._summed, K.render, K._sliced_from
   if "stack_q" in off: mla._stackable = lambda gf, names: not any(n.endswith("attn_q.weight") for n in names) and saved(gf, names)
-  if "side_by_side" in off: quantized._side_by_side = lambda specs: None
-  if "sum" in off: quantized._summed = lambda specs: None
+  if "side_by_side" in off: dispatch._side_by_side = lambda specs: None
+  if "sum" in off: dispatch._summed = lambda specs: None
   if "slices" in off: K._sliced_from = lambda t, Tmax: None
   if "trigger" in off:
     K.render = lambda k, language: saved_render(k, language).replace(K.TRIGGER, "", 1)
     _drop_built_kernels()
   try: yield
   finally:
-    mla._stackable, quantized._side_by_side, quantized._summed, K.render, K._sliced_from = saved, saved_side, saved_sum, saved_render, saved_sliced
+    mla._stackable, dispatch._side_by_side, dispatch._summed, K.render, K._sliced_from = saved, saved_side, saved_sum, saved_render, saved_sliced
     if "trigger" in off: _drop_built_kernels()
 
 def main(argv=None) -> int:

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))
 import apps  # noqa: F401
 import apps.kernels
-import apps.quantized as Q
+import apps.dispatch as D
 from apps import synth
 from apps.model import Transformer
 from tools.ab_readahead import interleave
@@ -38,7 +38,7 @@ def swap(name: str, mod) -> None:
   setattr(apps.kernels, name, mod)
   for m in list(sys.modules.values()):
     if m is not None and m.__name__.startswith("apps.") and before is not None and getattr(m, name, None) is before: setattr(m, name, mod)
-  Q._kernel_cached.cache_clear()
+  D.kernel_cached.cache_clear()
 
 @contextlib.contextmanager
 def swapped(name: str, mod):

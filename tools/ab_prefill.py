@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A/B of the prefill GEMM (apps/kernels/gemm.py) against the portable kernels on one loaded model: apps/quantized.py's
+"""A/B of the prefill GEMM (apps/kernels/gemm.py) against the portable kernels on one loaded model: apps/dispatch.py's
 providers with and without the GEMM's, the kernel cache and the model's captures are dropped, and the prompt
 is prefilled three times (the first compiles and captures; the best of the other two counts, as in gpu_bench).
 
@@ -20,15 +20,15 @@ if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))
 import apps  # noqa: F401
 import numpy as np
 from tinygrad import Device
-import apps.quantized as Q
+import apps.dispatch as D
 from apps import synth
 from apps.model import Transformer
 from tools.ab_kernel import load_variant, swapped
 from tools.ab_fusions import fusions_off, FUSIONS
 
 def use(model: Transformer, providers: list) -> None:
-  Q._PROVIDERS[:] = providers
-  Q._kernel_cached.cache_clear()
+  D._PROVIDERS[:] = providers
+  D.kernel_cached.cache_clear()
   model.drop_captures()
 
 def prefill(model: Transformer, prompt: list[int]) -> tuple[float, float, int]:
@@ -72,9 +72,9 @@ def main(argv=None) -> int:
   except ValueError: ap.error(f"--chunks {a.chunks}: variants of lengths joined by +, separated by commas")
   if a.chunks and any(n < 1 for c in chunks for n in c): ap.error(f"--chunks {a.chunks}: lengths are positive")
   if a.off and set(a.off.split(",")) - set(FUSIONS): ap.error(f"--off {a.off}: fusions are {', '.join(FUSIONS)}")
-  before = list(Q._PROVIDERS)
-  base = [p for p in before if p is not Q._source_gemm]
-  gemm = [Q._source_gemm] + base
+  before = list(D._PROVIDERS)
+  base = [p for p in before if p is not D._source_gemm]
+  gemm = [D._source_gemm] + base
   # (label, kernel providers, context, prefill chunk lengths or None: the model's own)
   variants = [(f"chunks {'+'.join(map(str, c))}", gemm, contextlib.nullcontext, c) for c in chunks] if a.chunks else \
              [("A", gemm, lambda: fusions_off(set(a.off.split(","))), None), ("B", gemm, contextlib.nullcontext, None)] if a.off else \

@@ -19,7 +19,7 @@ import numpy as np
 import apps  # noqa: F401
 from tinygrad import Tensor, TinyJit, Device, dtypes
 from apps.gguf import GGMLType
-from apps.quantized import PackedTensor
+from apps.packed import PackedTensor
 from apps.kernels import program, gemm
 from apps.kernels.gemm import GemmShape, build_mma, mma_tile, _mma_steps, mma_supports, KB, XQ_WORDS
 from tools.bench_quantized import random_raw

@@ -19,7 +19,8 @@ import numpy as np
 import apps  # noqa: F401  (the pinned tinygrad first on sys.path)
 from apps.gguf import GGMLType, BLOCK
 from apps.quants import dequantize
-from apps.quantized import PackedTensor, QuantizedLinear, QuantizedExpertWeights, packed_bytes, format_for
+from apps.quantized import QuantizedLinear, QuantizedExpertWeights, packed_bytes
+from apps.packed import PackedTensor, format_for
 from tinygrad import Tensor, TinyJit, Device, GlobalCounters, dtypes
 from tinygrad.helpers import Context
 

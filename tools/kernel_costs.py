@@ -28,7 +28,7 @@ import apps  # noqa: F401
 from tinygrad import Device, Tensor, TinyJit, dtypes
 import apps.kernels as K
 from apps.kernels import matvec, mla_attention, router
-from apps import quantized
+from apps import dispatch
 import bench_block as bb
 from tinygrad.helpers import JIT_BATCH_SIZE
 
@@ -51,7 +51,7 @@ def install() -> None:
   matvec.kernel, matvec.kernel_side_by_side = _uncached(matvec.kernel), _uncached(matvec.kernel_side_by_side)
   mla_attention.kernels = _uncached(mla_attention.kernels)
   router._kernel = _uncached(router._kernel)
-  quantized._kernel_cached = _uncached(quantized._kernel_cached)
+  dispatch.kernel_cached = _uncached(dispatch.kernel_cached)
 
 def stack_ms(bench: bb.Bench, hollow: set[str], count: int, rounds: int) -> float:
   global _hollow

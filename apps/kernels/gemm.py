@@ -22,7 +22,7 @@ d * (q - offset), or (d * sc) * q - (dmin * m) for the K-quants, in fp32) and st
 float4s of 4 rows / 4 tokens, and every thread accumulates 4 x 4 of out from two float4 reads per k (16 FMA), in fp32:
 the result is the float product.
 
-apps/quantized.py asks this module first for every product of more than 4 tokens (H100 prefill 512 A/Bs with
+apps/dispatch.py asks this module first for every product of more than 4 tokens (H100 prefill 512 A/Bs with
 `tools/ab_prefill.py`, OPTIMIZATION_JOURNAL.md: CUDA-core kernel against the portable kernels +44% Youtu-LLM-2B, +8%
 DeepSeek-V2-Lite, +2.5% / +63% more with its loads one step ahead; the tensor-core kernel against it +40% / +93% / +126%
 on GLM-4.7-Flash, and its later steps up to +30% more).
@@ -34,7 +34,7 @@ and scattering out rows. Each expert's weights are read once per chunk instead o
 experts nobody chose end after the scan.
 
 Buffers: out (T, N) | (T, J, N), x (T, K) | (T, J, K) with x_per_slot (the tensor-core kernel: x's records instead),
-[sel (T, J) int32], [residual (T, N)], then the packed parts of W (apps/quantized.py's layouts: Q4_0 / Q8_0 d, qs; Q4_K
+[sel (T, J) int32], [residual (T, N)], then the packed parts of W (apps/packed.py's layouts: Q4_0 / Q8_0 d, qs; Q4_K
 dm, scm, qs; Q5_K dm, scm, qh, qs; Q6_K ql, qh, sc, d).
 """
 from __future__ import annotations
@@ -48,7 +48,7 @@ KB = 32          # weights of K per step of the loop (one packed block, or one s
 
 @dataclass(frozen=True)
 class GemmType:
-  parts: tuple[tuple[str, object], ...]  # the packed parts (name, element type), in apps/quantized.py's order
+  parts: tuple[tuple[str, object], ...]  # the packed parts (name, element type), in apps/packed.py's order
   words: int     # items of a row's 32 weights of a step, one thread's load each
   per_word: int  # weights per item
   regs: str      # the registers a thread holds for its 4 rows between the load and the dequantization
@@ -519,7 +519,7 @@ def build_mma(s: GemmShape, tile: tuple[int, int] | None = None, steps: int | No
 @functools.lru_cache(maxsize=None)
 def kernel(s: GemmShape, device: str, norm_eps: float | None = None):
   """The custom_kernel body for shape `s` on `device`: the tensor-core kernel where it serves (its x_form quantizes x
-  first, rms-normed with norm_eps: apps/quantized._run), else the CUDA-core one (Metal, CUDA before sm_80)."""
+  first, rms-normed with norm_eps: apps/dispatch.launch), else the CUDA-core one (Metal, CUDA before sm_80)."""
   if not mma_supports(s, device):
     assert norm_eps is None and not s.glu, s
     return program(build(s), device)
@@ -529,7 +529,7 @@ def kernel(s: GemmShape, device: str, norm_eps: float | None = None):
   return fxn
 
 def provider(spec):
-  """A kernel provider for apps/quantized.register_kernel: linear (with or without a residual), routed-expert and per-slot
+  """A kernel provider for apps/dispatch.register_kernel: linear (with or without a residual), routed-expert and per-slot
   (batched) products of more tokens than the decode matvecs take, on devices that compile CUDA or Metal source, and where
   the tensor-core kernel serves a linear or routed-expert product, its norm (in x's quantization; x shared by the slots)
   and SwiGLU (in the store) too; None for everything else (the layers then run a norm, SwiGLU or expert mix as separate

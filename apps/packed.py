@@ -1,0 +1,255 @@
+"""GGUF quant formats as the device keeps them: each block split into aligned arrays, and the UOp formulas that
+dequantize a chunk of it in registers (the kernels' weight side). PackedTensor is one such tensor on the device.
+
+Packed layouts, per GGML block (words are little-endian uint32: byte i of a block's quants is bits 8*(i%4).. of word
+i//4). Each part is an array (*rows, n_blocks, count) on the device:
+  type  weights/bytes  parts (count x dtype)                                     device bytes vs file
+  Q4_0  32 / 18        d 1xf16, qs 4xu32                                         18 (same)
+  Q4_1  32 / 20        dm 2xf16 (d, m), qs 4xu32                                 20 (same)
+  Q5_0  32 / 22        d 1xf16, qh 1xu32, qs 4xu32                               22 (same)
+  Q5_1  32 / 24        dm 2xf16, qh 1xu32, qs 4xu32                              24 (same)
+  Q8_0  32 / 34        d 1xf16, qs 8xu32 (int8 bytes)                            34 (same)
+  Q4_K  256 / 144      dm 2xf16, scm 4xu32 (8 six-bit scales then 8 mins, one    148 (+2.8%)
+                       byte each, decoded from the 12 packed bytes), qs 32xu32
+  Q5_K  256 / 176      dm 2xf16, scm 4xu32, qh 8xu32, qs 32xu32                  180 (+2.3%)
+  Q6_K  256 / 210      d 1xf16, sc 4xu32 (int8 scales), qh 16xu32, ql 32xu32     210 (same)
+  F32 / F16            w CHxf32 / CHxf16, CH = 8 (or 4, 2, 1 dividing in)        same
+  BF16                 w CH/2 x u32 (bf16 pairs; in must be even)                same
+Loading costs one strided host copy per part (numpy; ~1-3 GB/s on a 2-core VM), one tensor at a time, then the upload;
+the only extra memory is host staging for that one tensor. Full-size GLM-4.7-Flash (release mix, 17.02 GB of tensors) took
+17.025 GB of H100 memory (+0.03%). Dequantization follows gguf-py's formulas and operation order in fp32 (small integers
+become floats exactly through the 2**23 bit trick), so Q4_0, Q5_0, Q8_0, Q6_K and the float types match gguf-py bitwise;
+Q4_1, Q5_1, Q4_K and Q5_K compute d*q + m, which a compiler may contract into one fma (one rounding instead of two).
+"""
+from __future__ import annotations
+import functools, math
+from dataclasses import dataclass
+from typing import Callable, Sequence
+import numpy as np
+from apps.gguf import GGUFFile, GGMLType, GGUFError
+from tinygrad import Tensor, dtypes, UOp
+from tinygrad.dtype import DType
+
+# ---------------------------------------------------------------- dequantization formulas (UOps)
+
+_M23 = 8388608.0  # 2**23: (u | 0x4B000000) as float32 is exactly 2**23 + u for u < 2**23
+
+def _bits(word: UOp, shift, mask: int) -> UOp:
+  """(word >> shift) & mask on a uint32 word; shift is an int or an index expression."""
+  s = shift if isinstance(shift, int) else shift.cast(dtypes.uint32)
+  return (word >> s) & mask if not (isinstance(s, int) and s == 0) else word & mask
+
+def _uf(u: UOp, offset: float = 0.0) -> UOp:
+  """float32(u) - offset for a uint32 u < 2**23, with integer-exact bit arithmetic instead of a slow int->float convert."""
+  return (u | 0x4B000000).bitcast(dtypes.float32) - (_M23 + offset)
+
+def _i8f(u: UOp) -> UOp:
+  """float32 of the int8 whose byte is u (0..255)."""
+  return (u ^ 0x4B000080).bitcast(dtypes.float32) - (_M23 + 128.0)
+
+Part = Callable[[str, object], UOp]   # P(name, i): the loaded item i of this block's part `name`
+
+@dataclass(frozen=True)
+class Format:
+  """How one ggml type is packed and dequantized. A block is split into `cpb` chunks (dims `chunk`); one chunk is what a thread
+  dequantizes per step, as the unrolled `inner` ranges. `value(P, c, inner)` gives (index in block, fp32 weight)."""
+  type: GGMLType
+  block: int                                    # weights per (packing) block
+  block_bytes: int                              # file bytes per block
+  parts: tuple[tuple[str, DType, int], ...]     # (name, device dtype, items per block)
+  chunk: tuple[int, ...]                        # chunk index dims within a block (product = chunks per block)
+  inner: tuple[int, ...]
+  value: Callable[[Part, UOp, list[UOp]], tuple[UOp, UOp]]
+  pack: Callable[[np.ndarray], dict[str, np.ndarray]]
+  fma_rounding: bool = False                    # formula d*q + m: an fma may round once where gguf-py rounds twice
+
+  @property
+  def cpb(self) -> int: return math.prod(self.chunk)
+  @property
+  def device_bytes(self) -> int: return sum(n * dt.itemsize for _, dt, n in self.parts)
+
+def _fields(blocks: np.ndarray, layout: Sequence[tuple[str, int]]) -> dict[str, np.ndarray]:
+  """Split (n_blocks, bytes) uint8 blocks into contiguous per-field byte arrays (n_blocks, field_bytes), one strided copy
+  each (a structured-view copy for narrow fields, a 2D slice copy for wide ones: the faster of the two for each)."""
+  assert sum(b for _, b in layout) == blocks.shape[1], (layout, blocks.shape)
+  blocks = np.ascontiguousarray(blocks)
+  rec = blocks.reshape(-1).view(np.dtype([(n, f"V{b}") for n, b in layout]))
+  out, off = {}, 0
+  for n, b in layout:
+    if b <= 4: out[n] = rec[n].copy().view(np.uint8).reshape(len(blocks), b)
+    else:
+      out[n] = np.empty((len(blocks), b), np.uint8)
+      out[n][:] = blocks[:, off:off + b]
+    off += b
+  return out
+
+def _w32(a: np.ndarray) -> np.ndarray: return np.ascontiguousarray(a).view("<u4")
+def _f16(a: np.ndarray) -> np.ndarray: return np.ascontiguousarray(a).view("<f2")
+
+def _k_scales(s: np.ndarray) -> np.ndarray:
+  """The 12 packed bytes of Q4_K/Q5_K scales -> 8 six-bit scales then 8 six-bit mins, one byte each (ggml get_scale_min_k4)."""
+  d, m, md = s[:, 0:4], s[:, 4:8], s[:, 8:12]
+  sc = np.concatenate([d & 63, (md & 15) | ((d >> 6) << 4)], axis=1)
+  mn = np.concatenate([m & 63, (md >> 4) | ((m >> 6) << 4)], axis=1)
+  return np.concatenate([sc, mn], axis=1).astype(np.uint8)
+
+def _q4_0(P, c, ii):
+  w, h, b = ii
+  q = _bits(P("qs", w), b * 8 + h * 4, 15)
+  return h * 16 + w * 4 + b, P("d", 0).cast(dtypes.float32) * _uf(q, 8.0)
+
+def _q4_1(P, c, ii):
+  w, h, b = ii
+  q = _bits(P("qs", w), b * 8 + h * 4, 15)
+  return h * 16 + w * 4 + b, P("dm", 0).cast(dtypes.float32) * _uf(q) + P("dm", 1).cast(dtypes.float32)
+
+def _q5(P, ii):
+  w, h, b = ii
+  k = h * 16 + w * 4 + b
+  return k, _bits(P("qs", w), b * 8 + h * 4, 15) | (_bits(P("qh", 0), k, 1) << 4)
+
+def _q5_0(P, c, ii):
+  k, q = _q5(P, ii)
+  return k, P("d", 0).cast(dtypes.float32) * _uf(q, 16.0)
+
+def _q5_1(P, c, ii):
+  k, q = _q5(P, ii)
+  return k, P("dm", 0).cast(dtypes.float32) * _uf(q) + P("dm", 1).cast(dtypes.float32)
+
+def _q8_0(P, c, ii):
+  w, b = ii
+  return w * 4 + b, _i8f(_bits(P("qs", w), b * 8, 255)) * P("d", 0).cast(dtypes.float32)
+
+def _qk(P, c, ii, high: bool):
+  # chunk c = (c1, c0): sub-blocks s = 2c + h, 64 weights in qs bytes 32c..32c+31 (low nibbles, then high nibbles)
+  (c1, c0), (wi, h, b) = c, ii
+  s = c1 * 4 + c0 * 2 + h
+  q = _bits(P("qs", c1 * 16 + c0 * 8 + wi), b * 8 + h * 4, 15)
+  if high: q = q | (_bits(P("qh", wi), b * 8 + s, 1) << 4)
+  sc, mn = _bits(P("scm", c1), c0 * 16 + h * 8, 255), _bits(P("scm", c1 + 2), c0 * 16 + h * 8, 255)
+  d, dmin = P("dm", 0).cast(dtypes.float32), P("dm", 1).cast(dtypes.float32)
+  return c1 * 128 + c0 * 64 + h * 32 + wi * 4 + b, (d * _uf(sc)) * _uf(q) - dmin * _uf(mn)
+
+def _q6_k(P, c, ii):
+  # chunk c = (half i of the block, 16-weight group lh of each 32-run), 64 weights; s4 = 2*s4h + s4l picks the 32-run
+  (i, lh), (s4h, s4l, lw, b) = c, ii
+  ql = _bits(P("ql", i * 16 + s4l * 8 + lh * 4 + lw), b * 8 + s4h * 4, 15)
+  qh = _bits(P("qh", i * 8 + lh * 4 + lw), b * 8 + s4h * 4 + s4l * 2, 3)
+  scale = _i8f(_bits(P("sc", i * 2 + s4h), s4l * 16 + lh * 8, 255))  # scale 16-run 8i + 2*s4 + lh
+  return i * 128 + s4h * 64 + s4l * 32 + lh * 16 + lw * 4 + b, (P("d", 0).cast(dtypes.float32) * scale) * _uf(ql | (qh << 4), 32.0)
+
+def _pack_q4_0(b):
+  f = _fields(b, [("d", 2), ("qs", 16)])
+  return {"d": _f16(f["d"]), "qs": _w32(f["qs"])}
+def _pack_q4_1(b):
+  f = _fields(b, [("dm", 4), ("qs", 16)])
+  return {"dm": _f16(f["dm"]), "qs": _w32(f["qs"])}
+def _pack_q5_0(b):
+  f = _fields(b, [("d", 2), ("qh", 4), ("qs", 16)])
+  return {"d": _f16(f["d"]), "qh": _w32(f["qh"]), "qs": _w32(f["qs"])}
+def _pack_q5_1(b):
+  f = _fields(b, [("dm", 4), ("qh", 4), ("qs", 16)])
+  return {"dm": _f16(f["dm"]), "qh": _w32(f["qh"]), "qs": _w32(f["qs"])}
+def _pack_q8_0(b):
+  f = _fields(b, [("d", 2), ("qs", 32)])
+  return {"d": _f16(f["d"]), "qs": _w32(f["qs"])}
+def _pack_q4_k(b):
+  f = _fields(b, [("dm", 4), ("sc", 12), ("qs", 128)])
+  return {"dm": _f16(f["dm"]), "scm": _w32(_k_scales(f["sc"])), "qs": _w32(f["qs"])}
+def _pack_q5_k(b):
+  f = _fields(b, [("dm", 4), ("sc", 12), ("qh", 32), ("qs", 128)])
+  return {"dm": _f16(f["dm"]), "scm": _w32(_k_scales(f["sc"])), "qh": _w32(f["qh"]), "qs": _w32(f["qs"])}
+def _pack_q6_k(b):
+  f = _fields(b, [("ql", 128), ("qh", 64), ("sc", 16), ("d", 2)])
+  return {"ql": _w32(f["ql"]), "qh": _w32(f["qh"]), "sc": _w32(f["sc"]), "d": _f16(f["d"])}
+
+U32, F16 = dtypes.uint32, dtypes.float16
+QUANT_FORMATS: dict[GGMLType, Format] = {f.type: f for f in [
+  Format(GGMLType.Q4_0, 32, 18, (("d", F16, 1), ("qs", U32, 4)), (), (4, 2, 4), _q4_0, _pack_q4_0),
+  Format(GGMLType.Q4_1, 32, 20, (("dm", F16, 2), ("qs", U32, 4)), (), (4, 2, 4), _q4_1, _pack_q4_1, True),
+  Format(GGMLType.Q5_0, 32, 22, (("d", F16, 1), ("qh", U32, 1), ("qs", U32, 4)), (), (4, 2, 4), _q5_0, _pack_q5_0),
+  Format(GGMLType.Q5_1, 32, 24, (("dm", F16, 2), ("qh", U32, 1), ("qs", U32, 4)), (), (4, 2, 4), _q5_1, _pack_q5_1, True),
+  Format(GGMLType.Q8_0, 32, 34, (("d", F16, 1), ("qs", U32, 8)), (), (8, 4), _q8_0, _pack_q8_0),
+  Format(GGMLType.Q4_K, 256, 144, (("dm", F16, 2), ("scm", U32, 4), ("qs", U32, 32)), (2, 2), (8, 2, 4),
+         lambda P, c, ii: _qk(P, c, ii, False), _pack_q4_k, True),
+  Format(GGMLType.Q5_K, 256, 176, (("dm", F16, 2), ("scm", U32, 4), ("qh", U32, 8), ("qs", U32, 32)), (2, 2), (8, 2, 4),
+         lambda P, c, ii: _qk(P, c, ii, True), _pack_q5_k, True),
+  Format(GGMLType.Q6_K, 256, 210, (("ql", U32, 32), ("qh", U32, 16), ("sc", U32, 4), ("d", F16, 1)), (2, 2), (2, 2, 4, 4), _q6_k, _pack_q6_k),
+]}
+FLOAT_TYPES = (GGMLType.F32, GGMLType.F16, GGMLType.BF16)
+SUPPORTED = tuple(QUANT_FORMATS) + FLOAT_TYPES
+
+@functools.cache
+def float_format(typ: GGMLType, ch: int) -> Format:
+  """F32/F16/BF16 rows in chunks of `ch` weights (the block is one chunk)."""
+  if typ == GGMLType.BF16:
+    assert ch % 2 == 0
+    def val_bf16(P, c, ii):
+      w, half = ii
+      return w * 2 + half, ((P("w", w) >> (half * 16).cast(dtypes.uint32)) << 16).bitcast(dtypes.float32)
+    return Format(typ, ch, 2 * ch, (("w", U32, ch // 2),), (), (ch // 2, 2), val_bf16, lambda b: {"w": b.copy().view("<u4")})
+  dt, npdt = (dtypes.float32, "<f4") if typ == GGMLType.F32 else (dtypes.float16, "<f2")
+  return Format(typ, ch, dt.itemsize * ch, (("w", dt, ch),), (), (ch,), lambda P, c, ii: (ii[0], P("w", ii[0]).cast(dtypes.float32)),
+                lambda b: {"w": b.copy().view(npdt)})  # a copy: the file's mapping is read-only, which some device copies refuse
+
+def format_for(typ: GGMLType, in_features: int, name: str = "tensor") -> Format:
+  """The packing of a `typ` tensor with rows of `in_features` weights; a clear error for what is not supported."""
+  typ = GGMLType(typ)
+  if typ in QUANT_FORMATS:
+    fmt = QUANT_FORMATS[typ]
+    if in_features % fmt.block:
+      raise GGUFError(f"tensor '{name}': row length {in_features} is not a multiple of the {typ.name} block size {fmt.block}")
+    return fmt
+  if typ in FLOAT_TYPES:
+    if typ == GGMLType.BF16 and in_features % 2: raise GGUFError(f"tensor '{name}': BF16 rows of odd length {in_features} are not supported")
+    return float_format(typ, next(c for c in (8, 4, 2, 1) if in_features % c == 0 and (typ != GGMLType.BF16 or c % 2 == 0)))
+  raise GGUFError(f"tensor '{name}' has type {typ.name}, which is not supported (supported: {', '.join(t.name for t in SUPPORTED)})")
+
+# ---------------------------------------------------------------- packed tensors on the device
+
+class PackedTensor:
+  """One GGUF tensor on the device as packed parts, each (*rows, n_blocks, count); rows = reversed ne[1:]."""
+  def __init__(self, fmt: Format, rows: tuple[int, ...], in_features: int, parts: dict[str, Tensor], name: str = "tensor"):
+    self.fmt, self.rows, self.in_features, self.parts, self.name = fmt, tuple(rows), in_features, parts, name
+    self.nb = in_features // fmt.block
+    for pname, dt, cnt in fmt.parts:
+      p = parts[pname]
+      if p.shape != (*self.rows, self.nb, cnt) or p.dtype != dt: raise ValueError(f"{name}: part {pname} is {p.shape} {p.dtype}, "
+                                                                                 f"expected {(*self.rows, self.nb, cnt)} {dt}")
+  @property
+  def type(self) -> GGMLType: return self.fmt.type
+  @property
+  def device(self) -> str: return self.parts[self.fmt.parts[0][0]].device
+  @property
+  def nbytes(self) -> int: return sum(p.nbytes() for p in self.parts.values())
+  def part_list(self) -> list[Tensor]: return [self.parts[n] for n, _, _ in self.fmt.parts]
+
+  @staticmethod
+  def pack_host(raw: np.ndarray, typ: GGMLType, ne: Sequence[int], name: str = "tensor") -> tuple[Format, dict[str, np.ndarray]]:
+    """File bytes of a tensor with ggml dims `ne` -> (format, host arrays of the packed parts)."""
+    fmt = format_for(typ, ne[0], name)
+    rows = tuple(reversed(ne[1:]))
+    nb = ne[0] // fmt.block
+    n_blocks = nb * math.prod(rows)
+    if raw.size != n_blocks * fmt.block_bytes:
+      raise GGUFError(f"tensor '{name}' has {raw.size} bytes, {list(ne)} {GGMLType(typ).name} needs {n_blocks * fmt.block_bytes}")
+    packed = fmt.pack(np.asarray(raw, dtype=np.uint8).reshape(n_blocks, fmt.block_bytes))
+    return fmt, {pname: packed[pname].reshape(*rows, nb, cnt) for pname, _, cnt in fmt.parts}
+
+  @staticmethod
+  def from_bytes(raw: np.ndarray, typ: GGMLType, ne: Sequence[int], device: str | None = None, name: str = "tensor") -> PackedTensor:
+    fmt, host = PackedTensor.pack_host(raw, typ, ne, name)
+    return PackedTensor.from_host(fmt, host, ne, device, name)
+
+  @staticmethod
+  def from_host(fmt: Format, host: dict[str, np.ndarray], ne: Sequence[int], device: str | None, name: str) -> PackedTensor:
+    parts = {n: Tensor(a, device=device).realize() for n, a in host.items()}
+    return PackedTensor(fmt, tuple(reversed(ne[1:])), ne[0], parts, name)
+
+  @staticmethod
+  def from_gguf(gf: GGUFFile, name: str, device: str | None = None, ndim: int | None = None) -> PackedTensor:
+    info = gf.tensor(name)
+    if ndim is not None and len(info.ne) != ndim:
+      raise GGUFError(f"tensor '{name}' has {len(info.ne)} dimensions {list(info.ne)}, expected {ndim}")
+    return PackedTensor.from_bytes(gf.tensor_data(name), info.type, info.ne, device, name)
+
