@@ -10,6 +10,7 @@
 # kernel by kernel); abkernel needs A=<file>, variant A of
 # apps/kernels/matvec.py (MODULE=<name> for another module), e.g. `git show HEAD~1:apps/kernels/matvec.py > ab/A/matvec.py`.
 # abpatch: PATCH=<n> [PRESETS=...] [KERNELS=generated] [ROUNDS=1] the full-model numbers on the series without patch n (A) and with it (B).
+# profile: [MODELS=<one preset>] [KERNELS=hand|generated] where a decode token goes, kernel by kernel.
 # Carry: upstream/tinygrad upstream/.stamp upstream/.cache .cache/vocab (+ .cache/llama/llama-cpp-src.tar.xz for llama/side,
 # made here by `python3 tools/llama_bench.py pack`)
 set -u
@@ -29,7 +30,7 @@ for s in $steps; do
                timeout 300 python3 bench_block.py 50 --rounds 5 --model $m --json > "$OUT/bench_$m.json" 2> "$OUT/bench_$m.log"
                tail -3 "$OUT/bench_$m.log"
              done ;;
-    profile) timeout 300 python3 -m tools.profile --model deepseek-v2-lite 2>&1 | tee "$OUT/profile.log" | tail -20 ;;
+    profile) timeout 300 python3 -m tools.profile --model ${MODELS:-deepseek-v2-lite} --kernels ${KERNELS:-hand} 2>&1 | tee "$OUT/profile.log" | tail -20 ;;
     llama)   python3 tools/llama_bench.py build --time-limit 540 2>&1 | tail -3 ;;   # exit 3: stopped, run the step again
     side)    timeout 590 python3 tools/gpu_bench.py --llama --upstream --json "$OUT/side.json" 2>&1 | tee "$OUT/side.log" | grep -v '^{' | tail -8 ;;
     kernels) timeout 400 python3 -m pytest -q -x -p no:cacheprovider test/test_kernels_matvec.py test/test_kernels_attention.py \
