@@ -311,7 +311,7 @@ from apps.gguf import GGMLType, BLOCK
 from apps.kernels import gemm, render
 ren = Device["NULL"].renderer
 shapes = [gemm.GemmShape(t, 128, 6144, 2048) for t in gemm.TYPES] + \
-         [gemm.GemmShape(t, 128, 2816, 2048, 6, 64, False) for t in gemm.TYPES] +
+         [gemm.GemmShape(t, 128, 2816, 2048, 6, 64, False) for t in gemm.TYPES] + \
          [gemm.GemmShape(t, 128, 2048, 1408 if BLOCK[t][0] == 32 else 1536, 6, 64, True) for t in gemm.TYPES]
 for s in shapes: ren.compiler.compile(render(gemm.build(s), "CUDA"))
 print("COMPILED", len(shapes))
@@ -327,7 +327,8 @@ print("MMA COMPILED", len(mma) + 5)
 SEAM = r"""
 import apps
 from apps.gguf import GGMLType
-from apps.dispatch import kernel_for
+from apps.dispatch import KernelSpec, kernel_for
+from apps.packed import format_for
 from apps.kernels import gemm, matvec
 fmt = format_for(GGMLType.Q4_0, 2048)
 spec = lambda B: KernelSpec("linear", fmt, B, 1, 512, 2048, 1, False, False, "NULL")

@@ -356,6 +356,7 @@ AB_SWAP = r"""
 import apps, apps.kernels
 from apps.gguf import GGMLType
 from apps.packed import format_for
+from apps.dispatch import KernelSpec, kernel_for
 from apps.kernels import matvec
 from tools import ab_kernel
 spec = KernelSpec("linear", format_for(GGMLType.Q4_0, 256), 1, 1, 64, 256, 1, False, False, "NULL")
