@@ -149,8 +149,9 @@ def pinned(model: Transformer, ids: list[int], first: int) -> dict[str, float]:
   k, margins = model.cfg.n_expert_used, []
   for blk, h, g in zip(model.blocks, hand, gen):
     if "sel" not in h: continue
-    order = np.argsort(-choice_scores(model, blk, g["logits"]), -1, kind="stable")
-    sc = np.take_along_axis(choice_scores(model, blk, g["logits"]), order, -1)
+    scores = choice_scores(model, blk, g["logits"])
+    order = np.argsort(-scores, -1, kind="stable")
+    sc = np.take_along_axis(scores, order, -1)
     margins += [float(sc[t, k - 1] - sc[t, k]) for t, (a, own) in enumerate(zip(h["sel"], order[:, :k])) if set(a.tolist()) != set(own.tolist())]
   return {"pinned": rel(head(hand), head(gen)), "decisions that differ": len(margins), "largest margin where they differ": max(margins, default=0.0)}
 
