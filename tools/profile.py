@@ -54,10 +54,17 @@ class KernelRow:
   how: str          # weights | cache | norms-consumer | producer | consumer | none
   kernel: bool = True   # a program (not a copy): what Nsight Compute lists
   dram_bytes: int = 0   # bytes read + written in DRAM, from Nsight Compute (0: not measured)
+  opts: str = ""        # the opts the kernel was built with (heuristics, BEAM or hand-picked), as tinygrad names them
   @property
   def bytes(self) -> int: return self.weight_bytes + self.cache_bytes
 
 def _buffer_key(t) -> UOp: return t.uop.base
+
+def opts_of(prg: UOp) -> str:
+  """'GROUP:1:32 UPCAST:0:4 ...' for a compiled program (its SINK's KernelInfo.applied_opts)."""
+  sink = prg.src[0] if prg.op is Ops.PROGRAM and prg.src else None
+  opts = getattr(getattr(sink, "arg", None), "applied_opts", ()) or ()
+  return " ".join(f"{o.op.name}:{o.axis}:{o.arg}" for o in opts)
 
 def buffer_parts(m, pos: int) -> dict[UOp, tuple[str, int, int, str]]:
   """BUFFER UOp -> (part, block, bytes a token reads from it, kind) for every weight, KV cache, rope table and sampler tensor."""
@@ -150,7 +157,7 @@ def profile(bench: bb.Bench, target: str = "decode", repeat: int = 5, count: int
     ast = call.src[0]
     name = ansistrip(ast.arg.name) if ast.op is Ops.PROGRAM else ("copy" if ast.op is Ops.COPY else str(ast.arg))
     est = int(sym_infer(estimate_uop(call).mem, var_vals))
-    rows.append(KernelRow(i, name, part, blk, t, est, wbytes, cbytes, how, ast.op is Ops.PROGRAM))
+    rows.append(KernelRow(i, name, part, blk, t, est, wbytes, cbytes, how, ast.op is Ops.PROGRAM, opts=opts_of(ast)))
   return {"target": target, "step_s": step_s, "kernel_sum_s": sum(r.time_s for r in rows), **counts, "n_rows": len(rows), "rows": rows}
 
 def read_ncu_csv(path: Path) -> list[dict[str, float]]:
@@ -185,7 +192,8 @@ def grouped(rows: Sequence[KernelRow]) -> list[dict]:
   """Rows merged by (part, kernel name): calls per token, total time, bytes."""
   g: dict[tuple[str, str], dict] = {}
   for r in rows:
-    e = g.setdefault((r.part, r.name), {"part": r.part, "name": r.name, "calls": 0, "time_s": 0.0, "est_bytes": 0, "bytes": 0, "dram_bytes": 0})
+    e = g.setdefault((r.part, r.name), {"part": r.part, "name": r.name, "calls": 0, "time_s": 0.0, "est_bytes": 0, "bytes": 0, "dram_bytes": 0,
+                                        "opts": r.opts})
     e["calls"] += 1
     e["dram_bytes"] += r.dram_bytes
     e["time_s"] += r.time_s
@@ -216,6 +224,7 @@ def report(res: dict, top: int = 12) -> list[str]:
       lines.append(f"{'':14s} {e['name'][:44]:44s} {e['calls']:5d} {e['time_s'] * 1e6:10.1f} {100 * e['time_s'] / total:5.1f}%"
                    f" {e['est_bytes'] / 1e6:9.3f}"
                    f" {e['bytes'] / 1e6:9.3f} {gbs(e['bytes'] or e['est_bytes'], e['time_s']):8.1f}" + dram(e, e['time_s']))
+      if e.get("opts"): lines.append(f"{'':16s} opts {e['opts']}")
     if len(es) > top: lines.append(f"{'':14s} ... {len(es) - top} more kernels")
   return lines
 
