@@ -4,8 +4,8 @@ from nvcc import needs_nvcc, run_nvcc_script
 
 SCRIPT = """
 import os; os.environ["NULL_ALLOW_COPYOUT"] = "1"
-import sys; sys.path.insert(0, "tools")
-import kernel_costs as kc, bench_block as bb
+import bench_block as bb
+from tools import kernel_costs as kc
 from tinygrad.uop.ops import Ops
 kc.install()
 m = bb.load_model(bb.resolve_model("youtu-llm-2b-tiny"), 64, bb.DEFAULT_SPLIT_MASK)

@@ -433,7 +433,7 @@ def test_ab_tool_variant_file_in_a_fresh_process(tmp_path):
   import subprocess, sys
   root = Path(__file__).resolve().parent.parent
   (tmp_path / "gemm.py").write_text((root / "apps" / "kernels" / "gemm.py").read_text())
-  r = subprocess.run([sys.executable, "tools/ab_prefill.py", "--presets", "youtu-llm-2b-tiny", "--prefill", "12", "--rounds", "1",
+  r = subprocess.run([sys.executable, "-m", "tools.ab_prefill", "--presets", "youtu-llm-2b-tiny", "--prefill", "12", "--rounds", "1",
                       "--a", str(tmp_path / "gemm.py")], cwd=root, capture_output=True, text=True, timeout=600)
   assert r.returncode == 0, r.stderr[-2000:]
   assert [l.split(":")[0].split()[-1] for l in r.stdout.splitlines() if "prefill 12 tokens" in l] == ["A", "B"]

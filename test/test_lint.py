@@ -33,3 +33,15 @@ def test_import_graph():
     if m in path: return path[path.index(m):] + (m,)
     return next((c for d in graph.get(m, ()) if (c := cycle(d, path + (m,)))), None)
   assert not (found := next((c for m in graph if (c := cycle(m, ()))), None)), found
+
+def test_tools_run_as_modules():
+  """tools/ is a package whose modules run as `python3 -m tools.<name>` from the repo root: none of them edits sys.path
+  (the repo root is already its first entry) or imports a test module."""
+  assert (ROOT / "tools" / "__init__.py").is_file()
+  is_test = lambda name: name.split(".")[0] in ("test", "conftest") or name.split(".")[0].startswith("test_")
+  for p in sorted((ROOT / "tools").glob("*.py")):
+    for n in ast.walk(ast.parse(p.read_text())):
+      assert not (isinstance(n, ast.Attribute) and n.attr == "path" and isinstance(n.value, ast.Name) and n.value.id == "sys"), \
+        f"{p.name}:{n.lineno}: sys.path"
+      names = [n.module or ""] if isinstance(n, ast.ImportFrom) else [a.name for a in n.names] if isinstance(n, ast.Import) else []
+      assert not any(is_test(m) for m in names), f"{p.name}:{n.lineno}: imports a test module"

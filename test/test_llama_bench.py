@@ -200,7 +200,7 @@ def test_bench_missing_binary(tmp_path):
 
 # ---------------------------------------------------------------- the real sdist and llama-bench, where present
 
-@pytest.mark.skipif(not lc.ARCHIVE.exists(), reason="run tools/llama_bench.py pack")
+@pytest.mark.skipif(not lc.ARCHIVE.exists(), reason="run python3 -m tools.llama_bench pack")
 def test_real_archive():
   assert lc.ARCHIVE.stat().st_size < 15e6
   info = lc.packed_info(lc.ARCHIVE)
@@ -213,7 +213,7 @@ def test_real_archive():
 
 CPU_BENCH = lc.binary(lc.CPU_BUILD_DIR)
 
-@pytest.mark.skipif(not CPU_BENCH.exists(), reason="run tools/llama_bench.py build --cpu")
+@pytest.mark.skipif(not CPU_BENCH.exists(), reason="run python3 -m tools.llama_bench build --cpu")
 def test_real_llama_bench_cpu():
   from apps import synth
   path = synth.generate("youtu-llm-2b-tiny", "release", progress=False)

@@ -3,22 +3,15 @@
 Logits are compared through a 64-column sketch of the full vocabulary (an unbiased estimate of ||ours - ref|| / ||ref||),
 top-1 ids per position must agree, and greedy continuations must be identical token for token.
 """
-import hashlib, json
-from pathlib import Path
+import hashlib
 import numpy as np
 import pytest
 from apps import synth
 from apps.model import Transformer
 from apps.readback import Readback, upload, upload_many
-from tools.make_model_goldens import sketch_matrix, N_GREEDY
+from tools.make_model_goldens import CASES, N_GREEDY, load_golden, rel_err, sketch_matrix
 
-GOLDENS = Path(__file__).resolve().parent / "goldens"
-CASES = sorted(tuple(p.stem.removeprefix("model_").split("_", 1)) for p in GOLDENS.glob("model_*.npz"))  # presets have no "_"
 BOUND = 1e-3  # ||d|| / ||ref|| on the CPU fp32 path
-
-def load_golden(preset: str, mix: str) -> tuple[dict, dict]:
-  g = np.load(GOLDENS / f"model_{preset}_{mix}.npz")
-  return json.loads(bytes(g["meta"]).decode()), {k: g[k] for k in g.files if k != "meta"}
 
 @pytest.fixture(scope="module", params=CASES, ids=["/".join(c) for c in CASES])
 def case(request):
@@ -26,12 +19,9 @@ def case(request):
   meta, gold = load_golden(preset, mix)
   path = synth.generate(preset, mix, progress=False)
   assert hashlib.sha256(path.read_bytes()).hexdigest() == meta["sha256"], \
-    f"{path.name} differs from the file the goldens were made from: regenerate them with tools/make_model_goldens.py"
+    f"{path.name} differs from the file the goldens were made from: regenerate them with python3 -m tools.make_model_goldens"
   model = Transformer.from_gguf(path, max_context=96, prefill_chunks=(16,))  # 33 tokens = 3 chunks: exercises chunked prefill
   return preset, mix, model, gold
-
-def rel_err(ours: np.ndarray, ref_sketch: np.ndarray, S: np.ndarray) -> float:
-  return float(np.linalg.norm(ours.astype(np.float64) @ S - ref_sketch) / np.linalg.norm(ref_sketch))
 
 def test_goldens_exist():
   assert {m for _, m in CASES} >= {"f32", "q8_0", "release"} and len({p for p, _ in CASES}) == 3

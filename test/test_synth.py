@@ -12,7 +12,6 @@ from apps.vocab import vocab_file
 gguf = pytest.importorskip("gguf")
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "test" / "goldens" / "llamacpp_load.json"
-sys.path.insert(0, str(ROOT / "tools"))
 
 TYPES = ["F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K"]
 
@@ -242,7 +241,7 @@ def test_templates_render_special_tokens():
 
 def test_recorded_llamacpp_load():
   """The committed result of tools/check_llamacpp_load.py covers every tiny preset x mix, all passed, for these very files."""
-  import check_llamacpp_load as chk
+  from tools import check_llamacpp_load as chk
   rec = json.loads(GOLDEN.read_text())
   assert rec["generator_version"] == synth.GENERATOR_VERSION
   got = {(r["preset"], r["mix"], r["nextn"]): r for r in rec["tiny"]}
@@ -255,7 +254,7 @@ def test_recorded_llamacpp_load():
 
 def test_llamacpp_live():
   pytest.importorskip("llama_cpp")
-  import check_llamacpp_load as chk
+  from tools import check_llamacpp_load as chk
   rec = chk.check(log=lambda s: None)
   assert all(r["ok"] for r in rec["tiny"]), [r for r in rec["tiny"] if not r["ok"]]
   want = {(r["preset"], r["mix"], r["nextn"]): r["sha256"] for r in json.loads(GOLDEN.read_text())["tiny"]}

@@ -1,8 +1,7 @@
-#!/usr/bin/env python3
 """A/B of decode fusions in one process: variant A turns the named fusions off, B is the code as checked out. Both are
 timed as gpu_bench times decode (generate()'s steady tokens, median ms per token), interleaved A B A B.
 
-  DEV=CUDA python3 tools/ab_fusions.py --off stack_q [--presets deepseek-v2-lite,glm-4.7-flash] [--rounds 2]
+  DEV=CUDA python3 -m tools.ab_fusions --off stack_q [--presets deepseek-v2-lite,glm-4.7-flash] [--rounds 2]
 
 Fusions (what A runs instead):
   stack_q      a direct attn_q and attn_kv_a_mqa as two matvecs instead of one stacked [q; kv_a] (DeepSeek-V2-Lite: a
@@ -21,7 +20,6 @@ from __future__ import annotations
 import argparse, contextlib, sys
 from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))
 import apps  # noqa: F401
 import apps.kernels as K
 from apps import synth, mla, dispatch

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """A/B of a kernel file on one loaded model: variant A is another version of an apps/kernels module (a file path, e.g.
 `git show HEAD~1:apps/kernels/matvec.py > ab/A/matvec.py`), B the module as checked out. For each variant the package
 attribute the seam imports at call time (`from apps.kernels import matvec`) points at that module, the kernel cache and
@@ -6,7 +5,7 @@ the model's captures are dropped, and generate()'s steady decode is timed as gpu
 One load per model instead of one per variant and process: on the H100 a model's load and synthesis cost more than the
 decode runs of both variants.
 
-  DEV=CUDA python3 tools/ab_kernel.py --a ab/A/matvec.py [--presets deepseek-v2-lite,glm-4.7-flash] [--decode 64] [--rounds 2]
+  DEV=CUDA python3 -m tools.ab_kernel --a ab/A/matvec.py [--presets deepseek-v2-lite,glm-4.7-flash] [--decode 64] [--rounds 2]
 
 Prints ms per token per variant and round (order A B A B ...) and the greedy tokens' agreement between the variants.
 """
@@ -14,7 +13,6 @@ from __future__ import annotations
 import argparse, contextlib, importlib.util, sys
 from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))
 import apps  # noqa: F401
 import apps.kernels
 import apps.dispatch as D

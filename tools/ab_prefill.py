@@ -1,13 +1,12 @@
-#!/usr/bin/env python3
 """A/B of the prefill GEMM (apps/kernels/gemm.py) against the portable kernels on one loaded model: apps/dispatch.py's
 providers with and without the GEMM's, the kernel cache and the model's captures are dropped, and the prompt
 is prefilled three times (the first compiles and captures; the best of the other two counts, as in gpu_bench).
 
-  DEV=CUDA python3 tools/ab_prefill.py [--presets youtu-llm-2b,deepseek-v2-lite] [--prefill 512] [--rounds 2]
-  DEV=CUDA python3 tools/ab_prefill.py --a ab/A/gemm.py ...   (A: that version of apps/kernels/gemm.py, B: the checked-out one)
-  DEV=CUDA python3 tools/ab_prefill.py --a ab/A/mla_attention.py --module mla_attention ...   (another kernel module)
-  DEV=CUDA python3 tools/ab_prefill.py --chunks 128,512+128 ...  (the variants: prefill chunk lengths, + between a variant's)
-  DEV=CUDA python3 tools/ab_prefill.py --off trigger ...      (A: those tools/ab_fusions.py fusions off, B: as checked out)
+  DEV=CUDA python3 -m tools.ab_prefill [--presets youtu-llm-2b,deepseek-v2-lite] [--prefill 512] [--rounds 2]
+  DEV=CUDA python3 -m tools.ab_prefill --a ab/A/gemm.py ...   (A: that version of apps/kernels/gemm.py, B: the checked-out one)
+  DEV=CUDA python3 -m tools.ab_prefill --a ab/A/mla_attention.py --module mla_attention ...   (another kernel module)
+  DEV=CUDA python3 -m tools.ab_prefill --chunks 128,512+128 ...  (the variants: prefill chunk lengths, + between a variant's)
+  DEV=CUDA python3 -m tools.ab_prefill --off trigger ...      (A: those tools/ab_fusions.py fusions off, B: as checked out)
 
 Prints tok/s per variant and round, and the first generated token (the two variants should agree on it); then per
 preset the variants' medians and their difference against the first variant's, next to its rounds' spread.
@@ -16,7 +15,6 @@ from __future__ import annotations
 import argparse, contextlib, sys, time
 from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))
 import apps  # noqa: F401
 import numpy as np
 from tinygrad import Device

@@ -1,8 +1,7 @@
-#!/usr/bin/env python3
 """A/B of generate()'s one-step-ahead decode (apps/readback.py) on one loaded model: `ahead` is the default loop, `in order`
 the same loop with the readback forced out of queue order (read the token, then queue the next step: the loop before).
 
-  DEV=CUDA python3 tools/ab_readahead.py [--presets youtu-llm-2b,deepseek-v2-lite] [--decode 64] [--rounds 2]
+  DEV=CUDA python3 -m tools.ab_readahead [--presets youtu-llm-2b,deepseek-v2-lite] [--decode 64] [--rounds 2]
 
 Per round and order: median and mean ms per token over steady decode steps (the first 4 tokens dropped), as gpu_bench
 times them (the generator's own pace, consumer included).
@@ -11,7 +10,6 @@ from __future__ import annotations
 import argparse, sys, time
 from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))
 import apps  # noqa: F401
 import numpy as np
 from tinygrad import Device

@@ -1,9 +1,8 @@
-#!/usr/bin/env python3
 """Prefill GEMM time per call on the GPU: the tensor-core kernel (apps/kernels/gemm.py `build_mma`) on the products of one
 chunk of each model (512 tokens by default), as the model's rule builds it and, with --sweep, every tile x steps x
 workgroups-per-SM variant that fits, so a rule can be chosen from the table.
 
-  DEV=CUDA python3 tools/bench_gemm.py [--tokens 512] [--models youtu,dsv2,glm] [--sweep steps|tiles] [--steps 4,2,1] [--mbs 1,3,4] [--iters 20]
+  DEV=CUDA python3 -m tools.bench_gemm [--tokens 512] [--models youtu,dsv2,glm] [--sweep steps|tiles] [--steps 4,2,1] [--mbs 1,3,4] [--iters 20]
 
 A timed step is one TinyJit replay of `copies` calls of the kernel on distinct weight copies (together past the L2 cache,
 as a chunk's products read weights the previous kernels evicted), one x and one output (so the graph runs the calls one
@@ -12,9 +11,7 @@ integer tensor-core throughput (two int8 mma a product: x is 16-bit) and, for va
 Only the quantized x records are timed (build_xq runs once, apart). Runs with python3 + numpy + upstream/ only.
 """
 from __future__ import annotations
-import argparse, math, sys, time
-from pathlib import Path
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # apps, tools
+import argparse, math, time
 import numpy as np
 import apps  # noqa: F401
 from tinygrad import Tensor, TinyJit, Device, dtypes
@@ -97,7 +94,7 @@ def bench(model: str, name: str, s: GemmShape, sweep: str, iters: int, rng, step
           f"{flops / us / 1e6:8.1f} {base / us:6.3f}", flush=True)
 
 def main() -> None:
-  ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  ap = argparse.ArgumentParser(prog="python3 -m tools.bench_gemm", description=__doc__.splitlines()[0])
   ap.add_argument("--tokens", type=int, default=512)
   ap.add_argument("--models", default=",".join(MODELS))
   ap.add_argument("--only", default="", help="comma list of product names to time (default: all)")

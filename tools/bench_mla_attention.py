@@ -1,9 +1,8 @@
-#!/usr/bin/env python3
 """Decode attention time per block on the GPU: the hand-written MLA kernels (apps/kernels/mla_attention.py) vs the same
 math from tinygrad ops (the portable path apps/mla.py runs), at several context lengths, for the models' shapes.
 
-  DEV=CUDA python3 tools/bench_mla_attention.py [--layers 8] [--iters 50] [--pos 16,128,512,1024,4095]
-  DEV=CUDA python3 tools/bench_mla_attention.py --prefill 512,128 [--pos 0,1024]   (a prefill chunk's attention instead:
+  DEV=CUDA python3 -m tools.bench_mla_attention [--layers 8] [--iters 50] [--pos 16,128,512,1024,4095]
+  DEV=CUDA python3 -m tools.bench_mla_attention --prefill 512,128 [--pos 0,1024]   (a prefill chunk's attention instead:
       the tensor-core kernel vs the CUDA-core one, chunks of those lengths at those start positions)
 
 Each timed step is one TinyJit replay of `layers` blocks' attentions (separate caches, as in the model), so the host's
@@ -11,9 +10,8 @@ dispatch cost is shared; the table shows microseconds per block and the kernels 
 numpy + upstream/ only (the GPU machine cannot pip install). Also a check: the two paths' outputs agree (max rel err).
 """
 from __future__ import annotations
-import argparse, math, sys, time
+import argparse, math, time
 from pathlib import Path
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # apps, tools
 import numpy as np
 import apps  # noqa: F401
 from tinygrad import Tensor, TinyJit, Device, UOp, dtypes
@@ -100,7 +98,7 @@ def bench_prefill(name: str, shape: tuple, tokens: int, start: int, layers: int,
     print(f"{name:32s} {tokens:6d} {start:6d} {tag:>13s} {us:10.1f} {outs['CUDA cores'][0] / us:8.2f} {err:9.1e}", flush=True)
 
 def main() -> None:
-  ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  ap = argparse.ArgumentParser(prog="python3 -m tools.bench_mla_attention", description=__doc__.splitlines()[0])
   ap.add_argument("--layers", type=int, default=8)
   ap.add_argument("--iters", type=int, default=50)
   ap.add_argument("--pos", default="16,128,512,1024,4095")

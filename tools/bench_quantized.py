@@ -1,11 +1,10 @@
-#!/usr/bin/env python3
 """Decode matvec time of the packed quantized kernels (apps/quantized.py) on the GLM-4.7-Flash shapes, next to the bytes
 they must read: per type, the median time per call under TinyJit, GB/s and the fraction of a memory bandwidth, plus a
 correctness check of every shape against a float64 numpy reference (apps.quants.dequantize) computed on the host.
 
-  DEV=CUDA python tools/bench_quantized.py                 # the H100 baseline table
-  DEV=CPU  python tools/bench_quantized.py --quick         # tiny run, checks that it works
-  DEV=CUDA python tools/bench_quantized.py --load glm-4.7-flash   # load a full-size preset, device memory vs file bytes
+  DEV=CUDA python -m tools.bench_quantized                 # the H100 baseline table
+  DEV=CPU  python -m tools.bench_quantized --quick         # tiny run, checks that it works
+  DEV=CUDA python -m tools.bench_quantized --load glm-4.7-flash   # load a full-size preset, device memory vs file bytes
 
 Each timed call runs R kernels back to back in one TinyJit (one graph launch on CUDA) over weight copies that together
 exceed the L2 cache, so the time is DRAM-bound as in a real decode step and not the cache's; expert calls each take a
@@ -13,8 +12,7 @@ fresh random selection from all n_expert experts. Times are device time (tinygra
 by R; the host cost of a TinyJit replay is printed once, apart. Self-contained: numpy, apps and the pinned tinygrad only.
 """
 from __future__ import annotations
-import argparse, contextlib, io, math, pathlib, sys, time
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+import argparse, contextlib, io, math, sys, time
 import numpy as np
 import apps  # noqa: F401  (the pinned tinygrad first on sys.path)
 from apps.gguf import GGMLType, BLOCK
@@ -161,7 +159,7 @@ def load_model(preset: str, mix: str, rng) -> None:
   if used > 1.1 * file_bytes or peak > 1.1 * file_bytes: sys.exit("FAILED: device memory over file size + 10%")
 
 def main():
-  ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  ap = argparse.ArgumentParser(prog="python3 -m tools.bench_quantized", description=__doc__.split("\n\n")[0])
   ap.add_argument("--types", default=",".join(TYPES), help="comma-separated ggml types")
   ap.add_argument("--iters", type=int, default=50, help="timed calls per shape (median)")
   ap.add_argument("--experts", type=int, default=64, help="experts in each expert tensor (GLM-4.7-Flash: 64)")

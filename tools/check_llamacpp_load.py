@@ -2,9 +2,9 @@
 generated, loaded with llama-cpp-python (CPU, PyPI build), fed a chat-templated prompt, and its logits checked finite. The chat
 template's special tokens must tokenize as single tokens with the ids apps.synth put them at.
 
-  ./run python tools/check_llamacpp_load.py                # write test/goldens/llamacpp_load.json
-  ./run python tools/check_llamacpp_load.py --check        # compare with the recorded file instead (exit 1 on a mismatch)
-  ./run python tools/check_llamacpp_load.py --full deepseek-v2-lite --delete   # also load a full-size file (GBs), then delete it
+  ./run python -m tools.check_llamacpp_load                # write test/goldens/llamacpp_load.json
+  ./run python -m tools.check_llamacpp_load --check        # compare with the recorded file instead (exit 1 on a mismatch)
+  ./run python -m tools.check_llamacpp_load --full deepseek-v2-lite --delete   # also load a full-size file (GBs), then delete it
 
 test/test_synth.py runs check() live when llama_cpp is installed and checks the recorded file otherwise.
 """
@@ -12,9 +12,8 @@ from __future__ import annotations
 import argparse, dataclasses, hashlib, json, sys, tempfile, time
 from pathlib import Path
 import numpy as np
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-import apps  # noqa: F401,E402
-from apps import synth  # noqa: E402
+import apps  # noqa: F401
+from apps import synth
 
 GOLDEN = Path(__file__).resolve().parent.parent / "test" / "goldens" / "llamacpp_load.json"
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hello, who are you?"}]
@@ -95,7 +94,7 @@ def check_full(name: str, mix: str, delete: bool, log=print) -> dict:
   return res
 
 def main() -> int:
-  ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  ap = argparse.ArgumentParser(prog="python3 -m tools.check_llamacpp_load", description=__doc__.split("\n")[0])
   ap.add_argument("--check", action="store_true", help="compare with the recorded golden instead of writing it")
   ap.add_argument("--full", action="append", default=[], metavar="PRESET[:MIX]", help="also load a full-size file")
   ap.add_argument("--delete", action="store_true", help="write full-size files to a temporary place and delete them")

@@ -1,21 +1,19 @@
-#!/usr/bin/env python3
 """Full-model numbers on the GPU in one go: load, prefill and decode of the full-size synthetic presets, the
 device-to-device copy bandwidth, and one table with tok/s, ratios to llama.cpp and upstream tinygrad, and bandwidth-floor fractions.
 
-  DEV=CUDA python3 tools/gpu_bench.py [--presets glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b] [--decode 64] [--prefill 512]
+  DEV=CUDA python3 -m tools.gpu_bench [--presets glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b] [--decode 64] [--prefill 512]
                                       [--llama] [--upstream] [--json PATH]
 
---llama builds llama.cpp's llama-bench where it is not built yet (tools/llama_bench.py; needs .cache/llama/llama-cpp-src.tar.xz
-from `tools/llama_bench.py pack`) and runs it first, on the same GGUF files: pp<--prefill> and tg128 with flash attention off and on,
+--llama builds llama.cpp's llama-bench where it is not built yet (tools.llama_bench; needs .cache/llama/llama-cpp-src.tar.xz
+from `python3 -m tools.llama_bench pack`) and runs it first, on the same GGUF files: pp<--prefill> and tg128 with flash attention off and on,
 and our ratios to its best, all measured in this run. --upstream times upstream tinygrad 0.14's own decode of each file
 (bench_block's `upstream` target). Without them the ratio columns use the anchors below (measured earlier on an H100).
 
 Runs with python3 + numpy + upstream/ only (the GPU machine cannot pip install). --json PATH is rewritten after every model.
 """
 from __future__ import annotations
-import argparse, gc, json, math, os, sys, time
+import argparse, gc, json, math, os, time
 from pathlib import Path
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np
 import apps  # noqa: F401
 from tinygrad import Device, GlobalCounters
@@ -117,12 +115,12 @@ def table(rows: list[dict]) -> list[str]:
 # ---------------------------------------------------------------- main
 
 def main() -> None:
-  ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  ap = argparse.ArgumentParser(prog="python3 -m tools.gpu_bench", description=__doc__.split("\n\n")[0])
   ap.add_argument("--presets", default="youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash")
   ap.add_argument("--mix", default="release")
   ap.add_argument("--decode", type=int, default=64)
   ap.add_argument("--prefill", type=int, default=512)
-  ap.add_argument("--llama", action="store_true", help="build llama-bench if needed and run it on the same files (tools/llama_bench.py)")
+  ap.add_argument("--llama", action="store_true", help="build llama-bench if needed and run it on the same files (tools.llama_bench)")
   ap.add_argument("--llama-build-limit", type=float, default=480, help="seconds the llama-bench build may take in this run (it resumes)")
   ap.add_argument("--upstream", action="store_true", help="time upstream tinygrad 0.14's decode of the same files")
   ap.add_argument("--kernels", default="hand", choices=KERNEL_PATHS, help="hand-written kernels (default) or tinygrad's generated ones only")

@@ -1,20 +1,15 @@
-#!/usr/bin/env python3
 """The model goldens (test/goldens/model_*.npz) on the current device, reported rather than asserted: relative logit error
 (sketch) against transformers, top-1 agreement, and how many greedy tokens match. For measuring the GPU fp16 path.
 
-  DEV=CUDA python3 tools/gpu_check.py [MIX,...]
+  DEV=CUDA python3 -m tools.gpu_check [MIX,...]
 """
 import sys, time
-from pathlib import Path
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "test"))
 import numpy as np
 import apps  # noqa: F401
 from tinygrad import Device
 from apps import synth
 from apps.model import Transformer
-from test_model import CASES, load_golden, rel_err
-from tools.make_model_goldens import sketch_matrix, N_GREEDY
+from tools.make_model_goldens import CASES, N_GREEDY, load_golden, rel_err, sketch_matrix
 
 def main() -> None:
   mixes = sys.argv[1].split(",") if len(sys.argv) > 1 else None  # e.g. "release" or "f32,q8_0"

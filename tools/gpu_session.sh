@@ -12,7 +12,7 @@
 # abpatch: PATCH=<n> [PRESETS=...] [KERNELS=generated] [ROUNDS=1] the full-model numbers on the series without patch n (A) and with it (B).
 # profile: [MODELS=<one preset>] [KERNELS=hand|generated] where a decode token goes, kernel by kernel.
 # Carry: upstream/tinygrad upstream/.stamp upstream/.cache .cache/vocab (+ .cache/llama/llama-cpp-src.tar.xz for llama/side,
-# made here by `python3 tools/llama_bench.py pack`)
+# made here by `python3 -m tools.llama_bench pack`)
 set -u
 export PYTHONUNBUFFERED=1 DEV=${DEV:-CUDA}
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -20,33 +20,33 @@ steps=${*:-glm check serve bench profile}
 for s in $steps; do
   echo "=== $s"
   case $s in
-    glm)     timeout 300 python3 tools/gpu_bench.py --presets glm-4.7-flash --decode 48 --prefill 256 --json "$OUT/glm.json" 2>&1 | tee "$OUT/glm.log" | grep -v '^{' | tail -4 ;;
-    check)   timeout 300 python3 tools/gpu_check.py 2>&1 | tee "$OUT/check.log" | tail -11 ;;
+    glm)     timeout 300 python3 -m tools.gpu_bench --presets glm-4.7-flash --decode 48 --prefill 256 --json "$OUT/glm.json" 2>&1 | tee "$OUT/glm.log" | grep -v '^{' | tail -4 ;;
+    check)   timeout 300 python3 -m tools.gpu_check 2>&1 | tee "$OUT/check.log" | tail -11 ;;
     serve)   python3 apps/llm.py --model youtu-llm-2b --serve 8080 > "$OUT/serve.log" 2>&1 &
              srv=$!
-             timeout 240 python3 tools/serve_client.py --port 8080 --requests 3 --max-tokens 128 2>&1 | tee "$OUT/client.log" | tail -2
+             timeout 240 python3 -m tools.serve_client --port 8080 --requests 3 --max-tokens 128 2>&1 | tee "$OUT/client.log" | tail -2
              kill -INT $srv; wait $srv ;;
     bench)   for m in youtu-llm-2b deepseek-v2-lite glm-4.7-flash; do
                timeout 300 python3 bench_block.py 50 --rounds 5 --model $m --json > "$OUT/bench_$m.json" 2> "$OUT/bench_$m.log"
                tail -3 "$OUT/bench_$m.log"
              done ;;
     profile) timeout 300 python3 -m tools.profile --model ${MODELS:-deepseek-v2-lite} --kernels ${KERNELS:-hand} 2>&1 | tee "$OUT/profile.log" | tail -20 ;;
-    llama)   python3 tools/llama_bench.py build --time-limit 540 2>&1 | tail -3 ;;   # exit 3: stopped, run the step again
-    side)    timeout 590 python3 tools/gpu_bench.py --llama --upstream --json "$OUT/side.json" 2>&1 | tee "$OUT/side.log" | grep -v '^{' | tail -8 ;;
+    llama)   python3 -m tools.llama_bench build --time-limit 540 2>&1 | tail -3 ;;   # exit 3: stopped, run the step again
+    side)    timeout 590 python3 -m tools.gpu_bench --llama --upstream --json "$OUT/side.json" 2>&1 | tee "$OUT/side.log" | grep -v '^{' | tail -8 ;;
     kernels) timeout 400 python3 -m pytest -q -x -p no:cacheprovider test/test_kernels_matvec.py test/test_kernels_attention.py \
                test/test_kernels_router.py test/test_kernels_gemm.py 2>&1 | tee "$OUT/kernels.log" | tail -3 ;;
     abkernel) ms=${MODELS:-youtu-llm-2b deepseek-v2-lite}
-             timeout 560 python3 tools/ab_kernel.py --a "${A:?abkernel needs A=<variant file>}" --module "${MODULE:-matvec}" \
+             timeout 560 python3 -m tools.ab_kernel --a "${A:?abkernel needs A=<variant file>}" --module "${MODULE:-matvec}" \
                --presets "${ms// /,}" --rounds 2 2>&1 | tee "$OUT/ab_kernel.log" ;;
     abfusions) ms=${MODELS:-youtu-llm-2b deepseek-v2-lite}   # tools/ab_fusions.py: A = the named fusions off
-             timeout 580 python3 tools/ab_fusions.py --off "${OFF:-stack_q}" --presets "${ms// /,}" --rounds 2 2>&1 \
+             timeout 580 python3 -m tools.ab_fusions --off "${OFF:-stack_q}" --presets "${ms// /,}" --rounds 2 2>&1 \
                | tee "$OUT/ab_fusions.log" ;;
     fill)    for m in ${MODELS:-youtu-llm-2b deepseek-v2-lite}; do
                timeout 300 python3 -m tools.profile --model $m --target prompt --chunk 512 --pos 0 --repeat 2 --count 3 --top 8 2>&1 \
                  | tee "$OUT/fill_$m.txt" | tail -40
              done ;;
     abprefill) ms=${MODELS:-youtu-llm-2b deepseek-v2-lite}   # A=<file>: that gemm.py against the checked-out one
-             timeout 560 python3 tools/ab_prefill.py ${A:+--a "$A"} --presets "${ms// /,}" --prefill 512 --rounds ${ROUNDS:-5} 2>&1 \
+             timeout 560 python3 -m tools.ab_prefill ${A:+--a "$A"} --presets "${ms// /,}" --prefill 512 --rounds ${ROUNDS:-5} 2>&1 \
                | tee -a "$OUT/ab_prefill.log" ;;
     ncu)     cnt=${PROMPT:+3}; cnt=${cnt:-10}
              for m in ${MODELS:-youtu-llm-2b deepseek-v2-lite}; do   # device time of every kernel of one decode token (PROMPT=1:
@@ -57,19 +57,19 @@ for s in $steps; do
                  --ncu --json > "$OUT/ncu_rows_$m.json" 2> "$OUT/ncu_$m.log"
                python3 -m tools.profile --ncu-csv "$OUT/ncu_$m.csv" --rows "$OUT/ncu_rows_$m.json" --top 14 | tee "$OUT/ncu_$m.txt" | head -40
              done ;;
-    paths)   timeout 580 python3 tools/path_check.py --presets "${PRESETS:-glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b}" \
+    paths)   timeout 580 python3 -m tools.path_check --presets "${PRESETS:-glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b}" \
                --depth "${DEPTH:-0,600}" --floor --pinned 2>&1 | tee "$OUT/paths.log" | tail -6 ;;
     blocks)  for m in ${MODELS:-glm-4.7-flash deepseek-v2-lite}; do
-               timeout 400 python3 tools/path_check.py --blocks $m 2>&1 | tee "$OUT/blocks_$m.txt" | tail -50
+               timeout 400 python3 -m tools.path_check --blocks $m 2>&1 | tee "$OUT/blocks_$m.txt" | tail -50
              done ;;
-    generated) timeout 580 python3 tools/gpu_bench.py --kernels generated --presets "${PRESETS:-youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash}" \
+    generated) timeout 580 python3 -m tools.gpu_bench --kernels generated --presets "${PRESETS:-youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash}" \
                --decode 32 --prefill 512 --json "$OUT/generated.json" 2>&1 | tee "$OUT/generated.log" | grep -v '^{' | tail -6 ;;
     abpatch) n=${PATCH:?abpatch needs PATCH=<n>: A runs the first n-1 patches, B the whole series}
              for r in $(seq ${ROUNDS:-1}); do
                for v in A B; do
                  if [ $v = A ]; then python3 apply_patches.py --upto $((n - 1)) > /dev/null; upto=$((n - 1)); else python3 apply_patches.py > /dev/null; upto=; fi
                  echo "-- $v (round $r)"
-                 TINYGRAD_UPTO=$upto timeout ${LIMIT:-280} python3 tools/gpu_bench.py --kernels ${KERNELS:-generated} \
+                 TINYGRAD_UPTO=$upto timeout ${LIMIT:-280} python3 -m tools.gpu_bench --kernels ${KERNELS:-generated} \
                    --presets "${PRESETS:-youtu-llm-2b,deepseek-v2-lite}" --decode 32 --prefill 512 --json "$OUT/abpatch_$v$r.json" 2>&1 \
                    | tee "$OUT/abpatch_$v$r.log" | grep -v '^{' | tail -5
                done

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Kernels per decode token: ours against llama.cpp's graph nodes, on the same GGUF files.
 
 Ours: the TinyJit capture of the real decode step (bench_block's `decode`), rendered for CUDA and compiled by nvcc but run
@@ -9,13 +8,12 @@ fuses some nodes into one kernel, so its launches are at most its nodes.
 The -tiny presets have the full models' block structure (DeepSeek-V2-Lite-tiny all 27 blocks, the others fewer), so the
 per-block numbers carry over to the full models.
 
-  ./run python tools/graph_nodes.py [--presets youtu-llm-2b-tiny,deepseek-v2-lite-tiny,glm-4.7-flash-tiny] [--mix release]
+  ./run python -m tools.graph_nodes [--presets youtu-llm-2b-tiny,deepseek-v2-lite-tiny,glm-4.7-flash-tiny] [--mix release]
 """
 from __future__ import annotations
 import argparse, json, os, re, shutil, subprocess, sys
 from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))
 
 OURS = r"""
 import json, sys
@@ -53,7 +51,7 @@ def llama_nodes(path: Path) -> int:
   return parse_graph_nodes(r.stderr + r.stdout)
 
 def main(argv=None) -> int:
-  ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  ap = argparse.ArgumentParser(prog="python3 -m tools.graph_nodes", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   ap.add_argument("--presets", default="youtu-llm-2b-tiny,deepseek-v2-lite-tiny,glm-4.7-flash-tiny")
   ap.add_argument("--mix", default="release")
   a = ap.parse_args(argv)

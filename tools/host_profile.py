@@ -1,19 +1,16 @@
-#!/usr/bin/env python3
 """Where the host time of a step goes: cProfile over `--steps` replays of bench_block's step (default: decode, the real
 step with its token read back; fill / prompt: a prefill chunk of --chunk tokens as generate() replays it, each call with
 its arguments made as generate() makes them), after the warm-up, sorted by cumulative time.
 
-  DEV=CUDA python3 tools/host_profile.py --model youtu-llm-2b [--target decode] [--steps 200] [--top 30]
-  DEV=CUDA python3 tools/host_profile.py --model youtu-llm-2b --target prompt --chunk 512 --pos 0 --steps 20
+  DEV=CUDA python3 -m tools.host_profile --model youtu-llm-2b [--target decode] [--steps 200] [--top 30]
+  DEV=CUDA python3 -m tools.host_profile --model youtu-llm-2b --target prompt --chunk 512 --pos 0 --steps 20
 """
 from __future__ import annotations
 import argparse, cProfile, io, pstats, sys, time
-from pathlib import Path
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import bench_block as bb
 
 def main(argv=None) -> int:
-  ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  ap = argparse.ArgumentParser(prog="python3 -m tools.host_profile", description=__doc__.split("\n\n")[0])
   ap.add_argument("--model", default=None)
   ap.add_argument("--target", default="decode", choices=("decode", "stack", "fill", "prompt"))
   ap.add_argument("--chunk", type=int, default=None, help="fill, prompt: the prefill chunk length (default: the model's shortest)")

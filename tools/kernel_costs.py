@@ -1,7 +1,6 @@
-#!/usr/bin/env python3
 """What each hand-written kernel family costs inside the decode stack's graph, by taking kernels out.
 
-  DEV=CUDA python3 tools/kernel_costs.py --model youtu-llm-2b [--count 30] [--rounds 3] [--json out.json]
+  DEV=CUDA python3 -m tools.kernel_costs --model youtu-llm-2b [--count 30] [--rounds 3] [--json out.json]
 
 Per-kernel profilers (ncu) serialize kernels and flush caches, so their times miss what a graph with programmatic
 dependent launch overlaps. This measures in place instead: the stack (bench_block's `stack` target: every block, one
@@ -23,7 +22,6 @@ from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))
 import apps  # noqa: F401
 from tinygrad import Device, Tensor, TinyJit, dtypes
 import apps.kernels as K
@@ -138,7 +136,7 @@ def read_bytes(call) -> int:
   return sum(u.buffer.nbytes for i, u in enumerate(call.src[1:]) if i in ins and u.op.name == "BUFFER")
 
 def main(argv=None) -> int:
-  ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  ap = argparse.ArgumentParser(prog="python3 -m tools.kernel_costs", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   ap.add_argument("--model", default="youtu-llm-2b")
   ap.add_argument("--count", type=int, default=30)
   ap.add_argument("--rounds", type=int, default=3)

@@ -1,12 +1,11 @@
-#!/usr/bin/env python3
 """llama.cpp's llama-bench next to our numbers: built on the GPU machine from the llama.cpp that the pinned llama-cpp-python
 sdist vendors (the version tools/references.py and the tests compare against), run on the same GGUF files.
 
-  python3 tools/llama_bench.py pack             here (PyPI): fetch the sdist hash-checked, keep what the llama-bench build needs
+  python3 -m tools.llama_bench pack             here (PyPI): fetch the sdist hash-checked, keep what the llama-bench build needs
                                               -> .cache/llama/llama-cpp-src.tar.xz (carry that one file to the GPU machine)
-  python3 tools/llama_bench.py build [--cpu]    on the GPU machine: extract, configure (CUDA, sm_90a), build llama-bench; a call
+  python3 -m tools.llama_bench build [--cpu]    on the GPU machine: extract, configure (CUDA, sm_90a), build llama-bench; a call
                                               stopped by --time-limit keeps its objects and the next call goes on from there
-  python3 tools/llama_bench.py bench FILE...    llama-bench -ngl 99 -p 512 -n 128 -fa 0,1 -r 3 -o json: pp512 and tg128 tok/s
+  python3 -m tools.llama_bench bench FILE...    llama-bench -ngl 99 -p 512 -n 128 -fa 0,1 -r 3 -o json: pp512 and tg128 tok/s
 
 The GPU machine has no network and receives a small archive only, so `pack` drops everything the build of llama-bench does
 not read (other backends, models/, tests, docs, examples, the web UI, other tools) and writes tools/CMakeLists.txt anew with
@@ -19,7 +18,6 @@ import argparse, hashlib, io, json, lzma, math, os, re, shutil, signal, subproce
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))
 from apps.vocab import SDIST, SDIST_URL, SDIST_SHA256, cache_dir  # the same pinned sdist the tokenizer data comes from
 
 LLAMA_DIR = cache_dir() / "llama"
@@ -141,7 +139,7 @@ def pack(dest: Path = ARCHIVE, sdist: Path | None = None, url: str = SDIST_URL, 
 def extract(archive: Path, src_dir: Path) -> Path:
   """The archive's source tree, extracted again only when the archive changed. Returns the llama.cpp folder."""
   if not archive.exists():
-    raise LlamaError(f"{archive} is missing: run `python3 tools/llama_bench.py pack` where PyPI can be reached, and carry that file")
+    raise LlamaError(f"{archive} is missing: run `python3 -m tools.llama_bench pack` where PyPI can be reached, and carry that file")
   key = sha256_file(archive)
   stamp = src_dir / ".archive-sha256"
   if stamp.exists() and stamp.read_text() == key and (src_dir / TOP / "CMakeLists.txt").exists(): return src_dir / TOP
@@ -257,7 +255,7 @@ def bench(files: list[Path], exe: Path | None = None, n_prompt: int = 512, n_gen
           timeout: float = 600, log_path: Path | None = None) -> list[dict]:
   """llama-bench on each file (all layers on the GPU); one result per file, {"file", "error"} where llama-bench failed."""
   exe = exe or binary()
-  if not exe.exists(): raise LlamaError(f"{exe} is missing: run `python3 tools/llama_bench.py build` first")
+  if not exe.exists(): raise LlamaError(f"{exe} is missing: run `python3 -m tools.llama_bench build` first")
   out = []
   for f in files:
     cmd = [str(exe), "-m", str(f), "-ngl", "99", "-p", str(n_prompt), "-n", str(n_gen), "-fa", fa, "-r", str(reps), "-o", "json"]
@@ -288,7 +286,8 @@ def bench_lines(results: list[dict]) -> list[str]:
 # ---------------------------------------------------------------- CLI
 
 def main(argv: list[str] | None = None) -> int:
-  ap = argparse.ArgumentParser(prog="llama_bench.py", description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+  ap = argparse.ArgumentParser(prog="python3 -m tools.llama_bench", description=__doc__.split("\n\n")[0],
+                               formatter_class=argparse.RawDescriptionHelpFormatter)
   sub = ap.add_subparsers(dest="cmd", required=True)
   sub.add_parser("pack", help="fetch the sdist (hash-checked) and write the trimmed source archive")
   b = sub.add_parser("build", help="extract, configure and build llama-bench (resumable)")

@@ -1,19 +1,14 @@
-#!/usr/bin/env python3
-"""llama.cpp (llama-cpp-python, CPU, f32 KV cache) against the committed transformers goldens, like tools/gpu_check.py
+"""llama.cpp (llama-cpp-python, CPU, f32 KV cache) against the committed transformers goldens, like tools.gpu_check
 does for our GPU path: relative logit error through the golden's sketch and how many greedy tokens match. It tells how far
 llama.cpp's own arithmetic (it rounds x to Q8_0 for its Q4_0/Q8_0 products) moves the test models, the yardstick for ours.
 
-  ./run python tools/llamacpp_check.py [MIX]        (needs requirements-ref.txt; MIX default: release)
+  ./run python -m tools.llamacpp_check [MIX]        (needs requirements-ref.txt; MIX default: release)
 """
 import sys
-from pathlib import Path
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "test"))
 import numpy as np
 import apps  # noqa: F401
 from apps import synth
-from test_model import CASES, load_golden
-from tools.make_model_goldens import sketch_matrix, N_GREEDY
+from tools.make_model_goldens import CASES, N_GREEDY, load_golden, sketch_matrix
 from tools.references import llamacpp, llamacpp_logits, llamacpp_greedy
 
 def main() -> None:

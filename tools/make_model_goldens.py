@@ -1,8 +1,7 @@
-#!/usr/bin/env python3
 """Regenerate test/goldens/model_*.npz from the live references (transformers; llama.cpp for the F32 files).
 
   ./run pip install -r requirements-ref.txt     # once: torch 2.13.0 (CPU), transformers, llama-cpp-python from the PyPI sdist
-  ./run python tools/make_model_goldens.py      # ~minutes on 2 cores
+  ./run python -m tools.make_model_goldens      # ~minutes on 2 cores
 
 For each tiny preset and mix (f32, q8_0, release) it stores, per test sequence, a 64-column sketch of the reference logits
 (logits @ S, S a fixed +-1/8 hash matrix, so ||(ours - ref) S|| / ||ref S|| estimates the full relative error), the top-8
@@ -10,10 +9,9 @@ ids per position, and for the F32 files llama.cpp's sketch and the greedy contin
 sha256 is recorded so a changed generator makes the goldens visibly stale. CI needs neither torch nor llama.cpp.
 """
 from __future__ import annotations
-import hashlib, json, sys, time
+import hashlib, json, time
 from pathlib import Path
 import numpy as np
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import apps  # noqa: F401
 from apps import synth
 from tools import references as ref
@@ -25,12 +23,23 @@ PROMPT_LENS = (1, 7, 33)
 N_CONTINUE = 8    # decode steps fed one at a time after the 33-token prompt
 N_GREEDY = 32
 SKETCH = 64
+# the (preset, mix) of every committed golden (presets have no "_")
+CASES = sorted(tuple(p.stem.removeprefix("model_").split("_", 1)) for p in GOLDENS.glob("model_*.npz"))
 
 def sketch_matrix(vocab: int, k: int = SKETCH) -> np.ndarray:
   """(vocab, k) entries +-1/sqrt(k) from an integer hash: the same on every numpy version."""
   x = (np.arange(vocab, dtype=np.uint64)[:, None] * 0x9E3779B1 + np.arange(k, dtype=np.uint64)[None, :] * 0x85EBCA77 + 0x165667B1) & 0xFFFFFFFF
   x ^= x >> 15; x = (x * 0x2C1B3C6D) & 0xFFFFFFFF; x ^= x >> 12; x = (x * 0x297A2D39) & 0xFFFFFFFF; x ^= x >> 15  # noqa: E702
   return np.where(x & 1, 1.0, -1.0) / np.sqrt(k)
+
+def load_golden(preset: str, mix: str) -> tuple[dict, dict]:
+  """(meta, arrays) of test/goldens/model_<preset>_<mix>.npz."""
+  g = np.load(GOLDENS / f"model_{preset}_{mix}.npz")
+  return json.loads(bytes(g["meta"]).decode()), {k: g[k] for k in g.files if k != "meta"}
+
+def rel_err(ours: np.ndarray, ref_sketch: np.ndarray, S: np.ndarray) -> float:
+  """||(ours - ref) S|| / ||ref S||: ours (T, vocab) against the golden's sketch of the reference logits."""
+  return float(np.linalg.norm(ours.astype(np.float64) @ S - ref_sketch) / np.linalg.norm(ref_sketch))
 
 def sequences(vocab_real: int) -> dict[str, list[int]]:
   """Deterministic token sequences over the real (non-padding) vocabulary."""

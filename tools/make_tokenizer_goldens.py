@@ -7,19 +7,17 @@ strings from `golden_strings()`, a deterministic generator covering Unicode cate
 runs with \\n \\r \\t, emoji with ZWJ, CJK, Korean, Arabic, indented code, contractions, special-token look-alikes and
 very long words.
 
-  ./run python tools/make_tokenizer_goldens.py                 # rewrite the goldens
-  ./run python tools/make_tokenizer_goldens.py --check         # compare apps/tokenizer.py with llama.cpp live, write nothing
-  ./run python tools/make_tokenizer_goldens.py --check-unicode PATH/TO/llama.cpp/src/unicode-data.cpp
+  ./run python -m tools.make_tokenizer_goldens                 # rewrite the goldens
+  ./run python -m tools.make_tokenizer_goldens --check         # compare apps/tokenizer.py with llama.cpp live, write nothing
+  ./run python -m tools.make_tokenizer_goldens --check-unicode PATH/TO/llama.cpp/src/unicode-data.cpp
       # verify apps.tokenizer's Unicode categories (regex module + the post-15.1 list) against llama.cpp's table
 """
 from __future__ import annotations
 import argparse, contextlib, json, os, random, sys, tempfile
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-import apps  # noqa: F401,E402
-from apps.gguf import GGUFFile, GGUFWriter, ValueType  # noqa: E402
-from apps.vocab import vocab_file  # noqa: E402
+import apps  # noqa: F401
+from apps.gguf import GGUFFile, GGUFWriter, ValueType
+from apps.vocab import vocab_file
 
 GOLDENS = Path(__file__).resolve().parent.parent / "test" / "goldens"
 PRE_TYPES = ("deepseek-llm", "deepseek-v3", "glm4", "youtu")  # goldens; the pre types with their own llama.cpp vocab use its .inp/.out
@@ -187,7 +185,7 @@ def generate(pre: str, workdir: Path) -> dict:
     merges = [[s, llama_ids(bpe_model, s, False, False)] for s in merge_strings()]
   import llama_cpp
   return {"about": f"llama.cpp token ids (llama-cpp-python {llama_cpp.__version__}) on ggml-vocab-{VOCAB}.gguf with tokenizer.ggml.pre='{pre}';"
-                   " regenerate with tools/make_tokenizer_goldens.py",
+                   " regenerate with python3 -m tools.make_tokenizer_goldens",
           "vocab": VOCAB, "pre": pre, "cases": cases, "special_cases": special,
           "llama_bpe_about": "ids on ggml-vocab-llama-bpe.gguf with the same pre type: words whose vocab token BPE merges would not build",
           "llama_bpe_cases": merges}
@@ -229,7 +227,7 @@ def check_unicode(path: str) -> int:
   return bad
 
 def main() -> None:
-  ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  ap = argparse.ArgumentParser(prog="python3 -m tools.make_tokenizer_goldens", description=__doc__.split("\n")[0])
   ap.add_argument("--check", action="store_true", help="compare with llama.cpp live instead of writing goldens")
   ap.add_argument("--check-unicode", metavar="UNICODE_DATA_CPP", help="verify the Unicode categories against llama.cpp's table")
   ap.add_argument("--pre", nargs="*", default=list(PRE_TYPES))

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Do the model's paths agree at full size? The logits of the same random tokens computed three ways on one loaded model:
 
   prefill    one `model.logits(ids)` call (the prompt path: GEMMs, prefill attention and routing kernels where the device has them)
@@ -10,8 +9,8 @@ floor of any comparison) and their relative L2 distance over the compared rows (
 pick the same argmax. `--depth` puts the window after that many prompt tokens (a depth past the first prefill chunk checks
 a chunk that reads another chunk's latents).
 
-  DEV=CUDA python3 tools/path_check.py [--presets glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b] [--depth 0,600]
-  DEV=CUDA python3 tools/path_check.py --blocks glm-4.7-flash     # where the prefill and generated paths part, block by block
+  DEV=CUDA python3 -m tools.path_check [--presets glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b] [--depth 0,600]
+  DEV=CUDA python3 -m tools.path_check --blocks glm-4.7-flash     # where the prefill and generated paths part, block by block
 
 --pinned adds the prefill path against the generated path routed to the same experts (both over the whole window as one
 chunk, block by block): numerics apart from near-tie decisions, which at depth decide at fp32's precision.
@@ -23,8 +22,6 @@ differ with the margins the generated path had there (its k-th best choice score
 """
 from __future__ import annotations
 import argparse, sys, time
-from pathlib import Path
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np
 import apps  # noqa: F401
 from tinygrad import Tensor, TinyJit, Device, dtypes
@@ -183,7 +180,8 @@ def blocks(preset: str, mix: str, n_tokens: int, seed: int) -> None:
     print(line, flush=True)
 
 def main() -> None:
-  ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+  ap = argparse.ArgumentParser(prog="python3 -m tools.path_check", description=__doc__.split("\n\n")[0],
+                               formatter_class=argparse.RawDescriptionHelpFormatter)
   ap.add_argument("--presets", default="glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b")
   ap.add_argument("--mix", default="release")
   ap.add_argument("--depth", default="0", help="comma list of prompt tokens before the window (default 0)")

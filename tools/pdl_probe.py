@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Does programmatic dependent launch (PDL, Hopper's griddepcontrol) pay inside a CUDA graph for a decode-like chain?
 
 A chain of `--nodes` kernels, each streaming its own weight buffer (`--mib`, distinct buffers: DRAM, not L2) and reading the
@@ -9,12 +8,10 @@ previous kernel's small output, is built as one CUDA graph three ways and replay
   pdl-late  the same edges, but no early trigger (dependents launch when the kernel ends): only the launch latency is hidden
 Prints us per kernel and the fraction of the copy floor, per weight size. The driver needs CUDA >= 12.3 for edge data.
 
-  DEV=CUDA python3 tools/pdl_probe.py [--nodes 300] [--mib 0.5,2,8]
+  DEV=CUDA python3 -m tools.pdl_probe [--nodes 300] [--mib 0.5,2,8]
 """
 from __future__ import annotations
 import argparse, ctypes, sys, time
-from pathlib import Path
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import apps  # noqa: F401  (the pinned tinygrad)
 from tinygrad import Device
 from tinygrad.runtime.support.compiler_cuda import NVRTCCompiler
@@ -51,7 +48,7 @@ class KernelNodeParams(ctypes.Structure):  # CUDA_KERNEL_NODE_PARAMS_v1
               ("kernelParams", ctypes.POINTER(ctypes.c_void_p)), ("extra", ctypes.POINTER(ctypes.c_void_p))]
 
 def main(argv=None) -> int:
-  ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  ap = argparse.ArgumentParser(prog="python3 -m tools.pdl_probe", description=__doc__.split("\n\n")[0])
   ap.add_argument("--nodes", type=int, default=300)
   ap.add_argument("--mib", default="0.5,2,8", help="weight MiB per kernel, comma-separated")
   ap.add_argument("--replays", type=int, default=20)

@@ -1,19 +1,17 @@
-#!/usr/bin/env python3
 """Where a prompt's prefill goes, call by call: generate(prompt, 1) replayed several times (the steady time, as llama-bench
 times pp: warm-ups first, then the median), and the same prefill taken apart with a device sync after each part: the
 host's set-up (the sampler's parameters, the padded token buffer), each chunk's captured step, and the read of the first
 token. Tells a slow kernel from a slow replay or a slow host. Then the first chunk without its head (the fill step): timed to
 its sync, replayed back to back (no sync between calls: the device's own time), and graph by graph (each graph's kernels,
 the nodes its replay updates, the host's time to launch it and its device time waited for alone). Where the host's time
-goes: tools/host_profile.py --target prompt.
+goes: `python3 -m tools.host_profile --target prompt`.
 
-  DEV=CUDA python3 tools/prefill_probe.py [--presets youtu-llm-2b,deepseek-v2-lite] [--prefill 512] [--runs 6]
+  DEV=CUDA python3 -m tools.prefill_probe [--presets youtu-llm-2b,deepseek-v2-lite] [--prefill 512] [--runs 6]
 """
 from __future__ import annotations
 import argparse, sys, time
 from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))
 import apps  # noqa: F401
 import numpy as np
 from tinygrad import Device
@@ -87,7 +85,7 @@ def parts(model: Transformer, prompt: list[int]) -> list[tuple[str, float, float
   return out
 
 def main(argv=None) -> int:
-  ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  ap = argparse.ArgumentParser(prog="python3 -m tools.prefill_probe", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   ap.add_argument("--presets", default="youtu-llm-2b,deepseek-v2-lite")
   ap.add_argument("--prefill", type=int, default=512)
   ap.add_argument("--runs", type=int, default=6, help="timed generate(prompt, 1) replays after two warm-ups")

@@ -25,11 +25,8 @@ the weight bytes the kernel must read (k of n_expert for routed experts) plus th
 ours over the kernel's time when it reads weights or cache, else tinygrad's.
 """
 from __future__ import annotations
-import sys
+import argparse, json, sys
 from pathlib import Path
-if __name__ == "__main__" and sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
-  sys.path[0] = str(Path(__file__).resolve().parent.parent)  # run as a script: do not let tools/profile.py shadow stdlib `profile`
-import argparse, json
 from collections import defaultdict
 from dataclasses import dataclass, asdict
 from typing import Sequence

@@ -1,9 +1,8 @@
-#!/usr/bin/env python3
 """Client-side speed of the OpenAI-compatible server: streams chat completions and reports what a client sees
 (time to first token, generated tokens per second after it), as the server's usage counts them.
 
   python3 apps/llm.py --model glm-4.7-flash --serve 8080 &      # then, once /health answers:
-  python3 tools/serve_client.py --port 8080 --requests 3 --max-tokens 128
+  python3 -m tools.serve_client --port 8080 --requests 3 --max-tokens 128
 
 Talks to 127.0.0.1 only; bounded in requests and time.
 """
@@ -38,7 +37,7 @@ def one(base: str, max_tokens: int, prompt: str) -> dict:
   return {"ttft_s": (first or end) - t0, "tokens": n, "tok_s": (n - 1) / (end - first) if first and n > 1 and end > first else 0.0}
 
 def main() -> None:
-  ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  ap = argparse.ArgumentParser(prog="python3 -m tools.serve_client", description=__doc__.split("\n\n")[0])
   ap.add_argument("--port", type=int, default=8080)
   ap.add_argument("--requests", type=int, default=3)
   ap.add_argument("--max-tokens", type=int, default=128)
