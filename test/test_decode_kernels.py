@@ -13,7 +13,7 @@ SCRIPT = r"""
 import json, sys
 import bench_block as bb
 from tinygrad.uop.ops import Ops
-from tools.ab_fusions import fusions_off, FUSIONS
+from tools.ab import fusions_off, FUSIONS
 out = {}
 def capture(preset, max_context, target="decode", kernels="hand"):
   bb.setup(["--model", preset, "--target", "decode", "--pos", "16", "--max-context", str(max_context), "--kernels", kernels])
@@ -33,7 +33,7 @@ def capture(preset, max_context, target="decode", kernels="hand"):
               hand_written=sum("#define GID_X" in s for s in sources),     # the dialect's prelude (apps/kernels)
               planned=sum(p.src[0].arg.opts_to_apply is not None for p in progs))
 for preset in ("deepseek-v2-lite-tiny", "glm-4.7-flash-tiny", "youtu-llm-2b-tiny"): out[preset] = capture(preset, 256)
-with fusions_off(set(FUSIONS)): out["off"] = capture("deepseek-v2-lite-tiny", 257)  # tools/ab_fusions.py's variant A
+with fusions_off(set(FUSIONS)): out["off"] = capture("deepseek-v2-lite-tiny", 257)  # `tools.ab fusions`' variant A
 out["fill"] = capture("glm-4.7-flash-tiny", 258, "fill")                          # a prefill chunk
 for target in ("decode", "fill"): out["generated_" + target] = capture("glm-4.7-flash-tiny", 259, target, "generated")
 print("RESULT " + json.dumps(out))
@@ -65,8 +65,8 @@ def test_kernels_per_decode_token(captures, preset):
 @needs_nvcc
 def test_every_waiting_kernel_triggers_its_dependents(captures):
   """Every captured kernel of a decode step that waits on its grid (the hand-written ones) lets the next one launch at its
-  start; in a prefill chunk only the routing does (the GEMMs and the prefill attention are many waves); tools/ab_fusions.py's
-  `trigger` off (its variant A) takes the trigger out of all of them."""
+  start; in a prefill chunk only the routing does (the GEMMs and the prefill attention are many waves); `tools.ab fusions`
+  --off trigger (its variant A) takes the trigger out of all of them."""
   for key in ("deepseek-v2-lite-tiny", "glm-4.7-flash-tiny", "youtu-llm-2b-tiny"):
     r = captures[key]
     assert r["waits"] >= 6 * r["n_layer"] and r["triggers"] == r["waits"], (key, r["waits"], r["triggers"])
@@ -76,7 +76,7 @@ def test_every_waiting_kernel_triggers_its_dependents(captures):
 
 @needs_nvcc
 def test_ab_fusions_variant_a_is_the_unfused_step(captures):
-  """tools/ab_fusions.py with every fusion off (DeepSeek-V2-Lite's direct attn_q): q and kv_a as two kernels per block, k_b
+  """`tools.ab fusions` with every fusion off (DeepSeek-V2-Lite's direct attn_q): q and kv_a as two kernels per block, k_b
   reading q_nope from q's own output; the shared and the routed gate_up as two kernels, and their downs."""
   r, on = captures["off"], captures["deepseek-v2-lite-tiny"]
   assert len(r["names"]) - len(on["names"]) == r["n_layer"] + 2 * r["n_moe"]

@@ -381,11 +381,11 @@ def test_device_prefill_product(typ):
   finally: D.kernel_cached.cache_clear()
 
 def test_ab_tool_runs_and_restores_the_providers(capsys):
-  """tools/ab_prefill.py on a tiny preset (on the CPU both variants are the portable kernels): one line per variant, the
+  """`tools.ab prefill` on a tiny preset (on the CPU both variants are the portable kernels): one line per variant, the
   same first token, and the providers as they were."""
-  from tools import ab_prefill
+  from tools import ab
   before = list(D._PROVIDERS)
-  assert ab_prefill.main(["--presets", "youtu-llm-2b-tiny", "--prefill", "20", "--rounds", "1"]) == 0
+  assert ab.main(["prefill", "--presets", "youtu-llm-2b-tiny", "--prefill", "20", "--rounds", "1"]) == 0
   out = capsys.readouterr().out
   lines = [l for l in out.splitlines() if "prefill 20 tokens" in l]
   assert len(lines) == 2 and "portable" in lines[0] and "gemm" in lines[1]
@@ -396,7 +396,7 @@ def test_ab_tool_runs_and_restores_the_providers(capsys):
 
 def test_ab_summary():
   """The summary's arithmetic: medians over rounds, the difference in percent, within or past half the first's spread."""
-  from tools.ab_prefill import summary
+  from tools.ab import summary
   out = summary("m", {"A": [10.0, 12.0, 11.0], "B": [10.4, 10.6, 10.5]})
   assert out[0] == "m summary A       : median 11.00 ms, min 10.00, max 12.00 over 3 rounds"
   assert out[2] == "m summary B / A: -4.5% in medians (within half the spread of A's rounds, 9.1%)"
@@ -404,36 +404,36 @@ def test_ab_summary():
   assert summary("m", {"A": [10.0], "B": [11.0]})[2].endswith("(too few rounds to judge the spread)")
 
 def test_ab_tool_chunks_and_fusions(capsys):
-  """tools/ab_prefill.py --chunks: one line per variant of chunk lengths, the same first token (chunking changes no result), and the
-  model's chunk the last one; --off: variant A with those fusions off; the three A/Bs are one at a time."""
-  from tools import ab_prefill
-  assert ab_prefill.main(["--presets", "youtu-llm-2b-tiny", "--prefill", "20", "--rounds", "1", "--chunks", "8,32+8"]) == 0
-  assert ab_prefill.main(["--presets", "youtu-llm-2b-tiny", "--prefill", "20", "--rounds", "1", "--off", "trigger"]) == 0
+  """`tools.ab prefill --chunks`: one line per variant of chunk lengths, the same first token (chunking changes no result), and
+  the model's chunk the last one; --off: variant A with those fusions off; the three A/Bs are one at a time."""
+  from tools import ab
+  assert ab.main(["prefill", "--presets", "youtu-llm-2b-tiny", "--prefill", "20", "--rounds", "1", "--chunks", "8,32+8"]) == 0
+  assert ab.main(["prefill", "--presets", "youtu-llm-2b-tiny", "--prefill", "20", "--rounds", "1", "--off", "trigger"]) == 0
   lines = [l for l in capsys.readouterr().out.splitlines() if "prefill 20 tokens" in l]
   assert [l.split(":")[0].split(" 1 ", 1)[1].strip() for l in lines] == ["chunks 8", "chunks 32+8", "A", "B"]
   assert len({l.split("first token ")[1] for l in lines}) == 1
   for bad in (["--chunks", "0,8"], ["--off", "nothing"], ["--chunks", "8", "--off", "trigger"]):
-    with pytest.raises(SystemExit): ab_prefill.main(["--presets", "youtu-llm-2b-tiny", *bad])
+    with pytest.raises(SystemExit): ab.main(["prefill", "--presets", "youtu-llm-2b-tiny", *bad])
 
 def test_ab_tool_variant_file(tmp_path, capsys):
-  """tools/ab_prefill.py --a: variant A is another apps/kernels/gemm.py (here a copy with a marker), B the checked-out one;
+  """`tools.ab prefill --a`: variant A is another apps/kernels/gemm.py (here a copy with a marker), B the checked-out one;
   the package's module is the checked-out one again afterwards."""
   import apps.kernels
-  from tools import ab_prefill
+  from tools import ab
   mod = apps.kernels.gemm
   (tmp_path / "gemm.py").write_text(Path(mod.__file__).read_text() + "\nVARIANT_A = True\n")
-  assert ab_prefill.main(["--presets", "youtu-llm-2b-tiny", "--prefill", "20", "--rounds", "1", "--a", str(tmp_path / "gemm.py")]) == 0
+  assert ab.main(["prefill", "--presets", "youtu-llm-2b-tiny", "--prefill", "20", "--rounds", "1", "--a", str(tmp_path / "gemm.py")]) == 0
   lines = [l for l in capsys.readouterr().out.splitlines() if "prefill 20 tokens" in l]
   assert [l.split(":")[0].split()[-1] for l in lines] == ["A", "B"]
   assert apps.kernels.gemm is mod and not hasattr(mod, "VARIANT_A")
 
 def test_ab_tool_variant_file_in_a_fresh_process(tmp_path):
-  """tools/ab_prefill.py --a as the GPU machine runs it: a fresh interpreter, where nothing has imported apps.kernels.gemm
-  before variant A swaps it in."""
+  """`python3 -m tools.ab prefill --a` as the GPU machine runs it: a fresh interpreter, where nothing has imported
+  apps.kernels.gemm before variant A's model uses it."""
   import subprocess, sys
   root = Path(__file__).resolve().parent.parent
   (tmp_path / "gemm.py").write_text((root / "apps" / "kernels" / "gemm.py").read_text())
-  r = subprocess.run([sys.executable, "-m", "tools.ab_prefill", "--presets", "youtu-llm-2b-tiny", "--prefill", "12", "--rounds", "1",
+  r = subprocess.run([sys.executable, "-m", "tools.ab", "prefill", "--presets", "youtu-llm-2b-tiny", "--prefill", "12", "--rounds", "1",
                       "--a", str(tmp_path / "gemm.py")], cwd=root, capture_output=True, text=True, timeout=600)
   assert r.returncode == 0, r.stderr[-2000:]
   assert [l.split(":")[0].split()[-1] for l in r.stdout.splitlines() if "prefill 12 tokens" in l] == ["A", "B"]

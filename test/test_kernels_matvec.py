@@ -338,18 +338,18 @@ def test_emulated_metal(tmp_path):
     assert relerr(out, r + silu(xn @ W[:F].T) * (xn @ W[F:].T)) < BOUND(K)
 
 def test_ab_kernel_tool_runs_and_restores(tmp_path, capsys):
-  """tools/ab_kernel.py on a tiny preset with A = a copy of the module (on the CPU both variants are the portable kernels):
+  """`tools.ab kernel` on a tiny preset with A = a copy of the module (on the CPU both variants are the portable kernels):
   a line per variant, identical greedy tokens, the module restored; a missing A file is a one-line error."""
   import apps.kernels
   from pathlib import Path
-  from tools import ab_kernel
+  from tools import ab
   a = tmp_path / "matvec.py"
   a.write_text(Path(matvec.__file__).read_text())
-  assert ab_kernel.main(["--a", str(a), "--presets", "youtu-llm-2b-tiny", "--decode", "6", "--rounds", "1"]) == 0
+  assert ab.main(["kernel", "--a", str(a), "--presets", "youtu-llm-2b-tiny", "--decode", "6", "--rounds", "1"]) == 0
   out = capsys.readouterr().out
   assert "round 1 A: median" in out and "round 1 B: median" in out and "greedy tokens A vs B: 10/10 the same" in out, out
   assert apps.kernels.matvec is matvec
-  with pytest.raises(SystemExit): ab_kernel.main(["--a", str(tmp_path / "none.py")])
+  with pytest.raises(SystemExit): ab.main(["kernel", "--a", str(tmp_path / "none.py")])
   assert "no such file" in capsys.readouterr().err
 
 AB_SWAP = r"""
@@ -358,19 +358,19 @@ from apps.gguf import GGMLType
 from apps.packed import format_for
 from apps.dispatch import KernelSpec, kernel_for
 from apps.kernels import matvec
-from tools import ab_kernel
+from tools import ab
 spec = KernelSpec("linear", format_for(GGMLType.Q4_0, 256), 1, 1, 64, 256, 1, False, False, "NULL")
 shape = lambda m: m.MatvecShape("linear", GGMLType.Q4_0, 1, 1, 64, 256, 1, False)
-a = ab_kernel.load_variant(matvec.__file__, "matvec")
-ab_kernel.swap("matvec", a)
+a = ab.load_variant(matvec.__file__, "matvec")
+ab.swap("matvec", a)
 print("A", kernel_for(spec) is a.kernel(shape(a), 0.0, "NULL"), kernel_for(spec) is not matvec.kernel(shape(matvec), 0.0, "NULL"))
-ab_kernel.swap("matvec", matvec)
+ab.swap("matvec", matvec)
 print("B", kernel_for(spec) is matvec.kernel(shape(matvec), 0.0, "NULL"))
 """
 
 @needs_nvcc
 def test_ab_kernel_swap_reaches_the_seam():
-  """On a device with hand-written kernels (DEV=NULL:NVCC), after ab_kernel.swap the seam builds its kernels from the
+  """On a device with hand-written kernels (DEV=NULL:NVCC), after ab.swap the seam builds its kernels from the
   swapped-in module, and from the checked-out one again after the swap back."""
   out = run_nvcc_script(AB_SWAP)
   assert "A True True" in out and "B True" in out, out

@@ -67,7 +67,7 @@ def bench_prefill(name: str, shape: tuple, tokens: int, start: int, layers: int,
   """One chunk's attention per block: each kernel the device can run (the tensor-core one first), timed as TinyJit replays
   of `layers` blocks; their outputs compared."""
   from apps.kernels import program, has_mma
-  from tools.ab_kernel import load_variant
+  from tools.ab import load_variant
   from apps.kernels.mla_attention import (AttentionShape, prefill_attend_kernel, prefill_mma_kernel, combine_kernel, prefill_splits,
                                           launch_prefill)
   H, KV, NOPE, R, _ = shape

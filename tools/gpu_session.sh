@@ -36,17 +36,17 @@ for s in $steps; do
     kernels) timeout 400 python3 -m pytest -q -x -p no:cacheprovider test/test_kernels_matvec.py test/test_kernels_attention.py \
                test/test_kernels_router.py test/test_kernels_gemm.py 2>&1 | tee "$OUT/kernels.log" | tail -3 ;;
     abkernel) ms=${MODELS:-youtu-llm-2b deepseek-v2-lite}
-             timeout 560 python3 -m tools.ab_kernel --a "${A:?abkernel needs A=<variant file>}" --module "${MODULE:-matvec}" \
+             timeout 560 python3 -m tools.ab kernel --a "${A:?abkernel needs A=<variant file>}" --module "${MODULE:-matvec}" \
                --presets "${ms// /,}" --rounds 2 2>&1 | tee "$OUT/ab_kernel.log" ;;
-    abfusions) ms=${MODELS:-youtu-llm-2b deepseek-v2-lite}   # tools/ab_fusions.py: A = the named fusions off
-             timeout 580 python3 -m tools.ab_fusions --off "${OFF:-stack_q}" --presets "${ms// /,}" --rounds 2 2>&1 \
+    abfusions) ms=${MODELS:-youtu-llm-2b deepseek-v2-lite}   # tools.ab fusions: A = the named fusions off
+             timeout 580 python3 -m tools.ab fusions --off "${OFF:-stack_q}" --presets "${ms// /,}" --rounds 2 2>&1 \
                | tee "$OUT/ab_fusions.log" ;;
     fill)    for m in ${MODELS:-youtu-llm-2b deepseek-v2-lite}; do
                timeout 300 python3 -m tools.profile --model $m --target prompt --chunk 512 --pos 0 --repeat 2 --count 3 --top 8 2>&1 \
                  | tee "$OUT/fill_$m.txt" | tail -40
              done ;;
     abprefill) ms=${MODELS:-youtu-llm-2b deepseek-v2-lite}   # A=<file>: that gemm.py against the checked-out one
-             timeout 560 python3 -m tools.ab_prefill ${A:+--a "$A"} --presets "${ms// /,}" --prefill 512 --rounds ${ROUNDS:-5} 2>&1 \
+             timeout 560 python3 -m tools.ab prefill ${A:+--a "$A"} --presets "${ms// /,}" --prefill 512 --rounds ${ROUNDS:-5} 2>&1 \
                | tee -a "$OUT/ab_prefill.log" ;;
     ncu)     cnt=${PROMPT:+3}; cnt=${cnt:-10}
              for m in ${MODELS:-youtu-llm-2b deepseek-v2-lite}; do   # device time of every kernel of one decode token (PROMPT=1:

@@ -23,7 +23,7 @@ float4s of 4 rows / 4 tokens, and every thread accumulates 4 x 4 of out from two
 the result is the float product.
 
 apps/dispatch.py asks this module first for every product of more than 4 tokens (H100 prefill 512 A/Bs with
-`tools/ab_prefill.py`, OPTIMIZATION_JOURNAL.md: CUDA-core kernel against the portable kernels +44% Youtu-LLM-2B, +8%
+`python3 -m tools.ab prefill`, OPTIMIZATION_JOURNAL.md: CUDA-core kernel against the portable kernels +44% Youtu-LLM-2B, +8%
 DeepSeek-V2-Lite, +2.5% / +63% more with its loads one step ahead; the tensor-core kernel against it +40% / +93% / +126%
 on GLM-4.7-Flash, and its later steps up to +30% more).
 
