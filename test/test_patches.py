@@ -173,3 +173,37 @@ print("ok")
 
 def test_0006_debug_print_while_the_worker_pool_spawns(trees):
   assert_patch_needed(trees, "0006", DEBUG_PRINT_DURING_SPAWN, env={"DEV": "CPU"})
+
+SYMBOLIC_ELEMENTWISE = """
+# an elementwise kernel over a symbolic length merged into one dim (a token count times a width) gets an upcast and a workgroup
+import numpy as np
+from tinygrad import Tensor, UOp, TinyJit
+from tinygrad.codegen.opt import OptOps
+from tinygrad.codegen.opt.heuristic import hand_coded_optimizations
+from tinygrad.codegen.opt.postrange import Scheduler
+from tinygrad.renderer.cstyle import NVCCRenderer
+from tinygrad.helpers import Target
+
+n = UOp.variable("n_tokens", 1, 512)
+ast = (Tensor.empty(512 * 2048, device="NULL")[:n.bind(7) * 2048] * 2).contiguous().linear_with_vars()[0].src[-1].src[0]
+k = Scheduler(ast, NVCCRenderer(Target(device="CUDA", arch="sm_90")))  # no GPU needed: only the opts are asked for
+k.convert_loop_to_global()
+opts = hand_coded_optimizations(k).applied_opts
+assert {o.op for o in opts} >= {OptOps.UPCAST, OptOps.LOCAL}, opts
+
+# those opts on a GPU-style device (PYTHON runs kernels with locals): the right values at every n, nothing written past n
+m = UOp.variable("n_tokens", 1, 64)
+a = Tensor(np.arange(64 * 96, dtype=np.float32), device="PYTHON").realize()
+out = Tensor.zeros(64 * 96, device="PYTHON").contiguous().realize()
+@TinyJit
+def f(v): out[:v * 96].assign(a[:v * 96] * 2 + 1).realize()
+for s in (5, 7, 64, 3):
+  out.assign(Tensor.zeros(64 * 96, device="PYTHON")).realize()
+  f(m.bind(s))
+  got = out.numpy()
+  assert np.array_equal(got[:s * 96], np.arange(s * 96, dtype=np.float32) * 2 + 1) and not got[s * 96:].any(), s
+print("ok")
+"""
+
+def test_0007_symbolic_elementwise_gets_upcast_and_local(trees):
+  assert_patch_needed(trees, "0007", SYMBOLIC_ELEMENTWISE)
