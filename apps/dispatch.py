@@ -1,6 +1,8 @@
 """The one seam between the layers and the kernels: a KernelSpec says what a product must compute, kernel_for picks who
 computes it (a registered hand-written provider, else the portable UOp kernel), and run / run_sum launch calls of one
-input side by side or summed in one kernel.
+input side by side or summed in one kernel. A spec carries the model's choices: its kernel path, its fusions
+(apps.kernels.Fusions: side_by_side and sum are decided here) and the modules the hand-written kernels come from
+(apps.kernels.KernelModules); the kernel cache keys on all of them.
 
 Kernels: out[b, (j,) n] = sum over chunks R and the chunk's inner weights of float(x) * w, accumulated in fp32 and stored
 in x's dtype. On GPUs (plan_opts) the inner ranges are unrolled (a uint4 load of quant words, nibbles from registers), a
@@ -10,10 +12,11 @@ tinygrad's heuristics choose. Shapes must be concrete: a symbolic batch (prefill
 """
 from __future__ import annotations
 import functools, math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Callable
 from apps import KERNEL_PATHS
 from apps.gguf import GGMLType
+from apps.kernels import Fusions, KernelModules
 from tinygrad import Tensor, dtypes, Device, UOp
 from tinygrad.dtype import DType
 from tinygrad.helpers import prod
@@ -47,6 +50,8 @@ class KernelSpec:
   x_dtype: DType = dtypes.float32
   x_stride: int = 0         # elements between x rows (slots); 0: K. Wider rows: the first K are the input
   kernels: str = "hand"     # KERNEL_PATHS: "generated" asks tinygrad's code generator alone (no source, no planned opts)
+  fusions: Fusions = Fusions()  # the model's: side_by_side and sum decide run / run_sum, trigger the hand-written source
+  modules: KernelModules = field(default_factory=KernelModules)  # the modules the hand-written matvecs and GEMMs come from
 
   @property
   def fused(self) -> bool: return self.norm or self.residual or self.glu or self.mix or bool(self.x_stride)
@@ -72,23 +77,27 @@ def kernel_for(spec: KernelSpec) -> KernelFn | None:
 
 def _matvec_shape(spec: KernelSpec):
   """The hand-written decode matvec (apps/kernels/matvec.py) shape for `spec`, or None where none serves it."""
-  from apps.kernels import matvec, language_of
+  from apps.kernels import language_of
+  matvec = spec.modules.matvec
   if spec.op not in ("linear", "experts", "batched") or spec.x_dtype != dtypes.float32 or not matvec.available(spec.device): return None
   if spec.fmt.type not in matvec.TYPES or spec.fmt.block != matvec.TYPES[spec.fmt.type].block: return None
   shape = matvec.MatvecShape(spec.op, spec.fmt.type, spec.B, spec.J, spec.N, spec.K, spec.E, spec.x_per_slot,
                              spec.norm, spec.residual, spec.glu, spec.mix, spec.x_stride)
   return shape if matvec.supports(shape, language_of(spec.device)) else None
 
+def _trigger(spec: KernelSpec) -> tuple:
+  """The trigger argument of the matvec builders: none where it is on (their default form: one cache entry), else False."""
+  return () if spec.fusions.trigger else (False,)
+
 def _source_matvec(spec: KernelSpec) -> KernelFn | None:
   """Hand-written decode matvecs (apps/kernels/matvec.py) on devices that compile CUDA or Metal source."""
-  from apps.kernels import matvec
-  return None if (shape := _matvec_shape(spec)) is None else matvec.kernel(shape, spec.eps, spec.device)
+  return None if (shape := _matvec_shape(spec)) is None else spec.modules.matvec.kernel(shape, spec.eps, spec.device, *_trigger(spec))
 _PROVIDERS.append(_source_matvec)
 
 def _source_gemm(spec: KernelSpec) -> KernelFn | None:
-  """Hand-written prefill GEMMs (apps/kernels/gemm.py): the products of more tokens than the decode matvecs take."""
-  from apps.kernels import gemm
-  return gemm.provider(spec)
+  """Hand-written prefill GEMMs (apps/kernels/gemm.py): the products of more tokens than the decode matvecs take (none
+  where the model runs without a GEMM: KernelModules.gemm None). They never trigger their dependents early."""
+  return None if spec.modules.gemm is None else spec.modules.gemm.provider(spec)
 _PROVIDERS.insert(0, _source_gemm)
 
 def base_device(device: str) -> str: return device.split(":")[0]
@@ -231,11 +240,15 @@ def _matvec_shapes(specs: tuple[KernelSpec, ...]) -> tuple | None:
   if any(sp.kernels != "hand" or next((p for p in _PROVIDERS if p(sp) is not None), None) is not _source_matvec for sp in specs): return None
   return tuple(_matvec_shape(sp) for sp in specs)
 
+def _one_model(specs: tuple[KernelSpec, ...]) -> bool:
+  """The specs' layers run with one set of fusions and kernel modules (one model's), which a kernel of all of them keeps."""
+  return len({(sp.fusions, sp.modules) for sp in specs}) == 1
+
 def _side_by_side(specs: tuple[KernelSpec, ...]) -> KernelFn | None:
-  """One kernel for several specs, side by side (hand-written decode matvecs), or None."""
-  from apps.kernels import matvec
-  if (shapes := _matvec_shapes(specs)) is None: return None
-  return matvec.kernel_side_by_side(shapes, tuple(sp.eps for sp in specs), specs[0].device)
+  """One kernel for several specs, side by side (hand-written decode matvecs), or None (also where the model runs without
+  the fusion: Fusions.side_by_side)."""
+  if not _one_model(specs) or not specs[0].fusions.side_by_side or (shapes := _matvec_shapes(specs)) is None: return None
+  return specs[0].modules.matvec.kernel_side_by_side(shapes, tuple(sp.eps for sp in specs), specs[0].device, *_trigger(specs[0]))
 
 def run(*calls: KernelCall | Tensor) -> list[Tensor]:
   """The results of layer calls (their `call` methods' returns): kernel calls on one device in one launch where the
@@ -250,10 +263,13 @@ def run(*calls: KernelCall | Tensor) -> list[Tensor]:
   return [c if isinstance(c, Tensor) else done[id(c)] for c in calls]
 
 def _summed(specs: tuple[KernelSpec, ...]) -> KernelFn | None:
-  """One kernel computing the sum of several specs' products (hand-written decode matvecs), or None."""
-  from apps.kernels import matvec, language_of
+  """One kernel computing the sum of several specs' products (hand-written decode matvecs), or None (also where the model
+  runs without the fusion: Fusions.sum)."""
+  from apps.kernels import language_of
+  if not _one_model(specs) or not specs[0].fusions.sum: return None
+  matvec = specs[0].modules.matvec
   if (terms := _matvec_shapes(specs)) is None or not matvec.supports(terms, language_of(specs[0].device)): return None
-  return matvec.kernel(terms, specs[0].eps, specs[0].device)
+  return matvec.kernel(terms, specs[0].eps, specs[0].device, *_trigger(specs[0]))
 
 def run_sum(*calls: KernelCall | Tensor) -> Tensor:
   """The sum of layer calls' results of one shape (a routed experts' down + mix + residual and a shared expert's down):

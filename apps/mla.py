@@ -18,7 +18,7 @@ from tinygrad.uop.ops import resolve
 from apps.gguf import GGUFFile, GGUFError
 from apps.quantized import QuantizedLinear, QuantizedExpertWeights, load_tensor, rms_norm
 from apps.dispatch import KernelCall, run, run_sum
-from apps.kernels import router, mla_attention
+from apps.kernels import Fusions, KernelModules
 
 class Gating(enum.IntEnum):
   """llama.cpp's LLAMA_EXPERT_GATING_FUNC_TYPE values."""
@@ -252,8 +252,8 @@ class Block:
   The norms, SwiGLUs, expert mix and residual adds are passed to the layers, which fuse them into their kernels where
   a kernel can (the decode matvecs on GPUs) and run them as separate ops elsewhere."""
 
-  def __init__(self, gf: GGUFFile, i: int, cfg: Config, device: str | None, cache_dtype, split_mask: int):
-    self.cfg, self.i, self.split_mask = cfg, i, split_mask
+  def __init__(self, gf: GGUFFile, i: int, cfg: Config, device: str | None, cache_dtype, split_mask: int, fusions: Fusions = Fusions()):
+    self.cfg, self.i, self.split_mask, self.fusions = cfg, i, split_mask, fusions
     p = f"blk.{i}."
     lin = lambda n: QuantizedLinear.from_gguf(gf, p + n + ".weight", device)
     def gate_up(suffix: str) -> QuantizedLinear | tuple[QuantizedLinear, QuantizedLinear]:
@@ -261,12 +261,13 @@ class Block:
       names = [p + f"ffn_gate{suffix}.weight", p + f"ffn_up{suffix}.weight"]
       return QuantizedLinear.from_gguf(gf, names, device) if _stackable(gf, names) else (lin(f"ffn_gate{suffix}"), lin(f"ffn_up{suffix}"))
     self.attn_norm, self.ffn_norm = load_tensor(gf, p + "attn_norm.weight", device), load_tensor(gf, p + "ffn_norm.weight", device)
-    # q_a (or a direct attn_q) and kv_a read the same normed x: stacked [q_a; kv_a] ([q; kv_a]) into one weight (one
-    # kernel) when they share a type; q_b (k_b) and the attention kernel then read their parts of its output in place
+    # q_a (or a direct attn_q) and kv_a read the same normed x: stacked [q_a; kv_a] ([q; kv_a], unless the model runs
+    # without Fusions.stack_q) into one weight (one kernel) when they share a type; q_b (k_b) and the attention kernel then
+    # read their parts of its output in place
     self.attn_qkv_a = self.attn_q_a = self.attn_q = self.attn_kv_a_mqa = None
     q_name = "attn_q_a" if cfg.q_lora_rank else "attn_q"
     names = [p + q_name + ".weight", p + "attn_kv_a_mqa.weight"]
-    if _stackable(gf, names): self.attn_qkv_a = QuantizedLinear.from_gguf(gf, names, device)
+    if _stackable(gf, names) and (cfg.q_lora_rank or fusions.stack_q): self.attn_qkv_a = QuantizedLinear.from_gguf(gf, names, device)
     else: setattr(self, q_name, lin(q_name)); self.attn_kv_a_mqa = lin("attn_kv_a_mqa")
     if cfg.q_lora_rank:
       self.attn_q_b = lin("attn_q_b")
@@ -289,13 +290,14 @@ class Block:
     self.cache_dtype = cache_dtype
 
   kernels = "hand"  # apps.KERNEL_PATHS: "generated" runs no hand-written kernel (Transformer.set_kernels sets it)
+  kernel_modules = KernelModules()  # the modules of the attention and routing kernels (Transformer.set_kernel_modules sets it)
 
   def layers(self) -> list:
     """The packed-weight layers of this block (whose `kernels` the model sets)."""
     flat = [w for v in vars(self).values() for w in (v if isinstance(v, tuple) else (v,))]
     return [w for w in flat if isinstance(w, (QuantizedLinear, QuantizedExpertWeights))]
 
-  def hand_written(self, device: str) -> bool: return self.kernels == "hand" and mla_attention.available(device)
+  def hand_written(self, device: str) -> bool: return self.kernels == "hand" and self.kernel_modules.mla_attention.available(device)
 
   def split(self, x: Tensor, name: str) -> Tensor:
     return x.contiguous() if self.split_mask >> SPLIT_POINTS.index(name) & 1 else x
@@ -320,10 +322,10 @@ class Block:
     if tables is not None and isinstance(T, int) and T == 1 and self.hand_written(x.device) and cache.dtype == dtypes.float32:
       # q_nope of every head, read in place (from q, or from the stacked [q; kv_a] output), absorbed: (1, H, kv_lora)
       q_lat = self.attn_k_b.batched(q.reshape(1, -1), prefix=True, slot_stride=kq)
-      out = mla_attention.mla_decode_attention(q_lat.reshape(cfg.n_head, cfg.kv_lora_rank), q.reshape(-1), kv.reshape(-1),
-                                               self.attn_kv_a_norm, cache, *tables, n_head=cfg.n_head, kv_lora=cfg.kv_lora_rank,
-                                               qk_nope=cfg.qk_nope, qk_rope=cfg.qk_rope, scale=cfg.kq_scale, eps=cfg.norm_eps,
-                                               kv_offset=kv_off)
+      out = self.kernel_modules.mla_attention.mla_decode_attention(
+        q_lat.reshape(cfg.n_head, cfg.kv_lora_rank), q.reshape(-1), kv.reshape(-1), self.attn_kv_a_norm, cache, *tables, n_head=cfg.n_head,
+        kv_lora=cfg.kv_lora_rank, qk_nope=cfg.qk_nope, qk_rope=cfg.qk_rope, scale=cfg.kq_scale, eps=cfg.norm_eps, kv_offset=kv_off,
+        fusions=self.fusions)
       out = self.attn_v_b.batched(out.reshape(1, cfg.n_head, cfg.kv_lora_rank))
       return self.attn_output(out.reshape(1, cfg.n_head * cfg.v_head), residual=x)
     q = q[:, :cfg.n_head * kq].reshape(T, cfg.n_head, kq)
@@ -337,8 +339,8 @@ class Block:
     if tables is not None and self.hand_written(x.device) and cache.dtype == dtypes.float32:
       # causal attention of the chunk over the cache: one kernel on the tensor cores (CUDA sm_80+), else a split of each
       # token's keys and their combine
-      out = mla_attention.mla_prefill_attention(q_lat.float(), q_pe.float(), cache, tables[2], kv_lora=cfg.kv_lora_rank,
-                                                qk_rope=cfg.qk_rope, scale=cfg.kq_scale)  # (T, H, kv_lora)
+      out = self.kernel_modules.mla_attention.mla_prefill_attention(q_lat.float(), q_pe.float(), cache, tables[2], kv_lora=cfg.kv_lora_rank,
+                                                                    qk_rope=cfg.qk_rope, scale=cfg.kq_scale, fusions=self.fusions)  # (T, H, kv_lora)
     else:
       q = self.split(q_lat.cat(q_pe, dim=-1), "q")                             # (T, H, kv_lora + rope)
       keys = cache[0:start_pos + T]                                             # (S, kv_lora + rope): one row per token
@@ -358,8 +360,9 @@ class Block:
     """DeepSeekMoE routing from the router logits (T, n_expert): (selected expert ids (T, k) int32, their weights (T, k) fp32).
     Given `sel`, the weights of those experts instead (a choice made elsewhere: tools compare paths at the same routing)."""
     cfg = self.cfg
-    fused = None if self.kernels != "hand" or sel is not None else router.route(logits, self.exp_probs_b, cfg.n_expert_used, int(cfg.gating),
-                                                             cfg.expert_weights_norm, cfg.expert_weights_scale, cfg.n_expert_groups)
+    fused = None if self.kernels != "hand" or sel is not None else \
+      self.kernel_modules.router.route(logits, self.exp_probs_b, cfg.n_expert_used, int(cfg.gating), cfg.expert_weights_norm,
+                                       cfg.expert_weights_scale, cfg.n_expert_groups, fusions=self.fusions)
     if fused is not None: return fused  # one kernel where the device has hand-written kernels
     logits = logits.float()
     probs = logits.sigmoid() if cfg.gating == Gating.SIGMOID else logits.softmax(-1) if cfg.gating == Gating.SOFTMAX else logits

@@ -14,6 +14,7 @@ from tinygrad import Tensor, TinyJit, UOp, Device, dtypes
 from apps.gguf import GGUFFile
 from apps.mla import Block, Config, DEFAULT_SPLIT_MASK
 from apps import KERNEL_PATHS
+from apps.kernels import Fusions, KernelModules
 from apps.quantized import QuantizedEmbedding, QuantizedExpertWeights, QuantizedLinear, load_tensor
 from apps import sampling
 from apps.readback import Readback, upload
@@ -24,7 +25,8 @@ class ContextOverflow(ValueError):
 
 class Transformer:
   def __init__(self, gf: GGUFFile, max_context: int | None = None, device: str | None = None, split_mask: int = DEFAULT_SPLIT_MASK,
-               prefill_chunks: Sequence[int] = (512, 128), progress: Callable[[int, int], None] | None = None, kernels: str = "hand"):
+               prefill_chunks: Sequence[int] = (512, 128), progress: Callable[[int, int], None] | None = None, kernels: str = "hand",
+               fusions: Fusions = Fusions(), kernel_modules: KernelModules | None = None):
     self.cfg = cfg = Config.from_gguf(gf)
     self.device = Device.canonicalize(device)
     # Activations and latents stay float32 on every device: decode reads weights, not activations, so fp16 would save
@@ -38,7 +40,7 @@ class Transformer:
     self.output = QuantizedLinear.from_gguf(gf, "output.weight", self.device) if "output.weight" in gf.tensors else QuantizedLinear(self.token_embd.w)
     self.blocks: list[Block] = []
     for i in range(cfg.n_layer):
-      self.blocks.append(Block(gf, i, cfg, self.device, self.act_dtype, split_mask))
+      self.blocks.append(Block(gf, i, cfg, self.device, self.act_dtype, split_mask, fusions))
       if progress: progress(i + 1, cfg.n_layer)
     self.caches = [Tensor.zeros(self.max_context, cfg.kv_lora_rank + cfg.qk_rope, dtype=self.act_dtype, device=self.device).contiguous()
                    for _ in self.blocks]
@@ -55,6 +57,7 @@ class Transformer:
     self._v_pos = UOp.variable("start_pos", 0, self.max_context - 1)
     self.sampler = sampling.Sampler(cfg.vocab_size, self.device)
     self._jits: dict[tuple, TinyJit] = {}  # (sampler structure, the last prefill chunk's length or 0: decode) -> capture
+    self.kernels, self.fusions, self.kernel_modules = "hand", fusions, kernel_modules or KernelModules()
     self.set_prefill_chunks(*prefill_chunks)
     self.set_kernels(kernels)
 
@@ -64,10 +67,30 @@ class Transformer:
     or BEAM), as on a device without hand-written kernels. The captures are redone."""
     if kernels not in KERNEL_PATHS: raise ValueError(f"kernels {kernels!r}: choose one of {', '.join(KERNEL_PATHS)}")
     self.kernels = kernels
-    for b in self.blocks:
-      b.kernels = kernels
-      for layer in b.layers(): layer.kernels = kernels
-    self.output.kernels = kernels
+    self._configure_layers()
+
+  def set_fusions(self, fusions: Fusions) -> None:
+    """The fusions the model makes from now on (apps.kernels.Fusions; the captures are redone). stack_q decides how a
+    direct attn_q loads (stacked with kv_a or not): a model with one (q_lora_rank 0) keeps the stack_q it was loaded with
+    (ValueError: load one with the other, Transformer.from_gguf(..., fusions=...))."""
+    if fusions.stack_q != self.fusions.stack_q and self.cfg.q_lora_rank == 0:
+      raise ValueError(f"stack_q={fusions.stack_q}: this model's direct attn_q loaded with stack_q={self.fusions.stack_q}; "
+                       "load the model with the fusions instead (Transformer.from_gguf(..., fusions=...))")
+    self.fusions = fusions
+    self._configure_layers()
+
+  def set_kernel_modules(self, kernel_modules: KernelModules) -> None:
+    """The modules the hand-written kernels are built from (apps.kernels.KernelModules: another version of one, or no
+    prefill GEMM); the captures are redone."""
+    self.kernel_modules = kernel_modules
+    self._configure_layers()
+
+  def _configure_layers(self) -> None:
+    """The model's kernel path, fusions and kernel modules on every block and layer (they read them as they build their
+    kernels); the captures are redone."""
+    layers = [self.output] + [layer for b in self.blocks for layer in b.layers()]
+    for x in [*self.blocks, *layers]: x.kernels, x.fusions, x.kernel_modules = self.kernels, self.fusions, self.kernel_modules
+    self.token_embd.fusions = self.fusions
     self.drop_captures()
 
   def set_prefill_chunks(self, *lengths: int) -> None:

@@ -35,20 +35,21 @@ from tinygrad.uop.ops import sint
 from apps.packed import PackedTensor, format_for
 from apps import dispatch
 from apps.dispatch import KernelSpec, KernelCall, base_device
+from apps.kernels import Fusions, KernelModules, to_bound
 
 # ---------------------------------------------------------------- the layers
 
 def _check_device(w: PackedTensor, t: Tensor, what: str) -> None:
   if t.device != w.device: raise ValueError(f"{w.name}: {what} is on {t.device}, the weights on {w.device}")
 
-def _flat(t: Tensor, keep: int, what: str) -> tuple[Tensor, sint, int]:
+def _flat(t: Tensor, keep: int, what: str, slices: bool = True) -> tuple[Tensor, sint, int]:
   """t (*lead, *tail) with `keep` trailing dims -> (t as (Bmax, *tail), B = prod(lead), Bmax). A symbolic lead (a prefill
-  chunk of variable length) is padded to its bound, since kernels take concrete shapes; callers slice the result back."""
+  chunk of variable length) is padded to its bound, since kernels take concrete shapes; callers slice the result back.
+  slices: Fusions.slices (to_bound)."""
   if t.ndim < keep: raise ValueError(f"{what}: shape {t.shape} has fewer than {keep} dims")
   lead, tail = t.shape[:t.ndim - keep], t.shape[t.ndim - keep:]
   if not all(isinstance(d, int) for d in tail): raise ValueError(f"{what}: symbolic trailing dims {tail} are not supported")
-  from apps.kernels import to_bound
-  (t,), B, Bmax = to_bound(t.reshape(prod(lead), *tail))
+  (t,), B, Bmax = to_bound(t.reshape(prod(lead), *tail), slices=slices)
   return t, B, Bmax
 
 def _input_stride(x: Tensor, K: int, prefix: bool) -> int | None:
@@ -69,7 +70,10 @@ def rms_norm(x: Tensor, weight: Tensor, eps: float) -> Tensor:
 
 class QuantizedLinear:
   """y = x @ W.T for a GGUF 2D weight with ne = (in_features, out_features), W kept packed on the device."""
-  kernels = "hand"  # KERNEL_PATHS: which kernels compute it (the model sets it on its layers)
+  # which kernels compute it (KERNEL_PATHS), with which fusions, from which kernel modules: the model sets them on its layers
+  kernels = "hand"
+  fusions = Fusions()
+  kernel_modules = KernelModules()
   def __init__(self, w: PackedTensor):
     if len(w.rows) != 1: raise ValueError(f"{w.name}: a linear weight is 2D, got rows {w.rows}")
     self.w, self.in_features, self.out_features, self.type = w, w.in_features, w.rows[0], w.type
@@ -101,23 +105,23 @@ class QuantizedLinear:
       raise ValueError(f"{self.w.name}: input shape {x.shape} does not end in in_features={self.in_features}")
     _check_device(self.w, x, "the input")
     N = self.out_features // 2 if glu else self.out_features
-    xs, B, Bmax = _flat(x, 1, self.w.name)
+    xs, B, Bmax = _flat(x, 1, self.w.name, self.fusions.slices)
     spec = KernelSpec("linear", self.w.fmt, Bmax, 1, N, self.in_features, 1, False, False, base_device(x.device),
                       norm=norm is not None, residual=residual is not None, glu=glu, eps=norm[1] if norm else 0.0, x_dtype=x.dtype,
-                      x_stride=stride, kernels=self.kernels)
+                      x_stride=stride, kernels=self.kernels, fusions=self.fusions, modules=self.kernel_modules)
     if stride and (dispatch.kernel_cached(spec) is None or not isinstance(B, int)): return self(x[..., :self.in_features], norm, residual, glu)
     if dispatch.kernel_cached(spec) is None:  # the same math as separate ops
       y = self(rms_norm(x, *norm).cast(x.dtype) if norm is not None else x)
       if glu: y = y[..., :N].silu() * y[..., N:]
       return y if residual is None else residual + y
-    extra = ([norm[0]] if norm is not None else []) + ([_flat(residual, 1, self.w.name)[0]] if residual is not None else [])
+    extra = ([norm[0]] if norm is not None else []) + ([_flat(residual, 1, self.w.name, self.fusions.slices)[0]] if residual is not None else [])
     return KernelCall(spec, (Tensor.empty(Bmax, N, dtype=x.dtype, device=x.device), xs, *extra, *self.w.part_list()),
                       lambda y: _unflat(y, B, Bmax, (*x.shape[:-1], N)))
 
 class QuantizedExpertWeights:
   """MoE expert weights, GGUF 3D ne = (in, out, n_expert). A list of names (e.g. gate and up) is merged along `out`
   at load, so one kernel computes all of them from one read of the routing and of x."""
-  kernels = "hand"  # KERNEL_PATHS, as QuantizedLinear's
+  kernels, fusions, kernel_modules = "hand", Fusions(), KernelModules()  # as QuantizedLinear's
   def __init__(self, groups: list[PackedTensor], outs: list[int]):
     self.groups, self.outs = groups, outs
     w0 = groups[0]
@@ -165,20 +169,21 @@ class QuantizedExpertWeights:
     J, w, per_slot = sel.shape[-1], self.groups[0], self._check(sel, x)
     N = self.out_features // 2 if glu else self.out_features
     lead = sel.shape[:-1]
-    sels, B, Bmax = _flat(sel.cast(dtypes.int32), 1, self.name)   # a symbolic chunk of tokens runs its bound
+    sels, B, Bmax = _flat(sel.cast(dtypes.int32), 1, self.name, self.fusions.slices)   # a symbolic chunk of tokens runs its bound
     ok = len(self.groups) == 1 and isinstance(J, int) and not (norm is not None and per_slot)
     spec = KernelSpec("experts", w.fmt, Bmax, J, N, self.in_features, self.n_expert, per_slot, True,
                       base_device(x.device), norm=norm is not None, residual=residual is not None, glu=glu, mix=mix is not None,
-                      eps=norm[1] if norm else 0.0, x_dtype=x.dtype, kernels=self.kernels)
+                      eps=norm[1] if norm else 0.0, x_dtype=x.dtype, kernels=self.kernels, fusions=self.fusions, modules=self.kernel_modules)
     if not ok or dispatch.kernel_cached(spec) is None:  # the same math as separate ops
       y = self._plain(sel, rms_norm(x, *norm).cast(x.dtype) if norm is not None else x)
       if glu: y = y[..., :N].silu() * y[..., N:]
       if mix is not None: y = (y.float() * mix.unsqueeze(-1)).sum(-2).cast(x.dtype)
       return y if residual is None else residual + y
     for t in (sel, x): _check_device(w, t, "the input")
-    xs = _flat(x, 2 if per_slot else 1, self.name)[0]
-    extra = [sels] + ([_flat(mix.float(), 1, self.name)[0]] if mix is not None else []) + ([norm[0]] if norm is not None else []) + \
-            ([_flat(residual, 1 if mix is not None else 2, self.name)[0]] if residual is not None else [])
+    xs = _flat(x, 2 if per_slot else 1, self.name, self.fusions.slices)[0]
+    extra = [sels] + ([_flat(mix.float(), 1, self.name, self.fusions.slices)[0]] if mix is not None else []) + \
+            ([norm[0]] if norm is not None else []) + \
+            ([_flat(residual, 1 if mix is not None else 2, self.name, self.fusions.slices)[0]] if residual is not None else [])
     oshape = (Bmax, N) if mix is not None else (Bmax, J, N)
     return KernelCall(spec, (Tensor.empty(*oshape, dtype=x.dtype, device=x.device), xs, *extra, *w.part_list()),
                       lambda y: _unflat(y, B, Bmax, (*lead, N) if mix is not None else (*lead, J, N)))
@@ -196,12 +201,12 @@ class QuantizedExpertWeights:
   def _plain(self, sel: Tensor, x: Tensor) -> Tensor:
     J, per_slot = sel.shape[-1], self._check(sel, x)
     for w in self.groups: _check_device(w, x, "the input"); _check_device(w, sel, "sel")
-    sels, B, Bmax = _flat(sel.cast(dtypes.int32), 1, self.name)
-    xs, _, _ = _flat(x, 2 if per_slot else 1, self.name)
+    sels, B, Bmax = _flat(sel.cast(dtypes.int32), 1, self.name, self.fusions.slices)
+    xs, _, _ = _flat(x, 2 if per_slot else 1, self.name, self.fusions.slices)
     ys = []
     for w, n in zip(self.groups, self.outs):
       spec = KernelSpec("experts", w.fmt, Bmax, J, n, self.in_features, self.n_expert, per_slot, True, base_device(x.device),
-                        kernels=self.kernels)
+                        kernels=self.kernels, fusions=self.fusions, modules=self.kernel_modules)
       ys.append(dispatch.launch(spec, Tensor.empty(Bmax, J, n, dtype=x.dtype, device=x.device), xs, sels, *w.part_list()))
     return _unflat(self._cat(ys), B, Bmax, (*sel.shape, self.out_features))
 
@@ -221,11 +226,12 @@ class QuantizedExpertWeights:
     else:
       if x.ndim < 2 or x.shape[-2] != J or (stride := _input_stride(x, self.in_features, prefix)) is None:
         raise ValueError(f"{self.name}: batched input shape {x.shape} does not end in (n_expert, in)={(J, self.in_features)}")
-      xs, B, Bmax = _flat(x, 2, self.name)
+      xs, B, Bmax = _flat(x, 2, self.name, self.fusions.slices)
       sliced, lead = (lambda: self.batched(x[..., :self.in_features])), x.shape[:-1]
     for w in self.groups: _check_device(w, x, "the input")
     specs = [KernelSpec("batched", w.fmt, Bmax, J, n, self.in_features, J, True, False, base_device(x.device),
-                        x_stride=stride, kernels=self.kernels) for w, n in zip(self.groups, self.outs)]
+                        x_stride=stride, kernels=self.kernels, fusions=self.fusions, modules=self.kernel_modules)
+             for w, n in zip(self.groups, self.outs)]
     if stride and (not isinstance(B, int) or any(dispatch.kernel_cached(sp) is None for sp in specs)): return sliced()
     ys = []
     for w, n, spec in zip(self.groups, self.outs, specs):
@@ -236,24 +242,26 @@ def mul_mat_id(w: QuantizedExpertWeights, sel: Tensor, x: Tensor) -> Tensor:
   """ggml's mul_mat_id: out[..., j, :] = W[sel[..., j]] @ x (x (..., in) shared by the k slots, or (..., k, in))."""
   return w(sel, x)
 
-def dequantize_rows(w: PackedTensor, ids: Tensor | None = None, dtype: DType = dtypes.float32) -> Tensor:
-  """Rows of a packed tensor as floats: W[ids] (..., in) for int ids (...), or all of W (*rows, in) without ids. One kernel."""
+def dequantize_rows(w: PackedTensor, ids: Tensor | None = None, dtype: DType = dtypes.float32, slices: bool = True) -> Tensor:
+  """Rows of a packed tensor as floats: W[ids] (..., in) for int ids (...), or all of W (*rows, in) without ids. One kernel.
+  slices: Fusions.slices (to_bound)."""
   if len(w.rows) != 1:
     flat = PackedTensor(w.fmt, (prod(w.rows),), w.in_features, {n: p.reshape(-1, w.nb, p.shape[-1]) for n, p in w.parts.items()}, w.name)
-    return dequantize_rows(flat, ids, dtype).reshape(*w.rows, w.in_features) if ids is None else dequantize_rows(flat, ids, dtype)
+    return dequantize_rows(flat, ids, dtype).reshape(*w.rows, w.in_features) if ids is None else dequantize_rows(flat, ids, dtype, slices)
   R, K = w.rows[0], w.in_features
   if ids is None:
     spec = KernelSpec("rows", w.fmt, R, 1, 1, K, R, False, False, base_device(w.device))
     return dispatch.launch(spec, Tensor.empty(R, K, dtype=dtype, device=w.device), *w.part_list())
   if not dtypes.is_int(ids.dtype): raise ValueError(f"{w.name}: ids must be an int tensor, got {ids.dtype}")
   _check_device(w, ids, "ids")
-  idf, B, Bmax = _flat(ids.cast(dtypes.int32).unsqueeze(-1), 1, w.name)
+  idf, B, Bmax = _flat(ids.cast(dtypes.int32).unsqueeze(-1), 1, w.name, slices)
   spec = KernelSpec("rows", w.fmt, Bmax, 1, 1, K, R, False, True, base_device(w.device))
   out = dispatch.launch(spec, Tensor.empty(Bmax, K, dtype=dtype, device=w.device), idf.reshape(Bmax), *w.part_list())
   return _unflat(out, B, Bmax, (*ids.shape, K))
 
 class QuantizedEmbedding:
   """Token embedding table (GGUF ne = (dim, n_vocab)) kept packed; a lookup dequantizes only the rows it reads."""
+  fusions = Fusions()  # the model's (slices)
   def __init__(self, w: PackedTensor, dtype: DType = dtypes.float32):
     if len(w.rows) != 1: raise ValueError(f"{w.name}: an embedding table is 2D, got rows {w.rows}")
     self.w, self.dim, self.n_vocab, self.type, self.dtype = w, w.in_features, w.rows[0], w.type, dtype
@@ -262,7 +270,7 @@ class QuantizedEmbedding:
   def from_gguf(gf: GGUFFile, name: str, device: str | None = None, dtype: DType = dtypes.float32) -> QuantizedEmbedding:
     return QuantizedEmbedding(PackedTensor.from_gguf(gf, name, device, ndim=2), dtype)
 
-  def __call__(self, ids: Tensor) -> Tensor: return dequantize_rows(self.w, ids, self.dtype)
+  def __call__(self, ids: Tensor) -> Tensor: return dequantize_rows(self.w, ids, self.dtype, self.fusions.slices)
 
 def load_tensor(gf: GGUFFile, name: str, device: str | None = None, dtype: DType | None = None) -> Tensor:
   """A small tensor (norms, router, biases) as a plain float tensor in numpy shape: F32 -> float32, F16 -> float16,

@@ -13,11 +13,12 @@ SCRIPT = r"""
 import json, sys
 import bench_block as bb
 from tinygrad.uop.ops import Ops
-from tools.ab import fusions_off, FUSIONS
+from apps.kernels import Fusions, FUSIONS
 out = {}
-def capture(preset, max_context, target="decode", kernels="hand"):
-  bb.setup(["--model", preset, "--target", "decode", "--pos", "16", "--max-context", str(max_context), "--kernels", kernels])
-  b = bb._ensure()
+def capture(preset, max_context, target="decode", kernels="hand", fusions=Fusions()):
+  m = bb.Transformer.from_gguf(bb.resolve_model(preset), max_context=max_context, split_mask=bb.DEFAULT_SPLIT_MASK, kernels=kernels,
+                               fusions=fusions)
+  b = bb.Bench(m, 16, 8)
   st = b.step(target)
   bb.warm(st, None)
   progs = []
@@ -33,7 +34,7 @@ def capture(preset, max_context, target="decode", kernels="hand"):
               hand_written=sum("#define GID_X" in s for s in sources),     # the dialect's prelude (apps/kernels)
               planned=sum(p.src[0].arg.opts_to_apply is not None for p in progs))
 for preset in ("deepseek-v2-lite-tiny", "glm-4.7-flash-tiny", "youtu-llm-2b-tiny"): out[preset] = capture(preset, 256)
-with fusions_off(set(FUSIONS)): out["off"] = capture("deepseek-v2-lite-tiny", 257)  # `tools.ab fusions`' variant A
+out["off"] = capture("deepseek-v2-lite-tiny", 257, fusions=Fusions().without(*FUSIONS))  # `tools.ab fusions --off` all: its variant A
 out["fill"] = capture("glm-4.7-flash-tiny", 258, "fill")                          # a prefill chunk
 for target in ("decode", "fill"): out["generated_" + target] = capture("glm-4.7-flash-tiny", 259, target, "generated")
 print("RESULT " + json.dumps(out))

@@ -337,9 +337,9 @@ def test_emulated_metal(tmp_path):
     out = emulated(s, 2, "METAL", raw, (K, 2 * F), x, g=g, r=r, work=tmp_path / typ.name)
     assert relerr(out, r + silu(xn @ W[:F].T) * (xn @ W[F:].T)) < BOUND(K)
 
-def test_ab_kernel_tool_runs_and_restores(tmp_path, capsys):
+def test_ab_kernel_tool_runs(tmp_path, capsys):
   """`tools.ab kernel` on a tiny preset with A = a copy of the module (on the CPU both variants are the portable kernels):
-  a line per variant, identical greedy tokens, the module restored; a missing A file is a one-line error."""
+  a line per variant, identical greedy tokens, the package's module untouched; a missing A file is a one-line error."""
   import apps.kernels
   from pathlib import Path
   from tools import ab
@@ -352,28 +352,46 @@ def test_ab_kernel_tool_runs_and_restores(tmp_path, capsys):
   with pytest.raises(SystemExit): ab.main(["kernel", "--a", str(tmp_path / "none.py")])
   assert "no such file" in capsys.readouterr().err
 
-AB_SWAP = r"""
+def test_fusions_are_switches_the_model_takes():
+  """apps.kernels.Fusions: stack_q decides at load whether DeepSeek-V2-Lite's direct attn_q is stacked with kv_a (the logits
+  the same to fp32 either way), a loaded model switches the other fusions (set_fusions) but not that one, and an unknown fusion is
+  an error that names the fusions."""
+  from apps import synth
+  from apps.kernels import Fusions, FUSIONS
+  from apps.model import Transformer
+  path = synth.generate("deepseek-v2-lite-tiny", "release", progress=False)
+  on, off = (Transformer.from_gguf(path, max_context=32, fusions=f) for f in (Fusions(), Fusions(stack_q=False)))
+  assert all(b.attn_qkv_a is not None and b.attn_q is None for b in on.blocks)
+  assert all(b.attn_qkv_a is None and b.attn_q is not None for b in off.blocks)
+  assert relerr(off.logits([1, 2, 3]), on.logits([1, 2, 3])) < 1e-5   # the same math, fp32 sums in another order
+  with pytest.raises(ValueError, match="stack_q"): on.set_fusions(Fusions(stack_q=False))
+  on.set_fusions(Fusions().without("trigger", "sum"))
+  assert all(layer.fusions == Fusions(trigger=False, sum=False) for b in on.blocks for layer in b.layers())
+  with pytest.raises(ValueError, match="fusions are " + ", ".join(FUSIONS)): Fusions().without("nothing")
+
+AB_MODULES = r"""
+import dataclasses
 import apps, apps.kernels
 from apps.gguf import GGMLType
 from apps.packed import format_for
 from apps.dispatch import KernelSpec, kernel_for
-from apps.kernels import matvec
+from apps.kernels import matvec, KernelModules
 from tools import ab
 spec = KernelSpec("linear", format_for(GGMLType.Q4_0, 256), 1, 1, 64, 256, 1, False, False, "NULL")
 shape = lambda m: m.MatvecShape("linear", GGMLType.Q4_0, 1, 1, 64, 256, 1, False)
 a = ab.load_variant(matvec.__file__, "matvec")
-ab.swap("matvec", a)
-print("A", kernel_for(spec) is a.kernel(shape(a), 0.0, "NULL"), kernel_for(spec) is not matvec.kernel(shape(matvec), 0.0, "NULL"))
-ab.swap("matvec", matvec)
-print("B", kernel_for(spec) is matvec.kernel(shape(matvec), 0.0, "NULL"))
+spec_a = dataclasses.replace(spec, modules=KernelModules(matvec=a))
+print("A", kernel_for(spec_a) is a.kernel(shape(a), 0.0, "NULL"), kernel_for(spec_a) is not matvec.kernel(shape(matvec), 0.0, "NULL"))
+print("B", kernel_for(spec) is matvec.kernel(shape(matvec), 0.0, "NULL"), apps.kernels.matvec is matvec)
 """
 
 @needs_nvcc
-def test_ab_kernel_swap_reaches_the_seam():
-  """On a device with hand-written kernels (DEV=NULL:NVCC), after ab.swap the seam builds its kernels from the
-  swapped-in module, and from the checked-out one again after the swap back."""
-  out = run_nvcc_script(AB_SWAP)
-  assert "A True True" in out and "B True" in out, out
+def test_kernel_modules_reach_the_seam():
+  """On a device with hand-written kernels (DEV=NULL:NVCC), a spec whose kernel modules name another version of matvec
+  (what `tools.ab kernel` sets on the model for variant A) gets its kernel from that module, and a spec with the default
+  modules from the checked-out one, which nothing replaced."""
+  out = run_nvcc_script(AB_MODULES)
+  assert "A True True" in out and "B True True" in out, out
 
 @pytest.mark.parametrize("language", ["CUDA", "METAL"])
 def test_emulated_side_by_side(tmp_path, language):

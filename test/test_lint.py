@@ -45,3 +45,29 @@ def test_tools_run_as_modules():
         f"{p.name}:{n.lineno}: sys.path"
       names = [n.module or ""] if isinstance(n, ast.ImportFrom) else [a.name for a in n.names] if isinstance(n, ast.Import) else []
       assert not any(is_test(m) for m in names), f"{p.name}:{n.lineno}: imports a test module"
+
+# tools that replace parts of apps while they measure, and why no switch of the model can do it instead
+PATCHING_TOOLS = {"kernel_costs.py": "hollows every hand-written kernel for timing: its program() and kernel caches replaced while it measures"}
+
+def test_tools_do_not_patch_apps():
+  """A tool sets what the model runs through the switches the model takes (kernels=, fusions=, kernel_modules= and their
+  setters): no tool assigns to an attribute (or an item of one) of anything it imported from apps, a module, class or
+  function, or calls setattr on one, except PATCHING_TOOLS."""
+  def patches(tree: ast.AST) -> list[int]:
+    names = set()
+    for n in ast.walk(tree):
+      if isinstance(n, ast.Import): names |= {(a.asname or a.name).split(".")[0] for a in n.names if a.name.split(".")[0] == "apps"}
+      elif isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] == "apps": names |= {a.asname or a.name for a in n.names}
+    def base(t: ast.AST) -> str | None:
+      while isinstance(t, (ast.Attribute, ast.Subscript)): t = t.value
+      return t.id if isinstance(t, ast.Name) else None
+    lines = []
+    for n in ast.walk(tree):
+      targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, (ast.AugAssign, ast.AnnAssign)) else []
+      lines += [n.lineno for t in targets for e in (t.elts if isinstance(t, ast.Tuple) else [t])
+                if isinstance(e, (ast.Attribute, ast.Subscript)) and base(e) in names]
+      if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "setattr" and n.args and base(n.args[0]) in names:
+        lines.append(n.lineno)
+    return lines
+  found = {p.name: lines for p in sorted((ROOT / "tools").glob("*.py")) if (lines := patches(ast.parse(p.read_text())))}
+  assert set(found) == set(PATCHING_TOOLS), found

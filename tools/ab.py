@@ -1,5 +1,6 @@
-"""A/B in one process: each preset's model loaded once, the variants' steps captured anew on it and timed interleaved
-(A B A B ...), as gpu_bench times them. One subcommand per kind of A/B:
+"""A/B in one process: each preset's model loaded once, the variants set on it in turn through the switches the model
+takes (Transformer.set_kernel_modules, set_fusions, set_prefill_chunks), each variant's steps captured anew and timed
+interleaved (A B A B ...), as gpu_bench times them. One subcommand per kind of A/B:
 
   DEV=CUDA python3 -m tools.ab kernel --a ab/A/matvec.py [--module matvec] [--decode 64]    another version of a kernel module
   DEV=CUDA python3 -m tools.ab prefill [--prefill 512]                      the prefill GEMM against the portable kernels
@@ -13,14 +14,19 @@ Every subcommand takes --presets (default youtu-llm-2b,deepseek-v2-lite) and --r
 <subcommand> --help` says what it prints.
 """
 from __future__ import annotations
-import argparse, contextlib, importlib, importlib.util, sys, time
+import argparse, importlib.util, sys, time
+from dataclasses import replace
 from pathlib import Path
+from typing import Callable
 import apps  # noqa: F401
 import numpy as np
 from tinygrad import Device
-import apps.kernels as K
-from apps import synth, mla, dispatch
+from apps import synth
+from apps.kernels import FUSIONS, KERNEL_FAMILIES, Fusions, KernelModules
 from apps.model import Transformer
+
+# a variant: (label, the model it runs on, what sets it on that model; the model's setters redo its captures)
+Variant = tuple[str, Transformer, Callable[[], None]]
 
 # ---------------------------------------------------------------- decode: steady ms per token, variants interleaved
 
@@ -36,91 +42,64 @@ def per_token_ms(model: Transformer, ids: list[int], n: int) -> tuple[float, flo
   steady = np.array(times[4:]) * 1e3
   return float(np.median(steady)), float(steady.mean()), toks
 
-def interleave(preset: str, variants, rounds: int, decode: int) -> None:
-  """Decode A/B of variants (label, model, setup) in rounds A B A B ...: each variant's steps are captured anew inside
-  its setup() context, then timed; prints ms per token per round and whether the first two generate the same tokens."""
+def interleave(preset: str, variants: list[Variant], rounds: int, decode: int) -> None:
+  """Decode A/B of variants in rounds A B A B ...: each variant is set on its model and its steps captured anew, then
+  timed; prints ms per token per round and whether the first two generate the same tokens."""
   ids = np.random.default_rng(0).integers(0, 100000, 16).tolist()
   toks = {}
   for r in range(rounds):
     for label, model, setup in variants:
-      with setup():
-        model.drop_captures()
-        per_token_ms(model, ids, 4)  # compile and capture with this variant
+      setup()
+      model.drop_captures()
+      per_token_ms(model, ids, 4)  # compile and capture with this variant
       ms, _, toks[label] = per_token_ms(model, ids, decode)
       print(f"{preset} on {Device.DEFAULT} round {r + 1} {label}: median {ms:.3f} ms/token ({1e3 / ms:.1f} tok/s)", flush=True)
   (a, ta), (b, tb) = list(toks.items())[:2]
   print(f"{preset}: greedy tokens {a} vs {b}: {sum(x == y for x, y in zip(ta, tb))}/{len(tb)} the same", flush=True)
 
-def load(preset: str, max_context: int) -> Transformer:
-  return Transformer.from_gguf(synth.generate(preset, "release", progress=False), max_context=max_context)
+def load(preset: str, max_context: int, **kw) -> Transformer:
+  return Transformer.from_gguf(synth.generate(preset, "release", progress=False), max_context=max_context, **kw)
 
-# ---------------------------------------------------------------- kernel modules
+# ---------------------------------------------------------------- kernel modules and fusions: what variant A sets
 
 def load_variant(path: Path, name: str):
-  """The module at `path`, imported under apps.kernels (its relative names resolve as the checked-out module's do)."""
+  """The module at `path`, imported as apps.kernels._ab_<name> (its absolute imports resolve as the checked-out module's
+  do; registered under that new name, which dataclasses look their module up by, and nothing else replaced)."""
   spec = importlib.util.spec_from_file_location(f"apps.kernels._ab_{name}", path)
   if spec is None or spec.loader is None: raise SystemExit(f"error: cannot import {path}")
   mod = importlib.util.module_from_spec(spec)
-  sys.modules[spec.name] = mod  # dataclasses look their module up there
+  sys.modules[spec.name] = mod
   spec.loader.exec_module(mod)
   return mod
 
-def swap(name: str, mod) -> None:
-  """apps.kernels.<name> is `mod` from now on, for kernels built from now on (also where an apps module imported it by
-  name, as apps/mla.py does mla_attention)."""
-  before = getattr(K, name, None)
-  setattr(K, name, mod)
-  for m in list(sys.modules.values()):
-    if m is not None and m.__name__.startswith("apps.") and before is not None and getattr(m, name, None) is before: setattr(m, name, mod)
-  dispatch.kernel_cached.cache_clear()
+def module_variants(model: Transformer, name: str, variant) -> list[Variant]:
+  """A: the model's kernels of family `name` built from `variant`, B: from the checked-out modules."""
+  return [("A", model, lambda: model.set_kernel_modules(replace(KernelModules(), **{name: variant}))),
+          ("B", model, lambda: model.set_kernel_modules(KernelModules()))]
 
-@contextlib.contextmanager
-def swapped(name: str, mod):
-  """Inside: apps.kernels.<name> is `mod` (the kernels built there are its)."""
-  before = importlib.import_module(f"apps.kernels.{name}")  # imports it where nothing has yet (gemm: at its first product)
-  swap(name, mod)
-  try: yield
-  finally: swap(name, before)
+def fusion_variants(model_b: Transformer, fusions: Fusions, load_a: Callable[..., Transformer]) -> list[Variant]:
+  """A: `fusions`, on B's model where the model can switch to them (Transformer.set_fusions), else on a model loaded with
+  them (stack_q off where a direct attn_q then loads apart from kv_a: its own weights); B: every fusion, on B's model."""
+  try:
+    model_b.set_fusions(fusions)
+    model_a = model_b
+  except ValueError: model_a = load_a(fusions=fusions)
+  return [("A", model_a, lambda: model_a.set_fusions(fusions)), ("B", model_b, lambda: model_b.set_fusions(Fusions()))]
 
-# ---------------------------------------------------------------- fusions
+def gemm_variants(model: Transformer) -> list[Variant]:
+  """portable: the model's prefill products without the GEMM (the portable kernels), gemm: with it."""
+  return [("portable", model, lambda: model.set_kernel_modules(KernelModules(gemm=None))),
+          ("gemm", model, lambda: model.set_kernel_modules(KernelModules()))]
 
-FUSIONS = ("stack_q", "side_by_side", "sum", "trigger", "slices")
+def chunk_variants(model: Transformer, chunks: list[tuple[int, ...]]) -> list[Variant]:
+  """One variant per set of prefill chunk lengths."""
+  return [(f"chunks {'+'.join(map(str, c))}", model, lambda c=c: model.set_prefill_chunks(*c)) for c in chunks]
 
-def _drop_built_kernels() -> None:
-  """Forget every kernel built so far (the next captures build and render them anew)."""
-  from apps.kernels import matvec, mla_attention, router, gemm
-  dispatch.kernel_cached.cache_clear()
-  for mod in (matvec, mla_attention, router, gemm):
-    for f in vars(mod).values():
-      if hasattr(f, "cache_clear"): f.cache_clear()
-
-@contextlib.contextmanager
-def fusions_off(off: set[str]):
-  """Inside: the named fusions are off for models loaded and steps captured there."""
-  saved, saved_side, saved_sum, saved_render, saved_sliced = mla._stackable, dispatch._side_by_side, dispatch._summed, K.render, K._sliced_from
-  if "stack_q" in off: mla._stackable = lambda gf, names: not any(n.endswith("attn_q.weight") for n in names) and saved(gf, names)
-  if "side_by_side" in off: dispatch._side_by_side = lambda specs: None
-  if "sum" in off: dispatch._summed = lambda specs: None
-  if "slices" in off: K._sliced_from = lambda t, Tmax: None
-  if "trigger" in off:
-    K.render = lambda k, language: saved_render(k, language).replace(K.TRIGGER, "", 1)
-    _drop_built_kernels()
-  try: yield
-  finally:
-    mla._stackable, dispatch._side_by_side, dispatch._summed, K.render, K._sliced_from = saved, saved_side, saved_sum, saved_render, saved_sliced
-    if "trigger" in off: _drop_built_kernels()
-
-def parse_off(sub: argparse.ArgumentParser, off: str) -> set[str]:
-  names = set(off.split(","))
-  if not names or names - set(FUSIONS): sub.error(f"--off {off}: fusions are {', '.join(FUSIONS)}")
-  return names
+def parse_off(sub: argparse.ArgumentParser, off: str) -> Fusions:
+  try: return Fusions().without(*off.split(","))
+  except ValueError as e: sub.error(f"--off {off}: {e}")
 
 # ---------------------------------------------------------------- prefill: best of two warm runs, variants interleaved
-
-def use(model: Transformer, providers: list) -> None:
-  dispatch._PROVIDERS[:] = providers
-  dispatch.kernel_cached.cache_clear()
-  model.drop_captures()
 
 def prefill_s(model: Transformer, prompt: list[int]) -> tuple[float, float, int]:
   """(compile + first run s, best of two warm runs s, the first generated token)"""
@@ -150,29 +129,29 @@ def summary(preset: str, ms: dict[str, list[float]]) -> list[str]:
 # ---------------------------------------------------------------- the subcommands
 
 KERNEL = """A/B of a kernel file on one loaded model: variant A is another version of an apps/kernels module (a file path, e.g.
-`git show HEAD~1:apps/kernels/matvec.py > ab/A/matvec.py`), B the module as checked out. For each variant the package
-attribute the seam imports at call time (`from apps.kernels import matvec`) points at that module, the kernel cache and
-the model's captures are dropped, and generate()'s steady decode is timed as gpu_bench times it (median ms per token).
-One load per model instead of one per variant and process: on the H100 a model's load and synthesis cost more than the
-decode runs of both variants.
+`git show HEAD~1:apps/kernels/matvec.py > ab/A/matvec.py`), B the module as checked out. For each variant the model's
+kernel modules (apps.kernels.KernelModules, Transformer.set_kernel_modules) name that module for its family, so the seam
+and the blocks build those kernels from it; the model's captures are redone, and generate()'s steady decode is timed as
+gpu_bench times it (median ms per token). One load per model instead of one per variant and process: on the H100 a
+model's load and synthesis cost more than the decode runs of both variants.
 
 Prints ms per token per variant and round (order A B A B ...) and the greedy tokens' agreement between the variants."""
 
 def kernel(a, sub) -> int:
   if not a.a.is_file(): sub.error(f"--a {a.a}: no such file")
-  b_mod = importlib.import_module(f"apps.kernels.{a.module}")
-  variants = (("A", load_variant(a.a, a.module)), ("B", b_mod))
+  variant = load_variant(a.a, a.module)
   for preset in a.presets.split(","):
     model = load(preset, a.decode + 96)
-    interleave(preset, [(label, model, lambda mod=mod: swapped(a.module, mod)) for label, mod in variants], a.rounds, a.decode)
+    interleave(preset, module_variants(model, a.module, variant), a.rounds, a.decode)
     del model
   return 0
 
-PREFILL = """A/B of the prefill GEMM (apps/kernels/gemm.py) against the portable kernels on one loaded model: apps/dispatch.py's
-providers with and without the GEMM's, the kernel cache and the model's captures are dropped, and the prompt
-is prefilled three times (the first compiles and captures; the best of the other two counts, as in gpu_bench). Instead:
---a FILE, that version of an apps/kernels module (--module, default gemm) as A and the checked-out one as B; --chunks,
-variants of prefill chunk lengths; --off, A with those fusions off (the fusions subcommand's) and B as checked out.
+PREFILL = """A/B of the prefill GEMM (apps/kernels/gemm.py) against the portable kernels on one loaded model: the model's kernel
+modules with and without the GEMM (apps.kernels.KernelModules(gemm=None): the portable kernels serve its products), the
+model's captures redone for each, and the prompt prefilled three times (the first compiles and captures; the best of the
+other two counts, as in gpu_bench). Instead: --a FILE, that version of an apps/kernels module (--module, default gemm) as
+A and the checked-out one as B; --chunks, variants of prefill chunk lengths; --off, A with those fusions off (as the
+fusions subcommand sets them) and B with all of them.
 
 Prints tok/s per variant and round, and the first generated token (the two variants should agree on it); then per
 preset the variants' medians and their difference against the first variant's, next to its rounds' spread."""
@@ -183,35 +162,30 @@ def prefill(a, sub) -> int:
   try: chunks = [tuple(int(n) for n in v.split("+")) for v in a.chunks.split(",")] if a.chunks else []
   except ValueError: sub.error(f"--chunks {a.chunks}: variants of lengths joined by +, separated by commas")
   if a.chunks and any(n < 1 for c in chunks for n in c): sub.error(f"--chunks {a.chunks}: lengths are positive")
-  off = parse_off(sub, a.off) if a.off else set()
-  before = list(dispatch._PROVIDERS)
-  base = [p for p in before if p is not dispatch._source_gemm]
-  gemm = [dispatch._source_gemm] + base
-  # (label, kernel providers, context, prefill chunk lengths or None: the model's own)
-  variants = [(f"chunks {'+'.join(map(str, c))}", gemm, contextlib.nullcontext, c) for c in chunks] if a.chunks else \
-             [("A", gemm, lambda: fusions_off(off), None), ("B", gemm, contextlib.nullcontext, None)] if a.off else \
-             [("portable", base, contextlib.nullcontext, None), ("gemm", gemm, contextlib.nullcontext, None)] if a.a is None else \
-             [("A", gemm, lambda mod=load_variant(a.a, a.module): swapped(a.module, mod), None), ("B", gemm, contextlib.nullcontext, None)]
+  off = parse_off(sub, a.off) if a.off else None
+  variant = load_variant(a.a, a.module) if a.a is not None else None
   for preset in a.presets.split(","):
     model = load(preset, a.prefill + 64)
+    variants = chunk_variants(model, chunks) if chunks else \
+               fusion_variants(model, off, lambda **kw: load(preset, a.prefill + 64, **kw)) if off is not None else \
+               module_variants(model, a.module, variant) if variant is not None else gemm_variants(model)
     prompt = np.random.default_rng(0).integers(0, 100000, a.prefill).tolist()
     ms: dict[str, list[float]] = {label: [] for label, *_ in variants}
     for r in range(a.rounds):
-      for label, providers, context, chunk in variants:
-        with context():
-          if chunk is not None: model.set_prefill_chunks(*chunk)
-          use(model, providers)
-          cold, warm, first = prefill_s(model, prompt)
+      for label, m, setup in variants:
+        setup()
+        m.drop_captures()
+        cold, warm, first = prefill_s(m, prompt)
         ms[label].append(warm * 1e3)
         print(f"{preset} on {Device.DEFAULT} round {r + 1} {label:8s}: prefill {a.prefill} tokens {warm * 1e3:.1f} ms "
               f"({a.prefill / warm:.0f} tok/s), first run {cold:.1f} s, first token {first}", flush=True)
     print("\n".join(summary(preset, ms)), flush=True)
-    use(model, before)
-    del model
+    del model, variants
   return 0
 
-FUSIONS_DOC = """A/B of decode fusions in one process: variant A turns the named fusions off, B is the code as checked out. Both are
-timed as gpu_bench times decode (generate()'s steady tokens, median ms per token), interleaved A B A B.
+FUSIONS_DOC = """A/B of decode fusions in one process: variant A turns the named fusions off, B runs all of them (apps.kernels.Fusions:
+the switches the model takes, Transformer.from_gguf(..., fusions=...) and set_fusions). Both are timed as gpu_bench
+times decode (generate()'s steady tokens, median ms per token), interleaved A B A B.
 
 Fusions (what A runs instead):
   stack_q      a direct attn_q and attn_kv_a_mqa as two matvecs instead of one stacked [q; kv_a] (DeepSeek-V2-Lite: a
@@ -221,22 +195,18 @@ Fusions (what A runs instead):
   trigger      no GRID_TRIGGER() at the top of the hand-written kernels (dependents launch as a kernel's workgroups exit)
   slices       (prefill) a kernel's output sliced to a symbolic chunk length is padded back to the bound by a copy for the next
                kernel, instead of that kernel reading the unsliced output (apps.kernels.to_bound)
-A fusion that changes the kernels of a step rather than the weights is turned off around the capture of A's steps, on
-the same model (the journal has two measured that way, the combine folded into v_b and a one-kernel router matvec + routing,
+A fusion that changes the kernels of a step rather than the weights is set on the same model before A's steps are
+captured (the journal has two measured that way, the combine folded into v_b and a one-kernel router matvec + routing,
 and rejected them: OPTIMIZATION_JOURNAL.md).
 Prints ms per token per variant and round and the greedy tokens' agreement between the variants."""
 
 def fusions(a, sub) -> int:
   off = parse_off(sub, a.off)
   for preset in a.presets.split(","):
-    path = synth.generate(preset, "release", progress=False)
-    load_b = lambda: Transformer.from_gguf(path, max_context=a.decode + 96)
-    model_b = load_b()
-    if "stack_q" in off and model_b.cfg.q_lora_rank == 0:
-      with fusions_off({"stack_q"}): model_a = load_b()
-    else: model_a = model_b
-    interleave(preset, (("A", model_a, lambda: fusions_off(off)), ("B", model_b, contextlib.nullcontext)), a.rounds, a.decode)
-    del model_a, model_b
+    model_b = load(preset, a.decode + 96)
+    variants = fusion_variants(model_b, off, lambda **kw: load(preset, a.decode + 96, **kw))
+    interleave(preset, variants, a.rounds, a.decode)
+    del model_b, variants
   return 0
 
 READAHEAD = """A/B of generate()'s one-step-ahead decode (apps/readback.py) on one loaded model: `ahead` is the default loop, `in order`
@@ -275,7 +245,7 @@ def main(argv=None) -> int:
     return p
   def variant_file(p: argparse.ArgumentParser, module: str, required: bool, what: str) -> None:
     p.add_argument("--a", type=Path, required=required, help=f"variant A of the module (a .py file){what}")
-    p.add_argument("--module", default=module, help=f"the apps.kernels module --a replaces (default {module})")
+    p.add_argument("--module", default=module, choices=KERNEL_FAMILIES, help=f"the apps.kernels module --a replaces (default {module})")
   variant_file(sub("kernel", "decode with another version of a kernel module", KERNEL, decode, kernel), "matvec", True, "")
   p = sub("prefill", "prefill: the GEMM against the portable kernels, a kernel module, chunk lengths or fusions", PREFILL, common, prefill)
   p.add_argument("--prefill", type=int, default=512, help="prompt tokens (default 512)")

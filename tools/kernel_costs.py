@@ -35,10 +35,10 @@ _hollow: set[str] = set()   # kernel names to hollow in the next capture
 _hollow_body = "  GRID_WAIT();"
 _seen: Counter = Counter()  # kernel names built in the last capture, with the bytes of their weight params where known
 
-def _program_hollowable(k: K.SourceKernel, device: str):
+def _program_hollowable(k: K.SourceKernel, device: str, trigger: bool = True):
   _seen[k.name] += 1
   if k.name in _hollow: k = replace(k, body=_hollow_body, global_size=(1, 1, 1), local_size=(32, 1, 1), helpers="")
-  return _program(k, device)
+  return _program(k, device, trigger)
 
 def _uncached(f):
   """program() wrappers are lru-cached by shape; the hollow set changes what they should return."""

@@ -41,7 +41,8 @@ The dialect (macros defined per backend by the prelude):
 
 Programmatic dependent launch (CUDA sm_90+; no-ops elsewhere): a kernel whose source executes GRID_WAIT() gets
 programmatic edges in the CUDA graph (patches/0004), and render() makes its first statement GRID_TRIGGER()
-(griddepcontrol.launch_dependents) unless the kernel says `trigger=False`: once every workgroup of a kernel has started,
+(griddepcontrol.launch_dependents) unless the kernel says `trigger=False` or the model runs without the trigger
+(`Fusions.trigger`, program(trigger=False)): once every workgroup of a kernel has started,
 the next kernel launches, and its workgroups run up to their GRID_WAIT() (their launch, their loads of weights) while this
 one computes. (Measured: decode 3-6% faster per token with the trigger, the prefill kernels not faster:
 OPTIMIZATION_JOURNAL.md.) The
@@ -49,13 +50,58 @@ contract, which test/emulator.py checks: every workgroup executes GRID_WAIT() be
 parameters (read-only for the whole step: packed weights, norm vectors) and before it writes anything.
 """
 from __future__ import annotations
-import math, re
-from dataclasses import dataclass, replace
+import importlib, math, re
+from dataclasses import dataclass, field, fields, replace
+from types import ModuleType
 from typing import Sequence
 from tinygrad import Device, Tensor, dtypes
 from tinygrad.dtype import DType
 from tinygrad.uop.ops import UOp, Ops, ProgramInfo, KernelInfo
 from tinygrad.helpers import to_function_name
+
+@dataclass(frozen=True)
+class Fusions:
+  """Which fusions the model makes: each one a switch, all on by default (what the apps run). The model takes them
+  (`Transformer.from_gguf(path, fusions=Fusions(...))`) and each is read where its decision is made; `tools.ab fusions`
+  turns some off for its variant A to measure what each one is worth.
+    stack_q       a direct attn_q (q_lora_rank 0) and attn_kv_a_mqa stacked into one weight [q; kv_a] at load, one matvec
+                  (apps/mla.py; [q_a; kv_a] is stacked either way)
+    side_by_side  calls of one input in one launch where the decode matvecs can (the shared and the routed experts'
+                  gate_up: apps/dispatch.run)
+    sum           calls' results of one shape summed in one kernel (the routed and the shared experts' down: run_sum)
+    trigger       GRID_TRIGGER() first in the hand-written kernels that wait on their grid (`program`; without it their
+                  dependents launch as their workgroups exit)
+    slices        a kernel reads the unsliced output of the kernel before it where a symbolic chunk length sliced that, not
+                  a copy padded back to the bound (`to_bound`, prefill)"""
+  stack_q: bool = True
+  side_by_side: bool = True
+  sum: bool = True
+  trigger: bool = True
+  slices: bool = True
+
+  def without(self, *names: str) -> Fusions:
+    """These fusions off (ValueError naming the fusions for a name that is none)."""
+    if unknown := set(names) - set(FUSIONS): raise ValueError(f"no fusion {', '.join(sorted(unknown))}: fusions are {', '.join(FUSIONS)}")
+    return replace(self, **{n: False for n in names})
+
+FUSIONS = tuple(f.name for f in fields(Fusions))
+
+def _checked_out(name: str):
+  return field(default_factory=lambda: importlib.import_module(f"apps.kernels.{name}"))
+
+@dataclass(frozen=True)
+class KernelModules:
+  """Which module builds each family of hand-written kernels: by default the checked-out apps.kernels.<family>; another
+  version of one loaded from a file is `tools.ab kernel`'s variant A. gemm None: no prefill GEMM, the portable kernels
+  serve those products (`tools.ab prefill`'s variant `portable`). The model takes them (`Transformer(kernel_modules=...)`);
+  the seam (apps/dispatch.py: matvec, gemm) and the blocks (apps/mla.py: mla_attention, router) build from them, and the
+  kernel caches key on them."""
+  matvec: ModuleType = _checked_out("matvec")
+  gemm: ModuleType | None = _checked_out("gemm")
+  mla_attention: ModuleType = _checked_out("mla_attention")
+  router: ModuleType = _checked_out("router")
+
+KERNEL_FAMILIES = tuple(f.name for f in fields(KernelModules))
 
 @dataclass(frozen=True)
 class Param:
@@ -253,14 +299,16 @@ def _sliced_from(t, Tmax: int):
           all(same(lo, 0) and same(hi, n) for (lo, hi), n in zip(bounds[1:], src.shape[1:]))): return None
   return Tensor(src).reshape(Tmax, *t.shape[1:])
 
-def to_bound(*ts):
+def to_bound(*ts, slices: bool = True):
   """Tensors whose first axis is a chunk length T, as tensors of T's bound Tmax where T is symbolic (a prefill chunk of
   variable length: kernels take concrete shapes): (the tensors, T, Tmax). Callers slice their results back to T. The rows
-  past T are zeros, or whatever a kernel left in the rows past T of the tensor t was sliced from (they are not read back)."""
+  past T are zeros, or whatever a kernel left in the rows past T of the tensor t was sliced from (they are not read back;
+  slices=False, Fusions.slices off: zeros, every tensor padded by a copy)."""
   T = ts[0].shape[0]
   if isinstance(T, int): return ts, T, T
   Tmax = int(T.vmax)
-  return tuple(u if (u := _sliced_from(t, Tmax)) is not None else t.pad(((0, Tmax - T),) + ((0, 0),) * (t.ndim - 1)) for t in ts), T, Tmax
+  return tuple(u if slices and (u := _sliced_from(t, Tmax)) is not None else t.pad(((0, Tmax - T),) + ((0, 0),) * (t.ndim - 1))
+               for t in ts), T, Tmax
 
 def _uses_pdl(k: SourceKernel) -> bool: return "GRID_WAIT" in k.body
 def uses_mma(k: SourceKernel) -> bool: return "MMA_" in k.body or "CP_ASYNC" in k.body
@@ -301,12 +349,13 @@ def _param(u: UOp) -> UOp:
   while u.op is not Ops.PARAM: u = u.src[0]
   return u
 
-def program(k: SourceKernel, device: str):
+def program(k: SourceKernel, device: str, trigger: bool = True):
   """A custom_kernel body that runs `k` on `device`: called with the placeholders of the custom_kernel sources (in the
-  order of k.params), it returns the PROGRAM, with the launch dims and which buffers it writes and reads."""
+  order of k.params), it returns the PROGRAM, with the launch dims and which buffers it writes and reads. trigger=False
+  (Fusions.trigger off): no GRID_TRIGGER() even where k would start with one."""
   language = language_of(device)
   if language is None: raise ValueError(f"{k.name}: device {device} compiles no hand-written source")
-  source = render(k, language)
+  source = render(k if trigger else replace(k, trigger=False), language)
   def fxn(*placeholders: UOp) -> UOp:
     if len(placeholders) != len(k.params): raise ValueError(f"{k.name}: {len(placeholders)} buffers for {len(k.params)} parameters")
     params = [_param(p) for p in placeholders]

@@ -453,9 +453,10 @@ def supports(s: MatvecShape | Terms, language: str = "CUDA") -> bool:
   return shared_bytes(terms) <= SHARED_BYTES[language]
 
 @functools.lru_cache(maxsize=None)
-def kernel(s: MatvecShape | Terms, eps: float, device: str):
-  """The custom_kernel body for shape `s` (or a sum of terms, supported) on `device` (a CUDA or Metal device)."""
-  return program(_with_eps(build(s), eps), device)
+def kernel(s: MatvecShape | Terms, eps: float, device: str, trigger: bool = True):
+  """The custom_kernel body for shape `s` (or a sum of terms, supported) on `device` (a CUDA or Metal device); trigger=False:
+  without GRID_TRIGGER() (Fusions.trigger off; callers pass it only then, so the default form has one cache entry)."""
+  return program(_with_eps(build(s), eps), device, trigger)
 
 def side_by_side_plans(shapes: tuple[MatvecShape, ...]) -> list[Plan]:
   """The plans of matvecs run side by side: the most warps any of them plans; an expert term its own plan's rows per warp,
@@ -467,14 +468,15 @@ def side_by_side_plans(shapes: tuple[MatvecShape, ...]) -> list[Plan]:
   return [Plan(warps, 1 if s.op == "linear" else plan(s).rows) for s in shapes]
 
 @functools.lru_cache(maxsize=None)
-def kernel_side_by_side(shapes: tuple[MatvecShape, ...], eps: tuple[float, ...], device: str):
+def kernel_side_by_side(shapes: tuple[MatvecShape, ...], eps: tuple[float, ...], device: str, trigger: bool = True):
   """One launch computing several matvecs side by side (kernels.side_by_side), each with its own plan's rows per warp and
-  the most warps any of them plans; None when one is not supported or their workgroup memory together does not fit."""
+  the most warps any of them plans; None when one is not supported or their workgroup memory together does not fit.
+  trigger as kernel's."""
   language = language_of(device)
   if language is None or not all(supports(s, language) for s in shapes): return None
   plans = side_by_side_plans(shapes)
   if sum(shared_bytes(s, p) for s, p in zip(shapes, plans)) > SHARED_BYTES[language]: return None
   ks = [_with_eps(build(s, p), e) for s, p, e in zip(shapes, plans, eps)]
-  return program(side_by_side("+".join(k.name for k in ks), ks), device)
+  return program(side_by_side("+".join(k.name for k in ks), ks), device, trigger)
 
 def available(device: str) -> bool: return language_of(device) is not None

@@ -27,7 +27,7 @@ from __future__ import annotations
 import functools, math
 from dataclasses import dataclass
 from tinygrad import Tensor, dtypes
-from apps.kernels import SourceKernel, Param, program, language_of, has_mma, to_bound, matvec
+from apps.kernels import SourceKernel, Param, Fusions, program, language_of, has_mma, to_bound, matvec
 
 SPLITS = 128     # partials per head at most (~one workgroup per SM of an H100 at long contexts)
 MIN_CHUNK = 8    # tokens per split at least
@@ -437,9 +437,10 @@ def combine_kernel(s: AttentionShape, tokens: int = 0, max_context: int = 0) -> 
                       trigger=not tokens)
 
 @functools.lru_cache(maxsize=None)
-def kernels(s: AttentionShape, scale: float, eps: float, device: str, kv_offset: int = 0):
-  """The custom_kernel bodies (attend, combine) for shape `s` on `device` (a CUDA or Metal device)."""
-  return program(attend_kernel(s, scale, eps, kv_offset), device), program(combine_kernel(s), device)
+def kernels(s: AttentionShape, scale: float, eps: float, device: str, kv_offset: int = 0, trigger: bool = True):
+  """The custom_kernel bodies (attend, combine) for shape `s` on `device` (a CUDA or Metal device); trigger=False: without
+  GRID_TRIGGER() (Fusions.trigger off)."""
+  return program(attend_kernel(s, scale, eps, kv_offset), device, trigger), program(combine_kernel(s), device, trigger)
 
 @functools.lru_cache(maxsize=None)
 def prefill_kernels(s: AttentionShape, scale: float, tokens: int, max_context: int, device: str):
@@ -459,11 +460,12 @@ def _expect(t: Tensor, shape: tuple[int, ...], name: str, dtype=dtypes.float32) 
 
 def mla_decode_attention(q_lat: Tensor, q_raw: Tensor, kv_raw: Tensor, kv_norm_w: Tensor, cache: Tensor, rope_cos: Tensor,
                          rope_sin: Tensor, pos: Tensor, *, n_head: int, kv_lora: int, qk_nope: int, qk_rope: int, scale: float,
-                         eps: float, kv_offset: int = 0) -> Tensor:
+                         eps: float, kv_offset: int = 0, fusions: Fusions = Fusions()) -> Tensor:
   """Attention output (n_head, kv_lora) fp32 of one new token at position pos[0] (an int32 (1,) buffer), and its latent row
   written into cache[pos] (in place, by the same kernel: realize the output). See the module docstring for the math.
   q_raw: (n_head, qk_nope + qk_rope), or a longer flat buffer that starts with them (a stacked [q; kv_a] output).
-  kv_offset: the new token's kv row is kv_raw[kv_offset : kv_offset + kv_lora + qk_rope] (a multiple of 4)."""
+  kv_offset: the new token's kv row is kv_raw[kv_offset : kv_offset + kv_lora + qk_rope] (a multiple of 4). fusions: the
+  model's (trigger)."""
   s = AttentionShape(n_head, kv_lora, qk_nope, qk_rope)
   _check_shape(s)
   dev = q_lat.device
@@ -481,16 +483,17 @@ def mla_decode_attention(q_lat: Tensor, q_raw: Tensor, kv_raw: Tensor, kv_norm_w
                   ("rope_sin", rope_sin), ("pos", pos)):
     if t.device != dev: raise ValueError(f"mla_decode_attention: {name} is on {t.device}, q_lat on {dev}")
   if not available(dev): raise ValueError(f"mla_decode_attention: device {dev} compiles no hand-written kernels (use the reference)")
-  attend, combine = kernels(s, float(scale), float(eps), dev, kv_offset)
+  attend, combine = kernels(s, float(scale), float(eps), dev, kv_offset, fusions.trigger)
   part, ml, *_ = Tensor.empty(SPLITS, n_head, kv_lora, device=dev).custom_kernel(
     Tensor.empty(SPLITS, n_head, 2, device=dev), cache, q_lat, q_raw, kv_raw, kv_norm_w, rope_cos, rope_sin, pos, fxn=attend)
   return Tensor.empty(n_head, kv_lora, device=dev).custom_kernel(part, ml, pos, fxn=combine)[0]
 
-def mla_prefill_attention(q: Tensor, q_pe: Tensor, cache: Tensor, pos: Tensor, *, kv_lora: int, qk_rope: int, scale: float) -> Tensor:
+def mla_prefill_attention(q: Tensor, q_pe: Tensor, cache: Tensor, pos: Tensor, *, kv_lora: int, qk_rope: int, scale: float,
+                          fusions: Fusions = Fusions()) -> Tensor:
   """Causal attention output (T, n_head, kv_lora) fp32 of a prefill chunk: q (T, n_head, kv_lora) absorbed and q_pe (T,
   n_head, qk_rope) roped, of the tokens at positions pos[0] .. pos[0] + T - 1 (pos an int32 (1,) buffer) over the cache
   rows 0 .. their position (the chunk's rows must already be in `cache`). A symbolic T (a chunk of variable length) runs
-  its bound and is sliced back."""
+  its bound and is sliced back. fusions: the model's (slices; the prefill kernels have no trigger)."""
   T, n_head = q.shape[0], q.shape[1]
   s = AttentionShape(n_head, kv_lora, 0, qk_rope)
   _check_shape(s)
@@ -506,7 +509,7 @@ def mla_prefill_attention(q: Tensor, q_pe: Tensor, cache: Tensor, pos: Tensor, *
   for name, t in (("q_pe", q_pe), ("cache", cache), ("pos", pos)):
     if t.device != dev: raise ValueError(f"mla_prefill_attention: {name} is on {t.device}, q on {dev}")
   if not available(dev): raise ValueError(f"mla_prefill_attention: device {dev} compiles no hand-written kernels")
-  (q, q_pe), T, Tmax = to_bound(q, q_pe)
+  (q, q_pe), T, Tmax = to_bound(q, q_pe, slices=fusions.slices)
   out = launch_prefill(*prefill_kernels(s, float(scale), Tmax, max_context, dev), q.contiguous(), q_pe.contiguous(), cache, pos)
   return out if isinstance(T, int) else out[:T]
 

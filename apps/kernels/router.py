@@ -8,7 +8,7 @@ routing (expert_group_count > 1) is left to the portable path.
 from __future__ import annotations
 import functools
 from tinygrad import Tensor, dtypes
-from apps.kernels import SourceKernel, Param, program, language_of, to_bound
+from apps.kernels import SourceKernel, Param, Fusions, program, language_of, to_bound
 
 SOFTMAX, SIGMOID, SOFTMAX_WEIGHT = 1, 2, 3  # llama.cpp's gating function ids (apps.mla.Gating)
 
@@ -61,18 +61,19 @@ def build(B: int, n_expert: int, k: int, gating: int, has_bias: bool, norm: bool
   return SourceKernel(name, tuple(params), body, (B, 1, 1), (32, 1, 1))
 
 @functools.lru_cache(maxsize=None)
-def _kernel(B, n_expert, k, gating, has_bias, norm, scale, device):
-  return program(build(B, n_expert, k, gating, has_bias, norm, scale), device)
+def _kernel(B, n_expert, k, gating, has_bias, norm, scale, device, trigger):
+  return program(build(B, n_expert, k, gating, has_bias, norm, scale), device, trigger)
 
-def route(logits: Tensor, bias: Tensor | None, k: int, gating: int, norm: bool, scale: float, n_groups: int = 1) -> tuple[Tensor, Tensor] | None:
+def route(logits: Tensor, bias: Tensor | None, k: int, gating: int, norm: bool, scale: float, n_groups: int = 1,
+          fusions: Fusions = Fusions()) -> tuple[Tensor, Tensor] | None:
   """(sel (B, k) int32, weights (B, k) float32) from router logits (B, n_expert), or None where this kernel does not
   apply (no source kernels on the device, group-limited routing, > 256 experts). A symbolic B (a prefill chunk) runs at
-  its bound, on logits padded with zeros, and the result is sliced back."""
+  its bound, on logits padded with zeros, and the result is sliced back. fusions: the model's (trigger, slices)."""
   B, n_expert = logits.shape
   if language_of(logits.device) is None or n_groups > 1 or n_expert > 256 or k > n_expert: return None
-  (logits,), B, Bmax = to_bound(logits.float())
+  (logits,), B, Bmax = to_bound(logits.float(), slices=fusions.slices)
   srcs = [logits] + ([bias.float()] if bias is not None else [])
   sel, weights = Tensor.empty(Bmax, k, dtype=dtypes.int32, device=logits.device).custom_kernel(
     Tensor.empty(Bmax, k, dtype=dtypes.float32, device=logits.device), *srcs,
-    fxn=_kernel(Bmax, n_expert, k, gating, bias is not None, norm, scale, logits.device.split(":")[0]))[:2]
+    fxn=_kernel(Bmax, n_expert, k, gating, bias is not None, norm, scale, logits.device.split(":")[0], fusions.trigger))[:2]
   return (sel, weights) if isinstance(B, int) else (sel[:B], weights[:B])
