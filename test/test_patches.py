@@ -111,8 +111,10 @@ print("ok")
 def test_0004_cuda_graph_programmatic_edges(trees):
   assert_patch_needed(trees, "0004", CUDA_GRAPH_PDL, env={"DEV": "NULL:NVCC:sm_90"})
 
-MATVEC_THROUGH_DEQUANT = """
-# a matvec over 4-bit weights dequantized inside the product: tinygrad gives it a grouped reduction (threads share a row)
+Q4_MATVEC = """
+# rows of 32-weight blocks: 4 uint32 words of 8 nibbles and one fp16 scale a block, x (blocks, 32), as Tensor ops; the opts
+# tinygrad's heuristics choose for it on a CUDA renderer without a GPU, and the product run on DEV=PYTHON (GPU-style kernels
+# with locals) against numpy
 import numpy as np
 from tinygrad import Tensor, dtypes
 from tinygrad.uop.ops import Ops
@@ -123,33 +125,36 @@ from tinygrad.renderer.cstyle import NVCCRenderer
 from tinygrad.helpers import Target
 
 def q4_matvec(qs:Tensor, d:Tensor, x:Tensor) -> Tensor:
-  # rows of 32-weight blocks: 4 uint32 words of 8 nibbles and one fp16 scale a block; x is (blocks, 32)
   nib = (qs.unsqueeze(-1) >> Tensor([0, 4, 8, 12, 16, 20, 24, 28], dtype=dtypes.uint32, device=qs.device)) & 15
   w = (nib.cast(dtypes.float32) - 8) * d.cast(dtypes.float32).reshape(*d.shape, 1, 1)
   return (w * x.reshape(1, -1, 4, 8)).sum((1, 2, 3))
 
-def chosen_opts(rows:int, blocks:int, device:str="NULL") -> list:
-  out = q4_matvec(Tensor.empty(rows, blocks, 4, dtype=dtypes.uint32, device=device),
-                  Tensor.empty(rows, blocks, dtype=dtypes.half, device=device), Tensor.empty(blocks, 32, device=device))
+def chosen_opts(rows:int, blocks:int) -> list:
+  out = q4_matvec(Tensor.empty(rows, blocks, 4, dtype=dtypes.uint32, device="NULL"),
+                  Tensor.empty(rows, blocks, dtype=dtypes.half, device="NULL"), Tensor.empty(blocks, 32, device="NULL"))
   ast = out.linear_with_vars()[0].src[-1].src[0]
   assert ast.op is Ops.SINK
   k = Scheduler(ast, NVCCRenderer(Target(device="CUDA", arch="sm_90")))  # no GPU needed: only the opts are asked for
   k.convert_loop_to_global()
   return hand_coded_optimizations(k).applied_opts
 
+def check_product(rows:int, blocks:int):
+  rng = np.random.default_rng(0)
+  qs, d = rng.integers(0, 2**32, (rows, blocks, 4), dtype=np.uint32), rng.standard_normal((rows, blocks)).astype(np.float16)
+  x = rng.standard_normal((blocks, 32)).astype(np.float32)
+  w = ((qs[..., None] >> (np.arange(8, dtype=np.uint32) * 4)) & 15).astype(np.float32) - 8
+  ref = ((w * d.astype(np.float32)[..., None, None]).reshape(rows, blocks, 32) * x).sum((1, 2))
+  got = q4_matvec(Tensor(qs, device="PYTHON"), Tensor(d, device="PYTHON"), Tensor(x, device="PYTHON")).numpy()
+  np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+"""
+
+MATVEC_THROUGH_DEQUANT = Q4_MATVEC + """
+# a matvec over 4-bit weights dequantized inside the product: tinygrad gives it a grouped reduction (threads share a row).
 # 4096 rows: more outputs than GROUPTOP takes, so only a matvec rule gives the rows a cooperative reduction
 opts = chosen_opts(4096, 16)
 assert any(o.op in (OptOps.GROUP, OptOps.GROUPTOP) for o in opts), opts
 assert any(o.op is OptOps.UPCAST for o in opts), opts
-
-# and the kernel those opts make computes the product (the PYTHON device runs GPU-style kernels with locals)
-rng = np.random.default_rng(0)
-qs, d = rng.integers(0, 2**32, (64, 8, 4), dtype=np.uint32), rng.standard_normal((64, 8)).astype(np.float16)
-x = rng.standard_normal((8, 32)).astype(np.float32)
-w = ((qs[..., None] >> (np.arange(8, dtype=np.uint32) * 4)) & 15).astype(np.float32) - 8
-ref = ((w * d.astype(np.float32)[..., None, None]).reshape(64, 8, 32) * x).sum((1, 2))
-got = q4_matvec(Tensor(qs, device="PYTHON"), Tensor(d, device="PYTHON"), Tensor(x, device="PYTHON")).numpy()
-np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+check_product(64, 8)   # and the kernel those opts make computes the product
 print("ok")
 """
 
@@ -208,40 +213,12 @@ print("ok")
 def test_0007_symbolic_elementwise_gets_upcast_and_local(trees):
   assert_patch_needed(trees, "0007", SYMBOLIC_ELEMENTWISE)
 
-MATVEC_PADDED_GROUP = """
+MATVEC_PADDED_GROUP = Q4_MATVEC + """
 # a matvec of 4-bit weights whose block count no warp-sized group divides (342 blocks of 32: a 10944-long row) pads its
 # block range and groups 32 threads on it; the padded blocks add nothing to the product
-import numpy as np
-from tinygrad import Tensor, dtypes
-from tinygrad.codegen.opt import OptOps
-from tinygrad.codegen.opt.heuristic import hand_coded_optimizations
-from tinygrad.codegen.opt.postrange import Scheduler
-from tinygrad.renderer.cstyle import NVCCRenderer
-from tinygrad.helpers import Target
-
-def q4_matvec(qs:Tensor, d:Tensor, x:Tensor) -> Tensor:
-  nib = (qs.unsqueeze(-1) >> Tensor([0, 4, 8, 12, 16, 20, 24, 28], dtype=dtypes.uint32, device=qs.device)) & 15
-  w = (nib.cast(dtypes.float32) - 8) * d.cast(dtypes.float32).reshape(*d.shape, 1, 1)
-  return (w * x.reshape(1, -1, 4, 8)).sum((1, 2, 3))
-
-def chosen_opts(rows:int, blocks:int) -> list:
-  out = q4_matvec(Tensor.empty(rows, blocks, 4, dtype=dtypes.uint32, device="NULL"), Tensor.empty(rows, blocks, dtype=dtypes.half, device="NULL"),
-                  Tensor.empty(blocks, 32, device="NULL"))
-  k = Scheduler(out.linear_with_vars()[0].src[-1].src[0], NVCCRenderer(Target(device="CUDA", arch="sm_90")))  # no GPU: only the opts
-  k.convert_loop_to_global()
-  return hand_coded_optimizations(k).applied_opts
-
 opts = chosen_opts(2048, 342)
 assert any(o.op is OptOps.PADTO for o in opts) and any(o.op is OptOps.GROUP and o.arg == 32 for o in opts), opts
-
-# the padded product on a GPU-style device (PYTHON runs kernels with locals): 62 blocks padded to 64
-rng = np.random.default_rng(0)
-qs, d = rng.integers(0, 2**32, (64, 62, 4), dtype=np.uint32), rng.standard_normal((64, 62)).astype(np.float16)
-x = rng.standard_normal((62, 32)).astype(np.float32)
-w = ((qs[..., None] >> (np.arange(8, dtype=np.uint32) * 4)) & 15).astype(np.float32) - 8
-ref = ((w * d.astype(np.float32)[..., None, None]).reshape(64, 62, 32) * x).sum((1, 2))
-got = q4_matvec(Tensor(qs, device="PYTHON"), Tensor(d, device="PYTHON"), Tensor(x, device="PYTHON")).numpy()
-np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+check_product(64, 62)  # 62 blocks padded to 64
 print("ok")
 """
 
