@@ -224,3 +224,73 @@ print("ok")
 
 def test_0008_matvec_rule_pads_the_grouped_range(trees):
   assert_patch_needed(trees, "0008", MATVEC_PADDED_GROUP)
+
+SYMBOLIC_LENGTH_GROUP = """
+# a max and a sum of exp over a symbolic length (attention's softmax over the keys cached so far) take a grouped reduction:
+# the length padded, masked, to a multiple of the group; the padding must reduce as -inf for the max and 0 for the sum
+import numpy as np
+from tinygrad import Tensor, TinyJit, UOp
+from tinygrad.codegen.opt import OptOps
+from tinygrad.codegen.opt.heuristic import hand_coded_optimizations
+from tinygrad.codegen.opt.postrange import Scheduler
+from tinygrad.renderer.cstyle import NVCCRenderer
+from tinygrad.helpers import Target
+
+n = UOp.variable("n", 1, 256)
+def softmax_sums(x:Tensor) -> Tensor:
+  m = x.max(axis=1, keepdim=True)
+  return (x - m).exp().sum(axis=1) + m[:, 0]
+ast = softmax_sums(Tensor.empty(16, 256, device="NULL")[:, :n.bind(100)]).linear_with_vars()[0].src[-1].src[0]
+k = Scheduler(ast, NVCCRenderer(Target(device="CUDA", arch="sm_90")))  # no GPU needed: only the opts are asked for
+k.convert_loop_to_global()
+opts = hand_coded_optimizations(k).applied_opts
+assert any(o.op is OptOps.PADTO for o in opts) and any(o.op is OptOps.GROUPTOP for o in opts), opts
+
+# those opts on a GPU-style device (PYTHON runs kernels with locals), all-negative data: a padding read as 0 would win the max
+data = -np.abs(np.random.default_rng(0).standard_normal((16, 256)).astype(np.float32)) - 5
+x = Tensor(data, device="PYTHON").realize()
+@TinyJit
+def f(v): return softmax_sums(v).realize()
+for s in (3, 17, 100, 33, 256):
+  ref = data[:, :s]
+  want = np.exp(ref - ref.max(1, keepdims=True)).sum(1) + ref.max(1)
+  np.testing.assert_allclose(f(x[:, :n.bind(s)]).numpy(), want, rtol=1e-5, atol=1e-5)
+print("ok")
+"""
+
+def test_0009_symbolic_length_reduction_is_grouped(trees):
+  assert_patch_needed(trees, "0009", SYMBOLIC_LENGTH_GROUP)
+
+SYMBOLIC_LENGTH_VALUE_PRODUCT = """
+# attention's value product for one token, out[h, c] = sum_s p[h, s] v[s, c] over the keys so far (a symbolic length): a thread
+# an output, no upcast, workgroups of at most 32
+import numpy as np
+from tinygrad import Tensor, TinyJit, UOp
+from tinygrad.codegen.opt import OptOps
+from tinygrad.codegen.opt.heuristic import hand_coded_optimizations
+from tinygrad.codegen.opt.postrange import Scheduler
+from tinygrad.renderer.cstyle import NVCCRenderer
+from tinygrad.helpers import Target, prod
+
+def value_product(p:Tensor, v:Tensor) -> Tensor: return (p.unsqueeze(2) * v.unsqueeze(0)).sum(axis=1)
+s = UOp.variable("n", 1, 512).bind(100)
+ast = value_product(Tensor.empty(16, 512, device="NULL")[:, :s], Tensor.empty(512, 256, device="NULL")[:s]).linear_with_vars()[0].src[-1].src[0]
+k = Scheduler(ast, NVCCRenderer(Target(device="CUDA", arch="sm_90")))  # no GPU needed: only the opts are asked for
+k.convert_loop_to_global()
+opts = hand_coded_optimizations(k).applied_opts
+assert not any(o.op is OptOps.UPCAST for o in opts), opts
+assert any(o.op is OptOps.LOCAL for o in opts) and prod(o.arg for o in opts if o.op is OptOps.LOCAL) <= 32, opts
+
+# those opts on a GPU-style device (PYTHON runs kernels with locals): the products at several lengths
+rng = np.random.default_rng(0)
+pd, vd = rng.standard_normal((16, 64)).astype(np.float32), rng.standard_normal((64, 32)).astype(np.float32)
+p, v, m = Tensor(pd, device="PYTHON").realize(), Tensor(vd, device="PYTHON").realize(), UOp.variable("n", 1, 64)
+@TinyJit
+def f(a, b): return value_product(a, b).realize()
+for length in (3, 17, 64, 40):
+  np.testing.assert_allclose(f(p[:, :m.bind(length)], v[:m.bind(length)]).numpy(), pd[:, :length] @ vd[:length], rtol=1e-4, atol=1e-4)
+print("ok")
+"""
+
+def test_0010_symbolic_length_product_keeps_a_thread_an_output(trees):
+  assert_patch_needed(trees, "0010", SYMBOLIC_LENGTH_VALUE_PRODUCT)
