@@ -11,12 +11,12 @@ for them) and a workgroup 4 row groups; expert ids are read in the kernel and cl
 tinygrad's heuristics choose. Shapes must be concrete: a symbolic batch (prefill chunk) is padded to its bound and sliced.
 """
 from __future__ import annotations
-import functools, math
+import math
 from dataclasses import dataclass, field, replace
 from typing import Callable
 from apps import KERNEL_PATHS
 from apps.gguf import GGMLType
-from apps.kernels import Fusions, KernelModules
+from apps.kernels import Fusions, KernelModules, cached
 from tinygrad import Tensor, dtypes, Device, UOp
 from tinygrad.dtype import DType
 from tinygrad.helpers import prod
@@ -209,7 +209,7 @@ def _portable_kernel(spec: KernelSpec) -> KernelFn:
     return sink.replace(arg=KernelInfo(name=name, opts_to_apply=planned[0]))
   return mv_kernel
 
-@functools.lru_cache(maxsize=None)
+@cached
 def kernel_cached(spec: KernelSpec) -> KernelFn: return kernel_for(spec)
 
 def _norm_w_index(spec: KernelSpec) -> int:

@@ -25,36 +25,27 @@ ROOT = Path(__file__).resolve().parent.parent
 import apps  # noqa: F401
 from tinygrad import Device, Tensor, TinyJit, dtypes
 import apps.kernels as K
-from apps.kernels import matvec, mla_attention, router
-from apps import dispatch
 import bench_block as bb
 from tinygrad.helpers import JIT_BATCH_SIZE
 
-_program = K.program
 _hollow: set[str] = set()   # kernel names to hollow in the next capture
 _hollow_body = "  GRID_WAIT();"
 _seen: Counter = Counter()  # kernel names built in the last capture, with the bytes of their weight params where known
 
-def _program_hollowable(k: K.SourceKernel, device: str, trigger: bool = True):
+def _hollowable(k: K.SourceKernel) -> K.SourceKernel:
   _seen[k.name] += 1
-  if k.name in _hollow: k = replace(k, body=_hollow_body, global_size=(1, 1, 1), local_size=(32, 1, 1), helpers="")
-  return _program(k, device, trigger)
+  return replace(k, body=_hollow_body, global_size=(1, 1, 1), local_size=(32, 1, 1), helpers="") if k.name in _hollow else k
 
-def _uncached(f):
-  """program() wrappers are lru-cached by shape; the hollow set changes what they should return."""
-  return getattr(f, "__wrapped__", f)
-
-def install() -> None:
-  for mod in (K, matvec, mla_attention, router): mod.program = _program_hollowable
-  matvec.kernel, matvec.kernel_side_by_side = _uncached(matvec.kernel), _uncached(matvec.kernel_side_by_side)
-  mla_attention.kernels = _uncached(mla_attention.kernels)
-  router._kernel = _uncached(router._kernel)
-  dispatch.kernel_cached = _uncached(dispatch.kernel_cached)
-
-def stack_ms(bench: bb.Bench, hollow: set[str], count: int, rounds: int) -> float:
+def hollow(names: set[str]) -> None:
+  """The hand-written kernels built from now on: those named hollow, the others as written (apps.kernels.set_rewrite, which
+  also drops the programs built so far, so the next capture builds every kernel again and _seen counts them)."""
   global _hollow
-  _hollow = set(hollow)
+  _hollow = set(names)
   _seen.clear()
+  K.set_rewrite(_hollowable)
+
+def stack_ms(bench: bb.Bench, hollow_names: set[str], count: int, rounds: int) -> float:
+  hollow(hollow_names)
   step = bench.step("stack")
   bb.warm(step)
   if bench.dev.split(":")[0] == "CUDA": return device_ms(step, bench.dev, count * rounds)
@@ -72,7 +63,7 @@ def device_ms(step: bb.Step, dev: str, count: int) -> float:
   import ctypes
   import tinygrad.runtime.autogen.cuda as cuda
   from tinygrad.runtime.ops_cuda import check
-  spin_fxn, sink = _program(_SPIN, dev), Tensor.empty(1, device=dev).realize()
+  spin_fxn, sink = K.program(_SPIN, dev), Tensor.empty(1, device=dev).realize()
   evs = [cuda.CUevent() for _ in range(2)]
   for e in evs: check(cuda.cuEventCreate(ctypes.byref(e), 0))
   ts = []
@@ -112,7 +103,7 @@ def chain(n: int, funcs: int, count: int, params: int = 0) -> None:
   dev = Device.DEFAULT
   for wait in (True, False):
     extra = tuple(K.Param(f"w{j}", dtypes.uint8) for j in range(params))
-    fx = [_program(K.SourceKernel(f"nop{k}_{int(wait)}_{params}", (K.Param("out", dtypes.float32, True), K.Param("a", dtypes.float32), *extra),
+    fx = [K.program(K.SourceKernel(f"nop{k}_{int(wait)}_{params}", (K.Param("out", dtypes.float32, True), K.Param("a", dtypes.float32), *extra),
                                   ("  GRID_WAIT();\n" if wait else "") + f"  out[LID_X] = a[LID_X] + {k}.0f;", (1, 1, 1), (32, 1, 1)), dev)
           for k in range(funcs)]
     ws = [Tensor.empty(2**20, dtype=dtypes.uint8, device=dev).realize() for _ in range(4 * params)]
@@ -152,7 +143,6 @@ def main(argv=None) -> int:
   if a.chain:
     chain(a.chain, a.funcs, a.count, a.params)
     return 0
-  install()
   path = bb.resolve_model(a.model)
   m = bb.load_model(path, max(a.pos + 2, 256), bb.DEFAULT_SPLIT_MASK)
   bench = bb.Bench(m, a.pos, 1)

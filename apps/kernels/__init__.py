@@ -50,10 +50,10 @@ contract, which test/emulator.py checks: every workgroup executes GRID_WAIT() be
 parameters (read-only for the whole step: packed weights, norm vectors) and before it writes anything.
 """
 from __future__ import annotations
-import importlib, math, re
+import functools, importlib, math, re
 from dataclasses import dataclass, field, fields, replace
 from types import ModuleType
-from typing import Sequence
+from typing import Callable, Sequence
 from tinygrad import Device, Tensor, dtypes
 from tinygrad.dtype import DType
 from tinygrad.uop.ops import UOp, Ops, ProgramInfo, KernelInfo
@@ -349,12 +349,29 @@ def _param(u: UOp) -> UOp:
   while u.op is not Ops.PARAM: u = u.src[0]
   return u
 
+_rewrite: Callable[[SourceKernel], SourceKernel] | None = None
+_caches: list = []
+
+def cached(f):
+  """functools.lru_cache for the functions that build programs from source kernels: set_rewrite() empties them all."""
+  c = functools.lru_cache(maxsize=None)(f)
+  _caches.append(c)
+  return c
+
+def set_rewrite(fn: Callable[[SourceKernel], SourceKernel] | None) -> None:
+  """Every source kernel built into a program from now on goes through fn first (None: as written), e.g. a measurement's
+  hollowed bodies (tools.kernel_costs); the programs already built are dropped, so the next capture builds them again."""
+  global _rewrite
+  _rewrite = fn
+  for c in _caches: c.cache_clear()
+
 def program(k: SourceKernel, device: str, trigger: bool = True):
   """A custom_kernel body that runs `k` on `device`: called with the placeholders of the custom_kernel sources (in the
   order of k.params), it returns the PROGRAM, with the launch dims and which buffers it writes and reads. trigger=False
   (Fusions.trigger off): no GRID_TRIGGER() even where k would start with one."""
   language = language_of(device)
   if language is None: raise ValueError(f"{k.name}: device {device} compiles no hand-written source")
+  if _rewrite is not None: k = _rewrite(k)
   source = render(k if trigger else replace(k, trigger=False), language)
   def fxn(*placeholders: UOp) -> UOp:
     if len(placeholders) != len(k.params): raise ValueError(f"{k.name}: {len(placeholders)} buffers for {len(k.params)} parameters")

@@ -38,11 +38,10 @@ Buffers: out (T, N) | (T, J, N), x (T, K) | (T, J, K) with x_per_slot (the tenso
 dm, scm, qs; Q5_K dm, scm, qh, qs; Q6_K ql, qh, sc, d).
 """
 from __future__ import annotations
-import functools
 from dataclasses import dataclass
 from tinygrad import dtypes
 from apps.gguf import GGMLType, BLOCK
-from apps.kernels import SourceKernel, Param, program, language_of, has_mma, matvec
+from apps.kernels import SourceKernel, Param, program, cached, language_of, has_mma, matvec
 
 KB = 32          # weights of K per step of the loop (one packed block, or one sub-block of a K-quant's 256)
 
@@ -516,7 +515,7 @@ def build_mma(s: GemmShape, tile: tuple[int, int] | None = None, steps: int | No
   grid = (-(-s.N // ON), 1, s.E) if s.experts else (-(-s.N // ON), -(-s.T // TT), s.E if s.batched else 1)
   return SourceKernel(name, params, body, grid, (128, 1, 1), _X24, trigger=False, min_blocks=min_blocks or 3)
 
-@functools.lru_cache(maxsize=None)
+@cached
 def kernel(s: GemmShape, device: str, norm_eps: float | None = None):
   """The custom_kernel body for shape `s` on `device`: the tensor-core kernel where it serves (its x_form quantizes x
   first, rms-normed with norm_eps: apps/dispatch.launch), else the CUDA-core one (Metal, CUDA before sm_80)."""

@@ -41,7 +41,7 @@ import functools, re
 from dataclasses import dataclass
 from tinygrad import dtypes
 from apps.gguf import GGMLType, BLOCK
-from apps.kernels import SourceKernel, Param, program, language_of, side_by_side
+from apps.kernels import SourceKernel, Param, program, cached, language_of, side_by_side
 
 # ---- per type: packed parts (name, element type), weights per lane step (CH), weights per packed block, the loads of one
 # lane step and their math. In `load` and `math`, `@` is the item's suffix: the load sees `bi@` (packed block index) and
@@ -452,7 +452,7 @@ def supports(s: MatvecShape | Terms, language: str = "CUDA") -> bool:
     if t.norm and t.x_per_slot: return False
   return shared_bytes(terms) <= SHARED_BYTES[language]
 
-@functools.lru_cache(maxsize=None)
+@cached
 def kernel(s: MatvecShape | Terms, eps: float, device: str, trigger: bool = True):
   """The custom_kernel body for shape `s` (or a sum of terms, supported) on `device` (a CUDA or Metal device); trigger=False:
   without GRID_TRIGGER() (Fusions.trigger off; callers pass it only then, so the default form has one cache entry)."""
@@ -467,7 +467,7 @@ def side_by_side_plans(shapes: tuple[MatvecShape, ...]) -> list[Plan]:
   warps = max(plan(s).warps for s in shapes)
   return [Plan(warps, 1 if s.op == "linear" else plan(s).rows) for s in shapes]
 
-@functools.lru_cache(maxsize=None)
+@cached
 def kernel_side_by_side(shapes: tuple[MatvecShape, ...], eps: tuple[float, ...], device: str, trigger: bool = True):
   """One launch computing several matvecs side by side (kernels.side_by_side), each with its own plan's rows per warp and
   the most warps any of them plans; None when one is not supported or their workgroup memory together does not fit.

@@ -24,10 +24,10 @@ Both read pos from a 1-element int32 buffer (a source kernel gets no symbolic in
 apps/mla.py's `decode_attention_reference` is the same computation from tinygrad ops (any device), for tests and tools.
 """
 from __future__ import annotations
-import functools, math
+import math
 from dataclasses import dataclass
 from tinygrad import Tensor, dtypes
-from apps.kernels import SourceKernel, Param, Fusions, program, language_of, has_mma, to_bound, matvec
+from apps.kernels import SourceKernel, Param, Fusions, program, cached, language_of, has_mma, to_bound, matvec
 
 SPLITS = 128     # partials per head at most (~one workgroup per SM of an H100 at long contexts)
 MIN_CHUNK = 8    # tokens per split at least
@@ -436,13 +436,13 @@ def combine_kernel(s: AttentionShape, tokens: int = 0, max_context: int = 0) -> 
   return SourceKernel(f"{name}_h{s.n_head}_kv{s.kv_lora}", params, body, (s.n_head, -(-s.kv_lora // 128), max(1, tokens)), (32, cw, 1),
                       trigger=not tokens)
 
-@functools.lru_cache(maxsize=None)
+@cached
 def kernels(s: AttentionShape, scale: float, eps: float, device: str, kv_offset: int = 0, trigger: bool = True):
   """The custom_kernel bodies (attend, combine) for shape `s` on `device` (a CUDA or Metal device); trigger=False: without
   GRID_TRIGGER() (Fusions.trigger off)."""
   return program(attend_kernel(s, scale, eps, kv_offset), device, trigger), program(combine_kernel(s), device, trigger)
 
-@functools.lru_cache(maxsize=None)
+@cached
 def prefill_kernels(s: AttentionShape, scale: float, tokens: int, max_context: int, device: str):
   """The custom_kernel bodies (attend, combine) of a prefill chunk of `tokens` on `device` (combine None: one split)."""
   if has_mma(device) and mma_warps(s): return program(prefill_mma_kernel(s, scale, tokens, max_context), device), None

@@ -6,9 +6,8 @@ token holds the expert scores in registers (n_expert / 32 per lane) and runs k r
 routing (expert_group_count > 1) is left to the portable path.
 """
 from __future__ import annotations
-import functools
 from tinygrad import Tensor, dtypes
-from apps.kernels import SourceKernel, Param, Fusions, program, language_of, to_bound
+from apps.kernels import SourceKernel, Param, Fusions, program, cached, language_of, to_bound
 
 SOFTMAX, SIGMOID, SOFTMAX_WEIGHT = 1, 2, 3  # llama.cpp's gating function ids (apps.mla.Gating)
 
@@ -60,7 +59,7 @@ def build(B: int, n_expert: int, k: int, gating: int, has_bias: bool, norm: bool
   name = f"route_{B}_{n_expert}_{k}_g{gating}" + ("_bias" if has_bias else "") + ("_norm" if norm else "")
   return SourceKernel(name, tuple(params), body, (B, 1, 1), (32, 1, 1))
 
-@functools.lru_cache(maxsize=None)
+@cached
 def _kernel(B, n_expert, k, gating, has_bias, norm, scale, device, trigger):
   return program(build(B, n_expert, k, gating, has_bias, norm, scale), device, trigger)
 
