@@ -111,18 +111,28 @@ print("ok")
 def test_0004_cuda_graph_programmatic_edges(trees):
   assert_patch_needed(trees, "0004", CUDA_GRAPH_PDL, env={"DEV": "NULL:NVCC:sm_90"})
 
-Q4_MATVEC = """
-# rows of 32-weight blocks: 4 uint32 words of 8 nibbles and one fp16 scale a block, x (blocks, 32), as Tensor ops; the opts
-# tinygrad's heuristics choose for it on a CUDA renderer without a GPU, and the product run on DEV=PYTHON (GPU-style kernels
-# with locals) against numpy
-import numpy as np
-from tinygrad import Tensor, dtypes
+SM90_OPTS = """
+# the opts tinygrad's heuristics choose for a tensor's last kernel on a CUDA sm_90 renderer: no GPU needed, nothing runs
 from tinygrad.uop.ops import Ops
 from tinygrad.codegen.opt import OptOps
 from tinygrad.codegen.opt.heuristic import hand_coded_optimizations
 from tinygrad.codegen.opt.postrange import Scheduler
 from tinygrad.renderer.cstyle import NVCCRenderer
 from tinygrad.helpers import Target
+def sm90_opts(out) -> list:
+  ast = out.linear_with_vars()[0].src[-1].src[0]
+  assert ast.op is Ops.SINK
+  k = Scheduler(ast, NVCCRenderer(Target(device="CUDA", arch="sm_90")))
+  k.convert_loop_to_global()
+  return hand_coded_optimizations(k).applied_opts
+"""
+
+Q4_MATVEC = SM90_OPTS + """
+# rows of 32-weight blocks: 4 uint32 words of 8 nibbles and one fp16 scale a block, x (blocks, 32), as Tensor ops; the opts
+# tinygrad's heuristics choose for it on a CUDA renderer without a GPU, and the product run on DEV=PYTHON (GPU-style kernels
+# with locals) against numpy
+import numpy as np
+from tinygrad import Tensor, dtypes
 
 def q4_matvec(qs:Tensor, d:Tensor, x:Tensor) -> Tensor:
   nib = (qs.unsqueeze(-1) >> Tensor([0, 4, 8, 12, 16, 20, 24, 28], dtype=dtypes.uint32, device=qs.device)) & 15
@@ -132,11 +142,7 @@ def q4_matvec(qs:Tensor, d:Tensor, x:Tensor) -> Tensor:
 def chosen_opts(rows:int, blocks:int) -> list:
   out = q4_matvec(Tensor.empty(rows, blocks, 4, dtype=dtypes.uint32, device="NULL"),
                   Tensor.empty(rows, blocks, dtype=dtypes.half, device="NULL"), Tensor.empty(blocks, 32, device="NULL"))
-  ast = out.linear_with_vars()[0].src[-1].src[0]
-  assert ast.op is Ops.SINK
-  k = Scheduler(ast, NVCCRenderer(Target(device="CUDA", arch="sm_90")))  # no GPU needed: only the opts are asked for
-  k.convert_loop_to_global()
-  return hand_coded_optimizations(k).applied_opts
+  return sm90_opts(out)
 
 def check_product(rows:int, blocks:int):
   rng = np.random.default_rng(0)
@@ -179,21 +185,13 @@ print("ok")
 def test_0006_debug_print_while_the_worker_pool_spawns(trees):
   assert_patch_needed(trees, "0006", DEBUG_PRINT_DURING_SPAWN, env={"DEV": "CPU"})
 
-SYMBOLIC_ELEMENTWISE = """
+SYMBOLIC_ELEMENTWISE = SM90_OPTS + """
 # an elementwise kernel over a symbolic length merged into one dim (a token count times a width) gets an upcast and a workgroup
 import numpy as np
 from tinygrad import Tensor, UOp, TinyJit
-from tinygrad.codegen.opt import OptOps
-from tinygrad.codegen.opt.heuristic import hand_coded_optimizations
-from tinygrad.codegen.opt.postrange import Scheduler
-from tinygrad.renderer.cstyle import NVCCRenderer
-from tinygrad.helpers import Target
 
 n = UOp.variable("n_tokens", 1, 512)
-ast = (Tensor.empty(512 * 2048, device="NULL")[:n.bind(7) * 2048] * 2).contiguous().linear_with_vars()[0].src[-1].src[0]
-k = Scheduler(ast, NVCCRenderer(Target(device="CUDA", arch="sm_90")))  # no GPU needed: only the opts are asked for
-k.convert_loop_to_global()
-opts = hand_coded_optimizations(k).applied_opts
+opts = sm90_opts((Tensor.empty(512 * 2048, device="NULL")[:n.bind(7) * 2048] * 2).contiguous())
 assert {o.op for o in opts} >= {OptOps.UPCAST, OptOps.LOCAL}, opts
 
 # those opts on a GPU-style device (PYTHON runs kernels with locals): the right values at every n, nothing written past n
@@ -225,25 +223,17 @@ print("ok")
 def test_0008_matvec_rule_pads_the_grouped_range(trees):
   assert_patch_needed(trees, "0008", MATVEC_PADDED_GROUP)
 
-SYMBOLIC_LENGTH_GROUP = """
+SYMBOLIC_LENGTH_GROUP = SM90_OPTS + """
 # a max and a sum of exp over a symbolic length (attention's softmax over the keys cached so far) take a grouped reduction:
 # the length padded, masked, to a multiple of the group; the padding must reduce as -inf for the max and 0 for the sum
 import numpy as np
 from tinygrad import Tensor, TinyJit, UOp
-from tinygrad.codegen.opt import OptOps
-from tinygrad.codegen.opt.heuristic import hand_coded_optimizations
-from tinygrad.codegen.opt.postrange import Scheduler
-from tinygrad.renderer.cstyle import NVCCRenderer
-from tinygrad.helpers import Target
 
 n = UOp.variable("n", 1, 256)
 def softmax_sums(x:Tensor) -> Tensor:
   m = x.max(axis=1, keepdim=True)
   return (x - m).exp().sum(axis=1) + m[:, 0]
-ast = softmax_sums(Tensor.empty(16, 256, device="NULL")[:, :n.bind(100)]).linear_with_vars()[0].src[-1].src[0]
-k = Scheduler(ast, NVCCRenderer(Target(device="CUDA", arch="sm_90")))  # no GPU needed: only the opts are asked for
-k.convert_loop_to_global()
-opts = hand_coded_optimizations(k).applied_opts
+opts = sm90_opts(softmax_sums(Tensor.empty(16, 256, device="NULL")[:, :n.bind(100)]))
 assert any(o.op is OptOps.PADTO for o in opts) and any(o.op is OptOps.GROUPTOP for o in opts), opts
 
 # those opts on a GPU-style device (PYTHON runs kernels with locals), all-negative data: a padding read as 0 would win the max
@@ -261,23 +251,16 @@ print("ok")
 def test_0009_symbolic_length_reduction_is_grouped(trees):
   assert_patch_needed(trees, "0009", SYMBOLIC_LENGTH_GROUP)
 
-SYMBOLIC_LENGTH_VALUE_PRODUCT = """
+SYMBOLIC_LENGTH_VALUE_PRODUCT = SM90_OPTS + """
 # attention's value product for one token, out[h, c] = sum_s p[h, s] v[s, c] over the keys so far (a symbolic length): a thread
 # an output, no upcast, workgroups of at most 32
 import numpy as np
 from tinygrad import Tensor, TinyJit, UOp
-from tinygrad.codegen.opt import OptOps
-from tinygrad.codegen.opt.heuristic import hand_coded_optimizations
-from tinygrad.codegen.opt.postrange import Scheduler
-from tinygrad.renderer.cstyle import NVCCRenderer
-from tinygrad.helpers import Target, prod
+from tinygrad.helpers import prod
 
 def value_product(p:Tensor, v:Tensor) -> Tensor: return (p.unsqueeze(2) * v.unsqueeze(0)).sum(axis=1)
 s = UOp.variable("n", 1, 512).bind(100)
-ast = value_product(Tensor.empty(16, 512, device="NULL")[:, :s], Tensor.empty(512, 256, device="NULL")[:s]).linear_with_vars()[0].src[-1].src[0]
-k = Scheduler(ast, NVCCRenderer(Target(device="CUDA", arch="sm_90")))  # no GPU needed: only the opts are asked for
-k.convert_loop_to_global()
-opts = hand_coded_optimizations(k).applied_opts
+opts = sm90_opts(value_product(Tensor.empty(16, 512, device="NULL")[:, :s], Tensor.empty(512, 256, device="NULL")[:s]))
 assert not any(o.op is OptOps.UPCAST for o in opts), opts
 assert any(o.op is OptOps.LOCAL for o in opts) and prod(o.arg for o in opts if o.op is OptOps.LOCAL) <= 32, opts
 
