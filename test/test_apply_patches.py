@@ -3,6 +3,7 @@ import shutil, subprocess, sys
 from pathlib import Path
 import pytest
 import apply_patches as ap
+import patchset
 
 def run(repo: Path, *args: str) -> subprocess.CompletedProcess:
   return subprocess.run([sys.executable, str(repo / "apply_patches.py"), *args], capture_output=True, text=True, timeout=300, cwd=repo)
@@ -12,7 +13,7 @@ def repo(tmp_path: Path) -> Path:
   """A copy of the parts apply_patches.py reads, with the pinned wheel already cached (no network)."""
   r = tmp_path / "repo"
   (r / "upstream" / ".cache").mkdir(parents=True)
-  shutil.copy(ap.ROOT / "apply_patches.py", r)
+  for f in ("apply_patches.py", "patchset.py"): shutil.copy(patchset.ROOT / f, r)
   shutil.copy(ap.UPSTREAM / "PIN", r / "upstream")
   shutil.copytree(ap.PATCHES, r / "patches")
   wheel = ap.fetch_wheel()
