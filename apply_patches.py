@@ -251,12 +251,19 @@ def needs(n: int, pristine: Path, patch_dir: Path = PATCHES) -> list[int]:
   one that n itself does not), in series order."""
   series = [parse_patch(p) for p in read_series(patch_dir)]
   files = lambda p: {f.old_path or f.new_path for f in p.files}
-  deps = [i for i in range(1, n) if files(series[i - 1]) & files(series[n - 1])]
+  declared = {d for i in declared_needs(series[n - 1]) if 0 < i < n for d in [i, *needs(i, pristine, patch_dir)]}
+  deps = [i for i in range(1, n) if files(series[i - 1]) & files(series[n - 1]) or i in declared]
   if not _applies([series[i - 1] for i in deps + [n]], pristine):
     raise PatchError(f"patch {n} does not apply to pristine tinygrad after the patches before it")
   for i in reversed(list(deps)):
-    if _applies([series[j - 1] for j in deps if j != i] + [series[n - 1]], pristine): deps.remove(i)
+    if i not in declared and _applies([series[j - 1] for j in deps if j != i] + [series[n - 1]], pristine): deps.remove(i)
   return deps
+
+def declared_needs(p: Patch) -> set[int]:
+  """The patches a patch's header says it needs to have its effect, beyond what its diff's context needs: the 4-digit
+  numbers of its 'Needs:' paragraph."""
+  m = re.search(r"^Needs:(.*?)(?:\n\s*\n|\Z)", p.body, re.S | re.M)
+  return {int(x) for x in re.findall(r"\b(\d{4})\b", m.group(1))} if m else set()
 
 def _mail(p: Patch, diff: str, i: int, total: int) -> str:
   subject = f"[PATCH {i}/{total}] {p.subject}" if total > 1 else f"[PATCH] {p.subject}"

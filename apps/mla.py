@@ -18,7 +18,7 @@ from tinygrad.uop.ops import resolve
 from apps.gguf import GGUFFile, GGUFError
 from apps.quantized import QuantizedLinear, QuantizedExpertWeights, load_tensor, rms_norm
 from apps.dispatch import KernelCall, run, run_sum
-from apps.kernels import Fusions, KernelModules
+from apps.kernels import Fusions, KernelModules, to_bound
 
 class Gating(enum.IntEnum):
   """llama.cpp's LLAMA_EXPERT_GATING_FUNC_TYPE values."""
@@ -345,13 +345,17 @@ class Block:
       q = self.split(q_lat.cat(q_pe, dim=-1), "q")                             # (T, H, kv_lora + rope)
       keys = cache[0:start_pos + T]                                             # (S, kv_lora + rope): one row per token
       values = keys[:, :cfg.kv_lora_rank]                                       # V is the latent part of the same row
-      scores = q.transpose(0, 1).float() @ keys.float().T * cfg.kq_scale        # (H, T, S)
-      if resolve(T != 1):  # prefill (a symbolic chunk length counts as T > 1)
+      prefill = resolve(T != 1)  # (a symbolic chunk length counts as T > 1)
+      # a prefill chunk's queries at its bound Tq: constant (head, query) dims, which tinygrad's heuristics tile (a key row
+      # read once for several queries); the rows past T attend causally as well and are sliced off
+      (q,), _, Tq = to_bound(q, slices=self.fusions.slices) if prefill else ((q,), T, T)
+      scores = q.transpose(0, 1).float() @ keys.float().T * cfg.kq_scale        # (H, Tq, S)
+      if prefill:
         S = start_pos + T
-        causal = Tensor.arange(S).reshape(1, S) > (Tensor.arange(T) + start_pos).reshape(T, 1)
-        scores = causal.where(float("-inf"), scores)
+        causal = Tensor.arange(S).reshape(1, S) > (Tensor.arange(Tq) + start_pos).reshape(Tq, 1)
+        scores = causal.where(float("-inf"), scores).contiguous()  # once: fused into the softmax, its reductions recompute q.k
       probs = self.split(scores.softmax(-1), "attn_scores")
-      out = (probs @ values.float()).transpose(0, 1)                            # (T, H, kv_lora)
+      out = (probs @ values.float()).transpose(0, 1)[:T]                        # (T, H, kv_lora)
     out = self.attn_v_b.batched(out.cast(x.dtype))                              # (T, H, v_head)
     return self.attn_output(self.split(out.reshape(T, cfg.n_head * cfg.v_head), "attn_out"), residual=x)
 

@@ -147,6 +147,15 @@ def test_export_brings_the_patches_it_needs(repo, tmp_path):
   assert am.returncode == 0, am.stderr
   assert len(run(repo, "--export", "3", str(tmp_path / "e3")).stdout.split()) == 1
 
+def test_export_brings_the_patches_its_header_needs(repo):
+  """A 'Needs:' paragraph names patches the diff's context does not need but its effect does: patch 11 (an upcast after a
+  PADTO of a symbolic dim) exports with patch 9 (that PADTO) and 9's own needs; patches without one export as before."""
+  series = [ap.parse_patch(p) for p in ap.read_series(repo / "patches")]
+  assert ap.declared_needs(series[10]) == {9} and not any(ap.declared_needs(p) for p in series[:10])
+  pristine = repo / "pristine"
+  ap.extract_pristine(repo / "upstream" / ".cache" / ap.read_pin()["wheel"], pristine)
+  assert ap.needs(11, pristine, repo / "patches") == [7, 9, 10] and ap.needs(9, pristine, repo / "patches") == []
+
 def test_export_onto_another_checkout(repo, tmp_path):
   """--onto: a checkout that has patch 2 already, and its graph file shifted by 3 lines: patch 2 is left out (said so),
   patch 4's mail is made against that checkout's lines and git am takes it there; a checkout without tinygrad/ is refused."""

@@ -52,6 +52,20 @@ def test_greedy(case):
   assert ours == gold["greedy/hf"].tolist()
   if "greedy/llamacpp" in gold: assert ours == gold["greedy/llamacpp"].tolist()
 
+def test_greedy_generated_long_chunk(case):
+  """The generated path (tinygrad's kernels alone) on the goldens with its prompt prefilled in one chunk of 80 (a symbolic
+  length under TinyJit): its attention runs the chunk's queries at that bound, the rows past the prompt sliced off. The
+  same greedy tokens."""
+  preset, mix, model, gold = case
+  if (preset, mix) != ("glm-4.7-flash-tiny", "release"): pytest.skip("one model for the path")
+  try:
+    model.set_kernels("generated")
+    model.set_prefill_chunks(80)
+    assert list(model.generate(gold["greedy/prompt"].tolist(), N_GREEDY)) == gold["greedy/hf"].tolist()
+  finally:
+    model.set_kernels("hand")
+    model.set_prefill_chunks(16)
+
 class _QueueOrderRead(Readback):
   """On the CPU a read made at capture time is a read in queue order: generate() then takes its one-step-ahead path, as on
   CUDA (apps/readback.py). Logs captures and waits."""

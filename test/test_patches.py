@@ -277,3 +277,29 @@ print("ok")
 
 def test_0010_symbolic_length_product_keeps_a_thread_an_output(trees):
   assert_patch_needed(trees, "0010", SYMBOLIC_LENGTH_VALUE_PRODUCT)
+
+CHUNK_SCORES = SM90_OPTS + """
+# attention scores of a chunk of queries over the keys so far (a symbolic length): scores[h, t, s] = sum_d q[h, t, d] k[s, d];
+# the keys' dim, which q does not index, padded to a multiple of 4 and upcast, so a key row serves 4 keys' worth of outputs
+import numpy as np
+from tinygrad import Tensor, TinyJit, UOp
+
+def scores(q:Tensor, k:Tensor) -> Tensor: return (q.unsqueeze(2) * k.unsqueeze(0).unsqueeze(0)).sum(-1)
+s = UOp.variable("n", 1, 512).bind(100)
+opts = sm90_opts(scores(Tensor.empty(16, 256, 8, device="NULL"), Tensor.empty(512, 8, device="NULL")[:s]))
+assert any(o.op is OptOps.PADTO for o in opts) and sum(o.op is OptOps.UPCAST for o in opts) >= 2, opts
+
+# those opts on a GPU-style device (PYTHON runs kernels with locals): the scores at lengths 4 does not divide
+rng = np.random.default_rng(0)
+qd, kd = rng.standard_normal((16, 256, 8)).astype(np.float32), rng.standard_normal((40, 8)).astype(np.float32)
+q, k, m = Tensor(qd, device="PYTHON").realize(), Tensor(kd, device="PYTHON").realize(), UOp.variable("n", 1, 40)
+@TinyJit
+def f(a, b): return scores(a, b).realize()
+for length in (3, 17, 22):
+  got = f(q, k[:m.bind(length)])
+  np.testing.assert_allclose(got[:, :, :length].numpy(), qd @ kd[:length].T, rtol=1e-4, atol=1e-4)
+print("ok")
+"""
+
+def test_0011_chunk_scores_upcast_the_symbolic_keys(trees):
+  assert_patch_needed(trees, "0011", CHUNK_SCORES)

@@ -2,13 +2,14 @@
 # The GPU-machine runs the open issues still need, in the order of their value, each with its own time limit and log
 # under $OUT (the device tool brings $OUT back). Run from the repo root on the GPU machine:
 #   bash tools/gpu_session.sh [step ...]      steps: glm check serve bench profile llama side kernels ncu abprefill abkernel
-#                                             abfusions fill paths blocks generated abpatch
+#                                             abfusions fill paths blocks generated abpatch abapps
 #                                             (default: the first five)
 # MODELS (default: youtu-llm-2b deepseek-v2-lite) picks the models of ncu, abkernel, abfusions (OFF=<fusions A turns off>), abprefill
 # (A=<file>: another apps/kernels/gemm.py as variant A; ROUNDS=<n>, default 5: 2% differences need that many), ncu (PROMPT=1:
 # a 512-token prompt's chunk instead of a decode token) and fill (a 512-token prompt's chunk at pos 0, head and sampling included,
 # kernel by kernel); abkernel needs A=<file>, variant A of
 # apps/kernels/matvec.py (MODULE=<name> for another module), e.g. `git show HEAD~1:apps/kernels/matvec.py > ab/A/matvec.py`.
+# abapps: [A=<dir>] [PRESETS=...] [KERNELS=hand] an apps change: the modules in A (default ab/A) against the checkout's.
 # abpatch: PATCH=<n> [PRESETS=...] [KERNELS=generated] [ROUNDS=1] the full-model numbers on the series without patch n (A) and with it (B).
 # profile: [MODELS=<one preset>] [KERNELS=hand|generated] where a decode token goes, kernel by kernel.
 # Carry: upstream/tinygrad upstream/.stamp upstream/.cache .cache/vocab (+ .cache/llama/llama-cpp-src.tar.xz for llama/side,
@@ -74,6 +75,16 @@ for s in $steps; do
                    | tee "$OUT/abpatch_$v$r.log" | grep -v '^{' | tail -5
                done
              done ;;
+    abapps)  # A = the apps modules in ${A:-ab/A} (e.g. `git show HEAD~1:apps/mla.py > ab/A/mla.py`) over apps/, B = the checkout
+             mkdir -p ab/B; for f in ${A:-ab/A}/*.py; do cp apps/$(basename $f) ab/B/; done
+             for v in B A; do
+               src=ab/B; [ $v = A ] && src=${A:-ab/A}
+               for f in $src/*.py; do cp $f apps/$(basename $f); done
+               echo "-- $v"
+               timeout ${LIMIT:-250} python3 -m tools.gpu_bench --kernels ${KERNELS:-generated} --presets "${PRESETS:-youtu-llm-2b,deepseek-v2-lite}" \
+                 --decode 32 --prefill 512 --json "$OUT/abapps_$v.json" 2>&1 | tee "$OUT/abapps_$v.log" | grep -v '^{' | tail -5
+             done
+             for f in ab/B/*.py; do cp $f apps/$(basename $f); done ;;
     *) echo "unknown step $s" ;;
   esac
 done
