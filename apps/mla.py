@@ -348,7 +348,8 @@ class Block:
       prefill = resolve(T != 1)  # (a symbolic chunk length counts as T > 1)
       # a prefill chunk's queries at its bound Tq: constant (head, query) dims, which tinygrad's heuristics tile (a key row
       # read once for several queries); the rows past T attend causally as well and are sliced off
-      (q,), _, Tq = to_bound(q, slices=self.fusions.slices) if prefill else ((q,), T, T)
+      if prefill: (q,), _, Tq = to_bound(q, slices=self.fusions.slices)
+      else: Tq = T
       scores = q.transpose(0, 1).float() @ keys.float().T * cfg.kq_scale        # (H, Tq, S)
       if prefill:
         S = start_pos + T
