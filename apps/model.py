@@ -56,7 +56,8 @@ class Transformer:
     self.cached: list[int] = []  # tokens whose latents are in the caches, in order
     self._v_pos = UOp.variable("start_pos", 0, self.max_context - 1)
     self.sampler = sampling.Sampler(cfg.vocab_size, self.device)
-    self._jits: dict[tuple, TinyJit] = {}  # (sampler structure, the last prefill chunk's length or 0: decode) -> capture
+    # captures: (sampler structure, the last prefill chunk's length or 0: decode), and feed()'s ("logits", chunk length or 0)
+    self._jits: dict[tuple, TinyJit] = {}
     self.kernels, self.fusions, self.kernel_modules = "hand", fusions, kernel_modules or KernelModules()
     self.set_prefill_chunks(*prefill_chunks)
     self.set_kernels(kernels)
@@ -233,16 +234,29 @@ class Transformer:
 
   # ---- public API
   def feed(self, token_ids: list[int]) -> np.ndarray:
-    """Append tokens to the cached context; float32 logits (T, vocab) for each of them."""
+    """Append tokens to the cached context; float32 logits (T, vocab) for each of them. A chunk of one token runs the
+    decode step's kernels, a longer one its prefill chunk's (the kernels generate() runs), each captured like them."""
     ids = list(token_ids)
     self._check_fits(len(self.cached) + len(ids))
     buf = self._token_buffer(self.cached + ids)
     out = []
-    # not jitted (the reference path), but at the symbolic start position: one set of kernels serves every position
-    for start, n, _ in self._chunks(len(self.cached) + len(ids), len(self.cached)):
-      out.append(self.head(self.hidden(buf[start:start + n], self._v_pos.bind(start))).numpy())
+    for start, n, L in self._chunks(len(self.cached) + len(ids), len(self.cached)):
+      pos = self._v_pos.bind(start)
+      if n == 1: out.append(self._jits.setdefault(("logits", 0), TinyJit(self._row_logits))(buf, pos).numpy())
+      else: out.append(self._jits.setdefault(("logits", L), TinyJit(self._chunk_logits))(buf, pos, self._v_len[L].bind(n)).numpy()[:n])
     self.cached += ids
     return np.concatenate(out) if out else np.zeros((0, self.cfg.vocab_size), np.float32)
+
+  def _row_logits(self, buf: Tensor, start_pos: int | UOp) -> Tensor:
+    """Logits (1, vocab) of the token buf[start_pos], placed at start_pos."""
+    return self.head(self.hidden(buf[start_pos:start_pos + 1], start_pos)).realize()
+
+  def _chunk_logits(self, buf: Tensor, start_pos: int | UOp, length: UOp) -> Tensor:
+    """Logits of the chunk buf[start_pos:start_pos + length] in the first rows of a (chunk bound, vocab) buffer: a capture
+    returns one shape, and the chunk's length is symbolic."""
+    rows = Tensor.empty(length.vmax, self.cfg.vocab_size, dtype=dtypes.float32, device=self.device)
+    logits = self.head(self.hidden(buf[start_pos:start_pos + length], start_pos))
+    return Tensor(rows.uop.after(rows[:length].uop.store(logits.uop))).realize()
 
   def logits(self, token_ids: list[int]) -> np.ndarray:
     """float32 logits (T, vocab) of token_ids in a fresh context."""
