@@ -303,3 +303,20 @@ print("ok")
 
 def test_0011_chunk_scores_upcast_the_symbolic_keys(trees):
   assert_patch_needed(trees, "0011", CHUNK_SCORES)
+
+FEW_OUTPUTS_LONG_REDUCTION = SM90_OPTS + """
+# an rms norm's sum of squares over a row of 2048 or 1536: GROUPTOP 256 / 128 (8 and 12 elements a thread), not 16
+import numpy as np
+from tinygrad import Tensor
+
+for n, group in ((2048, 256), (1536, 128)):
+  opts = sm90_opts(Tensor.empty(n, device="NULL").square().sum())
+  assert [o.arg for o in opts if o.op is OptOps.GROUPTOP] == [group], (n, opts)
+  # the grouped sum on a GPU-style device (PYTHON runs kernels with locals) against numpy
+  xd = np.random.default_rng(n).standard_normal(n).astype(np.float32)
+  np.testing.assert_allclose(Tensor(xd, device="PYTHON").square().sum().item(), (xd.astype(np.float64) ** 2).sum(), rtol=1e-5)
+print("ok")
+"""
+
+def test_0012_few_outputs_of_a_long_reduction_group_wider(trees):
+  assert_patch_needed(trees, "0012", FEW_OUTPUTS_LONG_REDUCTION)
