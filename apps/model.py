@@ -241,21 +241,17 @@ class Transformer:
     buf = self._token_buffer(self.cached + ids)
     out = []
     for start, n, L in self._chunks(len(self.cached) + len(ids), len(self.cached)):
-      pos = self._v_pos.bind(start)
-      if n == 1: out.append(self._jits.setdefault(("logits", 0), TinyJit(self._row_logits))(buf, pos).numpy())
-      else: out.append(self._jits.setdefault(("logits", L), TinyJit(self._chunk_logits))(buf, pos, self._v_len[L].bind(n)).numpy()[:n])
+      jit, pos = self._jits.setdefault(("logits", L if n > 1 else 0), TinyJit(self._logits)), self._v_pos.bind(start)
+      out.append(jit(buf, pos).numpy() if n == 1 else jit(buf, pos, self._v_len[L].bind(n)).numpy()[:n])
     self.cached += ids
     return np.concatenate(out) if out else np.zeros((0, self.cfg.vocab_size), np.float32)
 
-  def _row_logits(self, buf: Tensor, start_pos: int | UOp) -> Tensor:
-    """Logits (1, vocab) of the token buf[start_pos], placed at start_pos."""
-    return self.head(self.hidden(buf[start_pos:start_pos + 1], start_pos)).realize()
-
-  def _chunk_logits(self, buf: Tensor, start_pos: int | UOp, length: UOp) -> Tensor:
-    """Logits of the chunk buf[start_pos:start_pos + length] in the first rows of a (chunk bound, vocab) buffer: a capture
-    returns one shape, and the chunk's length is symbolic."""
-    rows = Tensor.empty(length.vmax, self.cfg.vocab_size, dtype=dtypes.float32, device=self.device)
+  def _logits(self, buf: Tensor, start_pos: int | UOp, length: int | UOp = 1) -> Tensor:
+    """Logits of the chunk buf[start_pos:start_pos + length]; of a symbolic length in the first rows of a (chunk bound,
+    vocab) buffer, since a capture returns one shape."""
     logits = self.head(self.hidden(buf[start_pos:start_pos + length], start_pos))
+    if isinstance(length, int): return logits.realize()
+    rows = Tensor.empty(length.vmax, self.cfg.vocab_size, dtype=dtypes.float32, device=self.device)
     return Tensor(rows.uop.after(rows[:length].uop.store(logits.uop))).realize()
 
   def logits(self, token_ids: list[int]) -> np.ndarray:
