@@ -320,3 +320,36 @@ print("ok")
 
 def test_0012_few_outputs_of_a_long_reduction_group_wider(trees):
   assert_patch_needed(trees, "0012", FEW_OUTPUTS_LONG_REDUCTION)
+
+WIDE_NARROW_MATMUL = Q4_MATVEC + """
+# a matmul of fp32 activations (T, blocks, 32) and 4-bit weights dequantized in the product (rows, blocks of 4 uint32 words):
+# each dequantized weight serves 16 tokens and each activation 4 rows, the lanes split a block's 4 words (GROUP) and span 8
+# rows and 2 tokens, where tinygrad's matmul upcasts give 4 x 3 and its workgroup 8 tokens x 16 rows
+from tinygrad.codegen.opt import Opt
+def q4_matmul(qs:Tensor, d:Tensor, x:Tensor) -> Tensor:
+  nib = (qs.unsqueeze(-1) >> Tensor([0, 4, 8, 12, 16, 20, 24, 28], dtype=dtypes.uint32, device=qs.device)) & 15
+  w = (nib.cast(dtypes.float32) - 8) * d.cast(dtypes.float32).reshape(*d.shape, 1, 1)
+  return (w.unsqueeze(0) * x.reshape(x.shape[0], 1, -1, 4, 8)).sum((2, 3, 4))
+
+opts = sm90_opts(q4_matmul(Tensor.empty(12288, 64, 4, dtype=dtypes.uint32, device="NULL"),
+                           Tensor.empty(12288, 64, dtype=dtypes.half, device="NULL"), Tensor.empty(512, 64, 32, device="NULL")))
+assert Opt(OptOps.UPCAST, 0, 16) in opts and Opt(OptOps.UPCAST, 1, 4) in opts and Opt(OptOps.GROUP, 1, 0) in opts, opts
+assert Opt(OptOps.LOCAL, 1, 8) in opts and Opt(OptOps.LOCAL, 0, 2) in opts, opts
+# a matmul of two fp32 operands is left to tinygrad's matmul heuristics
+plain = sm90_opts(Tensor.empty(512, 2048, device="NULL") @ Tensor.empty(2048, 2048, device="NULL"))
+assert not any(o.op is OptOps.GROUP for o in plain) and Opt(OptOps.UPCAST, 0, 16) not in plain, plain
+
+# the product on a GPU-style device (PYTHON runs kernels with locals) against numpy
+rng = np.random.default_rng(0)
+T, rows, blocks = 32, 64, 4
+qs, d = rng.integers(0, 2**32, (rows, blocks, 4), dtype=np.uint32), rng.standard_normal((rows, blocks)).astype(np.float16)
+x = rng.standard_normal((T, blocks, 32)).astype(np.float32)
+w = ((qs[..., None] >> (np.arange(8, dtype=np.uint32) * 4)) & 15).astype(np.float32) - 8
+ref = x.reshape(T, -1).astype(np.float64) @ (w * d.astype(np.float32)[..., None, None]).reshape(rows, -1).T.astype(np.float64)
+got = q4_matmul(Tensor(qs, device="PYTHON"), Tensor(d, device="PYTHON"), Tensor(x, device="PYTHON")).numpy()
+np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+print("ok")
+"""
+
+def test_0013_matmul_of_a_wide_and_a_narrow_operand(trees):
+  assert_patch_needed(trees, "0013", WIDE_NARROW_MATMUL)

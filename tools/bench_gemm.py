@@ -3,6 +3,11 @@ chunk of each model (512 tokens by default), as the model's rule builds it and, 
 workgroups-per-SM variant that fits, so a rule can be chosen from the table.
 
   DEV=CUDA python3 -m tools.bench_gemm [--tokens 512] [--models youtu,dsv2,glm] [--sweep steps|tiles] [--steps 4,2,1] [--mbs 1,3,4] [--iters 20]
+  DEV=CUDA python3 -m tools.bench_gemm --kernels generated [--opts U0:8,U1:4,R3:0,L1:32,L0:2]
+
+--kernels generated times instead the kernel tinygrad generates for each dense product (apps/quantized.py on the generated
+path: the weight dequantized inside the product, fp32 on the CUDA cores) with the heuristics' opts, or with --opts (one
+variant a process: tinygrad caches a kernel by its AST) in place of them: U/L/R/G = UPCAST/LOCAL/UNROLL/GROUP, axis:amount.
 
 A timed step is one TinyJit replay of `copies` calls of the kernel on distinct weight copies (together past the L2 cache,
 as a chunk's products read weights the previous kernels evicted), one x and one output (so the graph runs the calls one
@@ -93,6 +98,33 @@ def bench(model: str, name: str, s: GemmShape, sweep: str, iters: int, rng, step
     print(f"{model:6s} {name:15s} {s.type.name:5s} {s.T:5d} {s.N:6d} {s.K:6d} {str(tile):>10s} {sb:3d} {mb:3d} {us:9.1f} "
           f"{flops / us / 1e6:8.1f} {base / us:6.3f}", flush=True)
 
+def bench_generated(model: str, name: str, typ: GGMLType, T: int, N: int, K: int, iters: int, rng) -> None:
+  from apps.quantized import QuantizedLinear
+  from tools.bench_quantized import time_jit
+  w_bytes = N * K // 32 * 18
+  raw = random_raw(typ, N * K, rng)
+  w0 = QuantizedLinear(PackedTensor.from_bytes(raw, typ, (K, N)))
+  layers = [w0] + [QuantizedLinear(PackedTensor(w0.w.fmt, w0.w.rows, K, {n: (p + 0).contiguous().realize() for n, p in w0.w.parts.items()}))
+                   for _ in range(max(2, math.ceil(64 * 2**20 / w_bytes)) - 1)]
+  for l in layers: l.kernels = "generated"   # as the model sets its layers (Transformer.set_kernels)
+  xs = [Tensor(rng.standard_normal((T, K), dtype=np.float32)).realize() for _ in range(2)]
+  us = time_jit(TinyJit(lambda x: [l(x).contiguous() for l in layers]), [(x,) for x in xs], iters)[1] / len(layers) * 1e6
+  print(f"{model:6s} {name:15s} {typ.name:5s} {T:5d} {N:6d} {K:6d} {us:9.1f} {2 * T * N * K / us / 1e6:8.2f}", flush=True)
+
+def override_opts(plan: str) -> None:
+  """The products' kernels take the opts of `plan` (e.g. U0:8,U1:4,R3:0,L1:32,L0:2) instead of the heuristics'."""
+  from tinygrad.codegen.opt import Opt, OptOps
+  import tinygrad.codegen.opt.heuristic as heuristic
+  ops = {"U": OptOps.UPCAST, "L": OptOps.LOCAL, "R": OptOps.UNROLL, "G": OptOps.GROUP}
+  opts = [Opt(ops[o[0]], int(o[1:].split(":")[0]), int(o.split(":")[1])) for o in plan.split(",")]
+  chosen = heuristic.hand_coded_optimizations
+  def hand_coded_optimizations(k):
+    if "_linear_" not in (k.ast.arg.name if k.ast.arg is not None else ""): return chosen(k)
+    k = k.copy()
+    for o in opts: k.apply_opt(o)
+    return k
+  heuristic.hand_coded_optimizations = hand_coded_optimizations
+
 def main() -> None:
   ap = argparse.ArgumentParser(prog="python3 -m tools.bench_gemm", description=__doc__.splitlines()[0])
   ap.add_argument("--tokens", type=int, default=512)
@@ -103,11 +135,21 @@ def main() -> None:
   ap.add_argument("--steps", default="4,2,1", help="the sweep's sub-steps per step")
   ap.add_argument("--mbs", default="1,3,4", help="the sweep's workgroups per SM")
   ap.add_argument("--iters", type=int, default=20)
+  ap.add_argument("--kernels", choices=["hand", "generated"], default="hand")
+  ap.add_argument("--opts", help="with --kernels generated: the products' opts instead of the heuristics'")
   args = ap.parse_args()
   print(f"device {Device.DEFAULT}")
+  rng = np.random.default_rng(0)
+  if args.kernels == "generated":
+    if args.opts: override_opts(args.opts)
+    print(f"{'model':6s} {'product':15s} {'type':5s} {'T':>5s} {'N':>6s} {'K':>6s} {'us':>9s} {'TFLOPS':>8s}   opts {args.opts or 'heuristics'}")
+    for model in args.models.split(","):
+      for name, typ, N, K, form in MODELS[model]:
+        if (not args.only or name in args.only.split(",")) and form in ("", "glu", "res"):
+          bench_generated(model, name, typ, args.tokens, N * (2 if form == "glu" else 1), K, args.iters, rng)
+    return
   print(f"{'model':6s} {'product':15s} {'type':5s} {'T':>5s} {'N':>6s} {'K':>6s} {'tile':>10s} {'sb':>3s} {'mb':>3s} {'us':>9s} "
         f"{'int8 TOPS':>8s} {'x rule':>6s}")
-  rng = np.random.default_rng(0)
   for model in args.models.split(","):
     for name, typ, N, K, form in MODELS[model]:
       if args.only and name not in args.only.split(","): continue
