@@ -46,6 +46,8 @@ class KernelSpec:
   residual: bool = False    # out += residual
   glu: bool = False         # W rows are [gate; up] (2N): out = silu(gate . x) * (up . x)
   mix: bool = False         # experts: out (B, N) = sum_j mix[b, j] * (W[sel[b, j]] . x[b, j])
+  per_tile: bool = False    # experts: sel (B,), one expert a row of J entries: out[b, j] = W[sel[b]] . x[b, j] (a tile of a
+                            # chunk's entries routed to one expert: each weight serves the tile)
   eps: float = 0.0
   x_dtype: DType = dtypes.float32
   x_stride: int = 0         # elements between x rows (slots); 0: K. Wider rows: the first K are the input
@@ -198,7 +200,7 @@ def _portable_kernel(spec: KernelSpec) -> KernelFn:
     if spec.op == "linear": j, rows, outs = None, (n,), (b, n)
     else:
       j = UOp.range(spec.J, 1)
-      e = sel[b, j].cast(dtypes.weakint).maximum(0).minimum(spec.E - 1) if sel is not None else j
+      e = (sel[b] if spec.per_tile else sel[b, j]).cast(dtypes.weakint).maximum(0).minimum(spec.E - 1) if sel is not None else j
       rows, outs = (e, n), (b, j, n)
     R, inner = ranges(3, AxisType.REDUCE)
     k, v = chunk(parts, rows, R, inner)
@@ -225,6 +227,18 @@ def launch(spec: KernelSpec, out: Tensor, *srcs: Tensor) -> Tensor:
     srcs = (Tensor.empty(size, dtype=dtype, device=out.device).custom_kernel(*xsrc, fxn=make)[0],
             *(srcs[1:nw] + srcs[nw + 1:] if spec.norm else srcs[1:]))
   return out.custom_kernel(*srcs, fxn=fxn)[0]
+
+@cached
+def _gather_kernel(R: int, C: int, S: int):
+  def gather(out: UOp, src: UOp, idx: UOp) -> UOp:
+    r, c = UOp.range(R, 0), UOp.range(C, 1)
+    return out[r, c].store(src[idx[r].cast(dtypes.weakint).maximum(0).minimum(S - 1), c]).end(r, c).sink(arg=KernelInfo(name=f"gather_rows_{R}_{C}"))
+  return gather
+
+def gather_rows(src: Tensor, idx: Tensor) -> Tensor:
+  """src (S, C), idx int (R,) -> src[idx] (R, C): one load a value (tinygrad's indexing by a tensor reduces a one-hot mask)."""
+  (S, C), R = src.shape, idx.shape[0]
+  return Tensor.empty(R, C, dtype=src.dtype, device=src.device).custom_kernel(src, idx, fxn=_gather_kernel(R, C, S))[0]
 
 @dataclass(frozen=True)
 class KernelCall:

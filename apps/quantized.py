@@ -203,12 +203,31 @@ class QuantizedExpertWeights:
     for w in self.groups: _check_device(w, x, "the input"); _check_device(w, sel, "sel")
     sels, B, Bmax = _flat(sel.cast(dtypes.int32), 1, self.name, self.fusions.slices)
     xs, _, _ = _flat(x, 2 if per_slot else 1, self.name, self.fusions.slices)
+    # a chunk's entries on the generated path: in tiles an expert, where there are 8 an expert or more on average
+    if self.kernels == "generated" and Bmax * J >= 8 * self.n_expert:
+      return _unflat(self._tiled(sels, xs, per_slot), B, Bmax, (*sel.shape, self.out_features))
     ys = []
     for w, n in zip(self.groups, self.outs):
       spec = KernelSpec("experts", w.fmt, Bmax, J, n, self.in_features, self.n_expert, per_slot, True, base_device(x.device),
                         kernels=self.kernels, fusions=self.fusions, modules=self.kernel_modules)
       ys.append(dispatch.launch(spec, Tensor.empty(Bmax, J, n, dtype=x.dtype, device=x.device), xs, sels, *w.part_list()))
     return _unflat(self._cat(ys), B, Bmax, (*sel.shape, self.out_features))
+
+  def _tiled(self, sels: Tensor, xs: Tensor, per_slot: bool) -> Tensor:
+    """A chunk's entries (B, J) as products of tiles: the entries routed to each expert in tiles of TILE, each tile one
+    product with its expert's weights (a weight dequantized once serves the tile, where a kernel an entry dequantizes it
+    for each), the rows back in entry order after. Generated kernels only: the hand-written GEMMs group entries themselves."""
+    Bmax, J = sels.shape
+    entry, expert, slot = expert_tiles(sels, self.n_expert, TILE)
+    xt = dispatch.gather_rows(xs.reshape(Bmax * J, -1) if per_slot else xs, entry if per_slot else entry // J)
+    ys = []
+    for w, n in zip(self.groups, self.outs):
+      T = entry.shape[0] // TILE
+      spec = KernelSpec("experts", w.fmt, T, TILE, n, self.in_features, self.n_expert, True, True, base_device(xs.device),
+                        per_tile=True, kernels=self.kernels, fusions=self.fusions, modules=self.kernel_modules)
+      y = dispatch.launch(spec, Tensor.empty(T, TILE, n, dtype=xs.dtype, device=xs.device), xt.reshape(T, TILE, -1), expert, *w.part_list())
+      ys.append(dispatch.gather_rows(y.reshape(T * TILE, n), slot).reshape(Bmax, J, n))
+    return self._cat(ys)
 
   def batched(self, x: Tensor, prefix: bool = False, slot_stride: int = 0) -> Tensor:
     """x (..., n_expert, in) -> (..., n_expert, out): expert e applied to x[..., e, :], no gather. prefix: x's last axis
@@ -237,6 +256,27 @@ class QuantizedExpertWeights:
     for w, n, spec in zip(self.groups, self.outs, specs):
       ys.append(dispatch.launch(spec, Tensor.empty(Bmax, J, n, dtype=x.dtype, device=x.device), xs, *w.part_list()))
     return _unflat(self._cat(ys), B, Bmax, (*lead, self.out_features))
+
+TILE = 16   # entries a tile of expert_tiles
+
+def expert_tiles(sel: Tensor, n_expert: int, tile: int) -> tuple[Tensor, Tensor, Tensor]:
+  """A routing sel (B, J) as tiles of `tile` entries (b * J + j) routed to one expert each, the experts in order, each
+  expert's entries in entry order, its last tile padded with entry 0: the tiles' entries (n_tiles * tile,), their experts
+  (n_tiles,) and each entry's place among the tiles' (B * J,), all int32. n_tiles = ceil(B * J / tile) + n_expert, the most
+  any routing needs (the experts past the last used tile are n_expert - 1, their entries 0)."""
+  P, E = sel.shape[0] * sel.shape[1], n_expert
+  n_tiles = -(-P // tile) + E
+  e = sel.reshape(P).cast(dtypes.int32).maximum(0).minimum(E - 1)
+  p = Tensor.arange(P).to(sel.device)
+  rank = ((e.unsqueeze(0) == e.unsqueeze(1)) & (p.unsqueeze(0) < p.unsqueeze(1))).sum(1)   # earlier entries of its expert
+  onehot = e.unsqueeze(1) == Tensor.arange(E).to(sel.device)                                # (P, E)
+  tiles = (onehot.sum(0) + tile - 1) // tile                                               # tiles an expert takes
+  first = tiles.cumsum(0) - tiles                                                          # its first tile
+  slot = (onehot.where(first.unsqueeze(0), 0).sum(1) + rank // tile) * tile + rank % tile  # (P,)
+  s = Tensor.arange(n_tiles * tile).to(sel.device)
+  entry = (slot.unsqueeze(0) == s.unsqueeze(1)).where(p.unsqueeze(0), 0).sum(1)            # (n_tiles * tile,)
+  expert = ((first + tiles).unsqueeze(0) <= Tensor.arange(n_tiles).to(sel.device).unsqueeze(1)).sum(1).minimum(E - 1)
+  return entry.cast(dtypes.int32), expert.cast(dtypes.int32), slot.cast(dtypes.int32)
 
 def mul_mat_id(w: QuantizedExpertWeights, sel: Tensor, x: Tensor) -> Tensor:
   """ggml's mul_mat_id: out[..., j, :] = W[sel[..., j]] @ x (x (..., in) shared by the k slots, or (..., k, in))."""

@@ -7,7 +7,8 @@ from nvcc import needs_nvcc, run_nvcc_script
 import gguf
 from hypothesis import given, settings, strategies as st
 from apps.gguf import GGUFFile, GGUFWriter, GGMLType, GGUFError, BLOCK, ValueType
-from apps.quantized import QuantizedLinear, QuantizedExpertWeights, QuantizedEmbedding, dequantize_rows, load_tensor, mul_mat_id, packed_bytes
+from apps.quantized import QuantizedLinear, QuantizedExpertWeights, QuantizedEmbedding, dequantize_rows, load_tensor, mul_mat_id, packed_bytes, \
+  expert_tiles
 from apps.packed import PackedTensor, QUANT_FORMATS, format_for
 from apps.dispatch import kernel_for, register_kernel, KernelSpec
 import apps.dispatch as D
@@ -308,6 +309,34 @@ def test_experts_prefill_symbolic(tmp_path):
   y = ex(selb[:v.bind(t)], xb[:v.bind(t)])
   out = y.pad(((0, T_MAX - y.shape[0]), None, None)).numpy()
   assert relerr(out[:t], expert_ref(W["e"], selb.numpy()[:t], xb.numpy()[:t])) < fp32_bound(K)
+
+@given(st.integers(1, 40), st.integers(1, 4), st.integers(1, 9), st.sampled_from([4, 16]), st.integers(0, 2**31))
+@settings(max_examples=20, deadline=None)
+def test_expert_tiles_hold_each_entry_once(B, J, E, tile, seed):
+  sel = np.random.default_rng(seed).integers(0, E, (B, J)).astype(np.int32)
+  entry, expert, slot = (t.numpy() for t in expert_tiles(Tensor(sel), E, tile))
+  assert len(expert) == -(-B * J // tile) + E and len(entry) == len(expert) * tile
+  assert (entry[slot] == np.arange(B * J)).all() and len(set(slot.tolist())) == B * J   # each entry in one place
+  assert (expert[slot // tile] == sel.reshape(-1)).all()                                # a tile holds its expert's entries
+  assert (np.diff(expert) >= 0).all()                                                   # the experts in order
+
+@pytest.mark.parametrize("typ", [GGMLType.Q4_0, GGMLType.Q6_K, GGMLType.Q5_K], ids=lambda t: t.name)
+def test_experts_generated_chunk_in_tiles(tmp_path, typ):
+  """The generated path runs a chunk of 8 entries an expert or more as products of tiles of one expert's entries; the
+  same products as the reference, x shared by a token's slots or one a slot, at a concrete and a symbolic chunk length."""
+  K, N, E, B, J = QUANT_FORMATS[typ].block, 24, 6, 20, 3
+  gf, W = expert_file(tmp_path, [("e", typ, (K, N, E))])
+  ex = QuantizedExpertWeights.from_gguf(gf, "e")
+  ex.kernels = "generated"
+  rng = np.random.default_rng(3)
+  sel = rng.integers(0, E, (B, J)).astype(np.int32)
+  for x in (rng.standard_normal((B, K)).astype(np.float32), rng.standard_normal((B, J, K)).astype(np.float32)):
+    assert relerr(ex(Tensor(sel), Tensor(x)).numpy(), expert_ref(W["e"], sel, x)) < fp32_bound(K)   # x as it is: no kernel rounds it
+  v, t = UOp.variable("n_tokens", 1, B), 17
+  xb = Tensor(rng.standard_normal((B, J, K)).astype(np.float32)).realize()
+  y = ex(Tensor(sel)[:v.bind(t)], xb[:v.bind(t)])
+  out = y.pad(((0, B - y.shape[0]), None, None)).numpy()[:t]
+  assert relerr(out, expert_ref(W["e"], sel[:t], xb.numpy()[:t])) < fp32_bound(K)
 
 # ---------------------------------------------------------------- embedding and small tensors
 
