@@ -220,9 +220,8 @@ class QuantizedExpertWeights:
     Bmax, J = sels.shape
     entry, expert, slot = expert_tiles(sels, self.n_expert, TILE)
     xt = dispatch.gather_rows(xs.reshape(Bmax * J, -1) if per_slot else xs, entry if per_slot else entry // J)
-    ys = []
+    T, ys = entry.shape[0] // TILE, []
     for w, n in zip(self.groups, self.outs):
-      T = entry.shape[0] // TILE
       spec = KernelSpec("experts", w.fmt, T, TILE, n, self.in_features, self.n_expert, True, True, base_device(xs.device),
                         per_tile=True, kernels=self.kernels, fusions=self.fusions, modules=self.kernel_modules)
       y = dispatch.launch(spec, Tensor.empty(T, TILE, n, dtype=xs.dtype, device=xs.device), xt.reshape(T, TILE, -1), expert, *w.part_list())

@@ -100,12 +100,9 @@ def bench(model: str, name: str, s: GemmShape, sweep: str, iters: int, rng, step
 
 def bench_generated(model: str, name: str, typ: GGMLType, T: int, N: int, K: int, iters: int, rng) -> None:
   from apps.quantized import QuantizedLinear
-  from tools.bench_quantized import time_jit
-  w_bytes = N * K // 32 * 18
-  raw = random_raw(typ, N * K, rng)
-  w0 = QuantizedLinear(PackedTensor.from_bytes(raw, typ, (K, N)))
-  layers = [w0] + [QuantizedLinear(PackedTensor(w0.w.fmt, w0.w.rows, K, {n: (p + 0).contiguous().realize() for n, p in w0.w.parts.items()}))
-                   for _ in range(max(2, math.ceil(64 * 2**20 / w_bytes)) - 1)]
+  from tools.bench_quantized import time_jit, weight_copies
+  w0 = PackedTensor.from_bytes(random_raw(typ, N * K, rng), typ, (K, N))
+  layers = [QuantizedLinear(w) for w in [w0, *weight_copies(w0, max(2, math.ceil(64 * 2**20 / (N * K // 32 * 18))) - 1)]]
   for l in layers: l.kernels = "generated"   # as the model sets its layers (Transformer.set_kernels)
   xs = [Tensor(rng.standard_normal((T, K), dtype=np.float32)).realize() for _ in range(2)]
   us = time_jit(TinyJit(lambda x: [l(x).contiguous() for l in layers]), [(x,) for x in xs], iters)[1] / len(layers) * 1e6

@@ -40,6 +40,10 @@ def random_raw(typ: GGMLType, n_weights: int, rng: np.random.Generator) -> np.nd
     blocks[:, off:off + 2] = (rng.standard_normal(len(blocks), dtype=np.float32) * 0.01).astype(np.float16).view(np.uint8).reshape(-1, 2)
   return blocks.reshape(-1)
 
+def weight_copies(w: PackedTensor, n: int) -> list[PackedTensor]:
+  """n copies of a linear weight in distinct memory, so that timed calls over all of them read DRAM, not L2."""
+  return [PackedTensor(w.fmt, w.rows, w.in_features, {k: (p + 0).contiguous().realize() for k, p in w.parts.items()}) for _ in range(n)]
+
 def sync(): Device[Device.DEFAULT].synchronize()
 
 def time_jit(fn, args_list, iters: int) -> tuple[float, float]:
@@ -83,8 +87,7 @@ def bench_shape(typ: GGMLType, name: str, shape: tuple[int, int], k: int, args, 
     raw = random_raw(typ, K * N, rng)
     layers = [QuantizedLinear(PackedTensor.from_bytes(raw, typ, ne))]
     w0 = layers[0].w  # identical copies in distinct memory: the timing reads DRAM, not L2
-    layers += [QuantizedLinear(PackedTensor(w0.fmt, w0.rows, K, {n: (p + 0).contiguous().realize() for n, p in w0.parts.items()}))
-               for _ in range(copies - 1)]
+    layers += [QuantizedLinear(w) for w in weight_copies(w0, copies - 1)]
     xs = [Tensor(rng.standard_normal((1, K), dtype=np.float32)).cast(act).contiguous().realize() for _ in range(3)]
     fn = TinyJit(lambda x: tuple(l(x).contiguous() for l in layers))
     t = time_jit(fn, [(x,) for x in xs], args.iters)[1] / copies
