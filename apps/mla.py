@@ -220,6 +220,27 @@ def decode_attention_reference(q_lat: Tensor, q_raw: Tensor, kv_raw: Tensor, kv_
   scores = q.transpose(0, 1).float() @ keys.float().T * scale                 # (H, 1, S)
   return (scores.softmax(-1) @ values.float()).transpose(0, 1).reshape(n_head, kv_lora)
 
+def latent_attention(q: Tensor, cache: Tensor, start_pos: int | UOp, kv_lora: int, scale: float, slices: bool = True,
+                     split=lambda x: x) -> Tensor:
+  """Causal attention from tensor ops of the queries q (T, H, kv_lora + rope) at positions start_pos.. over the cache rows
+  0..start_pos+T-1 (their own rows stored already): multi-query attention over one latent row a token, the keys the whole
+  row, the values its first kv_lora. (T, H, kv_lora) fp32. What the generated path and the CPU run for every T."""
+  T = q.shape[0]
+  keys = cache[0:start_pos + T]                                                 # (S, kv_lora + rope): one row per token
+  values = keys[:, :kv_lora]                                                    # V is the latent part of the same row
+  prefill = resolve(T != 1)  # (a symbolic chunk length counts as T > 1)
+  # a prefill chunk's queries at its bound Tq: constant (head, query) dims, which tinygrad's heuristics tile (a key row read
+  # once for several queries); the rows past T attend causally as well and are sliced off
+  if prefill: (q,), _, Tq = to_bound(q, slices=slices)
+  else: Tq = T
+  scores = q.transpose(0, 1).float() @ keys.float().T * scale                   # (H, Tq, S)
+  if prefill:
+    S = start_pos + T
+    # key positions as a constant-length arange shrunk to S: an arange of symbolic length is a reduction kernel of S^2
+    causal = Tensor.arange(cache.shape[0])[:S].reshape(1, S) > (Tensor.arange(Tq) + start_pos).reshape(Tq, 1)
+    scores = causal.where(float("-inf"), scores).contiguous()  # once: fused into the softmax, its reductions recompute q.k
+  return (split(scores.softmax(-1)) @ values.float()).transpose(0, 1)[:T]
+
 def topk_indices(scores: Tensor, k: int) -> Tensor:
   """Indices of the k largest scores along the last axis, largest first; ties go to the lower index. A pairwise rank
   (one compare-and-count kernel and one one-hot reduce) instead of a sort."""
@@ -343,20 +364,8 @@ class Block:
                                                                     qk_rope=cfg.qk_rope, scale=cfg.kq_scale, fusions=self.fusions)  # (T, H, kv_lora)
     else:
       q = self.split(q_lat.cat(q_pe, dim=-1), "q")                             # (T, H, kv_lora + rope)
-      keys = cache[0:start_pos + T]                                             # (S, kv_lora + rope): one row per token
-      values = keys[:, :cfg.kv_lora_rank]                                       # V is the latent part of the same row
-      prefill = resolve(T != 1)  # (a symbolic chunk length counts as T > 1)
-      # a prefill chunk's queries at its bound Tq: constant (head, query) dims, which tinygrad's heuristics tile (a key row
-      # read once for several queries); the rows past T attend causally as well and are sliced off
-      if prefill: (q,), _, Tq = to_bound(q, slices=self.fusions.slices)
-      else: Tq = T
-      scores = q.transpose(0, 1).float() @ keys.float().T * cfg.kq_scale        # (H, Tq, S)
-      if prefill:
-        S = start_pos + T
-        causal = Tensor.arange(S).reshape(1, S) > (Tensor.arange(Tq) + start_pos).reshape(Tq, 1)
-        scores = causal.where(float("-inf"), scores).contiguous()  # once: fused into the softmax, its reductions recompute q.k
-      probs = self.split(scores.softmax(-1), "attn_scores")
-      out = (probs @ values.float()).transpose(0, 1)[:T]                        # (T, H, kv_lora)
+      out = latent_attention(q, cache, start_pos, cfg.kv_lora_rank, cfg.kq_scale, slices=self.fusions.slices,
+                             split=lambda x: self.split(x, "attn_scores"))
     out = self.attn_v_b.batched(out.cast(x.dtype))                              # (T, H, v_head)
     return self.attn_output(self.split(out.reshape(T, cfg.n_head * cfg.v_head), "attn_out"), residual=x)
 

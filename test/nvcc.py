@@ -1,5 +1,6 @@
 """Running a script where tinygrad renders and compiles CUDA with nvcc but runs nothing (DEV=NULL:NVCC:sm_90): CI has nvcc
-but no GPU. The device is chosen at import, so each script runs in its own process."""
+but no GPU; or on another device (DEV=PYTHON runs GPU-style kernels with locals). The device is chosen at import, so each
+script runs in its own process."""
 import os, shutil, subprocess, sys
 import pytest
 
@@ -8,8 +9,12 @@ needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is no
 
 def run_nvcc_script(script: str) -> str:
   """stdout of `script` run with DEV=NULL:NVCC:sm_90 from the repo root (test/ importable); fails the test on an error."""
+  return run_script(script, "NULL:NVCC:sm_90")
+
+def run_script(script: str, dev: str) -> str:
+  """stdout of `script` run with DEV=dev from the repo root (test/ importable); fails the test on an error."""
   path = [ROOT, os.path.join(ROOT, "test")] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
-  env = {**os.environ, "DEV": "NULL:NVCC:sm_90", "PYTHONPATH": os.pathsep.join(path)}
+  env = {**os.environ, "DEV": dev, "PYTHONPATH": os.pathsep.join(path)}
   r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)
   assert r.returncode == 0, r.stderr[-3000:]
   return r.stdout

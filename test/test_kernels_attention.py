@@ -11,7 +11,7 @@ import math
 from pathlib import Path
 import numpy as np
 import pytest
-from nvcc import needs_nvcc, run_nvcc_script
+from nvcc import needs_nvcc, run_nvcc_script, run_script
 from emulator import emulate
 from tinygrad import Tensor, TinyJit, Device, UOp, dtypes
 from apps.kernels import render, language_of, SourceKernel
@@ -239,6 +239,33 @@ def test_prefill_kernels_emulated_padded_and_metal(tmp_path):
   c = prefill_case(ODD, 30, 4, 64, seed=5)
   out = emulate_prefill(ODD, c, "METAL", tmp_path / "metal")
   assert rel_err(out, numpy_prefill(ODD, c)) < 1e-5
+
+# ---------------------------------------------------------------- prefill from tensor ops on a device with locals
+
+LATENT_ON_PYTHON = """
+import numpy as np
+import apps  # noqa: F401  (the patched tinygrad)
+from tinygrad import Tensor, TinyJit, UOp
+from apps.mla import latent_attention
+from test_kernels_attention import AttentionShape, prefill_case, numpy_prefill
+SMALL, L, MC = AttentionShape(n_head=2, kv_lora=16, qk_nope=8, qk_rope=8), 16, 48
+v_pos, v_len = UOp.variable("start_pos", 0, MC - L), UOp.variable("n_tokens", 1, L)
+out = Tensor.empty(L, SMALL.n_head, SMALL.kv_lora).realize()
+@TinyJit
+def chunk(q, cache, p, n, scale):
+  return Tensor(out.uop.after(out[:n].uop.store(latent_attention(q[:n], cache, p, SMALL.kv_lora, scale).uop))).realize()
+for P, T in ((0, 5), (16, 7), (30, 1), (3, 13)):
+  c = prefill_case(SMALL, P, L, MC, seed=P)  # the bound's rows: those past T are what a chunk's buffer holds there
+  got = chunk(Tensor(c["q"]).realize(), Tensor(c["cache"]).realize(), v_pos.bind(P), v_len.bind(T), float(c["scale"])).numpy()[:T]
+  want = numpy_prefill(SMALL, dict(c, q=c["q"][:T]))
+  assert np.abs(got - want).max() < 1e-4, (P, T, np.abs(got - want).max())
+print("ok")
+"""
+
+def test_latent_attention_partial_chunks_with_locals():
+  # the tensor-op attention (the generated path's, the CPU's) of chunks shorter than their bound under TinyJit, on PYTHON:
+  # its kernels take the heuristics' locals, groups and padded symbolic reductions, which the CPU's do not
+  assert run_script(LATENT_ON_PYTHON, "PYTHON").strip().endswith("ok")
 
 # ---------------------------------------------------------------- prefill on the tensor cores (CUDA sm_80+)
 

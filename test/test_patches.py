@@ -353,3 +353,39 @@ print("ok")
 
 def test_0013_matmul_of_a_wide_and_a_narrow_operand(trees):
   assert_patch_needed(trees, "0013", WIDE_NARROW_MATMUL)
+
+PADDED_REDUCTION_OF_INDICES = """
+# a reduction whose input is computed from its own range, not loaded (a count of indices): PADTO of that range must leave the
+# padded lanes out of it, as it does for the loads it masks
+import numpy as np
+from tinygrad import Tensor, TinyJit, UOp, dtypes
+from tinygrad.helpers import Context
+from tinygrad.codegen.opt import Opt, OptOps
+from tinygrad.uop.ops import AxisType
+import tinygrad.codegen.opt.heuristic as heuristic
+
+# a constant range padded as BEAM or a tensor core may pad it, on the CPU: (j >= i) counted over 33 js, padded to 48
+def padded(k):
+  if k.reduceop is None: return k
+  (k := k.copy()).apply_opt(Opt(OptOps.PADTO, k.axes_of(AxisType.REDUCE)[0], 48))
+  assert any(o.op is OptOps.PADTO for o in k.applied_opts)
+  return k
+chosen, heuristic.hand_coded_optimizations = heuristic.hand_coded_optimizations, padded
+with Context(DEV="CPU"):
+  a, one = Tensor.arange(33), Tensor.ones(33).contiguous().realize()
+  np.testing.assert_equal(((a.reshape(1, 33) >= a.reshape(33, 1)).cast(dtypes.float32).sum(1) + one).numpy(), 34 - np.arange(33))
+heuristic.hand_coded_optimizations = chosen
+
+# Tensor.arange of a symbolic length (a reduction over that length, grouped with the length padded to a multiple of the group
+# on a GPU-style device: PYTHON runs kernels with locals) under TinyJit at lengths the group does not divide
+n = UOp.variable("n", 1, 64)
+out = Tensor.zeros(64, dtype=dtypes.int32).contiguous().realize()
+@TinyJit
+def f(n): return Tensor(out.uop.after(out[:n].uop.store(Tensor.arange(n).cast(dtypes.int32).uop))).realize()
+for s in (16, 5, 9, 3, 40):
+  assert f(n.bind(s)).numpy()[:s].tolist() == list(range(s)), s
+print("ok")
+"""
+
+def test_0014_padded_reduction_of_indices(trees):
+  assert_patch_needed(trees, "0014", PADDED_REDUCTION_OF_INDICES, env={"DEV": "PYTHON"})

@@ -4,6 +4,8 @@ math from tinygrad ops (the portable path apps/mla.py runs), at several context 
   DEV=CUDA python3 -m tools.bench_mla_attention [--layers 8] [--iters 50] [--pos 16,128,512,1024,4095]
   DEV=CUDA python3 -m tools.bench_mla_attention --prefill 512,128 [--pos 0,1024]   (a prefill chunk's attention instead:
       the tensor-core kernel vs the CUDA-core one, chunks of those lengths at those start positions)
+  [JITBEAM=2] python3 -m tools.bench_mla_attention --prefill 512 --pos 0 --kernels generated   (the generated path's chunk
+      attention kernel by kernel, with each kernel's opts)
 
 Each timed step is one TinyJit replay of `layers` blocks' attentions (separate caches, as in the model), so the host's
 dispatch cost is shared; the table shows microseconds per block and the kernels of a step (one more: the stack of the outputs). Runs with python3 +
@@ -97,12 +99,52 @@ def bench_prefill(name: str, shape: tuple, tokens: int, start: int, layers: int,
     err = float(np.abs(out - ref).max() / np.abs(ref).max())
     print(f"{name:32s} {tokens:6d} {start:6d} {tag:>13s} {us:10.1f} {outs['CUDA cores'][0] / us:8.2f} {err:9.1e}", flush=True)
 
+def bench_generated_prefill(name: str, shape: tuple, tokens: int, start: int, layers: int, iters: int, repeat: int = 3) -> None:
+  """The generated path's attention of one chunk (apps/mla.py `latent_attention`: tensor ops, tinygrad's kernels) at the
+  model's symbolic start and chunk length, per block as run (graphs) and kernel by kernel (graphs off), with the opts
+  each kernel got: the heuristics', or BEAM's under JITBEAM."""
+  import bench_block as bb
+  from apps.mla import latent_attention
+  from tools.profile import time_kernels, opts_of
+  from tinygrad.helpers import Context, ansistrip
+  H, KV, NOPE, R, _ = shape
+  mc, scale = start + tokens, 1 / math.sqrt(NOPE + R)
+  rng = np.random.default_rng(0)
+  caches = [Tensor(rng.standard_normal((mc, KV + R)).astype(np.float32)).realize() for _ in range(layers)]
+  qs = [Tensor(rng.standard_normal((tokens, H, KV + R)).astype(np.float32)).realize() for _ in range(layers)]
+  outs = [Tensor.empty(tokens, H, KV).realize() for _ in range(layers)]
+  v_pos, v_len = UOp.variable("start_pos", 0, start), UOp.variable(f"n_tokens_{tokens}", 1, tokens)
+  def step(p: UOp, n: UOp) -> list[Tensor]:   # each block's output stored apart, as the model's blocks use theirs
+    return Tensor.realize(*[Tensor(o.uop.after(o[:n].uop.store(latent_attention(q[:n], c, p, KV, scale).uop)))
+                            for o, q, c in zip(outs, qs, caches)])
+  args = (v_pos.bind(start), v_len.bind(tokens))
+  graphed, flat = TinyJit(step), TinyJit(step)
+  for _ in range(3): graphed(*args)
+  Device[Device.DEFAULT].synchronize()
+  t0 = time.perf_counter()
+  for _ in range(iters): graphed(*args)
+  Device[Device.DEFAULT].synchronize()
+  us = (time.perf_counter() - t0) / iters / layers * 1e6
+  with Context(JIT=2):
+    for _ in range(3): flat(*args)
+  per: dict[str, list] = {}
+  for call, t in zip(bb.program_calls(flat), time_kernels(flat, args, repeat)):
+    ast = call.src[0]
+    if ast.op is not Ops.PROGRAM: continue
+    row = per.setdefault(ansistrip(ast.arg.name), [0.0, 0, opts_of(ast)])
+    row[0], row[1] = row[0] + t, row[1] + 1
+  print(f"{name:32s} {tokens:6d} {start:6d} {'generated':>13s} {us:10.1f}", flush=True)
+  for k, (t, n, opts) in sorted(per.items(), key=lambda kv: -kv[1][0]):
+    print(f"{'':34s}{t / layers * 1e6:9.1f} us/block  {n // layers} a block  {k}  opts {opts}", flush=True)
+
 def main() -> None:
   ap = argparse.ArgumentParser(prog="python3 -m tools.bench_mla_attention", description=__doc__.splitlines()[0])
   ap.add_argument("--layers", type=int, default=8)
   ap.add_argument("--iters", type=int, default=50)
   ap.add_argument("--pos", default="16,128,512,1024,4095")
   ap.add_argument("--prefill", help="comma list of chunk lengths: time a prefill chunk's attention instead (--pos: its starts)")
+  ap.add_argument("--kernels", choices=["hand", "generated"], default="hand", help="with --prefill: the hand-written kernels, or "
+                  "the generated path's tensor-op attention kernel by kernel (JITBEAM=n: BEAM's kernels)")
   ap.add_argument("--variants", default="", help="with --prefill: comma list of other apps/kernels/mla_attention.py files, "
                   "whose tensor-core kernels are timed too")
   args = ap.parse_args()
@@ -111,8 +153,9 @@ def main() -> None:
     print(f"{'shape':32s} {'tokens':>6s} {'start':>6s} {'kernel':>13s} {'us/block':>10s} {'speedup':>8s} {'rel err':>9s}")
     for name, shape in SHAPES.items():
       for T in (int(t) for t in args.prefill.split(",")):
-        for p in (int(p) for p in args.pos.split(",")): bench_prefill(name, shape, T, p, args.layers, args.iters,
-                                                                     [v for v in args.variants.split(",") if v])
+        for p in (int(p) for p in args.pos.split(",")):
+          if args.kernels == "generated": bench_generated_prefill(name, shape, T, p, args.layers, args.iters)
+          else: bench_prefill(name, shape, T, p, args.layers, args.iters, [v for v in args.variants.split(",") if v])
     return
   for name, shape in SHAPES.items(): bench(name, shape, [int(p) for p in args.pos.split(",")], args.layers, args.iters)
 

@@ -1,7 +1,7 @@
 """The model goldens (test/goldens/model_*.npz) on the current device, reported rather than asserted: relative logit error
 (sketch) against transformers, top-1 agreement, and how many greedy tokens match. For measuring the GPU fp16 path.
 
-  DEV=CUDA python3 -m tools.gpu_check [MIX,...]
+  DEV=CUDA python3 -m tools.gpu_check [MIX,...] [--kernels generated]
 """
 import sys, time
 import numpy as np
@@ -12,14 +12,18 @@ from apps.model import Transformer
 from tools.make_model_goldens import CASES, N_GREEDY, load_golden, rel_err, sketch_matrix
 
 def main() -> None:
-  mixes = sys.argv[1].split(",") if len(sys.argv) > 1 else None  # e.g. "release" or "f32,q8_0"
-  print(f"device {Device.DEFAULT}")
+  args = sys.argv[1:]
+  kernels = args.pop(args.index("--kernels") + 1) if "--kernels" in args else "hand"
+  if "--kernels" in args: args.remove("--kernels")
+  mixes = args[0].split(",") if args else None  # e.g. "release" or "f32,q8_0"
+  print(f"device {Device.DEFAULT}  kernels {kernels}")
   print(f"{'case':34s} {'prompt33':>9s} {'continue':>9s} {'decode':>9s} {'top1':>6s} {'greedy':>7s} {'s':>5s}")
   for preset, mix in CASES:
     if mixes and mix not in mixes: continue
     t0 = time.perf_counter()
     _, gold = load_golden(preset, mix)
-    model = Transformer.from_gguf(synth.generate(preset, mix, progress=False), max_context=96, prefill_chunks=(16,))
+    model = Transformer.from_gguf(synth.generate(preset, mix, progress=False), max_context=96, prefill_chunks=(16,),
+                                   kernels=kernels)
     S = sketch_matrix(model.cfg.vocab_size)
     ids, n = gold["continue/ids"].tolist(), len(gold["prompt33/ids"])
     ours = np.concatenate([model.logits(ids[:n])] + [model.feed([t]) for t in ids[n:]])
