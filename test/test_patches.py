@@ -389,3 +389,30 @@ print("ok")
 
 def test_0014_padded_reduction_of_indices(trees):
   assert_patch_needed(trees, "0014", PADDED_REDUCTION_OF_INDICES, env={"DEV": "PYTHON"})
+
+VALUE_PRODUCT_LANES = SM90_OPTS + """
+# attention's value product for a chunk of queries, out[h, t, c] = sum_s p[h, t, s] v[s, c] over the keys so far (a symbolic
+# length): the workgroup's lanes all go to the columns c, along which v is contiguous and which p does not index
+import numpy as np
+from tinygrad import Tensor, TinyJit, UOp
+from tinygrad.helpers import prod
+
+n = UOp.variable("n", 1, 512).bind(100)
+opts = sm90_opts(Tensor.empty(16, 512, 512, device="NULL")[:, :n, :n] @ Tensor.empty(512, 512, device="NULL")[:n])
+locals_ = [o for o in opts if o.op is OptOps.LOCAL]
+assert len(locals_) == 1 and locals_[0].arg == 128, opts
+
+# the rule on a GPU-style device (PYTHON runs kernels with locals), 32 lanes on 128 columns: the products at several lengths
+rng = np.random.default_rng(0)
+pd, vd = rng.standard_normal((32, 8, 8)).astype(np.float32), rng.standard_normal((8, 128)).astype(np.float32)
+p, v, m = Tensor(pd).realize(), Tensor(vd).realize(), UOp.variable("n", 1, 8)
+out = Tensor.empty(32, 8, 128).realize()   # 32 x 128 outputs a token: no grouped reduction
+@TinyJit
+def f(a, b, k): return Tensor(out.uop.after(out[:, :k].uop.store((a[:, :k, :k] @ b[:k]).uop))).realize()
+for s in (3, 8, 5):
+  np.testing.assert_allclose(f(p, v, m.bind(s)).numpy()[:, :s], pd[:, :s, :s] @ vd[:s], rtol=1e-4, atol=1e-4)
+print("ok")
+"""
+
+def test_0015_value_product_lanes_along_the_contiguous_dim(trees):
+  assert_patch_needed(trees, "0015", VALUE_PRODUCT_LANES, env={"DEV": "PYTHON"})
