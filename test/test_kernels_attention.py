@@ -248,17 +248,21 @@ import apps  # noqa: F401  (the patched tinygrad)
 from tinygrad import Tensor, TinyJit, UOp
 from apps.mla import latent_attention
 from test_kernels_attention import AttentionShape, prefill_case, numpy_prefill
-SMALL, L, MC = AttentionShape(n_head=2, kv_lora=16, qk_nope=8, qk_rope=8), 16, 48
-v_pos, v_len = UOp.variable("start_pos", 0, MC - L), UOp.variable("n_tokens", 1, L)
-out = Tensor.empty(L, SMALL.n_head, SMALL.kv_lora).realize()
-@TinyJit
-def chunk(q, cache, p, n, scale):
-  return Tensor(out.uop.after(out[:n].uop.store(latent_attention(q[:n], cache, p, SMALL.kv_lora, scale).uop))).realize()
-for P, T in ((0, 5), (16, 7), (30, 1), (3, 13)):
-  c = prefill_case(SMALL, P, L, MC, seed=P)  # the bound's rows: those past T are what a chunk's buffer holds there
-  got = chunk(Tensor(c["q"]).realize(), Tensor(c["cache"]).realize(), v_pos.bind(P), v_len.bind(T), float(c["scale"])).numpy()[:T]
-  want = numpy_prefill(SMALL, dict(c, q=c["q"][:T]))
-  assert np.abs(got - want).max() < 1e-4, (P, T, np.abs(got - want).max())
+MC = 48
+# 2 heads of 16 columns: the softmax's reductions grouped over the padded keys; 32 heads of 128: more outputs than a grouped
+# reduction takes, the value product's lanes along v's columns
+for s, L, cases in ((AttentionShape(n_head=2, kv_lora=16, qk_nope=8, qk_rope=8), 16, ((0, 5), (16, 7), (30, 1), (3, 13))),
+                    (AttentionShape(n_head=32, kv_lora=128, qk_nope=8, qk_rope=8), 8, ((0, 5), (13, 3)))):
+  v_pos, v_len = UOp.variable("start_pos", 0, MC - L), UOp.variable(f"n_tokens_{L}", 1, L)
+  out = Tensor.empty(L, s.n_head, s.kv_lora).realize()
+  @TinyJit
+  def chunk(q, cache, p, n, scale):
+    return Tensor(out.uop.after(out[:n].uop.store(latent_attention(q[:n], cache, p, s.kv_lora, scale).uop))).realize()
+  for P, T in cases:
+    c = prefill_case(s, P, L, MC, seed=P)  # the bound's rows: those past T are what a chunk's buffer holds there
+    got = chunk(Tensor(c["q"]).realize(), Tensor(c["cache"]).realize(), v_pos.bind(P), v_len.bind(T), float(c["scale"])).numpy()[:T]
+    want = numpy_prefill(s, dict(c, q=c["q"][:T]))
+    assert np.abs(got - want).max() < 1e-4, (s.n_head, P, T, np.abs(got - want).max())
 print("ok")
 """
 
