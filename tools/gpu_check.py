@@ -3,7 +3,7 @@
 
   DEV=CUDA python3 -m tools.gpu_check [MIX,...] [--kernels generated]
 """
-import sys, time
+import argparse, time
 import numpy as np
 import apps  # noqa: F401
 from tinygrad import Device
@@ -12,10 +12,11 @@ from apps.model import Transformer
 from tools.make_model_goldens import CASES, N_GREEDY, load_golden, rel_err, sketch_matrix
 
 def main() -> None:
-  args = sys.argv[1:]
-  kernels = args.pop(args.index("--kernels") + 1) if "--kernels" in args else "hand"
-  if "--kernels" in args: args.remove("--kernels")
-  mixes = args[0].split(",") if args else None  # e.g. "release" or "f32,q8_0"
+  ap = argparse.ArgumentParser(prog="python3 -m tools.gpu_check", description=__doc__.splitlines()[0])
+  ap.add_argument("mixes", nargs="?", help='comma list of quant mixes, e.g. "release" or "f32,q8_0" (default: all)')
+  ap.add_argument("--kernels", choices=["hand", "generated"], default="hand")
+  args = ap.parse_args()
+  mixes, kernels = args.mixes.split(",") if args.mixes else None, args.kernels
   print(f"device {Device.DEFAULT}  kernels {kernels}")
   print(f"{'case':34s} {'prompt33':>9s} {'continue':>9s} {'decode':>9s} {'top1':>6s} {'greedy':>7s} {'s':>5s}")
   for preset, mix in CASES:
