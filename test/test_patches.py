@@ -63,9 +63,8 @@ print("ok")
 def test_0003_host_read_skips_the_scheduler(trees):
   assert_patch_needed(trees, "0003", HOST_READ_DIRECT, env={"DEV": "CPU"})
 
-CUDA_GRAPH_PDL = """
-# tinygrad's real CUDAGraph on the NULL device (CUDA renderer, nvcc, sm_90) with the driver calls faked and recorded: two
-# source kernels a -> b -> c in one TinyJit; the second waits on its grid dependencies (griddepcontrol.wait), the third not
+CUDA_GRAPH_FAKE = """
+# tinygrad's real CUDAGraph on the NULL device (CUDA renderer, nvcc, sm_90) with the driver calls faked and recorded
 import types
 from tinygrad import Tensor, TinyJit, Device, dtypes
 from tinygrad.uop.ops import UOp, Ops, ProgramInfo, KernelInfo
@@ -83,7 +82,10 @@ g.check, g.cu_time_execution = (lambda st: None), (lambda cb, enable=False: cb()
 g.encode_args = lambda args, vals, signature: (types.SimpleNamespace(), None)
 NullProgram.prg, NullProgram.smem, NullProgram.signature = None, 0, None
 Device["NULL"].graph = g.CUDAGraph
+"""
 
+CUDA_GRAPH_PDL = CUDA_GRAPH_FAKE + """
+# two source kernels a -> b -> c in one TinyJit; the second waits on its grid dependencies (griddepcontrol.wait), the third not
 def source_kernel(name, wait):
   pdl = 'asm volatile("griddepcontrol.wait;" ::: "memory");' if wait else ""
   src = f'extern "C" __global__ void {name}(float* out, const float* x) {{ {pdl} out[threadIdx.x] = x[threadIdx.x] + 1.0f; }}'
@@ -416,3 +418,24 @@ print("ok")
 
 def test_0015_value_product_lanes_along_the_contiguous_dim(trees):
   assert_patch_needed(trees, "0015", VALUE_PRODUCT_LANES, env={"DEV": "PYTHON"})
+
+GENERATED_KERNELS_WAIT = CUDA_GRAPH_FAKE + """
+# kernels tinygrad generates for sm_90 wait on their grid dependencies first thing, so a graph of them takes programmatic edges
+# (patch 0004); for sm_80 they do not wait
+from tinygrad.renderer.cstyle import CUDARenderer
+from tinygrad.helpers import Target
+from tinygrad.codegen import to_program
+@TinyJit
+def f(x): return ((x * 2 + 1).contiguous() * 3).realize()   # two kernels, the second reading the first's output
+for _ in range(3): f(Tensor.ones(32).contiguous().realize())
+assert added == [0, 0] and edges == [1], (added, edges)
+ast = (Tensor.empty(32, device="NULL") + 1).schedule_linear().src[-1].src[0]
+for arch, waits in (("sm_90", True), ("sm_80", False)):
+  body = to_program(ast, CUDARenderer(Target(device="CUDA", arch=arch), use_nvcc=True)).src[2].arg.split("__global__", 1)[1].split(") {", 1)[1]
+  assert body.lstrip().startswith('asm volatile("griddepcontrol.wait;"') == waits, (arch, body)
+print("ok")
+"""
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc for DEV=NULL:NVCC:sm_90 (CUDA kernels compiled, nothing run)")
+def test_0016_generated_kernels_wait_on_their_grid(trees):
+  assert_patch_needed(trees, "0016", GENERATED_KERNELS_WAIT, env={"DEV": "NULL:NVCC:sm_90"})
