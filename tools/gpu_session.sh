@@ -2,7 +2,7 @@
 # The GPU-machine runs the open issues still need, in the order of their value, each with its own time limit and log
 # under $OUT (the device tool brings $OUT back). Run from the repo root on the GPU machine:
 #   bash tools/gpu_session.sh [step ...]      steps: glm check serve bench profile llama side kernels ncu abprefill abkernel
-#                                             abfusions fill paths blocks generated abpatch abapps
+#                                             abfusions fill paths blocks generated abpatch variants abapps
 #                                             (default: the first five)
 # MODELS (default: youtu-llm-2b deepseek-v2-lite) picks the models of ncu, abkernel, abfusions (OFF=<fusions A turns off>), abprefill
 # (A=<file>: another apps/kernels/gemm.py as variant A; ROUNDS=<n>, default 5: 2% differences need that many), ncu (PROMPT=1:
@@ -11,12 +11,26 @@
 # apps/kernels/matvec.py (MODULE=<name> for another module), e.g. `git show HEAD~1:apps/kernels/matvec.py > ab/A/matvec.py`.
 # abapps: [A=<dir>] [PRESETS=...] [KERNELS=hand] an apps change: the modules in A (default ab/A) against the checkout's.
 # abpatch: PATCH=<n> [PRESETS=...] [KERNELS=generated] [ROUNDS=1] the full-model numbers on the series without patch n (A) and with it (B).
+# variants: VARIANTS="NAME:UPTO[:ENV=V][:hand] ..." [PRESETS=...] the full-model numbers of each variant in turn: the series' first
+# UPTO patches (an empty UPTO: all), with ENV set, generated kernels unless :hand; logs $OUT/NAME.{log,json}.
 # profile: [MODELS=<one preset>] [KERNELS=hand|generated] where a decode token goes, kernel by kernel.
 # Carry: upstream/tinygrad upstream/.stamp upstream/.cache .cache/vocab (+ .cache/llama/llama-cpp-src.tar.xz for llama/side,
 # made here by `python3 -m tools.llama_bench pack`)
 set -u
 export PYTHONUNBUFFERED=1 DEV=${DEV:-CUDA}
 OUT=${OUT:-out}; mkdir -p "$OUT"
+# gpu_bench --decode 32 --prefill 512 of each variant NAME:UPTO[:ENV=V][:hand] (see `variants`), the whole series restored after
+bench_variants() {
+  for spec in "$@"; do
+    IFS=: read -r name upto extra kind <<< "$spec"
+    python3 apply_patches.py ${upto:+--upto "$upto"} > /dev/null
+    echo "-- $name (patches 1-${upto:-all} ${extra} ${kind:-${KERNELS:-generated}})"
+    env TINYGRAD_UPTO=$upto $extra timeout ${LIMIT:-280} python3 -m tools.gpu_bench --kernels ${kind:-${KERNELS:-generated}} \
+      --presets "${PRESETS:-youtu-llm-2b,deepseek-v2-lite}" --decode 32 --prefill 512 --json "$OUT/$name.json" 2>&1 \
+      | tee "$OUT/$name.log" | grep -v '^{' | tail -5
+  done
+  python3 apply_patches.py > /dev/null
+}
 steps=${*:-glm check serve bench profile}
 for s in $steps; do
   echo "=== $s"
@@ -66,15 +80,8 @@ for s in $steps; do
     generated) timeout 580 python3 -m tools.gpu_bench --kernels generated --presets "${PRESETS:-youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash}" \
                --decode 32 --prefill 512 --json "$OUT/generated.json" 2>&1 | tee "$OUT/generated.log" | grep -v '^{' | tail -6 ;;
     abpatch) n=${PATCH:?abpatch needs PATCH=<n>: A runs the first n-1 patches, B the whole series}
-             for r in $(seq ${ROUNDS:-1}); do
-               for v in A B; do
-                 if [ $v = A ]; then python3 apply_patches.py --upto $((n - 1)) > /dev/null; upto=$((n - 1)); else python3 apply_patches.py > /dev/null; upto=; fi
-                 echo "-- $v (round $r)"
-                 TINYGRAD_UPTO=$upto timeout ${LIMIT:-280} python3 -m tools.gpu_bench --kernels ${KERNELS:-generated} \
-                   --presets "${PRESETS:-youtu-llm-2b,deepseek-v2-lite}" --decode 32 --prefill 512 --json "$OUT/abpatch_$v$r.json" 2>&1 \
-                   | tee "$OUT/abpatch_$v$r.log" | grep -v '^{' | tail -5
-               done
-             done ;;
+             for r in $(seq ${ROUNDS:-1}); do bench_variants "abpatch_A$r:$((n - 1))" "abpatch_B$r:"; done ;;
+    variants) bench_variants ${VARIANTS:?variants needs VARIANTS="NAME:UPTO[:ENV=V][:hand] ..."} ;;
     abapps)  # A = the apps modules in ${A:-ab/A} (e.g. `git show HEAD~1:apps/mla.py > ab/A/mla.py`) over apps/, B = the checkout
              mkdir -p ab/B; for f in ${A:-ab/A}/*.py; do cp apps/$(basename $f) ab/B/; done
              for v in B A; do
