@@ -107,9 +107,13 @@ class Engine:
     self.stats = Stats()
 
   @staticmethod
-  def load(source: Source, max_context: int | None = None, device: str | None = None, quiet: bool = False, kernels: str = "hand") -> Engine:
+  def load(source: Source, max_context: int | None = None, device: str | None = None, quiet: bool = False, kernels: str = "hand",
+           capture_dir: Path | None = None) -> Engine:
+    """The model of `source`, its prefill and decode steps kept in capture_dir across processes (.cache/captures by
+    default: apps/captures.py)."""
     from apps.mla import Config
     from apps.model import Transformer
+    from apps import captures
     with GGUFFile(source.path) as gf:  # one open file for all of it
       Config.from_gguf(gf)  # the metadata, the tokenizer and the template first: their errors come before the slow part
       tok = Tokenizer.from_gguf(gf)
@@ -120,7 +124,7 @@ class Engine:
         if quiet or (not tty and i < n): return
         sys.stderr.write(f"{chr(13) if tty else ''}llm: block {i}/{n} loaded ({time.perf_counter() - t0:.1f} s)" + ("\n" if i == n else ""))
         sys.stderr.flush()
-      model = Transformer(gf, max_context, device, progress=progress, kernels=kernels)
+      model = Transformer(gf, max_context, device, progress=progress, kernels=kernels, capture_dir=capture_dir or captures.CACHE)
     if not quiet: note(f"loaded {source.name} in {time.perf_counter() - t0:.1f} s on {model.device}, context {model.max_context} tokens")
     return Engine(model, tok, tmpl, source, model.active_weight_bytes())
 

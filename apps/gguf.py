@@ -109,6 +109,22 @@ class _Cursor:
     self.pos += n
     try: return raw.decode("utf-8")
     except UnicodeDecodeError as e: raise GGUFError(f"{what} is not valid UTF-8 (byte {e.start} of {n})") from None
+  def strings(self, n: int, what: str) -> list[str]:
+    """n strings (a vocabulary: 100k-200k of them), string() in a loop of locals; an error is string()'s, at that item."""
+    buf, pos, size, out, length = self.buf, self.pos, self.size, [], _U64.unpack_from
+    for i in range(n):
+      if pos + 8 > size or (m := length(buf, pos)[0]) > size - pos - 8:
+        self.pos = pos
+        return out + [self.string(f"{what}[{i}]")]  # raises: truncated or corrupt
+      try: out.append(str(buf[pos + 8:pos + 8 + m], "utf-8"))
+      except UnicodeDecodeError:
+        self.pos = pos
+        self.string(f"{what}[{i}]")  # raises: not valid UTF-8
+      pos += 8 + m
+    self.pos = pos
+    return out
+
+_U64 = struct.Struct("<Q")
 
 class GGUFFile:
   """A parsed GGUF file. `metadata` maps keys to values (numeric arrays as numpy arrays, string arrays as lists);
@@ -200,7 +216,7 @@ class GGUFFile:
     if et == ValueType.ARRAY: raise GGUFError(f"metadata {qk} is a nested array (not supported)")
     if et == ValueType.STRING:
       c.claim(n, 8, f"the string array {qk}")  # >= 8 bytes (the length) per string
-      return [c.string(f"{qk}[{i}]") for i in range(n)], (vt, et)
+      return c.strings(n, qk), (vt, et)
     itemsize = struct.calcsize(_SCALAR[et])
     c.claim(n, itemsize, f"the {et.name} array {qk}")
     raw = c.take(n * itemsize, f"the {n} elements of {qk}")

@@ -7,6 +7,7 @@ chunked prefill and TinyJit decode with on-device sampling.
 """
 from __future__ import annotations
 import sys, time
+from dataclasses import fields
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 import numpy as np
@@ -18,6 +19,8 @@ from apps.kernels import Fusions, KernelModules
 from apps.quantized import QuantizedEmbedding, QuantizedExpertWeights, QuantizedLinear, load_tensor
 from apps import sampling
 from apps.readback import Readback, upload
+from apps import captures
+from apps.captures import Captures
 
 class ContextOverflow(ValueError):
   """A prompt plus generation that does not fit in max_context."""
@@ -26,8 +29,9 @@ class ContextOverflow(ValueError):
 class Transformer:
   def __init__(self, gf: GGUFFile, max_context: int | None = None, device: str | None = None, split_mask: int = DEFAULT_SPLIT_MASK,
                prefill_chunks: Sequence[int] = (512, 128), progress: Callable[[int, int], None] | None = None, kernels: str = "hand",
-               fusions: Fusions = Fusions(), kernel_modules: KernelModules | None = None):
+               fusions: Fusions = Fusions(), kernel_modules: KernelModules | None = None, capture_dir: Path | None = None):
     self.cfg = cfg = Config.from_gguf(gf)
+    self.path, self.split_mask = Path(gf.path), split_mask
     self.device = Device.canonicalize(device)
     # Activations and latents stay float32 on every device: decode reads weights, not activations, so fp16 would save
     # almost nothing, while one fp16 rounding per layer moves logits of a 27-block random model by ~1e-2 (measured, and
@@ -38,9 +42,12 @@ class Transformer:
     self.output_norm = load_tensor(gf, "output_norm.weight", self.device)
     # tied embeddings: no output.weight means the head reads the same packed token_embd (one copy on the device)
     self.output = QuantizedLinear.from_gguf(gf, "output.weight", self.device) if "output.weight" in gf.tensors else QuantizedLinear(self.token_embd.w)
+    # the weights are realized a block at a time: one schedule of all of a block's copies, not one per tensor
+    Tensor.realize(*captures.unrealized(self))
     self.blocks: list[Block] = []
     for i in range(cfg.n_layer):
       self.blocks.append(Block(gf, i, cfg, self.device, self.act_dtype, split_mask, fusions))
+      Tensor.realize(*captures.unrealized(self.blocks[-1]))
       if progress: progress(i + 1, cfg.n_layer)
     self.caches = [Tensor.zeros(self.max_context, cfg.kv_lora_rank + cfg.qk_rope, dtype=self.act_dtype, device=self.device).contiguous()
                    for _ in self.blocks]
@@ -56,8 +63,9 @@ class Transformer:
     self.cached: list[int] = []  # tokens whose latents are in the caches, in order
     self._v_pos = UOp.variable("start_pos", 0, self.max_context - 1)
     self.sampler = sampling.Sampler(cfg.vocab_size, self.device)
-    # captures: (sampler structure, the last prefill chunk's length or 0: decode), and feed()'s ("logits", chunk length or 0)
-    self._jits: dict[tuple, TinyJit] = {}
+    # the captured steps, kept in capture_dir across processes (apps/captures.py): ("step", sampler structure, the last prefill
+    # chunk's length or 0: decode), ("fill", chunk length) and feed()'s ("logits", chunk length or 0)
+    self.captures = Captures(self, capture_dir, self._capture_key)
     self.kernels, self.fusions, self.kernel_modules = "hand", fusions, kernel_modules or KernelModules()
     self.set_prefill_chunks(*prefill_chunks)
     self.set_kernels(kernels)
@@ -103,6 +111,12 @@ class Transformer:
     self.prefill_chunks = tuple(sorted({min(n, self.max_context) for n in lengths}, reverse=True))
     self._v_len = {n: UOp.variable(f"n_tokens_{n}", 1, n) for n in self.prefill_chunks}
     self.drop_captures()
+
+  def _capture_key(self) -> str:
+    modules = tuple((f.name, getattr(m, "__file__", None), Path(m.__file__).read_bytes() if getattr(m, "__file__", None) else None)
+                    for f in fields(self.kernel_modules) if (m := getattr(self.kernel_modules, f.name)) is not None)
+    settings = (self.max_context, self.prefill_chunks, self.kernels, self.fusions, self.split_mask, self.act_dtype, modules)
+    return captures.model_key(self.path, settings, self.device)
 
   @staticmethod
   def from_gguf(path: str | Path, max_context: int | None = None, device: str | None = None, **kw) -> Transformer:
@@ -166,7 +180,7 @@ class Transformer:
   def decode_jit(self, params: sampling.Params | None = None, prefill: int = 0) -> TinyJit:
     """The TinyJit generate() replays for sampling params of this structure: the decode step (start_pos only: it reads and
     writes self.token), or with `prefill` (a chunk length) the last prefill chunk (token buffer, start_pos, length)."""
-    return self._jits.setdefault(((params or sampling.Params()).structure, prefill), TinyJit(self._prompt if prefill else self._decode))
+    return self.captures.jit(("step", (params or sampling.Params()).structure, prefill), self._prompt if prefill else self._decode)
 
   # ---- bytes of weights, for bandwidth numbers
   @staticmethod
@@ -199,8 +213,7 @@ class Transformer:
   def drop_captures(self) -> None:
     """Forget the captured prefill and decode steps: the next calls trace and capture again (after the kernels that layers
     get changed, e.g. an A/B of kernel providers)."""
-    self._jits.clear()
-    self._fill_jits = {n: TinyJit(self._fill) for n in self.prefill_chunks}
+    self.captures.clear()
 
   def _check_fits(self, n: int) -> None:
     if n > self.max_context:
@@ -225,7 +238,7 @@ class Transformer:
     yielded once queued: its captured fill step, the last chunk's step samples the first token into self.token."""
     for start, m, L in self._chunks(n, start):
       pos, length = self._v_pos.bind(start), self._v_len[L].bind(m)
-      (self._fill_jits[L] if start + m < n else self.decode_jit(params, prefill=L))(buf, pos, length)
+      (self.captures.jit(("fill", L), self._fill) if start + m < n else self.decode_jit(params, prefill=L))(buf, pos, length)
       yield start, m, L
 
   def _readback(self) -> Readback:
@@ -241,9 +254,10 @@ class Transformer:
     buf = self._token_buffer(self.cached + ids)
     out = []
     for start, n, L in self._chunks(len(self.cached) + len(ids), len(self.cached)):
-      jit, pos = self._jits.setdefault(("logits", L if n > 1 else 0), TinyJit(self._logits)), self._v_pos.bind(start)
+      jit, pos = self.captures.jit(("logits", L if n > 1 else 0), self._logits), self._v_pos.bind(start)
       out.append(jit(buf, pos).numpy() if n == 1 else jit(buf, pos, self._v_len[L].bind(n)).numpy()[:n])
     self.cached += ids
+    self.captures.save()
     return np.concatenate(out) if out else np.zeros((0, self.cfg.vocab_size), np.float32)
 
   def _logits(self, buf: Tensor, start_pos: int | UOp, length: int | UOp = 1) -> Tensor:
@@ -280,6 +294,10 @@ class Transformer:
     self.cached = ids
     read = self._readback()
     read.capture()
+    try: yield from self._decode_loop(read, decode, max_new_tokens, stop)
+    finally: self.captures.save()  # the steps this generation captured, for the next process (once each)
+
+  def _decode_loop(self, read: Readback, decode: TinyJit, max_new_tokens: int, stop: Callable[[int], bool] | None) -> Iterator[int]:
     for i in range(max_new_tokens):
       # the step after this token, unless the budget or the context ends here (a stop token is known only once read)
       more = i + 1 < max_new_tokens and len(self.cached) < self.max_context

@@ -22,11 +22,13 @@ become floats exactly through the 2**23 bit trick), so Q4_0, Q5_0, Q8_0, Q6_K an
 Q4_1, Q5_1, Q4_K and Q5_K compute d*q + m, which a compiler may contract into one fma (one rounding instead of two).
 """
 from __future__ import annotations
-import functools, math
+import functools, math, os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Sequence
 import numpy as np
 from apps.gguf import GGUFFile, GGMLType, GGUFError
+from apps.readback import to_device
 from tinygrad import Tensor, dtypes, UOp
 from tinygrad.dtype import DType
 
@@ -68,19 +70,24 @@ class Format:
   @property
   def device_bytes(self) -> int: return sum(n * dt.itemsize for _, dt, n in self.parts)
 
+_POOL = ThreadPoolExecutor(max_workers=min(16, os.cpu_count() or 1))
+_SPAN = 1 << 16  # blocks a task of _fields copies (1-14 MB): numpy's strided copies release the GIL, so spans copy in parallel
+
 def _fields(blocks: np.ndarray, layout: Sequence[tuple[str, int]]) -> dict[str, np.ndarray]:
   """Split (n_blocks, bytes) uint8 blocks into contiguous per-field byte arrays (n_blocks, field_bytes), one strided copy
-  each (a structured-view copy for narrow fields, a 2D slice copy for wide ones: the faster of the two for each)."""
+  each (a structured-view copy for narrow fields, a 2D slice copy for wide ones: the faster of the two for each), spans of
+  blocks in parallel."""
   assert sum(b for _, b in layout) == blocks.shape[1], (layout, blocks.shape)
   blocks = np.ascontiguousarray(blocks)
-  rec = blocks.reshape(-1).view(np.dtype([(n, f"V{b}") for n, b in layout]))
-  out, off = {}, 0
-  for n, b in layout:
-    if b <= 4: out[n] = rec[n].copy().view(np.uint8).reshape(len(blocks), b)
-    else:
-      out[n] = np.empty((len(blocks), b), np.uint8)
-      out[n][:] = blocks[:, off:off + b]
-    off += b
+  out = {n: np.empty((len(blocks), b), np.uint8) for n, b in layout}
+  def span(lo: int) -> None:
+    part = blocks[lo:lo + _SPAN]
+    rec, off = part.reshape(-1).view(np.dtype([(n, f"V{b}") for n, b in layout])), 0
+    for n, b in layout:
+      if b <= 4: out[n][lo:lo + len(part)].reshape(-1).view(f"V{b}")[:] = rec[n]
+      else: out[n][lo:lo + len(part)] = part[:, off:off + b]
+      off += b
+  list(_POOL.map(span, range(0, len(blocks), _SPAN)))
   return out
 
 def _w32(a: np.ndarray) -> np.ndarray: return np.ascontiguousarray(a).view("<u4")
@@ -243,7 +250,7 @@ class PackedTensor:
 
   @staticmethod
   def from_host(fmt: Format, host: dict[str, np.ndarray], ne: Sequence[int], device: str | None, name: str) -> PackedTensor:
-    parts = {n: Tensor(a, device=device).realize() for n, a in host.items()}
+    parts = {n: to_device(a, device) for n, a in host.items()}
     return PackedTensor(fmt, tuple(reversed(ne[1:])), ne[0], parts, name)
 
   @staticmethod

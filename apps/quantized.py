@@ -323,7 +323,7 @@ def load_tensor(gf: GGUFFile, name: str, device: str | None = None, dtype: DType
   else:
     w = PackedTensor.from_bytes(raw, info.type, info.ne, device, name)
     t = dequantize_rows(w).reshape(info.shape)
-  return (t if dtype is None else t.cast(dtype)).realize()
+  return t if dtype is None else t.cast(dtype)  # realized by the loader, a block's tensors at once
 
 def packed_bytes(typ: GGMLType, ne: Sequence[int]) -> int:
   """Device bytes of a packed tensor with ggml dims `ne`."""

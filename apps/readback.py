@@ -13,7 +13,7 @@ import ctypes
 import numpy as np
 from tinygrad import Device, Tensor, dtypes
 from tinygrad.device import BufferSpec
-from tinygrad.dtype import _to_np_dtype
+from tinygrad.dtype import _to_np_dtype, _from_np_dtype
 
 def upload(t: Tensor, values) -> None:
   """Write host `values` (t's element count) into the realized buffer of `t`, in the device's queue order, without a
@@ -39,6 +39,17 @@ def upload_many(pairs) -> None:
   devices = {buf.device for buf, _ in items}
   if len(devices) == 1 and (dev := next(iter(devices))).split(":")[0] == "CUDA": return _staging(dev).copy(items)
   for buf, arr in items: buf.allocator._copyin(buf._buf, memoryview(arr).cast("B"))
+
+def to_device(a: np.ndarray, device: str | None = None) -> Tensor:
+  """A host array as a realized device tensor of its shape and dtype: its buffer allocated and the bytes copied in (on
+  CUDA through the pinned staging buffers, queued: the host goes on while they copy), no schedule. A model's weights
+  are a few hundred to a few thousand such tensors, and a realize of each costs milliseconds of scheduling."""
+  t = Tensor.empty(*a.shape, dtype=_from_np_dtype(a.dtype), device=device)
+  buf = t.uop.buffer.ensure_allocated()
+  arr = np.ascontiguousarray(a).reshape(-1)
+  if buf.device.split(":")[0] == "CUDA": _staging(buf.device).copy([(buf, arr)])
+  else: buf.allocator._copyin(buf._buf, memoryview(arr).cast("B"))
+  return t
 
 class _Staging:
   """A device's pinned host buffers for upload_many, two used in turn (a prefill's parameters and its prompt are two

@@ -49,7 +49,7 @@ def test_decode_after_chunked_prefill(case):
   ours = np.concatenate(ours)
   assert rel_err(ours, gold["continue/hf_sketch"], S) < BOUND
   assert rel_err(ours[n_prompt:], gold["continue/hf_sketch"][n_prompt:], S) < BOUND  # the decode steps alone
-  assert all(model._jits[("logits", L)].captured is not None for L in (0, 16))  # replayed, not scheduled again per token
+  assert all(model.captures.jits[("logits", L)].captured is not None for L in (0, 16))  # replayed, not scheduled again per token
   if "continue/llamacpp_sketch" in gold: assert rel_err(ours, gold["continue/llamacpp_sketch"], S) < BOUND
 
 def test_greedy(case):
@@ -174,7 +174,7 @@ def test_prefill_captures_take_the_token_buffer(case):
     outs.append(list(model.generate(ids, 1)))
   assert outs[0] == outs[1] == outs[2]
   L = model.prefill_chunks[-1]
-  jits = [model._fill_jits[L], model.decode_jit(prefill=L)]
+  jits = [model.captures.jit(("fill", L), model._fill), model.decode_jit(prefill=L)]
   assert all(j.captured is not None for j in jits)
   for j in jits:
     assert [(vars_, dev) for _, vars_, _, dev in j.captured.expected_input_info] == [((), model.device)]

@@ -439,3 +439,23 @@ print("ok")
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc for DEV=NULL:NVCC:sm_90 (CUDA kernels compiled, nothing run)")
 def test_0016_generated_kernels_wait_on_their_grid(trees):
   assert_patch_needed(trees, "0016", GENERATED_KERNELS_WAIT, env={"DEV": "NULL:NVCC:sm_90"})
+
+PROGRAMS_ON_DISK = """
+# a second process lowers nothing the first one lowered: the programs come from the disk cache (CACHEDB shared by both)
+import os, subprocess, sys, tempfile
+env = {**os.environ, "CACHEDB": os.path.join(tempfile.mkdtemp(), "cache.db"), "DEV": "CPU"}
+prog = '''
+import sys, tinygrad.codegen as cg
+from tinygrad import Tensor, Device
+Device[Device.DEFAULT]  # the device's own start-up programs are lowered as they always are
+if sys.argv[1] == "second":
+  def no_lowering(*a): raise RuntimeError("lowered again")
+  cg.do_to_program = no_lowering
+assert (Tensor.arange(16).reshape(4, 4).sum(1) * 3).tolist() == [18, 66, 114, 162]
+'''
+for run in ("first", "second"): subprocess.run([sys.executable, "-c", prog, run], env=env, check=True)
+print("ok")
+"""
+
+def test_0017_programs_cached_on_disk(trees):
+  assert_patch_needed(trees, "0017", PROGRAMS_ON_DISK)

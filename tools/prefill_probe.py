@@ -115,10 +115,10 @@ def main(argv=None) -> int:
     L = next(model._chunks(len(prompt), 0))[2]
     pos, length = model.start_pos.bind(0), model._v_len[L].bind(min(L, len(prompt)))
     buf, dev = model._token_buffer(prompt), Device[model.device]
-    fill = [timed(dev, lambda m=model: m._fill_jits[L](buf, pos, length))[1:] for _ in range(5)][2:]   # 2 warm-ups
+    fill = [timed(dev, lambda m=model: m.captures.jit(("fill", L), m._fill)(buf, pos, length))[1:] for _ in range(5)][2:]   # 2 warm-ups
     print(f"  {'the first chunk without head (fill)':40s} {' '.join(f'{m:9.2f} ({h:6.2f})' for m, h in fill)}", flush=True)
     # the same chunk replayed back to back: the device's own time per call once the host keeps ahead
-    jit, args = model._fill_jits[L], (buf, pos, length)
+    jit, args = model.captures.jit(("fill", L), model._fill), (buf, pos, length)
     _, ms4, _ = timed(dev, lambda: [jit(*args) for _ in range(4)])
     print(f"  {'the same, 4 calls back to back, per call':40s} {ms4 / 4:9.2f}", flush=True)
     gs = graphs(jit, args, dev)

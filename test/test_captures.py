@@ -1,0 +1,86 @@
+"""Captured steps kept on disk (apps/captures.py): a later model, in this process or a fresh one, replays them against its
+own buffers with the goldens' outputs; a file that does not fit is captured again; the first process's kernels are never
+lowered again."""
+import json, os, subprocess, sys
+import numpy as np
+import pytest
+from apps import synth, captures
+from apps.model import Transformer
+from tools.make_model_goldens import N_GREEDY, load_golden
+
+PRESET, MIX = "glm-4.7-flash-tiny", "release"
+
+@pytest.fixture(scope="module")
+def gold():
+  return load_golden(PRESET, MIX)[1]
+
+def model(d, **kw) -> Transformer:
+  return Transformer.from_gguf(synth.generate(PRESET, MIX, progress=False), max_context=96, prefill_chunks=(16,), capture_dir=d, **kw)
+
+def test_a_second_model_replays_the_first_ones_captures(tmp_path, gold):
+  prompt, want = gold["greedy/prompt"].tolist(), gold["greedy/hf"].tolist()
+  a = model(tmp_path)
+  assert list(a.generate(prompt, N_GREEDY)) == want and a.captures.loaded == 0
+  files = sorted(p.name for p in tmp_path.rglob("*.pkl"))
+  assert len(files) == 2, files  # the prompt's last chunk with sampling, and the decode step
+  cache_a = a.caches[0].numpy().copy()
+  b = model(tmp_path)
+  assert list(b.generate(prompt, N_GREEDY)) == want and b.captures.loaded == 2
+  assert all(j.captured is not None for j in b.captures.jits.values())
+  # b's replays wrote b's caches, not a's: the loaded steps hold b's buffers
+  assert np.array_equal(a.caches[0].numpy(), cache_a) and not np.array_equal(b.caches[0].numpy(), np.zeros_like(cache_a))
+  assert np.array_equal(b.caches[0].numpy()[:len(prompt)], cache_a[:len(prompt)])
+  # feed()'s steps are kept too: a third model's logits of a 33-token prompt (chunks 16, 16, 1) from its files
+  ids = gold["prompt33/ids"].tolist()
+  la = b.logits(ids)
+  c = model(tmp_path)
+  assert np.array_equal(c.logits(ids), la) and c.captures.loaded == 2
+
+def test_other_settings_or_a_misfit_capture_again(tmp_path, gold, monkeypatch):
+  prompt, want = gold["greedy/prompt"].tolist(), gold["greedy/hf"].tolist()
+  list(model(tmp_path).generate(prompt, 2))
+  other = model(tmp_path, kernels="generated")  # another model key: nothing of the first fits
+  assert list(other.generate(prompt, N_GREEDY)) == want and other.captures.loaded == 0
+  # a file naming a buffer the loading model lacks (another layout of the same code) is not used
+  real = captures.state_buffers
+  monkeypatch.setattr(captures, "state_buffers", lambda root: {b: n for b, n in real(root).items() if ".caches" not in n})
+  m = model(tmp_path)
+  assert list(m.generate(prompt, N_GREEDY)) == want and m.captures.loaded == 0
+  monkeypatch.undo()
+  # a damaged file is captured again, and rewritten whole
+  for p in tmp_path.rglob("*.pkl"): p.write_bytes(p.read_bytes()[:100])
+  m = model(tmp_path)
+  assert list(m.generate(prompt, N_GREEDY)) == want and m.captures.loaded == 0
+  assert list(model(tmp_path).generate(prompt, N_GREEDY)) == want
+
+def test_other_code_is_removed(tmp_path, gold):
+  (tmp_path / "0123456789abcdef").mkdir()
+  (tmp_path / "0123456789abcdef" / "old.pkl").write_bytes(b"x")
+  list(model(tmp_path).generate(gold["greedy/prompt"].tolist(), 2))
+  assert [p.name for p in tmp_path.iterdir()] == [captures.code_key()]
+
+CHILD = """
+import json, sys
+import apps, tinygrad.codegen as cg, tinygrad.tensor as tt
+from tinygrad import Device
+from apps import engine
+Device[Device.DEFAULT]  # the device's own start-up programs are lowered as they always are
+if sys.argv[2] == "second":  # nothing may be scheduled or lowered: every step comes from the first process's files
+  def refuse(*a, **k): raise RuntimeError("scheduled or lowered in the second process")
+  cg.do_to_program = refuse
+eng = engine.Engine.load(engine.resolve_model(sys.argv[1], None, None), max_context=96, quiet=True, capture_dir=__import__("pathlib").Path(sys.argv[3]))
+if sys.argv[2] == "second": tt.create_linear_with_vars = refuse
+ids = eng.text_ids("The capital of France is")
+print(json.dumps({"tokens": list(eng.model.generate(ids, 6)), "loaded": eng.model.captures.loaded}))
+"""
+
+def test_a_second_process_schedules_and_lowers_nothing(tmp_path):
+  env = {**os.environ, "CACHEDB": str(tmp_path / "cache.db")}
+  runs = {}
+  for which in ("first", "second"):
+    p = subprocess.run([sys.executable, "-c", CHILD, PRESET, which, str(tmp_path / "captures")], env=env, capture_output=True, text=True,
+                       timeout=600, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert p.returncode == 0, p.stderr[-3000:]
+    runs[which] = json.loads(p.stdout.strip().splitlines()[-1])
+  assert runs["first"]["loaded"] == 0 and runs["second"]["loaded"] == 2
+  assert runs["first"]["tokens"] == runs["second"]["tokens"]

@@ -1,0 +1,89 @@
+"""Seconds from process start to the first token, in fresh processes: the first process ever (empty caches) and a second
+one (tinygrad's disk cache and the captured steps from the first), with the time to import, to load and to the first token
+of a 16-token prompt; llama.cpp's in the same run with --llama.
+
+  python3 -m tools.start_time [--presets glm-4.7-flash-tiny,...] [--kernels hand] [--prompt 16] [--llama] [--json PATH]
+
+Each preset runs in a scratch cache of its own (CACHEDB and the capture directory in a temporary folder), so "first" is
+a cold start whatever ran before; the model file itself is generated first and read once (it sits in the page cache, as
+for a restart). llama.cpp: `llama-bench -p <prompt> -n 0 -r 1 -ngl 99` timed from spawn to exit, twice; it loads the file and
+evaluates the prompt twice (a warm-up and the timed run), so its time is an upper bound of its time to the first token.
+"""
+from __future__ import annotations
+import argparse, json, os, subprocess, sys, tempfile, time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+def child(preset: str, kernels: str, n_prompt: int, capture_dir: str) -> None:
+  """Runs in the measured process: prints one JSON line of wall-clock times (time.time()) at each stage."""
+  t = {"start_python": time.time()}
+  import apps  # noqa: F401
+  from apps import engine
+  from tinygrad import Device
+  t["imported"] = time.time()
+  src = engine.resolve_model(preset, None, None)
+  eng = engine.Engine.load(src, max_context=1024, quiet=True, kernels=kernels, capture_dir=Path(capture_dir))
+  Device[eng.model.device].synchronize()
+  t["loaded"] = time.time()
+  ids = (eng.text_ids("The quick brown fox jumps over the lazy dog. " * 8))[:n_prompt]
+  first = next(eng.model.generate(ids, 1))
+  t["first_token"] = time.time()
+  print(json.dumps({**t, "token": first, "captures_loaded": eng.model.captures.loaded, "device": eng.model.device,
+                    "file_bytes": src.path.stat().st_size, "load_s": t["loaded"] - t["imported"]}), flush=True)
+
+def run_child(preset: str, kernels: str, n_prompt: int, scratch: Path) -> dict:
+  env = {**os.environ, "CACHEDB": str(scratch / "cache.db"), "PYTHONPATH": str(ROOT)}
+  t0 = time.time()
+  p = subprocess.run([sys.executable, "-m", "tools.start_time", "--child", preset, kernels, str(n_prompt), str(scratch / "captures")],
+                     env=env, cwd=ROOT, capture_output=True, text=True)
+  if p.returncode: raise SystemExit(f"start_time: {preset} failed:\n{p.stderr[-3000:]}")
+  r = json.loads(p.stdout.strip().splitlines()[-1])
+  return {"import_s": r["imported"] - t0, "load_s": r["loaded"] - r["imported"], "first_token_s": r["first_token"] - t0,
+          "to_first_token_after_load_s": r["first_token"] - r["loaded"], "captures_loaded": r["captures_loaded"], "token": r["token"],
+          "device": r["device"], "load_gb_s": r["file_bytes"] / max(r["loaded"] - r["imported"], 1e-9) / 1e9}
+
+def llama_ttft(path: Path, n_prompt: int) -> float:
+  from tools import llama_bench
+  t0 = time.time()
+  p = subprocess.run([str(llama_bench.binary()), "-m", str(path), "-p", str(n_prompt), "-n", "0", "-r", "1", "-ngl", "99", "-o", "json"],
+                     capture_output=True, text=True)
+  if p.returncode: raise SystemExit(f"start_time: llama-bench failed on {path}:\n{p.stderr[-2000:]}")
+  return time.time() - t0
+
+def main(argv: list[str] | None = None) -> int:
+  ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  ap.add_argument("--presets", default="glm-4.7-flash-tiny,deepseek-v2-lite-tiny,youtu-llm-2b-tiny")
+  ap.add_argument("--kernels", default="hand", choices=("hand", "generated"))
+  ap.add_argument("--prompt", type=int, default=16, help="prompt tokens (default 16)")
+  ap.add_argument("--llama", action="store_true", help="llama.cpp's time too (llama-bench built by tools.llama_bench build)")
+  ap.add_argument("--json", type=Path)
+  ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+  a = ap.parse_args(argv)
+  if a.child:
+    child(a.child[0], a.child[1], int(a.child[2]), a.child[3])
+    return 0
+  sys.path.insert(0, str(ROOT))
+  import apps  # noqa: F401
+  from apps import synth
+  rows = []
+  for preset in a.presets.split(","):
+    path = synth.generate(preset, "release")
+    with open(path, "rb") as f:
+      while f.read(1 << 26): pass  # into the page cache
+    with tempfile.TemporaryDirectory(prefix="start_time-") as d:
+      runs = {which: run_child(preset, a.kernels, a.prompt, Path(d)) for which in ("first", "second")}
+    row = {"preset": preset, "kernels": a.kernels, **runs}
+    if a.llama: row["llama"] = {"first": llama_ttft(path, a.prompt), "second": llama_ttft(path, a.prompt)}
+    rows.append(row)
+    f, s = runs["first"], runs["second"]
+    print(f"{preset:24s} {f['device']:5s} first: import {f['import_s']:.1f} s, load {f['load_s']:.1f} s ({f['load_gb_s']:.2f} GB/s), "
+          f"first token at {f['first_token_s']:.1f} s | second: import {s['import_s']:.1f} s, load {s['load_s']:.1f} s "
+          f"({s['load_gb_s']:.2f} GB/s), first token at {s['first_token_s']:.1f} s ({s['captures_loaded']} captures loaded)"
+          + (f" | llama.cpp {row['llama']['first']:.1f} / {row['llama']['second']:.1f} s" if a.llama else ""), flush=True)
+    if f["token"] != s["token"]: print(f"  the first token differs between the runs: {f['token']} vs {s['token']}", flush=True)
+    if a.json: a.json.write_text(json.dumps(rows, indent=1))
+  return 0
+
+if __name__ == "__main__":
+  sys.exit(main())
