@@ -61,6 +61,7 @@ def test_other_code_is_removed(tmp_path, gold):
 
 CHILD = """
 import json, sys
+from pathlib import Path
 import apps, tinygrad.codegen as cg, tinygrad.tensor as tt
 from tinygrad import Device
 from apps import engine
@@ -68,7 +69,7 @@ Device[Device.DEFAULT]  # the device's own start-up programs are lowered as they
 if sys.argv[2] == "second":  # nothing may be scheduled or lowered: every step comes from the first process's files
   def refuse(*a, **k): raise RuntimeError("scheduled or lowered in the second process")
   cg.do_to_program = refuse
-eng = engine.Engine.load(engine.resolve_model(sys.argv[1], None, None), max_context=96, quiet=True, capture_dir=__import__("pathlib").Path(sys.argv[3]))
+eng = engine.Engine.load(engine.resolve_model(sys.argv[1], None, None), max_context=96, quiet=True, capture_dir=Path(sys.argv[3]))
 if sys.argv[2] == "second": tt.create_linear_with_vars = refuse
 ids = eng.text_ids("The capital of France is")
 print(json.dumps({"tokens": list(eng.model.generate(ids, 6)), "loaded": eng.model.captures.loaded}))
