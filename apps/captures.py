@@ -57,8 +57,6 @@ def tensors(root: object) -> Iterator[tuple[str, Tensor]]:
       for k, v in vars(x).items(): yield from walk(v, f"{name}.{k}")
   yield from walk(root, "model")
 
-def unrealized(root: object) -> list[Tensor]: return [t for _, t in tensors(root) if not t.uop.is_realized]
-
 def state_buffers(root: object) -> dict[UOp, str]:
   """The BUFFER of every realized tensor reachable from root (`tensors`), named by its first path."""
   out: dict[UOp, str] = {}

@@ -42,12 +42,9 @@ class Transformer:
     self.output_norm = load_tensor(gf, "output_norm.weight", self.device)
     # tied embeddings: no output.weight means the head reads the same packed token_embd (one copy on the device)
     self.output = QuantizedLinear.from_gguf(gf, "output.weight", self.device) if "output.weight" in gf.tensors else QuantizedLinear(self.token_embd.w)
-    # the weights are realized a block at a time: one schedule of all of a block's copies, not one per tensor
-    Tensor.realize(*captures.unrealized(self))
     self.blocks: list[Block] = []
     for i in range(cfg.n_layer):
       self.blocks.append(Block(gf, i, cfg, self.device, self.act_dtype, split_mask, fusions))
-      Tensor.realize(*captures.unrealized(self.blocks[-1]))
       if progress: progress(i + 1, cfg.n_layer)
     self.caches = [Tensor.zeros(self.max_context, cfg.kv_lora_rank + cfg.qk_rope, dtype=self.act_dtype, device=self.device).contiguous()
                    for _ in self.blocks]

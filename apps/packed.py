@@ -22,13 +22,12 @@ become floats exactly through the 2**23 bit trick), so Q4_0, Q5_0, Q8_0, Q6_K an
 Q4_1, Q5_1, Q4_K and Q5_K compute d*q + m, which a compiler may contract into one fma (one rounding instead of two).
 """
 from __future__ import annotations
-import functools, math, os
-from concurrent.futures import ThreadPoolExecutor
+import functools, math
 from dataclasses import dataclass
 from typing import Callable, Sequence
 import numpy as np
 from apps.gguf import GGUFFile, GGMLType, GGUFError
-from apps.readback import to_device
+from apps.readback import POOL, to_device
 from tinygrad import Tensor, dtypes, UOp
 from tinygrad.dtype import DType
 
@@ -70,7 +69,6 @@ class Format:
   @property
   def device_bytes(self) -> int: return sum(n * dt.itemsize for _, dt, n in self.parts)
 
-_POOL = ThreadPoolExecutor(max_workers=min(16, os.cpu_count() or 1))
 _SPAN = 1 << 16  # blocks a task of _fields copies (1-14 MB): numpy's strided copies release the GIL, so spans copy in parallel
 
 def _fields(blocks: np.ndarray, layout: Sequence[tuple[str, int]]) -> dict[str, np.ndarray]:
@@ -87,7 +85,7 @@ def _fields(blocks: np.ndarray, layout: Sequence[tuple[str, int]]) -> dict[str, 
       if b <= 4: out[n][lo:lo + len(part)].reshape(-1).view(f"V{b}")[:] = rec[n]
       else: out[n][lo:lo + len(part)] = part[:, off:off + b]
       off += b
-  list(_POOL.map(span, range(0, len(blocks), _SPAN)))
+  list(POOL.map(span, range(0, len(blocks), _SPAN)))
   return out
 
 def _w32(a: np.ndarray) -> np.ndarray: return np.ascontiguousarray(a).view("<u4")

@@ -32,6 +32,7 @@ from tinygrad import Tensor, dtypes
 from tinygrad.dtype import DType
 from tinygrad.helpers import prod
 from tinygrad.uop.ops import sint
+from apps.readback import to_device, to_device_stacked
 from apps.packed import PackedTensor, format_for
 from apps import dispatch
 from apps.dispatch import KernelSpec, KernelCall, base_device
@@ -88,8 +89,8 @@ class QuantizedLinear:
         raise GGUFError(f"tensors {', '.join(name)} cannot be stacked: they need 2 dims, one row length and one type")
     packed = [PackedTensor.pack_host(gf.tensor_data(i.name), i.type, i.ne, i.name) for i in infos]
     fmt = packed[0][0]
-    host = {p: np.concatenate([h[p] for _, h in packed], axis=0) for p, _, _ in fmt.parts}
-    return QuantizedLinear(PackedTensor.from_host(fmt, host, (infos[0].ne[0], sum(i.ne[1] for i in infos)), device, "+".join(name)))
+    parts = {p: to_device_stacked([h[p] for _, h in packed], 0, device) for p, _, _ in fmt.parts}
+    return QuantizedLinear(PackedTensor(fmt, (sum(i.ne[1] for i in infos),), infos[0].ne[0], parts, "+".join(name)))
 
   def __call__(self, x: Tensor, norm: tuple[Tensor, float] | None = None, residual: Tensor | None = None, glu: bool = False,
                prefix: bool = False) -> Tensor:
@@ -146,10 +147,10 @@ class QuantizedExpertWeights:
     for same in runs:
       packed = [PackedTensor.pack_host(gf.tensor_data(x.name), x.type, x.ne, x.name) for x in same]
       fmt = packed[0][0]
-      host = {p: np.concatenate([h[p] for _, h in packed], axis=1) if len(packed) > 1 else packed[0][1][p] for p, _, _ in fmt.parts}
+      parts = {p: to_device_stacked([h[p] for _, h in packed], 1, device) for p, _, _ in fmt.parts}
       del packed
       ne = (same[0].ne[0], sum(x.ne[1] for x in same), same[0].ne[2])
-      groups.append(PackedTensor.from_host(fmt, host, ne, device, "+".join(x.name for x in same)))
+      groups.append(PackedTensor(fmt, (ne[2], ne[1]), ne[0], parts, "+".join(x.name for x in same)))
       outs.append(ne[1])
     return QuantizedExpertWeights(groups, outs)
 
@@ -316,14 +317,12 @@ def load_tensor(gf: GGUFFile, name: str, device: str | None = None, dtype: DType
   BF16 and quantized types -> float32 (dequantized once, on the device), or cast to `dtype`."""
   info = gf.tensor(name)
   raw = gf.tensor_data(name)
-  if info.type in (GGMLType.F32, GGMLType.F16):  # a copy: the file's mapping is read-only, which some device copies refuse
-    t = Tensor(raw.copy().view("<f4" if info.type == GGMLType.F32 else "<f2").reshape(info.shape), device=device)
-  elif info.type == GGMLType.BF16:
-    t = Tensor((raw.view("<u2").astype(np.uint32) << 16).view(np.float32).reshape(info.shape), device=device)
+  if info.type in (GGMLType.F32, GGMLType.F16): t = to_device(raw.view("<f4" if info.type == GGMLType.F32 else "<f2").reshape(info.shape), device)
+  elif info.type == GGMLType.BF16: t = to_device((raw.view("<u2").astype(np.uint32) << 16).view(np.float32).reshape(info.shape), device)
   else:
     w = PackedTensor.from_bytes(raw, info.type, info.ne, device, name)
     t = dequantize_rows(w).reshape(info.shape)
-  return t if dtype is None else t.cast(dtype)  # realized by the loader, a block's tensors at once
+  return (t if dtype is None else t.cast(dtype)).realize()
 
 def packed_bytes(typ: GGMLType, ne: Sequence[int]) -> int:
   """Device bytes of a packed tensor with ggml dims `ne`."""

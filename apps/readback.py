@@ -9,7 +9,8 @@ event; a plain read (`Tensor.item()`) copies synchronously and so would wait for
 the tensor when called (`in_queue_order` is False), and generate() queues the next step only after it.
 """
 from __future__ import annotations
-import ctypes
+import ctypes, math, os
+from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from tinygrad import Device, Tensor, dtypes
 from tinygrad.device import BufferSpec
@@ -40,6 +41,9 @@ def upload_many(pairs) -> None:
   if len(devices) == 1 and (dev := next(iter(devices))).split(":")[0] == "CUDA": return _staging(dev).copy(items)
   for buf, arr in items: buf.allocator._copyin(buf._buf, memoryview(arr).cast("B"))
 
+POOL = ThreadPoolExecutor(max_workers=min(16, os.cpu_count() or 1))  # host copies of weights, in spans (numpy and ctypes release the GIL)
+SPAN = 16 << 20
+
 def to_device(a: np.ndarray, device: str | None = None) -> Tensor:
   """A host array as a realized device tensor of its shape and dtype: its buffer allocated and the bytes copied in (on
   CUDA through the pinned staging buffers, queued: the host goes on while they copy), no schedule. A model's weights
@@ -48,7 +52,22 @@ def to_device(a: np.ndarray, device: str | None = None) -> Tensor:
   buf = t.uop.buffer.ensure_allocated()
   arr = np.ascontiguousarray(a).reshape(-1)
   if buf.device.split(":")[0] == "CUDA": _staging(buf.device).copy([(buf, arr)])
-  else: buf.allocator._copyin(buf._buf, memoryview(arr).cast("B"))
+  else:  # tinygrad's copyin takes a writable buffer, which a read-only file mapping is not
+    buf.allocator._copyin(buf._buf, memoryview(arr if arr.flags.writeable else arr.copy()).cast("B"))
+  return t
+
+def to_device_stacked(arrs: list[np.ndarray], axis: int, device: str | None = None) -> Tensor:
+  """Host arrays of one dtype stacked along `axis` as one realized device tensor (to_device of np.concatenate). On CUDA each
+  array is copied into its place (a 2D copy whose rows are the dims before axis): no stacked copy on the host."""
+  shape = (*arrs[0].shape[:axis], sum(a.shape[axis] for a in arrs), *arrs[0].shape[axis + 1:])
+  if Device.canonicalize(device).split(":")[0] != "CUDA": return to_device(np.concatenate(arrs, axis=axis), device)
+  t = Tensor.empty(*shape, dtype=_from_np_dtype(arrs[0].dtype), device=device)
+  buf = t.uop.buffer.ensure_allocated()
+  rows, at = math.prod(shape[:axis]), 0
+  for a in arrs:
+    a = np.ascontiguousarray(a).reshape(-1)
+    _staging(buf.device).copy([(buf, a, rows, buf.nbytes // rows, at)])
+    at += a.nbytes // rows
   return t
 
 class _Staging:
@@ -71,16 +90,24 @@ class _Staging:
     slot = self.slots[self.turn]
     self.turn = 1 - self.turn
     if slot[3]: check(cu.cuEventSynchronize(slot[2]))   # the copies queued from this buffer last time have left it
-    total = sum(arr.nbytes for _, arr in items)
+    total = sum(it[1].nbytes for it in items)
     if total > slot[1]:
       if slot[0] is not None: self.dev.allocator.free(slot[0], slot[1], BufferSpec(host=True))
       slot[1] = max(total, 4096)
       slot[0] = self.dev.allocator.alloc(slot[1], BufferSpec(host=True))
-    off = 0
-    for buf, arr in items:
-      ctypes.memmove(slot[0].value + off, arr.ctypes.data, arr.nbytes)
-      check(cu.cuMemcpyHtoDAsync_v2(buf.ensure_allocated()._buf, ctypes.c_void_p(slot[0].value + off), arr.nbytes, None))
-      off += arr.nbytes
+    offs = np.cumsum([0] + [it[1].nbytes for it in items]).tolist()
+    # into the pinned buffer in spans on several threads (ctypes releases the GIL: a weight tensor is up to a few hundred MB)
+    spans = [(off + lo, it[1].ctypes.data + lo, min(SPAN, it[1].nbytes - lo)) for it, off in zip(items, offs)
+             for lo in range(0, it[1].nbytes, SPAN)]
+    list(POOL.map(lambda s: ctypes.memmove(slot[0].value + s[0], s[1], s[2]), spans))
+    for it, off in zip(items, offs):
+      dst, src = it[0].ensure_allocated()._buf, ctypes.c_void_p(slot[0].value + off)
+      if len(it) == 2: check(cu.cuMemcpyHtoDAsync_v2(dst, src, it[1].nbytes, None))
+      else:  # (buf, arr, rows, the buffer's row pitch, the byte in a row where arr's rows go)
+        _, arr, rows, pitch, at = it
+        p = cu.CUDA_MEMCPY2D(srcMemoryType=cu.CU_MEMORYTYPE_HOST, srcHost=src, srcPitch=arr.nbytes // rows, dstMemoryType=cu.CU_MEMORYTYPE_DEVICE,
+                             dstDevice=cu.CUdeviceptr_v2(dst.value + at), dstPitch=pitch, WidthInBytes=arr.nbytes // rows, Height=rows)
+        check(cu.cuMemcpy2DAsync_v2(ctypes.byref(p), None))
     check(cu.cuEventRecord(slot[2], None))
     slot[3] = True
 
