@@ -63,7 +63,6 @@ def main(argv: list[str] | None = None) -> int:
   if a.child:
     child(a.child[0], a.child[1], int(a.child[2]), a.child[3])
     return 0
-  sys.path.insert(0, str(ROOT))
   import apps  # noqa: F401
   from apps import synth
   rows = []
