@@ -21,7 +21,8 @@ def _use_upstream() -> str:
 SERIES = _use_upstream()  # the patch series of the tinygrad in use (patchset.series_key): what benchmarks print
 # tinygrad's disk cache (compiled binaries, lowered programs by their AST: patches/0017, BEAM's picks) is one file per patch
 # series: a program lowered by another series' code generator must never be reused
-os.environ.setdefault("CACHEDB", str(ROOT / ".cache" / "tinygrad" / f"cache-{SERIES}.db"))
+from apps.vocab import cache_dir  # noqa: E402
+os.environ.setdefault("CACHEDB", str(cache_dir() / "tinygrad" / f"cache-{SERIES}.db"))
 
 # Which kernels compute the model (Transformer(kernels=...), --kernels): "hand", the hand-written kernels where the device
 # compiles them (CUDA, Metal; elsewhere the portable kernels with the optimizations apps.dispatch.plan_opts picks), or

@@ -7,9 +7,9 @@ from the Transformer) are written as their names and found again in the loading 
 (written by the step) as their sizes; only the rest (constants made while tracing) with their bytes. A file that does not
 fit the loading model (a name it lacks, another size) is not used: the step is captured again.
 
-Files live in .cache/captures/<code>/, where <code> hashes the patch series and every file under apps/; the directories of
-other code are removed when one is written. A file's name hashes the model file (path, size, mtime), the model's settings,
-the device's compiler target and tinygrad's settings, and the step.
+Files live in .cache/captures/<code>/ (the project cache, apps.vocab.cache_dir), where <code> hashes the patch series
+and every file under apps/; the directories of other code are removed when one is written. A file's name hashes the model
+file (path, size, mtime), the model's settings, the device's compiler target and tinygrad's settings, and the step.
 """
 from __future__ import annotations
 import hashlib, io, os, pickle, shutil, tempfile
@@ -20,8 +20,9 @@ from tinygrad.helpers import ContextVar
 from tinygrad.uop.ops import UOp, Ops, AddrSpace, buffers
 from tinygrad.engine.jit import CapturedJit
 from apps import ROOT, SERIES
+from apps.vocab import cache_dir
 
-CACHE = ROOT / ".cache" / "captures"
+def default_dir() -> Path: return cache_dir() / "captures"
 _IGNORED = {"DEBUG", "VIZ", "PROFILE", "TRACK_MATCH_STATS", "CAPTURE_PROCESS_REPLAY", "CACHELEVEL", "CACHEDB"}
 
 def code_key() -> str:
@@ -105,6 +106,8 @@ class Captures:
     self.jits: dict[tuple, TinyJit] = {}
     self.saved: set[tuple] = set()
     self.loaded = 0
+    self.on_new: Callable[[tuple, bool], None] | None = None  # told of each step as it is made: (step, loaded from its file)
+    self.on_unsaved: Callable[[tuple, OSError], None] | None = None  # told of a step whose file could not be written
 
   def clear(self) -> None: self.jits.clear(); self.saved.clear()
 
@@ -122,6 +125,7 @@ class Captures:
         self.saved.add(step)
         self.loaded += 1
       except Exception: pass  # Stale, or a damaged file: the step is captured again (and its file rewritten whole)
+    if self.on_new is not None: self.on_new(step, j.cnt == 2)
     return j
 
   def _read(self, p: Path) -> CapturedJit:
@@ -135,12 +139,16 @@ class Captures:
     for step, j in self.jits.items():
       if step in self.saved or (cj := j.captured) is None or not isinstance(cj.ret, Tensor): continue
       self.saved.add(step)
-      p = self._path(step)
-      p.parent.mkdir(parents=True, exist_ok=True)
-      for other in p.parent.parent.iterdir():
-        if other.is_dir() and other != p.parent: shutil.rmtree(other, ignore_errors=True)
-      buf = io.BytesIO()
-      _Pickler(buf, state_buffers(self.model), cj._written_uops).dump((cj.ret.uop, cj._linear, cj.expected_names, cj.expected_input_info))
-      fd, tmp = tempfile.mkstemp(dir=p.parent, suffix=".tmp")
-      with os.fdopen(fd, "wb") as f: f.write(buf.getvalue())
-      os.replace(tmp, p)
+      p, tmp = self._path(step), None
+      try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        for other in p.parent.parent.iterdir():
+          if other.is_dir() and other != p.parent: shutil.rmtree(other, ignore_errors=True)
+        buf = io.BytesIO()
+        _Pickler(buf, state_buffers(self.model), cj._written_uops).dump((cj.ret.uop, cj._linear, cj.expected_names, cj.expected_input_info))
+        fd, tmp = tempfile.mkstemp(dir=p.parent, suffix=".tmp")
+        with os.fdopen(fd, "wb") as f: f.write(buf.getvalue())
+        os.replace(tmp, p)
+      except OSError as e:  # a cache that cannot be written (read-only, full) costs the next process its start, nothing else
+        if tmp is not None and os.path.exists(tmp): os.unlink(tmp)
+        if self.on_unsaved is not None: self.on_unsaved(step, e)

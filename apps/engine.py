@@ -56,6 +56,12 @@ def resolve_model(spec: str | None, mix: str | None, device: str | None) -> Sour
 
 def note(msg: str) -> None: print(f"llm: {msg}", file=sys.stderr, flush=True)
 
+def _note_step(step: tuple, loaded: bool) -> None:
+  """One line as the model makes a prefill or decode step: loaded from .cache/captures, or compiled and captured now."""
+  what = {"step": "the decode step" if step[-1] == 0 else f"the prompt's last chunk ({step[-1]} tokens)",
+          "fill": f"a prefill chunk ({step[1]} tokens)", "logits": "the logits step"}[step[0]]
+  note(f"{what}: loaded, compiled before" if loaded else f"{what}: compiling and capturing (once for this model and code: later runs load it)")
+
 @dataclass
 class Stats:
   """One completion: token counts, why it ended ("stop", "length" or "cancelled") and its timing."""
@@ -114,17 +120,23 @@ class Engine:
     from apps.mla import Config
     from apps.model import Transformer
     from apps import captures
+    from tinygrad import GlobalCounters
     with GGUFFile(source.path) as gf:  # one open file for all of it
       Config.from_gguf(gf)  # the metadata, the tokenizer and the template first: their errors come before the slow part
       tok = Tokenizer.from_gguf(gf)
       tmpl = ChatTemplate.from_gguf(gf, tok)
       if not quiet: note(f"loading {source.path} ({source.path.stat().st_size / 2**30:.2f} GiB)")
-      t0, tty = time.perf_counter(), sys.stderr.isatty()
+      t0, tty, mem0 = time.perf_counter(), sys.stderr.isatty(), GlobalCounters.mem_used
       def progress(i: int, n: int) -> None:  # redrawn on a terminal; only the last line otherwise
         if quiet or (not tty and i < n): return
-        sys.stderr.write(f"{chr(13) if tty else ''}llm: block {i}/{n} loaded ({time.perf_counter() - t0:.1f} s)" + ("\n" if i == n else ""))
+        gib, s = (GlobalCounters.mem_used - mem0) / 2**30, time.perf_counter() - t0
+        sys.stderr.write(f"{chr(13) if tty else ''}llm: block {i}/{n} loaded ({gib:.2f} GiB, {s:.1f} s)" + ("\n" if i == n else ""))
         sys.stderr.flush()
-      model = Transformer(gf, max_context, device, progress=progress, kernels=kernels, capture_dir=capture_dir or captures.CACHE)
+      model = Transformer(gf, max_context, device, progress=progress, kernels=kernels, capture_dir=capture_dir or captures.default_dir())
+    if not quiet:
+      model.captures.on_new = _note_step
+      model.captures.on_unsaved = lambda step, e: note(f"could not keep a captured step in {model.captures.dir} ({e}): "
+                                                       "the next run captures it again")
     if not quiet: note(f"loaded {source.name} in {time.perf_counter() - t0:.1f} s on {model.device}, context {model.max_context} tokens")
     return Engine(model, tok, tmpl, source, model.active_weight_bytes())
 
@@ -140,7 +152,7 @@ class Engine:
   def text_ids(self, text: str) -> list[int]: return self.tok.encode(text, add_special=True, parse_special=True)
 
   def warmup(self, params=None) -> None:
-    """Capture the prefill and decode JITs for this sampler structure (call 1 runs eagerly, call 2 captures, then replays)."""
+    """Capture (or load) the prefill and decode steps for this sampler structure: the first call captures, later ones replay."""
     ids = self.text_ids("Hello")
     for _ in range(3):
       for _ in self.model.generate(ids, 3, params): pass

@@ -85,3 +85,12 @@ def test_a_second_process_schedules_and_lowers_nothing(tmp_path):
     runs[which] = json.loads(p.stdout.strip().splitlines()[-1])
   assert runs["first"]["loaded"] == 0 and runs["second"]["loaded"] == 2
   assert runs["first"]["tokens"] == runs["second"]["tokens"]
+
+def test_an_unwritable_cache_costs_nothing_but_the_next_start(tmp_path, gold):
+  (tmp_path / "file").write_bytes(b"")  # a file where the directory would go: every write fails
+  m = model(tmp_path / "file")
+  unsaved = []
+  m.captures.on_unsaved = lambda step, e: unsaved.append(step)
+  prompt, want = gold["greedy/prompt"].tolist(), gold["greedy/hf"].tolist()
+  assert list(m.generate(prompt, N_GREEDY)) == want and len(unsaved) == 2
+  assert list(m.generate(prompt, N_GREEDY)) == want and len(unsaved) == 2  # tried once per step

@@ -169,7 +169,7 @@ def test_prefill_captures_take_the_token_buffer(case):
   if (preset, mix) != MECHANICS_CASE: pytest.skip(MECHANICS)
   ids = gold["prompt33/ids"].tolist()
   outs = []
-  for _ in range(3):   # compile, capture, replay: chunks 16, 16 (fill) and 1 (the prompt's last), none of them cached
+  for _ in range(3):   # capture, replay, replay: chunks 16, 16 (fill) and 1 (the prompt's last), none of them cached
     model.reset()
     outs.append(list(model.generate(ids, 1)))
   assert outs[0] == outs[1] == outs[2]

@@ -40,8 +40,8 @@ def bench(preset: str, path: Path, n_decode: int, n_prefill: int, mix: str, upst
   mem = GlobalCounters.mem_used - mem0
   rng = np.random.default_rng(0)
   prompt = rng.integers(0, 100000, n_prefill).tolist()
-  # prefill: the first run compiles, the second captures; the median of the next PREFILL_RUNS is the steady time (llama-bench's
-  # pp is likewise a mean after a warm-up; the first replay of a capture alone can be slower)
+  # prefill: the first run compiles and captures, the second is the first replay; the median of the next PREFILL_RUNS is the
+  # steady time (llama-bench's pp is likewise a mean after a warm-up; the first replay of a capture alone can be slower)
   pf = []
   for i in range(2 + PREFILL_RUNS):
     model.reset()

@@ -97,7 +97,7 @@ def main(argv=None) -> int:
     if a.chunks: model.set_prefill_chunks(*(int(n) for n in a.chunks.split("+")))
     prompt = np.random.default_rng(0).integers(0, 100000, a.prefill).tolist()
     times = []
-    for i in range(2 + a.runs):   # run 1 compiles, run 2 captures
+    for i in range(2 + a.runs):   # run 1 compiles and captures, run 2 is the first replay
       model.reset()
       t0 = time.perf_counter()
       first = next(model.generate(prompt, 1))
