@@ -172,7 +172,7 @@ def benchmark(engine: Engine, steps: int, prompt: str | None) -> BenchResult:
   if len(ids) + steps + 1 > model.max_context:
     raise UserError(f"--benchmark {steps} with a {len(ids)}-token prompt needs {len(ids) + steps + 1} tokens of context, "
                     f"the context holds {model.max_context}: raise --max-context or lower the count")
-  note("warming up (the first run compiles the kernels)")
+  note("warming up (the first run of a model compiles its kernels and captures its steps; later runs load them)")
   t0 = time.perf_counter()
   engine.warmup(greedy)
   note(f"warm-up took {time.perf_counter() - t0:.1f} s; timing {steps} decode steps")
