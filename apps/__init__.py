@@ -18,11 +18,22 @@ def _use_upstream() -> str:
   if str(patchset.UPSTREAM) not in sys.path: sys.path.insert(0, str(patchset.UPSTREAM))
   return patchset.read_stamp()["key"]
 
+def prune_cachedbs(directory: Path, keep: int = 4) -> None:
+  """Remove all but the `keep` most recently used cache-<series>.db files of directory (with their -wal and -shm files):
+  each patch series has its own, and a series that changed is not coming back."""
+  dbs = sorted(directory.glob("cache-*.db"), key=lambda p: p.stat().st_mtime, reverse=True)
+  for db in dbs[keep:]:
+    for f in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")): f.unlink(missing_ok=True)
+
 SERIES = _use_upstream()  # the patch series of the tinygrad in use (patchset.series_key): what benchmarks print
 # tinygrad's disk cache (compiled binaries, lowered programs by their AST: patches/0017, BEAM's picks) is one file per patch
 # series: a program lowered by another series' code generator must never be reused
-from apps.vocab import cache_dir  # noqa: E402
-os.environ.setdefault("CACHEDB", str(cache_dir() / "tinygrad" / f"cache-{SERIES}.db"))
+if "CACHEDB" not in os.environ:
+  from apps.vocab import cache_dir
+  (_db := cache_dir() / "tinygrad" / f"cache-{SERIES}.db").parent.mkdir(exist_ok=True)
+  if _db.exists(): _db.touch()  # in use: the newest
+  prune_cachedbs(_db.parent)
+  os.environ["CACHEDB"] = str(_db)
 
 # Which kernels compute the model (Transformer(kernels=...), --kernels): "hand", the hand-written kernels where the device
 # compiles them (CUDA, Metal; elsewhere the portable kernels with the optimizations apps.dispatch.plan_opts picks), or

@@ -94,3 +94,14 @@ def test_an_unwritable_cache_costs_nothing_but_the_next_start(tmp_path, gold):
   prompt, want = gold["greedy/prompt"].tolist(), gold["greedy/hf"].tolist()
   assert list(m.generate(prompt, N_GREEDY)) == want and len(unsaved) == 2
   assert list(m.generate(prompt, N_GREEDY)) == want and len(unsaved) == 2  # tried once per step
+
+def test_old_series_cachedbs_are_pruned(tmp_path):
+  import time
+  from apps import prune_cachedbs
+  for i in range(6):
+    for suffix in ("", "-wal", "-shm"): (tmp_path / f"cache-{i}.db{suffix}").write_bytes(b"")
+    t = time.time() - 100 + i
+    os.utime(tmp_path / f"cache-{i}.db", (t, t))
+  (tmp_path / "other.db").write_bytes(b"")
+  prune_cachedbs(tmp_path)
+  assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["other.db"] + [f"cache-{i}.db{s}" for i in (2, 3, 4, 5) for s in ("", "-wal", "-shm")])
