@@ -190,3 +190,17 @@ def test_path_check_agrees_on_cpu():
     assert r[f"{a}/{b}"] < 2e-5 and r[f"{a}/{b} argmax"] == 32, (a, b, r)
   assert r["pinned"] < 2e-5 and r["decisions that differ"] == 0 and r["largest margin where they differ"] == 0.0
   assert path_check.table(rows).count("\n") == 2 and " - " not in path_check.table(rows)
+
+def test_prefill_and_decode_agree_past_4096():
+  """Correctness at depth: at positions past 4096 (eight prefill chunks of 512, then chunks of 128) the prefill path's logits
+  and the decode step's, one token at a time, agree as the paths do at short context (fp32 on the CPU, summed in other
+  orders), with the same argmax."""
+  from tools.path_check import rel, window
+  preset, mix = MECHANICS_CASE
+  m = Transformer.from_gguf(synth.generate(preset, mix, progress=False), max_context=4352)
+  ids = window(m.cfg.vocab_size, 4224, 7)
+  pre = m.logits(ids)[-8:]
+  m.reset()
+  m.feed(ids[:-8])
+  dec = np.concatenate([m.feed([t]) for t in ids[-8:]])
+  assert rel(dec, pre) < 2e-5 and (dec.argmax(-1) == pre.argmax(-1)).all(), rel(dec, pre)
