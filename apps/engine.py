@@ -137,7 +137,6 @@ class Engine:
       model.captures.on_new = _note_step
       model.captures.on_unsaved = lambda step, e: note(f"could not keep a captured step in {model.captures.dir} ({e}): "
                                                        "the next run captures it again")
-    if not quiet:
       per_token = sum(c.nbytes() for c in model.caches) / model.max_context  # the latent cache: every block's row of a token
       note(f"loaded {source.name} in {time.perf_counter() - t0:.1f} s on {model.device}, context {model.max_context} tokens "
            f"({per_token / 1024:.1f} KiB of latent cache a token, {per_token * model.max_context / 2**20:.0f} MiB in all)")

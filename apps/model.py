@@ -20,7 +20,6 @@ from apps.quantized import QuantizedEmbedding, QuantizedExpertWeights, Quantized
 from apps import sampling
 from apps.readback import Readback, upload
 from apps import captures
-from apps.captures import Captures
 
 class ContextOverflow(ValueError):
   """A prompt plus generation that does not fit in max_context."""
@@ -62,7 +61,7 @@ class Transformer:
     self.sampler = sampling.Sampler(cfg.vocab_size, self.device)
     # the captured steps, kept in capture_dir across processes (apps/captures.py): ("step", sampler structure, the last prefill
     # chunk's length or 0: decode), ("fill", chunk length) and feed()'s ("logits", chunk length or 0)
-    self.captures = Captures(self, capture_dir, self._capture_key)
+    self.captures = captures.Captures(self, capture_dir, self._capture_key)
     self.kernels, self.fusions, self.kernel_modules = "hand", fusions, kernel_modules or KernelModules()
     self.set_prefill_chunks(*prefill_chunks)
     self.set_kernels(kernels)

@@ -36,10 +36,15 @@ def upload_many(pairs) -> None:
     arr = np.ascontiguousarray(values, dtype=_to_np_dtype(t.dtype)).reshape(-1)
     if arr.nbytes != buf.nbytes: raise ValueError(f"upload: {arr.size} values for a buffer of {buf.size} {t.dtype}")
     items.append((buf, arr))
+  _copy_in(items)
+
+def _copy_in(items: list[tuple]) -> None:
+  """(buffer, flat host array) pairs: on CUDA through the staging buffers, elsewhere tinygrad's copyin (which takes a
+  writable buffer, which a read-only file mapping is not)."""
   if not items: return
   devices = {buf.device for buf, _ in items}
   if len(devices) == 1 and (dev := next(iter(devices))).split(":")[0] == "CUDA": return _staging(dev).copy(items)
-  for buf, arr in items: buf.allocator._copyin(buf._buf, memoryview(arr).cast("B"))
+  for buf, arr in items: buf.allocator._copyin(buf._buf, memoryview(arr if arr.flags.writeable else arr.copy()).cast("B"))
 
 POOL = ThreadPoolExecutor(max_workers=min(16, os.cpu_count() or 1))  # host copies of weights, in spans (numpy and ctypes release the GIL)
 SPAN = 16 << 20
@@ -49,11 +54,7 @@ def to_device(a: np.ndarray, device: str | None = None) -> Tensor:
   CUDA through the pinned staging buffers, queued: the host goes on while they copy), no schedule. A model's weights
   are a few hundred to a few thousand such tensors, and a realize of each costs milliseconds of scheduling."""
   t = Tensor.empty(*a.shape, dtype=_from_np_dtype(a.dtype), device=device)
-  buf = t.uop.buffer.ensure_allocated()
-  arr = np.ascontiguousarray(a).reshape(-1)
-  if buf.device.split(":")[0] == "CUDA": _staging(buf.device).copy([(buf, arr)])
-  else:  # tinygrad's copyin takes a writable buffer, which a read-only file mapping is not
-    buf.allocator._copyin(buf._buf, memoryview(arr if arr.flags.writeable else arr.copy()).cast("B"))
+  _copy_in([(t.uop.buffer.ensure_allocated(), np.ascontiguousarray(a).reshape(-1))])
   return t
 
 def to_device_stacked(arrs: list[np.ndarray], axis: int, device: str | None = None) -> Tensor:
