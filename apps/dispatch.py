@@ -73,9 +73,20 @@ def kernel_for(spec: KernelSpec) -> KernelFn | None:
   """The one place that decides which kernel serves a given op, type, shape and device. None for a fused spec that no
   kernel does (the layer then runs the same math as separate ops around the plain kernel)."""
   if spec.kernels not in KERNEL_PATHS: raise ValueError(f"kernels {spec.kernels!r}: choose one of {', '.join(KERNEL_PATHS)}")
-  for p in (_PROVIDERS if spec.kernels == "hand" else []):
+  providers = _PROVIDERS if spec.kernels == "hand" else []
+  for p in providers:
     if (k := p(spec)) is not None: return k
-  return None if spec.fused else _portable_kernel(spec)
+  if not spec.fused: return _portable_kernel(spec)
+  # a fusion the portable kernel does, where no provider serves the plain product either (else that one runs, the
+  # fusion around it as separate ops)
+  plain = replace(spec, residual=False)
+  return _portable_kernel(spec) if portable_fuses(spec) and all(p(plain) is None for p in providers) else None
+
+def portable_fuses(spec: KernelSpec) -> bool:
+  """The fusion the portable kernel does: a decode product's residual, added at the store (an elementwise kernel fewer a
+  product). Measured slower, so not done: the same in a prefill chunk's product, and the norm, the glu and the experts'
+  mix inside a decode product (journal, 2026-11-27)."""
+  return spec.op == "linear" and spec.B <= 4 and spec.residual and not (spec.norm or spec.glu or spec.mix or spec.x_stride)
 
 def _matvec_shape(spec: KernelSpec):
   """The hand-written decode matvec (apps/kernels/matvec.py) shape for `spec`, or None where none serves it."""
@@ -165,7 +176,8 @@ def plan_opts(spec: KernelSpec, sink: UOp, group: int = 32, rows: int = 4, rows_
 def _portable_kernel(spec: KernelSpec) -> KernelFn:
   fmt, planned = spec.fmt, []
   n_chunks, cpb = spec.K // fmt.block * fmt.cpb, fmt.cpb
-  name = f"{fmt.type.name.lower()}_{spec.op}_{spec.B}_{spec.J}_{spec.N}_{spec.K}"
+  name = f"{fmt.type.name.lower()}_{spec.op}_{spec.B}_{spec.J}_{spec.N}_{spec.K}" + \
+         ("_residual" if spec.residual else "")
 
   def chunk(parts: dict[str, UOp], rows: tuple[UOp, ...], R: UOp, inner: list[UOp]) -> tuple[UOp, UOp]:
     # chunk coordinates from R by floor division only: a `%` on a range makes the codegen split it into two axes
@@ -194,7 +206,8 @@ def _portable_kernel(spec: KernelSpec) -> KernelFn:
     return rows_kernel
 
   def mv_kernel(out: UOp, x: UOp, *srcs: UOp) -> UOp:
-    sel, plist = (srcs[0], srcs[1:]) if spec.op == "experts" else (None, srcs)
+    sel, srcs = (srcs[0], srcs[1:]) if spec.op == "experts" else (None, srcs)
+    residual, plist = (srcs[0], srcs[1:]) if spec.residual else (None, srcs)
     parts = {pname: p for (pname, _, _), p in zip(fmt.parts, plist)}
     b, n = UOp.range(spec.B, 0), UOp.range(spec.N, 2)
     if spec.op == "linear": j, rows, outs = None, (n,), (b, n)
@@ -206,6 +219,7 @@ def _portable_kernel(spec: KernelSpec) -> KernelFn:
     k, v = chunk(parts, rows, R, inner)
     xv = x[b, j, k] if spec.x_per_slot else x[b, k]
     acc = (xv.cast(dtypes.float32) * v).reduce(R, *inner, arg=Ops.ADD)
+    if residual is not None: acc = acc + residual[outs].cast(dtypes.float32)
     sink = out[outs].store(acc.cast(out.dtype)).end(*outs).sink(arg=KernelInfo(name=name))
     if not planned: planned.append(plan_opts(spec, sink, **_PLAN_BY_TYPE.get(fmt.type, {})) if spec.kernels == "hand" else None)
     return sink.replace(arg=KernelInfo(name=name, opts_to_apply=planned[0]))

@@ -112,3 +112,8 @@ def test_generated_kernels_are_tinygrads(captures):
     r = captures["generated_" + target]
     assert r["hand_written"] == 0 and r["planned"] == 0 and len(r["names"]) > 0, (target, r["hand_written"], r["planned"])
   assert captures["glm-4.7-flash-tiny"]["hand_written"] > 0 and captures["fill"]["hand_written"] > 0
+  # a decode product's residual is added in its kernel: attn_output in every block, the dense down and the shared down
+  r = captures["generated_decode"]
+  dense = r["n_layer"] - r["n_moe"]
+  assert sum(n.endswith("_residual") for n in r["names"]) == r["n_layer"] + dense + (r["n_moe"] if r["shexp"] else 0)
+  assert not any(n.endswith("_residual") for n in captures["generated_fill"]["names"])   # a chunk's products: added apart

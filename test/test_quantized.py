@@ -286,6 +286,29 @@ def test_experts_tinyjit_replays_across_selections(tmp_path):
   assert len(bodies) == 2  # eager + one capture; every later selection replays the same kernels
   assert [c.src[0].op for c in captured._linear.src] == [Ops.PROGRAM]  # the replay is one kernel: gate+up of the selected experts
 
+@pytest.mark.parametrize("typ", [GGMLType.Q4_0, GGMLType.Q6_K, GGMLType.F32], ids=lambda t: t.name)
+@pytest.mark.parametrize("T", [1, 3, 5])
+def test_portable_residual_in_the_product(typ, T):
+  """The portable kernel adds a decode product's residual (up to 4 tokens) at its store (tinygrad's kernels: no provider
+  serves the product): one kernel, against float64; more tokens and the other fusions run as separate ops around it."""
+  K = QUANT_FORMATS[typ].block if typ in QUANT_FORMATS else 32
+  N, rng = 2 * K, np.random.default_rng(T)
+  raw = random_tensor(typ, (K, N), rng)
+  W = ref_weight(raw, typ, (K, N)).astype(np.float64)
+  lin = QuantizedLinear(PackedTensor.from_bytes(raw, typ, (K, N)))
+  lin.kernels = "generated"
+  x, r = rng.standard_normal((T, K)).astype(np.float32), rng.standard_normal((T, N)).astype(np.float32)
+  xt, rt = Tensor(x).realize(), Tensor(r).realize()
+  lin(xt, residual=rt).realize()
+  GlobalCounters.reset()
+  out = lin(xt, residual=rt).numpy()
+  assert GlobalCounters.kernel_count == (1 if T <= 4 else 2)
+  assert relerr(out, r + x.astype(np.float64) @ W.T) < fp32_bound(K)
+  nw = (1 + 0.1 * rng.standard_normal(K)).astype(np.float32)
+  xn = x / np.sqrt((x.astype(np.float64) ** 2).mean(-1, keepdims=True) + 1e-6) * nw
+  out = lin(xt, norm=(Tensor(nw), 1e-6), residual=rt).numpy()   # the norm apart, the residual too
+  assert relerr(out, r + xn @ W.T) < fp32_bound(K)
+
 @pytest.mark.parametrize("typ", [GGMLType.Q8_0, GGMLType.F16, GGMLType.Q4_K])
 def test_batched_per_head(tmp_path, typ):
   K = QUANT_FORMATS[typ].block if typ in QUANT_FORMATS else 16

@@ -9,6 +9,7 @@ The -tiny presets have the full models' block structure (DeepSeek-V2-Lite-tiny a
 per-block numbers carry over to the full models.
 
   ./run python -m tools.graph_nodes [--presets youtu-llm-2b-tiny,deepseek-v2-lite-tiny,glm-4.7-flash-tiny] [--mix release]
+  ./run python -m tools.graph_nodes --list [--kernels generated] --presets youtu-llm-2b   # our kernels, with their opts
 """
 from __future__ import annotations
 import argparse, json, os, re, shutil, subprocess, sys
@@ -18,12 +19,17 @@ ROOT = Path(__file__).resolve().parent.parent
 OURS = r"""
 import json, sys
 import bench_block as bb
-bb.setup(["--model", sys.argv[1], "--mix", sys.argv[2], "--target", "decode", "--pos", "16", "--max-context", "256"])
+from tinygrad.uop.ops import Ops
+from tools.profile import opts_of
+bb.setup(["--model", sys.argv[1], "--mix", sys.argv[2], "--target", "decode", "--pos", "16", "--max-context", "256", "--kernels", sys.argv[3]])
 b = bb._ensure()
 st = b.step("decode")
 bb.warm(st, None)
-c = b.m.cfg
-print("RESULT " + json.dumps(dict(bb.kernel_counts(bb.jit_of(st)), n_layer=c.n_layer, n_moe=sum(bl.moe for bl in b.m.blocks))))
+c, jit = b.m.cfg, bb.jit_of(st)
+progs = [p for call in jit.captured.linear.src for a in [call.src[0]]
+         for p in ([x.src[0] for x in a.src[0].src] if a.op is Ops.CUSTOM_FUNCTION and a.arg == "graph" else [a]) if p.op is Ops.PROGRAM]
+names = [(getattr(p.arg, "name", str(p.arg)), opts_of(p)) for p in progs]
+print("RESULT " + json.dumps(dict(bb.kernel_counts(jit), n_layer=c.n_layer, n_moe=sum(bl.moe for bl in b.m.blocks), names=names)))
 """
 
 LLAMA = r"""
@@ -38,10 +44,10 @@ def parse_graph_nodes(log: str) -> int:
   if not m: raise ValueError("no 'graph nodes = N' line in llama.cpp's log")
   return int(m[-1])
 
-def ours(preset: str, mix: str) -> dict:
+def ours(preset: str, mix: str, kernels: str = "hand") -> dict:
   env = {**os.environ, "DEV": "NULL:NVCC:sm_90", "NULL_ALLOW_COPYOUT": "1",
          "PYTHONPATH": os.pathsep.join([str(ROOT)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))}
-  r = subprocess.run([sys.executable, "-c", OURS, preset, mix], env=env, capture_output=True, text=True, cwd=ROOT, timeout=900)
+  r = subprocess.run([sys.executable, "-c", OURS, preset, mix, kernels], env=env, capture_output=True, text=True, cwd=ROOT, timeout=900)
   if r.returncode != 0: raise SystemExit(f"graph_nodes: our capture of {preset} failed: {r.stderr.strip().splitlines()[-1:]}")
   return json.loads(next(l for l in r.stdout.splitlines() if l.startswith("RESULT "))[7:])
 
@@ -54,8 +60,19 @@ def main(argv=None) -> int:
   ap = argparse.ArgumentParser(prog="python3 -m tools.graph_nodes", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   ap.add_argument("--presets", default="youtu-llm-2b-tiny,deepseek-v2-lite-tiny,glm-4.7-flash-tiny")
   ap.add_argument("--mix", default="release")
+  ap.add_argument("--kernels", default="hand", choices=("hand", "generated"))
+  ap.add_argument("--list", action="store_true", help="our decode step's kernels in order, each with the opts it was built "
+                  "with (tinygrad's heuristics' choice on the generated path), and no llama.cpp count")
   a = ap.parse_args(argv)
   if shutil.which("nvcc") is None: ap.error("our count needs nvcc (the CUDA kernels are compiled, not run)")
+  if a.list:
+    from apps import synth
+    for preset in a.presets.split(","):
+      synth.generate(preset, a.mix, progress=False)
+      o = ours(preset, a.mix, a.kernels)
+      print(f"{preset}: {o['kernels']} kernels, {o['n_layer']} blocks")
+      for name, opts in o["names"]: print(f"  {re.sub(chr(27) + r'[^m]*m', '', name):48s} {opts}")
+    return 0
   try: import llama_cpp  # noqa: F401
   except ImportError: ap.error("llama.cpp's count needs llama-cpp-python: ./run pip install -r requirements-ref.txt")
   from apps import synth
