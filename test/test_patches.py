@@ -459,3 +459,62 @@ print("ok")
 
 def test_0017_programs_cached_on_disk(trees):
   assert_patch_needed(trees, "0017", PROGRAMS_ON_DISK)
+
+REDUCTIONS_SHARING_RANGES = """
+# two reductions over one set of ranges (one loop, two accumulators: the gate and up rows of a packed-weight product) whose
+# indices simplify differently: simplify_merge_adjacent merged a pair of ranges in one REDUCE and not the other, leaving
+# two RANGEs of one axis with different sizes, and the linearizer failed (KeyError / CFGContext assertion)
+import numpy as np
+from tinygrad import Tensor, dtypes, UOp
+from tinygrad.helpers import Context
+from tinygrad.uop.ops import KernelInfo, AxisType, Ops
+N = 4
+def kernel(out:UOp, x:UOp, q:UOp, sc:UOp) -> UOp:
+  n, R = UOp.range(N, 0), UOp.range(4, 1, AxisType.REDUCE)
+  s4h, s4l, lw, b = [UOp.range(s, 2+i, AxisType.REDUCE) for i, s in enumerate((2, 2, 4, 4))]
+  i, lh = R // 2, R - (R // 2) * 2
+  k = i*128 + s4h*64 + s4l*32 + lh*16 + lw*4 + b
+  def w(row:UOp) -> UOp:   # a 4-bit weight times an 8-bit scale, each picked from a word by shifts
+    v = (q[row, i*16 + s4l*8 + lh*4 + lw] >> (b*8 + s4h*4).cast(dtypes.uint32)) & 15
+    s = (sc[row, i*2 + s4h] >> (s4l*16 + lh*8).cast(dtypes.uint32)) & 255
+    return v.cast(dtypes.float32) * s.cast(dtypes.float32)
+  gate, up = [(x[k] * w(row)).reduce(R, s4h, s4l, lw, b, arg=Ops.ADD) for row in (n, n + N)]
+  return out[n].store(gate * up).end(n).sink(arg=KernelInfo(name="gate_times_up"))
+rng = np.random.default_rng(0)
+xs = rng.standard_normal(256).astype(np.float32)
+qs, scs = rng.integers(0, 2**32, (2*N, 32), dtype=np.uint32), rng.integers(0, 2**32, (2*N, 4), dtype=np.uint32)
+i, lh, s4h, s4l, lw, b = np.meshgrid(*[np.arange(n) for n in (2, 2, 2, 2, 4, 4)], indexing="ij")
+def ref_w(row):
+  w = np.zeros(256)
+  w[i*128 + s4h*64 + s4l*32 + lh*16 + lw*4 + b] = ((qs[row, i*16 + s4l*8 + lh*4 + lw] >> (b*8 + s4h*4)) & 15) * \
+                                                  ((scs[row, i*2 + s4h] >> (s4l*16 + lh*8)) & 255)
+  return w
+ref = np.array([(ref_w(n) @ xs) * (ref_w(n + N) @ xs) for n in range(N)])
+for noopt in (1, 0):
+  with Context(NOOPT=noopt):
+    out = Tensor.empty(N).custom_kernel(Tensor(xs), Tensor(qs), Tensor(scs), fxn=kernel)[0].numpy()
+  np.testing.assert_allclose(out, ref, rtol=1e-4)
+print("ok")
+"""
+
+def test_0018_reductions_sharing_ranges(trees):
+  # CACHELEVEL=0: the two trees share the CACHEDB, and a program lowered with the patch must not pass the tree without it
+  assert_patch_needed(trees, "0018", REDUCTIONS_SHARING_RANGES, env={"DEV": "CPU", "CACHELEVEL": "0"})
+
+MATVEC_FEW_ROWS = SM90_OPTS + """
+# a matvec of 2 or 4 rows (K >= 256): the rule upcasts the rows by 4 or 2, which uses the row axis up; its local then
+# looked the axis up and raised StopIteration out of the heuristics
+import numpy as np
+from tinygrad import Tensor
+for n in (2, 4, 8):
+  opts = sm90_opts(Tensor.empty(n, 1024, device="NULL") @ Tensor.empty(1024, device="NULL"))
+  assert any(o.op is OptOps.GROUP for o in opts) and any(o.op is OptOps.UPCAST for o in opts), (n, opts)
+rng = np.random.default_rng(0)
+for n in (2, 4):   # on DEV=PYTHON (GPU-style kernels with locals) against numpy
+  w, x = rng.standard_normal((n, 256)).astype(np.float32), rng.standard_normal(256).astype(np.float32)
+  np.testing.assert_allclose((Tensor(w) @ Tensor(x)).numpy(), w @ x, rtol=1e-4, atol=1e-4)
+print("ok")
+"""
+
+def test_0019_matvec_rule_on_two_or_four_rows(trees):
+  assert_patch_needed(trees, "0019", MATVEC_FEW_ROWS, env={"DEV": "PYTHON", "CACHELEVEL": "0"})
