@@ -26,9 +26,7 @@ b = bb._ensure()
 st = b.step("decode")
 bb.warm(st, None)
 c, jit = b.m.cfg, bb.jit_of(st)
-progs = [p for call in jit.captured.linear.src for a in [call.src[0]]
-         for p in ([x.src[0] for x in a.src[0].src] if a.op is Ops.CUSTOM_FUNCTION and a.arg == "graph" else [a]) if p.op is Ops.PROGRAM]
-names = [(getattr(p.arg, "name", str(p.arg)), opts_of(p)) for p in progs]
+names = [(c.src[0].arg.name, opts_of(c.src[0])) for c in bb.program_calls(jit) if c.src[0].op is Ops.PROGRAM]
 print("RESULT " + json.dumps(dict(bb.kernel_counts(jit), n_layer=c.n_layer, n_moe=sum(bl.moe for bl in b.m.blocks), names=names)))
 """
 
