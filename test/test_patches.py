@@ -518,3 +518,38 @@ print("ok")
 
 def test_0019_matvec_rule_on_two_or_four_rows(trees):
   assert_patch_needed(trees, "0019", MATVEC_FEW_ROWS, env={"DEV": "PYTHON", "CACHELEVEL": "0"})
+
+MATVEC_FEW_BLOCKS = Q4_MATVEC + """
+# a matvec of 8192 rows of 4 blocks (128 weights, an attention head's absorbed product): a row shorter than 256 got no
+# grouped reduction, and its 8192 outputs no GROUPTOP, so 2048 threads each walked four rows' blocks in series. The matvec
+# rule takes rows from two blocks on, with a workgroup of at least 64 threads where a row's group is small
+from math import prod
+for blocks in (2, 4, 6):
+  opts = chosen_opts(8192, blocks)
+  assert any(o.op is OptOps.GROUP for o in opts), (blocks, opts)
+  assert prod(o.arg for o in opts if o.op in (OptOps.GROUP, OptOps.LOCAL)) >= 64, (blocks, opts)
+check_product(64, 4)   # the kernel those opts make computes the product
+check_product(64, 2)
+print("ok")
+"""
+
+def test_0020_matvec_rule_on_rows_of_a_few_blocks(trees):
+  assert_patch_needed(trees, "0020", MATVEC_FEW_BLOCKS, env={"DEV": "PYTHON", "CACHELEVEL": "0"})
+
+MATVEC_FEW_ROWS_GROUPED = SM90_OPTS + """
+# a matvec of 64 rows of 2048 fp32 weights (an MoE router): the MV rule's 8 threads a row, 4 rows a thread and 4 row groups a
+# workgroup made 4 workgroups of 32 threads on the whole GPU. Under 512 rows the grouped reduction takes it: a wide group a row
+import numpy as np
+from tinygrad import Tensor
+for rows in (64, 256):
+  opts = sm90_opts(Tensor.empty(rows, 2048, device="NULL") @ Tensor.empty(2048, device="NULL"))
+  assert any(o.op is OptOps.GROUPTOP and o.arg >= 16 for o in opts) and not any(o.op is OptOps.UPCAST for o in opts), (rows, opts)
+assert any(o.op is OptOps.GROUP for o in sm90_opts(Tensor.empty(4096, 2048, device="NULL") @ Tensor.empty(2048, device="NULL")))
+rng = np.random.default_rng(0)   # on DEV=PYTHON (GPU-style kernels with locals) against numpy
+w, x = rng.standard_normal((64, 512)).astype(np.float32), rng.standard_normal(512).astype(np.float32)
+np.testing.assert_allclose((Tensor(w) @ Tensor(x)).numpy(), w @ x, rtol=1e-4, atol=1e-4)
+print("ok")
+"""
+
+def test_0021_matvec_of_few_rows_goes_to_the_grouped_reduction(trees):
+  assert_patch_needed(trees, "0021", MATVEC_FEW_ROWS_GROUPED, env={"DEV": "PYTHON", "CACHELEVEL": "0"})

@@ -4,7 +4,7 @@
 #   bash tools/gpu_session.sh [step ...]      steps: glm check serve bench profile llama side kernels ncu abprefill abkernel
 #                                             abfusions fill paths blocks generated abpatch variants abapps
 #                                             (default: the first five)
-# MODELS (default: youtu-llm-2b deepseek-v2-lite) picks the models of ncu, abkernel, abfusions (OFF=<fusions A turns off>), abprefill
+# MODELS (default: youtu-llm-2b deepseek-v2-lite) picks the models of ncu (KERNELS=generated: that path's), abkernel, abfusions (OFF=<fusions A turns off>), abprefill
 # (A=<file>: another apps/kernels/gemm.py as variant A; ROUNDS=<n>, default 5: 2% differences need that many), ncu (PROMPT=1:
 # a 512-token prompt's chunk instead of a decode token) and fill (a 512-token prompt's chunk at pos 0, head and sampling included,
 # kernel by kernel); abkernel needs A=<file>, variant A of
@@ -68,8 +68,8 @@ for s in $steps; do
                # of a 512-token prompt's chunk)
                timeout 400 ncu --profile-from-start off --clock-control none --csv --log-file "$OUT/ncu_$m.csv" \
                  --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
-                 python3 -m tools.profile --model $m ${PROMPT:+--target prompt --chunk 512 --pos 0} --repeat 1 --count $cnt \
-                 --ncu --json > "$OUT/ncu_rows_$m.json" 2> "$OUT/ncu_$m.log"
+                 python3 -m tools.profile --model $m --kernels ${KERNELS:-hand} ${PROMPT:+--target prompt --chunk 512 --pos 0} --repeat 1 \
+                 --count $cnt --ncu --json > "$OUT/ncu_rows_$m.json" 2> "$OUT/ncu_$m.log"
                python3 -m tools.profile --ncu-csv "$OUT/ncu_$m.csv" --rows "$OUT/ncu_rows_$m.json" --top 14 | tee "$OUT/ncu_$m.txt" | head -40
              done ;;
     paths)   timeout 580 python3 -m tools.path_check --presets "${PRESETS:-glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b}" \
