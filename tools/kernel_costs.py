@@ -1,6 +1,7 @@
 """What each hand-written kernel family costs inside the decode stack's graph, by taking kernels out.
 
   DEV=CUDA python3 -m tools.kernel_costs --model youtu-llm-2b [--count 30] [--rounds 3] [--json out.json]
+  DEV=CUDA python3 -m tools.kernel_costs --model youtu-llm-2b --kernels generated   # tinygrad's own kernels, the same way
 
 Per-kernel profilers (ncu) serialize kernels and flush caches, so their times miss what a graph with programmatic
 dependent launch overlaps. This measures in place instead: the stack (bench_block's `stack` target: every block, one
@@ -14,6 +15,8 @@ name carries the shape, so one family is one layer kind across blocks). Reported
 On CUDA every stack time is device time (CUDA events behind a spin kernel: the host's part of the step excluded);
 elsewhere the synchronized step time. The outputs are wrong while kernels are hollowed (a hollowed router leaves `sel` as
 it was): timing only. --floor: the no-work floor; --chain N: a graph of N trivial kernels (what one node costs).
+With --kernels generated every kernel is tinygrad's: a hollow one keeps its launch dims (CUDA source only: its body becomes
+the grid wait), swapped in for the lowered program in tinygrad's program cache, so the next capture launches it instead.
 """
 from __future__ import annotations
 import argparse, json, sys, time
@@ -24,9 +27,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 import apps  # noqa: F401
 from tinygrad import Device, Tensor, TinyJit, dtypes
+from tinygrad.uop.ops import Ops, UOp
 import apps.kernels as K
 import bench_block as bb
-from tinygrad.helpers import JIT_BATCH_SIZE
+from tinygrad.helpers import JIT_BATCH_SIZE, ansistrip
 
 _hollow: set[str] = set()   # kernel names to hollow in the next capture
 _hollow_body = "  GRID_WAIT();"
@@ -36,13 +40,29 @@ def _hollowable(k: K.SourceKernel) -> K.SourceKernel:
   _seen[k.name] += 1
   return replace(k, body=_hollow_body, global_size=(1, 1, 1), local_size=(32, 1, 1), helpers="") if k.name in _hollow else k
 
+_generated = False            # --kernels generated: hollow tinygrad's lowered programs, not hand-written sources
+_lowered: dict = {}           # program cache key -> the program as tinygrad lowered it (before any hollowing)
+
+def _hollow_program(prg: UOp) -> UOp:
+  """A lowered CUDA program with the same name, params and launch dims whose body only waits on its grid dependencies."""
+  code = next(u.arg for u in prg.src if u.op is Ops.SOURCE)
+  wait = '  asm volatile("griddepcontrol.wait;" ::: "memory");\n' if "griddepcontrol.wait" in code else ""
+  code = code[:code.index("{", code.index('extern "C" __global__ void')) + 1] + "\n" + wait + "}\n"
+  lib = Device[Device.DEFAULT].renderer.compiler.compile_cached(code)
+  return prg.replace(src=tuple(u for u in prg.src if u.op not in (Ops.SOURCE, Ops.BINARY)) + (UOp(Ops.SOURCE, arg=code), UOp(Ops.BINARY, arg=lib)))
+
 def hollow(names: set[str]) -> None:
-  """The hand-written kernels built from now on: those named hollow, the others as written (apps.kernels.set_rewrite, which
-  also drops the programs built so far, so the next capture builds every kernel again and _seen counts them)."""
+  """The kernels built from now on: those named hollow, the others as written. Hand-written: apps.kernels.set_rewrite, which
+  also drops the programs built so far, so the next capture builds every kernel again and _seen counts them. Generated:
+  the programs tinygrad lowered so far (a first capture lowers them), hollow or as lowered, in its program cache."""
   global _hollow
   _hollow = set(names)
   _seen.clear()
-  K.set_rewrite(_hollowable)
+  if not _generated: return K.set_rewrite(_hollowable)
+  from tinygrad.codegen import to_program_cache
+  for key, prg in list(to_program_cache.items()):
+    orig = _lowered.setdefault(key, prg)
+    to_program_cache[key] = _hollow_program(orig) if orig.arg.name in _hollow else orig
 
 def stack_ms(bench: bb.Bench, hollow_names: set[str], count: int, rounds: int) -> float:
   hollow(hollow_names)
@@ -138,13 +158,19 @@ def main(argv=None) -> int:
   ap.add_argument("--chain", type=int, default=0, help="only time a chain of this many trivial kernels (see --funcs)")
   ap.add_argument("--funcs", type=int, default=1)
   ap.add_argument("--params", type=int, default=0, help="--chain: extra buffer parameters per kernel (as weights are)")
+  ap.add_argument("--kernels", choices=("hand", "generated"), default="hand", help="whose kernels: the hand-written ones or tinygrad's")
   a = ap.parse_args(argv)
+  global _generated
+  _generated = a.kernels == "generated"
+  from tinygrad.renderer.cstyle import CUDARenderer
+  if _generated and not isinstance(Device[Device.DEFAULT].renderer, CUDARenderer):
+    ap.error("--kernels generated hollows CUDA sources: run it with DEV=CUDA")
   if a.batch: JIT_BATCH_SIZE.value = a.batch
   if a.chain:
     chain(a.chain, a.funcs, a.count, a.params)
     return 0
   path = bb.resolve_model(a.model)
-  m = bb.load_model(path, max(a.pos + 2, 256), bb.DEFAULT_SPLIT_MASK)
+  m = bb.load_model(path, max(a.pos + 2, 256), bb.DEFAULT_SPLIT_MASK, kernels=a.kernels)
   bench = bb.Bench(m, a.pos, 1)
   t0 = time.perf_counter()
   base = stack_ms(bench, set(), a.count, a.rounds)
@@ -153,10 +179,11 @@ def main(argv=None) -> int:
   calls = bb.program_calls(bb.jit_of(step))
   fams = Counter(c.src[0].arg.name for c in calls if c.src[0].op.name == "PROGRAM")
   read = {c.src[0].arg.name: read_bytes(c) for c in calls if c.src[0].op.name == "PROGRAM"}
-  hand = sorted(n for n in fams if n in _seen)
+  hand = sorted(fams) if _generated else sorted(n for n in fams if n in _seen)
+  kind = "generated" if _generated else "hand-written"
   empty = stack_ms(bench, set(hand), a.count, a.rounds)
-  print(f"{a.model} on {Device.DEFAULT}: stack {base:.3f} ms ({sum(fams.values())} kernels, {len(hand)} hand-written families); "
-        f"all hand-written kernels hollow {empty:.3f} ms", flush=True)
+  print(f"{a.model} on {Device.DEFAULT}: stack {base:.3f} ms ({sum(fams.values())} kernels, {len(hand)} {kind} families); "
+        f"all {kind} kernels hollow {empty:.3f} ms", flush=True)
   if a.floor:
     floor(bench, hand, a.count)
     return 0
@@ -165,8 +192,9 @@ def main(argv=None) -> int:
     without = stack_ms(bench, {n}, a.count, a.rounds)
     alone = stack_ms(bench, set(hand) - {n}, a.count, a.rounds) - empty
     each = alone / fams[n] * 1e3
-    rows.append({"family": n, "count": fams[n], "saves_ms": base - without, "alone_ms": alone, "alone_us_each": each, "read_bytes_each": read[n]})
-    print(f"  {n:60s} x{fams[n]:3d}  saves {base - without:7.3f} ms  alone {alone:7.3f} ms ({each:6.2f} us each, "
+    rows.append({"family": ansistrip(n), "count": fams[n], "saves_ms": base - without, "alone_ms": alone, "alone_us_each": each,
+                 "read_bytes_each": read[n]})
+    print(f"  {ansistrip(n):60s} x{fams[n]:3d}  saves {base - without:7.3f} ms  alone {alone:7.3f} ms ({each:6.2f} us each, "
           f"reads {read[n] / 2**20:6.2f} MiB: {read[n] / each / 1e3 if each > 0 else float('nan'):6.0f} GB/s)", flush=True)
   print(f"sum of saves {sum(r['saves_ms'] for r in rows):.3f} ms, sum alone {sum(r['alone_ms'] for r in rows):.3f} ms, "
         f"stack - hollow {base - empty:.3f} ms ({time.perf_counter() - t0:.0f} s)")
