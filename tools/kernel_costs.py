@@ -44,9 +44,10 @@ _generated = False            # --kernels generated: hollow tinygrad's lowered p
 _lowered: dict = {}           # program cache key -> the program as tinygrad lowered it (before any hollowing)
 
 def _hollow_program(prg: UOp) -> UOp:
-  """A lowered CUDA program with the same name, params and launch dims whose body only waits on its grid dependencies."""
+  """A lowered CUDA program with the same name, params and launch dims whose body only waits on its grid dependencies (or,
+  where _hollow_body does not wait, is empty)."""
   code = next(u.arg for u in prg.src if u.op is Ops.SOURCE)
-  wait = '  asm volatile("griddepcontrol.wait;" ::: "memory");\n' if "griddepcontrol.wait" in code else ""
+  wait = '  asm volatile("griddepcontrol.wait;" ::: "memory");\n' if "griddepcontrol.wait" in code and "GRID_WAIT" in _hollow_body else ""
   code = code[:code.index("{", code.index('extern "C" __global__ void')) + 1] + "\n" + wait + "}\n"
   lib = Device[Device.DEFAULT].renderer.compiler.compile_cached(code)
   return prg.replace(src=tuple(u for u in prg.src if u.op not in (Ops.SOURCE, Ops.BINARY)) + (UOp(Ops.SOURCE, arg=code), UOp(Ops.BINARY, arg=lib)))
@@ -103,9 +104,10 @@ def device_ms(step: bb.Step, dev: str, count: int) -> float:
 def floor(bench: bb.Bench, hand: list[str], count: int) -> None:
   """Where a step's time goes with no work in it: synchronized, host and pipelined ms per stack, with real kernels, with
   every hand-written kernel hollow (waiting on its grid, so its graph edges are programmatic) and hollow without the wait."""
-  global _hollow, _hollow_body
-  for label, hollow, body in (("real", set(), ""), ("hollow, wait", set(hand), "  GRID_WAIT();"), ("hollow, no wait", set(hand), "  return;")):
-    _hollow, _hollow_body = hollow, body
+  global _hollow_body
+  for label, names, body in (("real", set(), ""), ("hollow, wait", set(hand), "  GRID_WAIT();"), ("hollow, no wait", set(hand), "  return;")):
+    _hollow_body = body
+    hollow(names)
     step = bench.step("stack")
     bb.warm(step)
     sync = bb.combine_rounds(bb.time_step(step, count, 3))["median"] * 1e3
