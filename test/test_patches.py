@@ -553,3 +553,17 @@ print("ok")
 
 def test_0021_matvec_of_few_rows_goes_to_the_grouped_reduction(trees):
   assert_patch_needed(trees, "0021", MATVEC_FEW_ROWS_GROUPED, env={"DEV": "PYTHON", "CACHELEVEL": "0"})
+
+MATVEC_ROWS_A_THREAD = Q4_MATVEC + """
+# a matvec's rows a thread: 4 (a load of x serves them all) only where that leaves 32768 threads. 2048 rows of 64 blocks at 4 a
+# thread were 128 workgroups of 128 threads, one an SM: too few loads in flight to stream the weights
+for rows, upcast in ((8192, 4), (2048, 2), (1024, None)):
+  opts = chosen_opts(rows, 64)
+  assert any(o.op is OptOps.GROUP and o.arg == 32 for o in opts), (rows, opts)
+  assert [o.arg for o in opts if o.op is OptOps.UPCAST] == ([upcast] if upcast else []), (rows, opts)
+check_product(512, 4)   # a thread a row: the kernel those opts make computes the product
+print("ok")
+"""
+
+def test_0022_matvec_rule_fewer_rows_a_thread_where_the_rows_are_few(trees):
+  assert_patch_needed(trees, "0022", MATVEC_ROWS_A_THREAD, env={"DEV": "PYTHON", "CACHELEVEL": "0"})
