@@ -567,3 +567,57 @@ print("ok")
 
 def test_0022_matvec_rule_fewer_rows_a_thread_where_the_rows_are_few(trees):
   assert_patch_needed(trees, "0022", MATVEC_ROWS_A_THREAD, env={"DEV": "PYTHON", "CACHELEVEL": "0"})
+
+CUDA_L2_SCRUB = """
+# CUDA's L2 scrub with the driver calls faked (no GPU): BEAM times a candidate after invalidate_caches where the device has
+# it; on CUDA it writes twice the L2's size (one buffer, made on the first call) and waits for the write
+import ctypes, types
+import tinygrad.runtime.ops_cuda as oc
+calls = []
+def attribute(ptr, attrib, dev):
+  assert attrib == oc.cuda.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE
+  ctypes.cast(ptr, ctypes.POINTER(ctypes.c_int))[0] = 50 << 20   # an H100's 50 MB
+  return 0
+fake = {"cuDeviceGetAttribute": attribute, "cuCtxSetCurrent": lambda ctx: 0, "cuCtxSynchronize": lambda: calls.append("sync") or 0,
+        "cuMemsetD8_v2": lambda ptr, value, n: calls.append(("memset", ptr, value, n)) or 0}
+for name, fn in fake.items(): setattr(oc.cuda, name, fn)
+allocs = []
+dev = object.__new__(oc.CUDADevice)
+dev.cu_device, dev.context, dev.pending_copyin = 0, None, []
+dev.allocator = types.SimpleNamespace(alloc=lambda size, options=None: allocs.append(size) or 0x1000)
+assert hasattr(dev, "invalidate_caches")   # what search.beam_search tests to clear L2 between timings
+dev.invalidate_caches(); dev.invalidate_caches()
+assert allocs == [100 << 20], allocs
+assert calls == [("memset", 0x1000, 0, 100 << 20), "sync"] * 2, calls
+print("ok")
+"""
+
+def test_0023_cuda_invalidate_caches(trees):
+  assert_patch_needed(trees, "0023", CUDA_L2_SCRUB, env={"DEV": "NULL"})
+
+BEAM_FROM_THE_HEURISTICS = """
+# BEAM starts from the heuristics' pick as well as from nothing: with every other candidate timed slower it returns the
+# heuristics' opts (a search from nothing alone returns a one-opt kernel here: nothing it times beats another)
+from tinygrad import Tensor, Device
+from tinygrad.codegen.opt import search
+from tinygrad.codegen.opt.heuristic import hand_coded_optimizations
+from tinygrad.codegen.opt.postrange import Scheduler, args_from_ast
+ast = (Tensor.empty(64, 256) @ Tensor.empty(256, 32)).linear_with_vars()[0].src[-1].src[0]
+k = Scheduler(ast, Device[Device.DEFAULT].renderer)
+k.convert_loop_to_global()
+want = hand_coded_optimizations(k).applied_opts
+assert len(want) >= 2, want
+timed = []
+def fake_time(prg, *a, **kw):
+  timed.append(opts := prg.src[0].arg.applied_opts)
+  return [0.5e-3 if opts == want else 1e-3] * 3
+search._time_program = fake_time
+rawbufs, var_vals = args_from_ast(ast, Device.DEFAULT)
+got = search.beam_search(k, rawbufs, var_vals, 2, disable_cache=True).applied_opts
+assert got == want, (got, want)
+assert any(len(o) == 1 for o in timed), "the search from nothing ran too"
+print("ok")
+"""
+
+def test_0024_beam_starts_from_the_heuristics(trees):
+  assert_patch_needed(trees, "0024", BEAM_FROM_THE_HEURISTICS, env={"DEV": "CPU", "CACHELEVEL": "0"})
