@@ -1,10 +1,8 @@
-from tinygrad import Tensor, UOp, dtypes
-from tinygrad.uop.ops import Ops
+from tinygrad import Tensor, UOp
 from tinygrad.codegen.opt.heuristic import hand_coded_optimizations
 from tinygrad.codegen.opt.postrange import Scheduler
 from tinygrad.renderer.cstyle import NVCCRenderer
 from tinygrad.helpers import Target
-import sys
 def opts(out):
   ast = out.linear_with_vars()[0].src[-1].src[0]
   k = Scheduler(ast, NVCCRenderer(Target(device="CUDA", arch="sm_90")))
