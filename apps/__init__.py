@@ -35,6 +35,11 @@ if "CACHEDB" not in os.environ:
   prune_cachedbs(_db.parent)
   os.environ["CACHEDB"] = str(_db)
 
+# fp32 products that take NVIDIA's tensor cores (tinygrad's generated kernels: a prompt chunk's attention, the routers) run as
+# three tf32 products, about fp32's precision (patches/0026); one tf32 product (ALLOW_TF32=1) cuts x to 11 bits, which
+# the logits do not survive. Set before tinygrad is imported, as its ContextVars read the environment then
+os.environ.setdefault("ALLOW_TF32", "2")
+
 # Which kernels compute the model (Transformer(kernels=...), --kernels): "hand", the hand-written kernels where the device
 # compiles them (CUDA, Metal; elsewhere the portable kernels with the optimizations apps.dispatch.plan_opts picks), or
 # "generated", tinygrad's own code generator for every kernel (heuristics, or BEAM), as on a device without hand-written ones

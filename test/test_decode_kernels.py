@@ -32,6 +32,7 @@ def capture(preset, max_context, target="decode", kernels="hand", fusions=Fusion
   return dict(names=names, n_layer=c.n_layer, n_moe=sum(bl.moe for bl in b.m.blocks), q_lora=c.q_lora_rank, shexp=c.n_expert_shared,
               waits=sum("GRID_WAIT();" in s for s in sources), triggers=sum("GRID_TRIGGER();" in s for s in sources),
               hand_written=sum("#define GID_X" in s for s in sources),     # the dialect's prelude (apps/kernels)
+              tensor_cores=sum("mma.sync" in s and "#define GID_X" not in s for s in sources),  # tinygrad's WMMA, not ours
               planned=sum(p.src[0].arg.opts_to_apply is not None for p in progs))
 for preset in ("deepseek-v2-lite-tiny", "glm-4.7-flash-tiny", "youtu-llm-2b-tiny"): out[preset] = capture(preset, 256)
 out["off"] = capture("deepseek-v2-lite-tiny", 257, fusions=Fusions().without(*FUSIONS))  # `tools.ab fusions --off` all: its variant A
@@ -117,3 +118,7 @@ def test_generated_kernels_are_tinygrads(captures):
   dense = r["n_layer"] - r["n_moe"]
   assert sum(n.endswith("_residual") for n in r["names"]) == r["n_layer"] + dense + (r["n_moe"] if r["shexp"] else 0)
   assert not any(n.endswith("_residual") for n in captures["generated_fill"]["names"])   # a chunk's products: added apart
+  # a chunk's attention (its queries' scores over the symbolic key count, their probabilities times the values) on the tensor
+  # cores, fp32 as three tf32 products (patches 0025, 0026); a decode step's thin products stay on the CUDA cores
+  assert captures["generated_fill"]["tensor_cores"] >= 2 * captures["generated_fill"]["n_layer"], captures["generated_fill"]["tensor_cores"]
+  assert captures["generated_decode"]["tensor_cores"] == 0

@@ -621,3 +621,66 @@ print("ok")
 
 def test_0024_beam_starts_from_the_heuristics(trees):
   assert_patch_needed(trees, "0024", BEAM_FROM_THE_HEURISTICS, env={"DEV": "CPU", "CACHELEVEL": "0"})
+
+TC_SYMBOLIC_DIM = """
+# tensor cores over a symbolic dim (a sequence length): the heuristics' TC opt pads it, where both sides of the output are
+# wide; a thin product (16 rows against the keys) keeps the CUDA cores. Opts picked for sm_90 without a GPU; the padded
+# tensor-core kernel run on the sm_80 emulator (DEV=PYTHON::sm_80) against numpy at lengths that are no multiple of its dims
+import numpy as np
+from tinygrad import Tensor, UOp, TinyJit, Device, dtypes
+from tinygrad.codegen.opt import OptOps
+from tinygrad.codegen.opt.heuristic import hand_coded_optimizations
+from tinygrad.codegen.opt.postrange import Scheduler
+from tinygrad.renderer.cstyle import NVCCRenderer
+from tinygrad.helpers import Target
+N, C = 96, 32
+S = UOp.variable("S", 1, N)
+def opts(rows, ren=NVCCRenderer(Target(device="CUDA", arch="sm_90"))):
+  out = Tensor.empty(rows, C, dtype=dtypes.half).matmul(Tensor.empty(N, C, dtype=dtypes.half)[:S.bind(40)].T, dtype=dtypes.float)
+  k = Scheduler(out.linear_with_vars()[0].src[-1].src[0], ren)
+  k.convert_loop_to_global()
+  return hand_coded_optimizations(k).applied_opts
+assert any(o.op is OptOps.TC for o in opts(128)), opts(128)
+assert not any(o.op is OptOps.TC for o in opts(16)), opts(16)
+rng = np.random.default_rng(0)
+xn, cn = rng.standard_normal((128, C)).astype(np.float16), rng.standard_normal((N, C)).astype(np.float16)
+x, cache = Tensor(xn).realize(), Tensor(cn).realize()
+out = Tensor.zeros(128, N).contiguous().realize()
+@TinyJit
+def f(s): out[:, :s].assign(x.matmul(cache[:s].T, dtype=dtypes.float)).realize()
+for s in (5, 17, 40, 96, 9):
+  f(S.bind(s))
+  ref = xn.astype(np.float64) @ cn[:s].astype(np.float64).T
+  np.testing.assert_allclose(out.numpy()[:, :s], ref, rtol=1e-3, atol=1e-3)
+assert any(o.op is OptOps.TC for o in opts(128, Device[Device.DEFAULT].renderer)), "the emulated kernel takes the tensor core"
+print("ok")
+"""
+
+def test_0025_tensor_cores_over_a_symbolic_dim(trees):
+  assert_patch_needed(trees, "0025", TC_SYMBOLIC_DIM, env={"DEV": "PYTHON::sm_80", "CACHELEVEL": "0"})
+
+TF32_THREE_PRODUCTS = """
+# fp32 products on NVIDIA's tf32 tensor cores at ALLOW_TF32=2: three tf32 products a tile (hi.hi + hi.lo + lo.hi, x = hi + lo,
+# hi x's top 11 significant bits); the WMMAs of a kernel lowered for sm_90 without a GPU counted, and the product run on the
+# sm_80 emulator (DEV=PYTHON::sm_80, which multiplies at fp32) against numpy
+import numpy as np
+from tinygrad import Tensor
+from tinygrad.uop.ops import Ops
+from tinygrad.codegen import full_rewrite_to_sink
+from tinygrad.renderer.cstyle import NVCCRenderer
+from tinygrad.helpers import Target, Context
+def wmmas(tf32):
+  with Context(ALLOW_TF32=tf32):
+    ast = (Tensor.empty(64, 64) @ Tensor.empty(64, 64)).linear_with_vars()[0].src[-1].src[0]
+    return sum(u.op is Ops.WMMA for u in full_rewrite_to_sink(ast, NVCCRenderer(Target(device="CUDA", arch="sm_90"))).toposort())
+assert wmmas(0) == 0 and wmmas(1) > 0 and wmmas(2) == 3 * wmmas(1), (wmmas(0), wmmas(1), wmmas(2))
+rng = np.random.default_rng(0)
+a, b = rng.standard_normal((64, 128)).astype(np.float32), rng.standard_normal((128, 32)).astype(np.float32)
+with Context(ALLOW_TF32=2): got = (Tensor(a) @ Tensor(b)).numpy()
+ref = a.astype(np.float64) @ b.astype(np.float64)
+assert np.abs(got - ref).max() / np.abs(ref).max() < 1e-5, np.abs(got - ref).max()
+print("ok")
+"""
+
+def test_0026_fp32_on_tf32_tensor_cores_as_three_products(trees):
+  assert_patch_needed(trees, "0026", TF32_THREE_PRODUCTS, env={"DEV": "PYTHON::sm_80", "CACHELEVEL": "0"})
