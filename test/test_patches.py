@@ -684,3 +684,40 @@ print("ok")
 
 def test_0026_fp32_on_tf32_tensor_cores_as_three_products(trees):
   assert_patch_needed(trees, "0026", TF32_THREE_PRODUCTS, env={"DEV": "PYTHON::sm_80", "CACHELEVEL": "0"})
+
+ELEMENTWISE_SYMBOLIC_LANES = """
+# an elementwise kernel over a dim of symbolic size that its store steps through contiguously (exp of each row of scores over
+# the keys so far) takes its lanes along that dim, padded: opts picked for sm_90 without a GPU; the kernel run on DEV=PYTHON
+# (GPU-style kernels with locals) against numpy at lengths that are no multiple of 128
+import numpy as np
+from tinygrad import Tensor, UOp, TinyJit, Device
+from tinygrad.codegen.opt import OptOps
+from tinygrad.codegen.opt.heuristic import hand_coded_optimizations
+from tinygrad.codegen.opt.postrange import Scheduler
+from tinygrad.renderer.cstyle import NVCCRenderer
+from tinygrad.helpers import Target
+R, N = 64, 300
+S = UOp.variable("S", 1, N)
+def opts(ren):
+  out = (Tensor.empty(R, N)[:, :S.bind(40)] - Tensor.empty(R, 1)).exp()
+  k = Scheduler(out.linear_with_vars()[0].src[-1].src[0], ren)
+  k.convert_loop_to_global()
+  return hand_coded_optimizations(k), k
+for ren in (NVCCRenderer(Target(device="CUDA", arch="sm_90")), Device[Device.DEFAULT].renderer):
+  opt, k = opts(ren)
+  sym = next(i for i, s in enumerate(k.full_shape) if not isinstance(s, int))
+  assert any(o.op is OptOps.LOCAL and o.axis == sym for o in opt.applied_opts), opt.applied_opts
+rng = np.random.default_rng(0)
+xn, mn = rng.standard_normal((R, N)).astype(np.float32), rng.standard_normal((R, 1)).astype(np.float32)
+x, m = Tensor(xn).realize(), Tensor(mn).realize()
+out = Tensor.zeros(R, N).contiguous().realize()
+@TinyJit
+def f(s): out[:, :s].assign((x[:, :s] - m).exp()).realize()
+for s in (5, 130, 256, 300, 77):
+  f(S.bind(s))
+  np.testing.assert_allclose(out.numpy()[:, :s], np.exp(xn[:, :s] - mn), rtol=1e-5)
+print("ok")
+"""
+
+def test_0027_lanes_along_a_symbolic_contiguous_dim(trees):
+  assert_patch_needed(trees, "0027", ELEMENTWISE_SYMBOLIC_LANES, env={"DEV": "PYTHON", "CACHELEVEL": "0"})
