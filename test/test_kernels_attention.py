@@ -25,6 +25,7 @@ from apps.kernels.mla_attention import (AttentionShape, attend_kernel, combine_k
 REPO = Path(__file__).resolve().parent.parent
 SMALL = AttentionShape(n_head=4, kv_lora=64, qk_nope=32, qk_rope=16)
 ODD = AttentionShape(n_head=6, kv_lora=72, qk_nope=8, qk_rope=12)     # lanes past kv_lora / qk_rope, 2 heads per warp, 3 warps
+ODD5 = AttentionShape(n_head=5, kv_lora=72, qk_nope=8, qk_rope=12)    # one head a warp, 5 warps
 GLM = AttentionShape(n_head=20, kv_lora=512, qk_nope=192, qk_rope=64)
 DSV2 = AttentionShape(n_head=16, kv_lora=512, qk_nope=128, qk_rope=64)  # Youtu-LLM-2B has the same attention shape
 TINY = AttentionShape(n_head=4, kv_lora=256, qk_nope=96, qk_rope=32)    # the -tiny presets
@@ -108,10 +109,12 @@ def emulate_attention(s: AttentionShape, c: dict, language: str, work: Path, kv_
 
 # pos: a single token, one partial split, several splits of MIN_CHUNK, chunks of more than MIN_CHUNK (ceil(n / SPLITS)),
 # chunks of more than one shared-memory stage (stage_rows rows)
-@pytest.mark.parametrize("shape,pos", [(SMALL, 0), (SMALL, 1), (SMALL, 37), (SMALL, 200), (ODD, 5), (ODD, 200), (SMALL, 1500), (ODD, 3000)],
+@pytest.mark.parametrize("shape,pos", [(SMALL, 0), (SMALL, 1), (SMALL, 37), (SMALL, 200), (ODD, 5), (ODD, 200), (SMALL, 1500), (ODD, 3000),
+                                       (ODD5, 3000)],
                          ids=lambda v: f"h{v.n_head}_kv{v.kv_lora}_r{v.qk_rope}" if isinstance(v, AttentionShape) else str(v))
 def test_kernels_emulated_cuda(shape, pos, tmp_path):
-  assert MIN_CHUNK * SPLITS < 1500 and ODD.stage_rows * SPLITS < 3000
+  assert MIN_CHUNK * SPLITS < 1500 and ODD.stage_rows * SPLITS < 3000 < 2 * ODD.stage_rows * SPLITS  # 3000: two stages, the second partial
+  assert ODD.heads_per_warp == 2 and ODD5.heads_per_warp == 1
   c = make_case(shape, pos, 4096, seed=pos + 1)
   out, cache = emulate_attention(shape, c, "CUDA", tmp_path)
   ref, row = numpy_attention(shape, c)

@@ -190,6 +190,12 @@ def test_parse_bench():
   for bad in ("", "[]", "llama_model_load: error"):
     with pytest.raises(lc.LlamaError): lc.parse_bench(bad)
 
+def test_parse_bench_depths():
+  recs = [record(0, 128, fa, ts) | {"n_depth": d} for fa, d, ts in ((0, 4096, 300.0), (1, 4096, 313.0), (1, 16384, 222.0))]
+  r = lc.parse_bench(json.dumps(recs + [record(4096, 0, 1, 17623.0)]))
+  assert lc.best(r, "tg128@d4096") == 313.0 and lc.best(r, "tg128@d16384") == 222.0 and lc.best(r, "pp4096") == 17623.0
+  assert lc.best(r, "tg128") is None
+
 def test_bench_lines_and_failure():
   ok = {"file": "a.gguf", **lc.parse_bench(json.dumps([record(512, 0, 0, 100.0), record(0, 128, 1, 50.0)]))}
   lines = lc.bench_lines([ok, {"file": "b.gguf", "error": "exit 1: unknown model architecture"}])
@@ -261,6 +267,15 @@ def test_table_anchors():
   lc_anchor, tg_anchor = gb.ANCHORS["deepseek-v2-lite"]
   assert t["x llama.cpp"] == [f"{200 / lc_anchor:.3f}", "-"] and t["x tg 0.14"] == [f"{200 / tg_anchor:.2f}", "-"]
   assert "x lc tg" not in t and "tg 0.14 t/s" not in t
+
+def test_depth_table():
+  from tools import gpu_bench as gb
+  rows = [{"preset": "youtu-llm-2b", "depth": d, "prefill_tok_s": pp, "decode_tok_s": tg, "n_decode": 64}
+          for d, pp, tg in ((4096, 8800.0, 593.5), (16384, 3030.0, 398.0))]
+  llama = {"youtu-llm-2b": {"pp4096": {"fa0": 15000.0, "fa1": 17623.0}, "tg128@d4096": {"fa1": 313.0}}}
+  lines = gb.depth_table(rows, llama)
+  assert lines[1].split()[2:] == ["8800.0", "17623.0", f"{8800 / 17623:.3f}", "593.5", "313.0", f"{593.5 / 313:.3f}"]
+  assert lines[2].split()[2:] == ["3030.0", "-", "-", "398.0", "-", "-"]  # no llama-bench result at that depth
 
 def test_graph_nodes_reads_llama_cpp_log():
   """tools/graph_nodes.py takes llama.cpp's node count from its context log (the last report), and says plainly when the log

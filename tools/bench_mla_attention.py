@@ -32,7 +32,10 @@ def kernels_per_step(jit: TinyJit) -> int:
     elif ast.op is Ops.PROGRAM: n += 1
   return n
 
-def bench(name: str, shape: tuple, positions: list[int], layers: int, iters: int) -> None:
+def bench(name: str, shape: tuple, positions: list[int], layers: int, iters: int, alternatives: list[str] = ()) -> None:
+  """The decode attention per block: the hand-written kernels (and those of each other mla_attention.py in `alternatives`,
+  an A/B) against the reference from tinygrad ops, at each position."""
+  from tools.ab import load_variant
   H, KV, NOPE, R, eps = shape
   mc = max(positions) + 1
   rng = np.random.default_rng(0)
@@ -44,26 +47,29 @@ def bench(name: str, shape: tuple, positions: list[int], layers: int, iters: int
          for _ in range(layers)]
   kw = dict(n_head=H, kv_lora=KV, qk_nope=NOPE, qk_rope=R, scale=1 / math.sqrt(NOPE + R), eps=eps)
   v_pos = UOp.variable("start_pos", 0, mc - 1)
-  def kernel_step(pos: Tensor) -> Tensor:
-    return Tensor.stack(*[mla_decode_attention(*x[:3], x[3], c, cos, sin, pos, **kw) for x, c in zip(ins, caches)]).realize()
+  def kernel_step(attention):
+    return lambda pos: Tensor.stack(*[attention(*x[:3], x[3], c, cos, sin, pos, **kw) for x, c in zip(ins, caches)]).realize()
   def reference_step(p: UOp) -> Tensor:
     return Tensor.stack(*[decode_attention_reference(*x[:3], x[3], c, cos, sin, p, **kw) for x, c in zip(ins, caches)]).realize()
-  jk, jr = TinyJit(kernel_step), TinyJit(reference_step)
+  steps = {"kernel": TinyJit(kernel_step(mla_decode_attention))}
+  for path in alternatives: steps[Path(path).stem] = TinyJit(kernel_step(load_variant(Path(path), "mla_attention").mla_decode_attention))
   print(f"\n{name}: n_head {H}, kv_lora {KV}, qk_rope {R}; {layers} blocks per step, {iters} steps")
-  print(f"{'pos':>6s} {'kernel us':>10s} {'reference us':>13s} {'speedup':>8s} {'kernels':>8s} {'ref kernels':>12s} {'rel err':>9s}")
+  print(f"{'pos':>6s} {'kernel':>12s} {'us':>10s} {'reference us':>13s} {'speedup':>8s} {'kernels':>8s} {'ref kernels':>12s} {'rel err':>9s}")
+  jr = TinyJit(reference_step)
+  def timed(fn, arg):
+    for _ in range(3): out = fn(arg)  # capture, then warm
+    Device[Device.DEFAULT].synchronize()
+    t0 = time.perf_counter()
+    for _ in range(iters): out = fn(arg)
+    Device[Device.DEFAULT].synchronize()
+    return (time.perf_counter() - t0) / iters / layers * 1e6, kernels_per_step(fn), out.numpy()
   for p in positions:
     pos_t = Tensor([p], dtype=dtypes.int32).realize()
-    res = {}
-    for tag, fn, arg in (("k", jk, pos_t), ("r", jr, v_pos.bind(p))):
-      for _ in range(3): out = fn(arg)  # capture, then warm
-      Device[Device.DEFAULT].synchronize()
-      t0 = time.perf_counter()
-      for _ in range(iters): out = fn(arg)
-      Device[Device.DEFAULT].synchronize()
-      res[tag] = ((time.perf_counter() - t0) / iters / layers * 1e6, kernels_per_step(fn), out.numpy())
-    err = float(np.abs(res["k"][2] - res["r"][2]).max() / np.abs(res["r"][2]).max())
-    print(f"{p:6d} {res['k'][0]:10.1f} {res['r'][0]:13.1f} {res['r'][0] / res['k'][0]:8.2f} {res['k'][1]:8d} {res['r'][1]:12d} {err:9.1e}",
-          flush=True)
+    ref = timed(jr, v_pos.bind(p))
+    for tag, fn in steps.items():
+      got = timed(fn, pos_t)
+      err = float(np.abs(got[2] - ref[2]).max() / np.abs(ref[2]).max())
+      print(f"{p:6d} {tag:>12s} {got[0]:10.1f} {ref[0]:13.1f} {ref[0] / got[0]:8.2f} {got[1]:8d} {ref[1]:12d} {err:9.1e}", flush=True)
 
 def bench_prefill(name: str, shape: tuple, tokens: int, start: int, layers: int, iters: int, alternatives: list[str]) -> None:
   """One chunk's attention per block: each kernel the device can run (the tensor-core one first), timed as TinyJit replays
@@ -145,8 +151,8 @@ def main() -> None:
   ap.add_argument("--prefill", help="comma list of chunk lengths: time a prefill chunk's attention instead (--pos: its starts)")
   ap.add_argument("--kernels", choices=["hand", "generated"], default="hand", help="with --prefill: the hand-written kernels, or "
                   "the generated path's tensor-op attention kernel by kernel (JITBEAM=n: BEAM's kernels)")
-  ap.add_argument("--variants", default="", help="with --prefill: comma list of other apps/kernels/mla_attention.py files, "
-                  "whose tensor-core kernels are timed too")
+  ap.add_argument("--variants", default="", help="comma list of other apps/kernels/mla_attention.py files, whose decode (with "
+                  "--prefill: tensor-core) kernels are timed too")
   args = ap.parse_args()
   print(f"device {Device.DEFAULT}")
   if args.prefill:
@@ -157,6 +163,7 @@ def main() -> None:
           if args.kernels == "generated": bench_generated_prefill(name, shape, T, p, args.layers, args.iters)
           else: bench_prefill(name, shape, T, p, args.layers, args.iters, [v for v in args.variants.split(",") if v])
     return
-  for name, shape in SHAPES.items(): bench(name, shape, [int(p) for p in args.pos.split(",")], args.layers, args.iters)
+  for name, shape in SHAPES.items():
+    bench(name, shape, [int(p) for p in args.pos.split(",")], args.layers, args.iters, [v for v in args.variants.split(",") if v])
 
 if __name__ == "__main__": main()

@@ -3,6 +3,7 @@ device-to-device copy bandwidth, and one table with tok/s, ratios to llama.cpp a
 
   DEV=CUDA python3 -m tools.gpu_bench [--presets glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b] [--decode 64] [--prefill 512]
                                       [--llama] [--upstream] [--json PATH]
+  DEV=CUDA python3 -m tools.gpu_bench --depths 4096,16384 [--decode 64] [--llama]     long prompts, decode deep in the context
 
 --llama builds llama.cpp's llama-bench where it is not built yet (tools.llama_bench; needs .cache/llama/llama-cpp-src.tar.xz
 from `python3 -m tools.llama_bench pack`) and runs it first, on the same GGUF files: pp<--prefill> and tg128 with flash attention off and on,
@@ -70,6 +71,41 @@ def bench(preset: str, path: Path, n_decode: int, n_prefill: int, mix: str, upst
   del model
   return res
 
+def at_depths(preset: str, path: Path, depths: list[int], n_decode: int, kernels: str = "hand") -> list[dict]:
+  """Long prompts and decode deep in the context, llama-bench's pp<D> and tg<n>@d<D>: for each D, one generate of a
+  D-token prompt and n_decode tokens after it; prefill tok/s = D / the time to the first token, decode tok/s from the first
+  token to the last. The steps are captured first by a short prompt (they serve every position, so no warm-up at D)."""
+  gc.collect()
+  model = Transformer.from_gguf(path, max_context=max(depths) + n_decode + 64, kernels=kernels)
+  rng = np.random.default_rng(0)
+  for c in model.prefill_chunks:  # a prompt that ends in a chunk of each length: the captures, then their first replay
+    warm = rng.integers(0, 100000, min(max(model.prefill_chunks) + c, model.max_context - 8)).tolist()
+    for _ in range(2):
+      model.reset()
+      for _ in model.generate(warm, 4): pass
+  rows = []
+  for d in depths:
+    prompt = rng.integers(0, 100000, d).tolist()
+    model.reset()
+    t0 = time.perf_counter()
+    stamps = [time.perf_counter() for _ in model.generate(prompt, n_decode + 1)]
+    rows.append({"preset": preset, "depth": d, "prefill_tok_s": d / (stamps[0] - t0), "decode_tok_s": n_decode / (stamps[-1] - stamps[0]),
+                 "n_decode": n_decode})
+    print(json.dumps(rows[-1]), flush=True)
+  del model
+  return rows
+
+def depth_table(rows: list[dict], llama: dict) -> list[str]:
+  """One line per model and depth: ours against llama-bench's best pp<D> and tg128@d<D> measured in this run, where it ran."""
+  out = [f"{'model':18s} {'depth':>6s} {'prefill t/s':>11s} {'lc pp':>9s} {'x lc pp':>8s} {'decode t/s':>10s} {'lc tg@d':>9s} {'x lc tg':>8s}"]
+  f = lambda v, spec: f"{'-':>{int(spec.split('.')[0])}s}" if v is None else format(v, spec)
+  for r in rows:
+    lc = llama.get(r["preset"], {})
+    pp, tg = llama_cpp.best(lc, f"pp{r['depth']}"), llama_cpp.best(lc, f"tg128@d{r['depth']}")
+    out.append(f"{r['preset']:18s} {r['depth']:6d} {r['prefill_tok_s']:11.1f} {f(pp, '9.1f')} {f(_ratio(r['prefill_tok_s'], pp), '8.3f')} "
+               f"{r['decode_tok_s']:10.1f} {f(tg, '9.1f')} {f(_ratio(r['decode_tok_s'], tg), '8.3f')}")
+  return out
+
 # ---------------------------------------------------------------- the table
 
 def _ratio(a, b) -> float | None: return a / b if a is not None and b else None
@@ -124,8 +160,11 @@ def main() -> None:
   ap.add_argument("--llama-build-limit", type=float, default=480, help="seconds the llama-bench build may take in this run (it resumes)")
   ap.add_argument("--upstream", action="store_true", help="time upstream tinygrad 0.14's decode of the same files")
   ap.add_argument("--kernels", default="hand", choices=KERNEL_PATHS, help="hand-written kernels (default) or tinygrad's generated ones only")
+  ap.add_argument("--depths", help="comma list of context depths: prefill of a prompt that long and decode after it (and llama-bench's "
+                  "pp<D>, tg128@d<D> with --llama), instead of the short-context numbers")
   ap.add_argument("--json", type=Path)
   args = ap.parse_args()
+  depths = [int(d) for d in args.depths.split(",")] if args.depths else []
   out_dir = Path(os.environ["OUT"]) if os.environ.get("OUT") else None
   if args.llama:  # first: a build that cannot finish in this run stops it before anything else is spent
     try: exe = llama_cpp.build(cuda=Device.DEFAULT.split(":")[0] != "CPU", jobs=os.cpu_count() or 8, time_limit=args.llama_build_limit)
@@ -143,10 +182,20 @@ def main() -> None:
     print(f"{p}: {paths[p].name} ({gen_s[p]:.0f} s)", flush=True)
   llama = {}
   if args.llama:  # before tinygrad holds any device memory (its allocator keeps freed buffers)
-    res = llama_cpp.bench([paths[p] for p in presets], exe, n_prompt=args.prefill, n_gen=128, reps=3,
-                          log_path=out_dir / "llama-bench.log" if out_dir else None)
+    log = out_dir / "llama-bench.log" if out_dir else None
+    files = [paths[p] for p in presets]
+    if depths:
+      res = llama_cpp.bench(files, exe, n_prompt=",".join(map(str, depths)), n_gen=0, reps=3, log_path=log)
+      for r, r2 in zip(res, llama_cpp.bench(files, exe, n_prompt=0, n_gen=128, reps=3, log_path=log, depth=",".join(map(str, depths)))):
+        r.update({k: v for k, v in r2.items() if k not in ("stddev", "seconds")} if "error" not in r else {})
+    else: res = llama_cpp.bench(files, exe, n_prompt=args.prefill, n_gen=128, reps=3, log_path=log)
     llama = dict(zip(presets, res))
     print("\n".join(llama_cpp.bench_lines(res)), flush=True)
+  if depths:
+    rows = [r for p in presets for r in at_depths(p, paths[p], depths, args.decode, args.kernels)]
+    if args.json: args.json.write_text(json.dumps({"device": Device.DEFAULT, "rows": rows, "llama": llama}, indent=1))
+    print("\n" + "\n".join(depth_table(rows, llama)))
+    return
   bw = bb.copy_bandwidth(Device.DEFAULT, bb.default_copy_mib(Device.DEFAULT))
   print(f"copy bandwidth {bw / 1e9:.0f} GB/s (read + write)", flush=True)
   rows = []

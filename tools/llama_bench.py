@@ -251,14 +251,16 @@ def best(res: dict, test: str) -> float | None:
   vals = [v for v in res.get(test, {}).values() if not math.isnan(v)]
   return max(vals) if vals else None
 
-def bench(files: list[Path], exe: Path | None = None, n_prompt: int = 512, n_gen: int = 128, reps: int = 3, fa: str = "0,1",
-          timeout: float = 600, log_path: Path | None = None) -> list[dict]:
-  """llama-bench on each file (all layers on the GPU); one result per file, {"file", "error"} where llama-bench failed."""
+def bench(files: list[Path], exe: Path | None = None, n_prompt: int | str = 512, n_gen: int | str = 128, reps: int = 3, fa: str = "0,1",
+          timeout: float = 600, log_path: Path | None = None, depth: str | None = None) -> list[dict]:
+  """llama-bench on each file (all layers on the GPU); one result per file, {"file", "error"} where llama-bench failed.
+  n_prompt, n_gen and depth take llama-bench's comma lists (depth: -d, the context filled before each test)."""
   exe = exe or binary()
   if not exe.exists(): raise LlamaError(f"{exe} is missing: run `python3 -m tools.llama_bench build` first")
   out = []
   for f in files:
     cmd = [str(exe), "-m", str(f), "-ngl", "99", "-p", str(n_prompt), "-n", str(n_gen), "-fa", fa, "-r", str(reps), "-o", "json"]
+    if depth: cmd += ["-d", depth]
     t0 = time.perf_counter()
     try: p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired: p = None

@@ -11,9 +11,11 @@ the model's cos/sin tables.
 Flash-decoding in two kernels:
   attend   grid (SPLITS), workgroup (32, G): the context is cut into contiguous chunks, one per workgroup (chunks are at
            least MIN_CHUNK tokens, so short contexts use few workgroups and the combine reads few partials). The
-           workgroup copies its rows to shared memory a stage of up to 16 rows at a time (every load of a stage in flight
-           at once: one wait for memory per stage, not per token; a stage fits Metal's 32 KB), and all G warps walk the
-           same rows: warp g owns HG = n_head / G heads, whose queries and accumulators sit in registers (lane i owns
+           workgroup copies its rows to shared memory a stage of up to 16 rows at a time (a stage fits Metal's 32 KB),
+           pipelined: the next stage's loads go to registers, all in flight at once, before this stage's rows are used,
+           so memory and math overlap. All G warps walk the same rows: warp g owns HG = n_head / G heads (two where
+           they divide: more warps hide the shuffles' latency, 1.3x at 16k keys against four), whose queries and
+           accumulators sit in registers (lane i owns
            latent lanes 4v..4v+3 for v = i, i + 32, ...), so a row read once serves every head. Tokens go TT at a time (more
            shuffles in flight); scores are max-subtracted in base 2 (log2 e folded into the scale) with a running max and
            sum per head. The split that holds pos computes the new row itself (every warp: cheap) and its warp 0 writes it
@@ -53,7 +55,7 @@ class AttentionShape:
   qk_rope: int
 
   @property
-  def heads_per_warp(self) -> int: return next(hg for hg in (4, 2, 1) if self.n_head % hg == 0)
+  def heads_per_warp(self) -> int: return next((hg for hg in (2, 4, 8, 1) if self.n_head % hg == 0 and self.n_head // hg <= 32), 1)
   @property
   def stage_rows(self) -> int:
     """Cached rows per shared-memory stage: up to 16 within 32 KB (Metal's limit; 14 rows of 576 floats)."""
@@ -73,18 +75,16 @@ def _load4(dst: str, src: str, s: AttentionShape) -> str:
   if (s.kv_lora // 4) % 32: ld = f"if (v < KV4) {ld} else {{ {dst}[4*i] = {dst}[4*i+1] = {dst}[4*i+2] = {dst}[4*i+3] = 0.0f; }}"
   return f"for (int i = 0; i < NV4; i++) {{ int v = lane + 32*i; {ld} }}"
 
-def _stage_copy(parts: list[tuple[str, str, str, str, int]]) -> str:
-  """For each part (type, dst, width, load, per_thread): dst[e] = row c0 + e / width of the cache for e < cn*width,
-  e = tid + i*NT. Loads go to registers first, up to 16 per part and batch, every part's before any store, at clamped
-  addresses (every load is valid: none waits behind a branch or a store, so a batch waits for memory once)."""
-  batches = max(-(-pt // 16) for *_, pt in parts)
-  loads, stores = [], []
-  for n, (ty, dst, width, load, pt) in enumerate(parts):
-    bl = -(-pt // batches)
-    loads.append(f"{ty} tmp{n}[{bl}];\n      for (int i = 0; i < {bl}; i++) {{ int e = tid + (b*{bl} + i)*NT, ec = e < cn*{width} ? e : 0, "
-                 f"t = ec / {width}; tmp{n}[i] = {load}; }}")
-    stores.append(f"for (int i = 0; i < {bl}; i++) {{ int e = tid + (b*{bl} + i)*NT; if (e < cn*{width}) {dst}[e] = tmp{n}[i]; }}")
-  return f"for (int b = 0; b < {batches}; b++) {{\n      " + "\n      ".join(loads + stores) + "\n    }"
+def _stage_loads(parts: list[tuple[str, str, str, str, int]], c0: str, cn: str) -> str:
+  """For each part (type, dst, width, load, per_thread): registers tmp<n>[i] = row c0 + e / width of the cache, e = tid + i*NT,
+  for the stage's cn rows, at clamped addresses (every load is valid: none waits behind a branch, so they are all in flight
+  at once and the compute of the stage before overlaps them)."""
+  return "\n    ".join(f"for (int i = 0; i < {pt}; i++) {{ int e = tid + i*NT, ec = e < {cn}*{width} ? e : 0, t = ec / {width}, c0_ = {c0}; "
+                         f"tmp{n}[i] = {load.replace('c0', 'c0_')}; }}" for n, (ty, dst, width, load, pt) in enumerate(parts))
+
+def _stage_stores(parts: list[tuple[str, str, str, str, int]], cn: str) -> str:
+  return "\n    ".join(f"for (int i = 0; i < {pt}; i++) {{ int e = tid + i*NT; if (e < {cn}*{width}) {dst}[e] = tmp{n}[i]; }}"
+                         for n, (ty, dst, width, load, pt) in enumerate(parts))
 
 def _rope_guard(s: AttentionShape, expr: str) -> str: return expr if s.qk_rope % 32 == 0 else f"j < R ? {expr} : 0.0f"
 
@@ -146,6 +146,8 @@ def _attend(s: AttentionShape, position: str, head: str, queries: str, t1: str, 
   holds all the keys, so the output acc / l goes to `out` (row b) and no (max, sum)."""
   hg = s.heads_per_warp
   g, ch = s.n_head // hg, s.stage_rows
+  parts = [("float4", "stage_c", "KV4", "((const GLOBAL float4*)(cache + (c0 + t)*ROW))[ec - t*KV4]", -(-ch * s.kv_lora // 4 // (32 * g))),
+           ("float", "stage_r", "R", "cache[(c0 + t)*ROW + KV + ec - t*R]", -(-ch * s.qk_rope // (32 * g)))]
   rope_c = _rope_guard(s, "stage_r[tj*R + j]")
   guard_v = "" if (s.kv_lora // 4) % 32 == 0 else "if (v < KV4) "
   ml_store = "" if final else "\n    if (lane == 0) { ml[2*b] = m[hh]; ml[2*b + 1] = l[hh]; }"
@@ -171,12 +173,21 @@ def _attend(s: AttentionShape, position: str, head: str, queries: str, t1: str, 
   SHARED float4 stage_c[CH*KV4];
   SHARED float stage_r[CH*R];
   int tid = g*32 + lane;
+  // pipelined: the next stage's loads go to registers before this stage's rows are used, so memory and math overlap
+  float4 tmp0[{parts[0][4]}];
+  float tmp1[{parts[1][4]}];
+  int cn = t1 - t0 < CH ? t1 - t0 : CH;
+  if (cn > 0) {{
+    {_stage_loads(parts, "t0", "cn")}
+  }}
   for (int c0 = t0; c0 < t1; c0 += CH) {{
-    int cn = t1 - c0 < CH ? t1 - c0 : CH;
     BARRIER();                                    // the previous stage is consumed
-    {_stage_copy([("float4", "stage_c", "KV4", "((const GLOBAL float4*)(cache + (c0 + t)*ROW))[ec - t*KV4]", -(-ch * s.kv_lora // 4 // (32 * g))),
-                  ("float", "stage_r", "R", "cache[(c0 + t)*ROW + KV + ec - t*R]", -(-ch * s.qk_rope // (32 * g)))])}
+    {_stage_stores(parts, "cn")}
     BARRIER();
+    int c1 = c0 + CH, cn1 = t1 - c1 < CH ? t1 - c1 : CH;
+    if (cn1 > 0) {{
+      {_stage_loads(parts, "c1", "cn1")}
+    }}
     for (int t = 0; t < cn; t += {TT}) {{
       float r[{TT}][4*NV4], rk[{TT}][NR];
       for (int j0 = 0; j0 < {TT}; j0++) {{
@@ -185,6 +196,7 @@ def _attend(s: AttentionShape, position: str, head: str, queries: str, t1: str, 
         for (int k = 0; k < NR; k++) {{ int j = lane + 32*k; rk[j0][k] = {rope_c}; }}
       }}{_update(TT, "t + j < cn")}
     }}
+    cn = cn1;
   }}{new_row}
   for (int hh = 0; hh < HG; hh++) {{
     int b = {part};

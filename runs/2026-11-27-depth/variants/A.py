@@ -1,0 +1,524 @@
+"""MLA decode attention (one new token) as two hand-written kernels instead of ~10-15 generated ones per block.
+
+With the up-projections absorbed (apps/mla.py), decode attention is multi-query attention of n_head queries over ONE
+latent cache row per token, [c_kv (kv_lora) | k_pe (qk_rope)], with V = c_kv. For the token at position pos:
+  row_pos = [rms_norm(kv_raw[:kv_lora]) * kv_norm_w, rope(kv_raw[kv_lora:])]   -> written to cache[pos]
+  q[h]    = [q_lat[h], rope(q_raw[h, qk_nope:])]
+  out[h]  = sum_t softmax_t(scale * q[h] . row_t) * c_kv_t       t = 0..pos
+rope is apps.mla.apply_rope (pairs (x0, x1) rotated, the rotated even lanes first, then the odd ones) on the row `pos` of
+the model's cos/sin tables.
+
+Flash-decoding in two kernels:
+  attend   grid (SPLITS), workgroup (32, G): the context is cut into contiguous chunks, one per workgroup (chunks are at
+           least MIN_CHUNK tokens, so short contexts use few workgroups and the combine reads few partials). The
+           workgroup copies its rows to shared memory a stage of up to 16 rows at a time (every load of a stage in flight
+           at once: one wait for memory per stage, not per token; a stage fits Metal's 32 KB), and all G warps walk the
+           same rows: warp g owns HG = n_head / G heads, whose queries and accumulators sit in registers (lane i owns
+           latent lanes 4v..4v+3 for v = i, i + 32, ...), so a row read once serves every head. Tokens go TT at a time (more
+           shuffles in flight); scores are max-subtracted in base 2 (log2 e folded into the scale) with a running max and
+           sum per head. The split that holds pos computes the new row itself (every warp: cheap) and its warp 0 writes it
+           to the cache; nobody reads cache[pos]. Each warp leaves (max, sum, acc[kv_lora]) per head per split.
+  combine  grid (n_head, kv_lora / 128), workgroup (32, 8): rescales the partials of the splits that hold tokens to their
+           common max and sums them (8 warps over the splits, then through shared memory), out = acc / sum.
+Both read pos from a 1-element int32 buffer (a source kernel gets no symbolic ints), so one capture serves every position.
+apps/mla.py's `decode_attention_reference` is the same computation from tinygrad ops (any device), for tests and tools.
+"""
+from __future__ import annotations
+import math
+from dataclasses import dataclass
+from tinygrad import Tensor, dtypes
+from apps.kernels import SourceKernel, Param, Fusions, program, cached, language_of, has_mma, to_bound, matvec
+
+SPLITS = 128     # partials per head at most (~one workgroup per SM of an H100 at long contexts)
+MIN_CHUNK = 8    # tokens per split at least
+TT = 2           # tokens per step of a warp
+COMBINE_WARPS = 8
+NEG = "-3.0e38f"  # a finite minus infinity: exp2(NEG - m) is 0 and NEG - NEG is 0 (no inf - inf NaN, fast-math safe)
+PREFILL_SPLITS = 8       # prefill: partials per token and head at most (the combine reads them all)
+PREFILL_MIN_CHUNK = 64   # prefill: keys per split at least
+PREFILL_PAIRS = 512      # prefill: (token, split) workgroups a chunk aims at
+
+def prefill_splits(tokens: int) -> int:
+  """Splits of each token's keys in a prefill chunk of `tokens`: enough for PREFILL_PAIRS workgroups, so a short chunk
+  still fills the GPU. From 512 tokens on, one: the attend kernel normalizes and writes the output itself, and the
+  partials (tokens x splits x heads x kv_lora floats: 75 MB per block of a 512-token chunk at 8) and the combine are
+  gone."""
+  return max(1, min(PREFILL_SPLITS, PREFILL_PAIRS // max(1, tokens)))
+
+@dataclass(frozen=True)
+class AttentionShape:
+  n_head: int
+  kv_lora: int
+  qk_nope: int
+  qk_rope: int
+
+  @property
+  def heads_per_warp(self) -> int: return next(hg for hg in (4, 2, 1) if self.n_head % hg == 0)
+  @property
+  def stage_rows(self) -> int:
+    """Cached rows per shared-memory stage: up to 16 within 32 KB (Metal's limit; 14 rows of 576 floats)."""
+    return max(1, min(16, 32768 // (4 * (self.kv_lora + self.qk_rope))))
+
+def _check_shape(s: AttentionShape) -> None:
+  if s.n_head < 1 or s.kv_lora < 4 or s.kv_lora % 4 or s.qk_rope < 2 or s.qk_rope % 4 or s.qk_nope < 0:
+    raise ValueError(f"mla_decode_attention: unsupported shape {s} (kv_lora and qk_rope must be multiples of 4)")
+  if 4 * (s.kv_lora + s.qk_rope) > 32768: raise ValueError(f"mla_decode_attention: a cache row of {s} does not fit in 32 KB")
+  if s.n_head // s.heads_per_warp > 32: raise ValueError(f"mla_decode_attention: {s.n_head} heads need more than 32 warps per workgroup")
+
+def _f32(x: float) -> str: return f"{x:.9e}f"
+
+def _load4(dst: str, src: str, s: AttentionShape) -> str:
+  """dst[4i..4i+3] = the float4 `src` (an expression of v) for the lane's latent slots v = lane + 32i (zeros past kv_lora)."""
+  ld = f"{{ float4 x_ = {src}; {dst}[4*i] = x_.x; {dst}[4*i+1] = x_.y; {dst}[4*i+2] = x_.z; {dst}[4*i+3] = x_.w; }}"
+  if (s.kv_lora // 4) % 32: ld = f"if (v < KV4) {ld} else {{ {dst}[4*i] = {dst}[4*i+1] = {dst}[4*i+2] = {dst}[4*i+3] = 0.0f; }}"
+  return f"for (int i = 0; i < NV4; i++) {{ int v = lane + 32*i; {ld} }}"
+
+def _stage_copy(parts: list[tuple[str, str, str, str, int]]) -> str:
+  """For each part (type, dst, width, load, per_thread): dst[e] = row c0 + e / width of the cache for e < cn*width,
+  e = tid + i*NT. Loads go to registers first, up to 16 per part and batch, every part's before any store, at clamped
+  addresses (every load is valid: none waits behind a branch or a store, so a batch waits for memory once)."""
+  batches = max(-(-pt // 16) for *_, pt in parts)
+  loads, stores = [], []
+  for n, (ty, dst, width, load, pt) in enumerate(parts):
+    bl = -(-pt // batches)
+    loads.append(f"{ty} tmp{n}[{bl}];\n      for (int i = 0; i < {bl}; i++) {{ int e = tid + (b*{bl} + i)*NT, ec = e < cn*{width} ? e : 0, "
+                 f"t = ec / {width}; tmp{n}[i] = {load}; }}")
+    stores.append(f"for (int i = 0; i < {bl}; i++) {{ int e = tid + (b*{bl} + i)*NT; if (e < cn*{width}) {dst}[e] = tmp{n}[i]; }}")
+  return f"for (int b = 0; b < {batches}; b++) {{\n      " + "\n      ".join(loads + stores) + "\n    }"
+
+def _rope_guard(s: AttentionShape, expr: str) -> str: return expr if s.qk_rope % 32 == 0 else f"j < R ? {expr} : 0.0f"
+
+def _update(tt: int, valid: str) -> str:
+  """Fold tt loaded rows r[j] (latent) / rk[j] (rope) into every head's running max m, sum l and acc; `valid` masks tokens."""
+  return f"""
+    float sc[HG][{tt}];
+    for (int hh = 0; hh < HG; hh++) for (int j = 0; j < {tt}; j++) {{
+      float d = 0.0f;
+      for (int i = 0; i < 4*NV4; i++) d += ql[hh][i] * r[j][i];
+      for (int k = 0; k < NR; k++) d += qr[hh][k] * rk[j][k];
+      sc[hh][j] = d;
+    }}
+    for (int hh = 0; hh < HG; hh++) for (int j = 0; j < {tt}; j++) {{  // independent shuffles: the compiler overlaps them
+      float d = WARP_SUM(sc[hh][j]) * SCALE2;
+      sc[hh][j] = {valid} ? d : NEG;
+    }}
+    for (int hh = 0; hh < HG; hh++) {{
+      float mx = m[hh];
+      for (int j = 0; j < {tt}; j++) mx = sc[hh][j] > mx ? sc[hh][j] : mx;
+      float alpha = EXP2(m[hh] - mx), ps = 0.0f;
+      for (int j = 0; j < {tt}; j++) {{ sc[hh][j] = EXP2(sc[hh][j] - mx); ps += sc[hh][j]; }}
+      l[hh] = l[hh] * alpha + ps;
+      for (int i = 0; i < 4*NV4; i++) {{
+        float a = acc[hh][i] * alpha;
+        for (int j = 0; j < {tt}; j++) a += sc[hh][j] * r[j][i];
+        acc[hh][i] = a;
+      }}
+      m[hh] = mx;
+    }}"""
+
+def _common(s: AttentionShape, token: str | None = None, max_context: int = 0, splits: int = PREFILL_SPLITS) -> str:
+  """The position and the split of the keys, the same in attend and combine. Decode: the token at pos[0] (keys 0..pos, the
+  last one its own new row). Prefill (`token`: its index in the chunk): the chunk's token `token` at pos[0] + token, whose
+  keys 0..its position are all in the cache (a padded token past the context reads the last row: its output is dropped)."""
+  splits, minc = (SPLITS, MIN_CHUNK) if token is None else (splits, PREFILL_MIN_CHUNK)
+  where = "int p = pos[0], n = p + 1;" if token is None else \
+          f"int p = pos[0] + {token}; p = p < {max_context} ? p : {max_context - 1};\n  int n = p + 1;"
+  return f"""  GRID_WAIT();                            // everything here depends on earlier kernels of the step (q, pos, the cache)
+  const int H = {s.n_head}, KV = {s.kv_lora}, S = {splits}, MINC = {minc};
+  const float NEG = {NEG};
+  {where}
+  int chunk = (n + S - 1) / S;
+  chunk = chunk < MINC ? MINC : chunk;   // the same split of 0..pos in both kernels"""
+
+_ROPE_LANE = """
+// lane j of apply_rope(x) with this position's cos/sin: the rotated even lanes (x0 c - x1 s) first, then the odd ones (x1 c + x0 s)
+DEVFN float rope_lane(const GLOBAL float* x, const GLOBAL float* cs, const GLOBAL float* sn, int j, int half_) {
+  int i = j < half_ ? j : j - half_;
+  float x0 = x[2*i], x1 = x[2*i + 1], c = cs[i], s = sn[i];
+  return j < half_ ? x0 * c - x1 * s : x1 * c + x0 * s;
+}"""
+
+def _attend(s: AttentionShape, position: str, head: str, queries: str, t1: str, new_row: str, part: str, scale: float,
+            final: bool = False) -> str:
+  """The attend kernel's body around its variable parts: `position` (_common), `head` (constants and indices, sets sp),
+  `queries` (this warp's q in registers: ql, qr), `t1` (the end of the cached keys of the split [t0, t1)), `new_row`
+  (after the cached keys: decode's new token) and `part` (the partial's index b of head g*HG + hh). `final`: the split
+  holds all the keys, so the output acc / l goes to `out` (row b) and no (max, sum)."""
+  hg = s.heads_per_warp
+  g, ch = s.n_head // hg, s.stage_rows
+  rope_c = _rope_guard(s, "stage_r[tj*R + j]")
+  guard_v = "" if (s.kv_lora // 4) % 32 == 0 else "if (v < KV4) "
+  ml_store = "" if final else "\n    if (lane == 0) { ml[2*b] = m[hh]; ml[2*b + 1] = l[hh]; }"
+  return f"""{position}
+  const int HG = {hg}, R = {s.qk_rope}, NR = {-(-s.qk_rope // 32)}, ROW = KV + R;
+  const int KV4 = {s.kv_lora // 4}, NV4 = {-(-s.kv_lora // 128)}, CH = {ch}, NT = {32 * g};
+  const float SCALE2 = {_f32(scale * math.log2(math.e))};{head}
+  int t0 = sp * chunk;
+  if (t0 >= n) return;                            // no tokens here (the combine skips this split too)
+  int t1 = {t1};
+  // this warp's heads g*HG..: the query's latent part and its roped part (rope lanes j = lane + 32k) in registers
+  float ql[HG][4*NV4], qr[HG][NR];
+  for (int hh = 0; hh < HG; hh++) {{
+    int h = g*HG + hh;{queries}
+  }}
+  float m[HG], l[HG], acc[HG][4*NV4];
+  for (int hh = 0; hh < HG; hh++) {{
+    m[hh] = NEG; l[hh] = 0.0f;
+    for (int i = 0; i < 4*NV4; i++) acc[hh][i] = 0.0f;
+  }}
+  // the cached rows, CH at a time through shared memory: all of a stage's loads are in flight at once (constant trip
+  // counts unroll), so a split waits for memory once per stage instead of once per token
+  SHARED float4 stage_c[CH*KV4];
+  SHARED float stage_r[CH*R];
+  int tid = g*32 + lane;
+  for (int c0 = t0; c0 < t1; c0 += CH) {{
+    int cn = t1 - c0 < CH ? t1 - c0 : CH;
+    BARRIER();                                    // the previous stage is consumed
+    {_stage_copy([("float4", "stage_c", "KV4", "((const GLOBAL float4*)(cache + (c0 + t)*ROW))[ec - t*KV4]", -(-ch * s.kv_lora // 4 // (32 * g))),
+                  ("float", "stage_r", "R", "cache[(c0 + t)*ROW + KV + ec - t*R]", -(-ch * s.qk_rope // (32 * g)))])}
+    BARRIER();
+    for (int t = 0; t < cn; t += {TT}) {{
+      float r[{TT}][4*NV4], rk[{TT}][NR];
+      for (int j0 = 0; j0 < {TT}; j0++) {{
+        int tj = t + j0 < cn ? t + j0 : cn - 1;   // past the stage: its last row again, masked out below
+        {_load4("r[j0]", "stage_c[tj*KV4 + v]", s)}
+        for (int k = 0; k < NR; k++) {{ int j = lane + 32*k; rk[j0][k] = {rope_c}; }}
+      }}{_update(TT, "t + j < cn")}
+    }}
+  }}{new_row}
+  for (int hh = 0; hh < HG; hh++) {{
+    int b = {part};
+{"    float f = 1.0f / l[hh];" if final else ""}
+    for (int i = 0; i < NV4; i++) {{
+      int v = lane + 32*i;
+      {guard_v}((GLOBAL float4*)({"out" if final else "part"} + b*KV))[v] = FLOAT4({", ".join(f"acc[hh][4*i+{k}]" + (" * f" if final else "") for k in range(4))});
+    }}{ml_store}
+  }}"""
+
+def attend_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: int = 0) -> SourceKernel:
+  """kv_offset: where the new token's kv row starts in kv_raw (a stacked [q_a; kv_a] output: the kernel reads it in place)."""
+  _check_shape(s)
+  g = s.n_head // s.heads_per_warp
+  rope_q = _rope_guard(s, "rope_lane(q_raw + h*(NOPE + R) + NOPE, cs, sn, j, HALF)")
+  rope_k = _rope_guard(s, f"rope_lane(kv_raw + {kv_offset} + KV, cs, sn, j, HALF)")
+  store_k = "cache[p*ROW + KV + j] = rk[0][k];" if s.qk_rope % 32 == 0 else "if (j < R) cache[p*ROW + KV + j] = rk[0][k];"
+  guard_v = "" if (s.kv_lora // 4) % 32 == 0 else "if (v < KV4) "
+  head = f"""
+  const int NOPE = {s.qk_nope}, HALF = {s.qk_rope // 2};
+  const float EPS = {_f32(eps)};
+  int lane = LID_X, g = LID_Y, sp = GID_X;
+  const GLOBAL float* cs = rope_cos + p*HALF;
+  const GLOBAL float* sn = rope_sin + p*HALF;"""
+  queries = f"""
+    {_load4("ql[hh]", "((const GLOBAL float4*)(q_lat + h*KV))[v]", s)}
+    for (int k = 0; k < NR; k++) {{ int j = lane + 32*k; qr[hh][k] = {rope_q}; }}"""
+  new_row = f"""
+  if (p < t0 + chunk) {{  // the new token: its row from kv_raw, into the cache (warp 0) and into the sums
+    float r[1][4*NV4], rk[1][NR];
+    {_load4("r[0]", f"((const GLOBAL float4*)(kv_raw + {kv_offset}))[v]", s)}
+    float ss = 0.0f;
+    for (int i = 0; i < 4*NV4; i++) ss += r[0][i] * r[0][i];
+    float rs = 1.0f / sqrt(WARP_SUM(ss) / (float)KV + EPS);
+    for (int i = 0; i < NV4; i++) {{
+      int v = lane + 32*i;
+      {guard_v}{{
+        float4 w = ((const GLOBAL float4*)kv_norm_w)[v];
+        r[0][4*i] = r[0][4*i] * rs * w.x; r[0][4*i+1] = r[0][4*i+1] * rs * w.y;
+        r[0][4*i+2] = r[0][4*i+2] * rs * w.z; r[0][4*i+3] = r[0][4*i+3] * rs * w.w;
+      }}
+    }}
+    for (int k = 0; k < NR; k++) {{ int j = lane + 32*k; rk[0][k] = {rope_k}; }}
+    if (g == 0) {{
+      for (int i = 0; i < NV4; i++) {{
+        int v = lane + 32*i;
+        {guard_v}((GLOBAL float4*)(cache + p*ROW))[v] = FLOAT4(r[0][4*i], r[0][4*i+1], r[0][4*i+2], r[0][4*i+3]);
+      }}
+      for (int k = 0; k < NR; k++) {{ int j = lane + 32*k; {store_k} }}
+    }}{_update(1, "true")}
+  }}"""
+  body = _attend(s, _common(s), head, queries,
+                 "t0 + chunk < p ? t0 + chunk : p;       // cached tokens of this split: [t0, t1); token p is the new one",
+                 new_row, "sp*H + g*HG + hh", scale)
+  params = (Param("part", dtypes.float32, True), Param("ml", dtypes.float32, True), Param("cache", dtypes.float32, True),
+            Param("q_lat", dtypes.float32), Param("q_raw", dtypes.float32), Param("kv_raw", dtypes.float32),
+            Param("kv_norm_w", dtypes.float32, weight=True), Param("rope_cos", dtypes.float32, weight=True),
+            Param("rope_sin", dtypes.float32, weight=True),
+            Param("pos", dtypes.int32))
+  return SourceKernel(f"mla_attend_h{s.n_head}_kv{s.kv_lora}_r{s.qk_rope}" + (f"_o{kv_offset}" if kv_offset else ""), params, body,
+                      (SPLITS, 1, 1), (32, g, 1), _ROPE_LANE)
+
+def prefill_attend_kernel(s: AttentionShape, scale: float, tokens: int, max_context: int) -> SourceKernel:
+  """Prefill: the attend kernel for a chunk of `tokens` queries, q (tokens, n_head, kv_lora) absorbed and qpe (tokens,
+  n_head, qk_rope) roped (as apps/mla.py computes them), over the cache, into which the chunk's rows were already written;
+  token t (at position pos[0] + t) sees keys 0..pos[0] + t. Grid (splits, tokens): a workgroup per split of a token's
+  keys, the last token's first (the most keys: the longest workgroups start first and the short ones fill the tail).
+  With one split (prefill_splits) it writes the output (tokens, n_head, kv_lora) itself, else the combine's partials."""
+  _check_shape(s)
+  g = s.n_head // s.heads_per_warp
+  S = prefill_splits(tokens)
+  head = f"""
+  int lane = LID_X, g = LID_Y, sp = GID_X, tok = {tokens - 1} - GID_Y;"""
+  queries = f"""
+    {_load4("ql[hh]", "((const GLOBAL float4*)(q + (tok*H + h)*KV))[v]", s)}
+    for (int k = 0; k < NR; k++) {{ int j = lane + 32*k; qr[hh][k] = {_rope_guard(s, f"qpe[(tok*H + h)*{s.qk_rope} + j]")}; }}"""
+  body = _attend(s, _common(s, f"({tokens - 1} - GID_Y)", max_context, S), head, queries,
+                 "t0 + chunk < n ? t0 + chunk : n;       // the keys of this split: [t0, t1)", "",
+                 "tok*H + g*HG + hh" if S == 1 else "(tok*S + sp)*H + g*HG + hh", scale, final=S == 1)
+  outs = (Param("out", dtypes.float32, True),) if S == 1 else (Param("part", dtypes.float32, True), Param("ml", dtypes.float32, True))
+  params = outs + (Param("q", dtypes.float32), Param("qpe", dtypes.float32), Param("cache", dtypes.float32), Param("pos", dtypes.int32))
+  return SourceKernel(f"mla_prefill_attend_{tokens}_h{s.n_head}_kv{s.kv_lora}_r{s.qk_rope}", params, body, (S, tokens, 1), (32, g, 1), trigger=False)
+
+# ---- prefill on the tensor cores (CUDA sm_80+): the chunk's (token, head) rows 16 at a time, a flash-attention tile
+
+MMA_ROWS = 16   # (token, head) rows per workgroup: one m16 tile of mma.sync
+MMA_KEYS = 8    # keys per shared-memory stage: one n8 tile of the scores, one k8 step of the values
+
+def mma_warps(s: AttentionShape) -> int:
+  """Warps of the tensor-core prefill kernel (0: it does not serve `s`): each owns an equal slice of the score's
+  kv_lora + qk_rope dims (k-steps of 8) and of the kv_lora value columns (n-tiles of 8); 8 where both divide."""
+  D = s.kv_lora + s.qk_rope
+  nw = next((nw for nw in (8, 4, 2, 1) if D % 8 == 0 and (D // 8) % nw == 0 and s.kv_lora % 8 == 0 and (s.kv_lora // 8) % nw == 0), 0)
+  return nw if 2 * MMA_KEYS * (D + 4) * 4 + 32 * nw * 16 <= 48 * 1024 else 0   # two stages and the partial scores
+
+def prefill_mma_kernel(s: AttentionShape, scale: float, tokens: int, max_context: int) -> SourceKernel:
+  """The prefill attend kernel on the tensor cores, the same parameters and output as prefill_attend_kernel with one split
+  (out, q, qpe, cache, pos). Rows are the chunk's (token, head) pairs, r = token * n_head + head; a workgroup owns 16 of
+  them (one m16 tile; the last tile first: the most keys) and walks their keys 0..n - 1 (the last row's) 8 at a time
+  through shared memory (two stages, cp.async: the next stage loads while this one computes). Warp w computes the
+  scores of its slice of the dims (its queries in registers), the slices meet in shared memory, and every warp runs the
+  online softmax of the 16 x 8 tile (each row masked at its own token's position) and accumulates its slice of the value
+  columns from the same staged keys. Products are three tf32 mma.sync (hi hi + hi lo + lo hi: fp32 accuracy), a stage's
+  values summed apart and added to the running output in fp32 (the tensor cores' sums truncate: over thousands of keys
+  in one accumulator that shows). The cache rows up to the last token's position must hold finite numbers, a padded
+  token's too: a row's zero weights still multiply the values of the keys past its own (the model's cache starts zeroed)."""
+  nw = mma_warps(s)
+  assert nw and tokens > 0, s
+  D, KV = s.kv_lora + s.qk_rope, s.kv_lora
+  rows = tokens * s.n_head
+  tiles = -(-rows // MMA_ROWS)
+  keys = f"(min(p0 + (({{r}}) < ROWS ? ({{r}}) : ROWS - 1) / H, {max_context - 1}) + 1)"
+  nk = D // nw // 8
+  # hi = x rounded to tf32 (nearest, ties away: +half an ulp of tf32, truncate), lo = x - hi (exact; the mma truncates it)
+  split = lambda x, h, l: f"{h} = AS_FLOAT((AS_UINT({x}) + 0x1000u) & 0xffffe000u); {l} = {x} - {h};"
+  d4 = D // 4
+  tail = f"if (lane < {d4 % 32}) CP_ASYNC16(dst + {d4 - d4 % 32}, src + {d4 - d4 % 32}); " if d4 % 32 else ""
+  body = f"""  GRID_WAIT();
+  const int H = {s.n_head}, KV = {KV}, R = {s.qk_rope}, D = {D}, ST = {D + 4}, ROWS = {rows};
+  const int DW = {D // nw}, CW = {KV // nw}, NK = {nk}, NN = {KV // nw // 8};
+  const float NEG = {NEG}, SCALE2 = {_f32(scale * math.log2(math.e))};
+  int lane = LID_X, w = LID_Y, g = lane >> 2, t = lane & 3;
+  int r0 = ({tiles - 1} - (int)GID_X) * {MMA_ROWS}, ra = r0 + g, rb = ra + 8;
+  int p0 = pos[0];
+  // keys 0..n - 1 of row r: its token's position pos[0] + r / H (clamped to the context: a padded token), + 1
+  int na = {keys.format(r="ra")}, nb = {keys.format(r="rb")}, nmax = {keys.format(r=f"r0 + {MMA_ROWS - 1}")};
+  // this warp's dims DW*w.. of the 16 queries as A fragments (rows g, g + 8; dims t, t + 4 of each step of 8), scaled to
+  // base-2 scores and split into tf32 hi + lo
+  float qh[NK][4], ql[NK][4];
+  for (int j = 0; j < NK; j++) for (int i = 0; i < 4; i++) {{
+    int r = (i & 1) ? rb : ra, d = DW*w + 8*j + t + 4*(i >> 1);
+    float x = r < ROWS ? (d < KV ? q[r*KV + d] : qpe[r*R + d - KV]) * SCALE2 : 0.0f;
+    {split("x", "qh[j][i]", "ql[j][i]")}
+  }}
+  // two stages of 8 key rows, ST = D + 4 floats apart: the score fragments (keys g, dims t) read 32 banks, the value
+  // fragments (keys t, columns g) 16 (an unpadded row of 576 floats would put all 8 keys on one bank)
+  SHARED float4 stage[2*{MMA_KEYS}*ST/4];
+  SHARED float4 part[{32 * nw}];                 // the warps' partial scores, in the order the A fragments of P read them
+  const float* st = (const float*)stage;
+  float o[NN][4], ma = NEG, mb = NEG, la = 0.0f, lb = 0.0f;
+  for (int n = 0; n < NN; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+  // stage b <- key rows c0..c0 + 7 (past the last one: the last one again); warp w copies rows w, w + {nw}, ..
+  #define LOAD_STAGE(c0, b) for (int ii = 0; ii < {MMA_KEYS // nw}; ii++) {{ \
+    int i = w + {nw}*ii, key = (c0) + i < nmax ? (c0) + i : nmax - 1; \
+    const float4* src = (const float4*)(cache + key*D) + lane; float4* dst = stage + ((b)*{MMA_KEYS} + i)*ST/4 + lane; \
+    for (int j = 0; j < {d4 // 32}; j++) CP_ASYNC16(dst + 32*j, src + 32*j); \
+    {tail}}}
+  LOAD_STAGE(0, 0)
+  for (int c0 = 0, b = 0; c0 < nmax; c0 += {MMA_KEYS}, b ^= 1) {{
+    CP_ASYNC_WAIT();
+    BARRIER();                            // stage b is in for every thread; stage b ^ 1 and part are free again
+    if (c0 + {MMA_KEYS} < nmax) LOAD_STAGE(c0 + {MMA_KEYS}, b ^ 1)
+    const float* kb = st + b*{MMA_KEYS}*ST;
+    // partial scores: this warp's dims of the 16 rows . keys c0 + 0..7 (B fragment: key g, dims t, t + 4); hi hi and the
+    // two cross terms in two accumulators each for the even and the odd steps (four chains of dependent mma, not one)
+    float sc2[2][2][4];
+    for (int e = 0; e < 2; e++) for (int u = 0; u < 2; u++) for (int i = 0; i < 4; i++) sc2[e][u][i] = 0.0f;
+    const float* kr = kb + g*ST + DW*w + t;
+    for (int j = 0; j < NK; j++) {{
+      float k0 = kr[8*j], k1 = kr[8*j + 4], k0h, k1h, k0l, k1l;
+      {split("k0", "k0h", "k0l")} {split("k1", "k1h", "k1l")}
+      MMA_TF32(sc2[j & 1][0], qh[j], k0h, k1h); MMA_TF32(sc2[j & 1][1], qh[j], k0l, k1l); MMA_TF32(sc2[j & 1][1], ql[j], k0h, k1h);
+    }}
+    // C (row g | g + 8, key 2t + e) goes to lane 4 g + (2t + e) % 4, slot (row >= 8) + 2 (key >= 4)
+    float* pw = (float*)part + w*128;
+    int sa = (4*g + ((2*t) & 3))*4 + 2*(t >> 1), sb = (4*g + ((2*t + 1) & 3))*4 + 2*(t >> 1);
+    float cs[4];
+    for (int i = 0; i < 4; i++) cs[i] = (sc2[0][0][i] + sc2[1][0][i]) + (sc2[0][1][i] + sc2[1][1][i]);
+    pw[sa] = cs[0]; pw[sb] = cs[1]; pw[sa + 1] = cs[2]; pw[sb + 1] = cs[3];
+    BARRIER();
+    // the scores of rows a, b at keys c0 + t (s[0], s[1]) and c0 + t + 4 (s[2], s[3]): the A fragment of P
+    float sc[4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
+    for (int v = 0; v < {nw}; v++) {{ float4 x = part[v*32 + lane]; sc[0] += x.x; sc[1] += x.y; sc[2] += x.z; sc[3] += x.w; }}
+    int k0i = c0 + t, k1i = k0i + 4;
+    sc[0] = k0i < na ? sc[0] : NEG; sc[1] = k0i < nb ? sc[1] : NEG; sc[2] = k1i < na ? sc[2] : NEG; sc[3] = k1i < nb ? sc[3] : NEG;
+    // online softmax: the row's max over the stage (its 8 keys sit in the lane's quad), rescale, weights
+    float xa = FMAX(sc[0], sc[2]), xb = FMAX(sc[1], sc[3]);
+    xa = FMAX(xa, SHFL_XOR(xa, 1)); xb = FMAX(xb, SHFL_XOR(xb, 1));
+    xa = FMAX(xa, SHFL_XOR(xa, 2)); xb = FMAX(xb, SHFL_XOR(xb, 2));
+    xa = FMAX(xa, ma); xb = FMAX(xb, mb);
+    float aa = EXP2(ma - xa), ab = EXP2(mb - xb);
+    ma = xa; mb = xb;
+    float pr[4] = {{EXP2(sc[0] - xa), EXP2(sc[1] - xb), EXP2(sc[2] - xa), EXP2(sc[3] - xb)}}, ph[4], pl[4];
+    la = la*aa + (pr[0] + pr[2]); lb = lb*ab + (pr[1] + pr[3]);
+    for (int i = 0; i < 4; i++) {{ {split("pr[i]", "ph[i]", "pl[i]")} }}
+    // out = out * alpha + P . V over this warp's columns CW*w.. (B fragment: keys t, t + 4, column g)
+    const float* vr = kb + t*ST + CW*w + g;
+    for (int n = 0; n < NN; n++) {{
+      float v0 = vr[8*n], v1 = vr[8*n + 4*ST], v0h, v1h, v0l, v1l;
+      {split("v0", "v0h", "v0l")} {split("v1", "v1h", "v1l")}
+      float acc[4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
+      MMA_TF32(acc, ph, v0h, v1h); MMA_TF32(acc, ph, v0l, v1l); MMA_TF32(acc, pl, v0h, v1h);
+      o[n][0] = o[n][0]*aa + acc[0]; o[n][1] = o[n][1]*aa + acc[1]; o[n][2] = o[n][2]*ab + acc[2]; o[n][3] = o[n][3]*ab + acc[3];
+    }}
+  }}
+  #undef LOAD_STAGE
+  la += SHFL_XOR(la, 1); la += SHFL_XOR(la, 2); lb += SHFL_XOR(lb, 1); lb += SHFL_XOR(lb, 2);
+  float ia = 1.0f / la, ib = 1.0f / lb;
+  for (int n = 0; n < NN; n++) {{
+    int col = CW*w + 8*n + 2*t;
+    if (ra < ROWS) {{ out[ra*KV + col] = o[n][0] * ia; out[ra*KV + col + 1] = o[n][1] * ia; }}
+    if (rb < ROWS) {{ out[rb*KV + col] = o[n][2] * ib; out[rb*KV + col + 1] = o[n][3] * ib; }}
+  }}"""
+  params = (Param("out", dtypes.float32, True), Param("q", dtypes.float32), Param("qpe", dtypes.float32), Param("cache", dtypes.float32),
+            Param("pos", dtypes.int32))
+  # from two tiles per SM on, compiled to fit two workgroups per SM (128 registers, a few spill: H100, 512 tokens -13% per
+  # block); one wave of tiles (128 tokens) runs 13% faster with one and no spills
+  return SourceKernel(f"mla_prefill_mma_{tokens}_h{s.n_head}_kv{KV}_r{s.qk_rope}", params, body, (tiles, 1, 1), (32, nw, 1),
+                      trigger=False, min_blocks=2 if tiles >= 2 * matvec.SMS else 1)
+
+def combine_kernel(s: AttentionShape, tokens: int = 0, max_context: int = 0) -> SourceKernel:
+  """The partials of a decode token's splits (or, with `tokens`, of each prefill token's, grid z) into out (H, kv_lora)
+  (or (tokens, H, kv_lora))."""
+  _check_shape(s)
+  cw = COMBINE_WARPS
+  guard_v = "" if (s.kv_lora // 4) % 32 == 0 else "if (v < KV4) "
+  body = f"""{_common(s, "GID_Z" if tokens else None, max_context, prefill_splits(tokens) if tokens else PREFILL_SPLITS)}
+  const int CW = {cw}{"" if not guard_v else f", KV4 = {s.kv_lora // 4}"};
+  int h = GID_X, lane = LID_X, w = LID_Y, v = GID_Y*32 + lane, b0 = {"GID_Z*S*H" if tokens else "0"};
+  int ns = (n + chunk - 1) / chunk;              // the splits that hold tokens: exactly those the attend kernel wrote
+  SHARED float red_m[CW], red_l[CW], red_a[CW][128];
+  // the largest partial max: each thread looks at a split or a few, then warp and workgroup max
+  float mx = NEG;
+  for (int sp = w*32 + lane; sp < ns; sp += 32*CW) {{ float ms = ml[2*(b0 + sp*H + h)]; mx = ms > mx ? ms : mx; }}
+  mx = WARP_MAX(mx);
+  if (lane == 0) red_m[w] = mx;
+  BARRIER();
+  mx = red_m[0];
+  for (int k = 1; k < CW; k++) mx = red_m[k] > mx ? red_m[k] : mx;
+  // warp w sums splits w, w + CW, ..., each rescaled to the common max
+  float L = 0.0f, a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+  for (int sp = w; sp < ns; sp += CW) {{
+    int b = b0 + sp*H + h;
+    float f = EXP2(ml[2*b] - mx);
+    L += f * ml[2*b + 1];
+    {guard_v}{{ float4 x = ((const GLOBAL float4*)(part + b*KV))[v]; a0 += f * x.x; a1 += f * x.y; a2 += f * x.z; a3 += f * x.w; }}
+  }}
+  red_a[w][4*lane] = a0; red_a[w][4*lane+1] = a1; red_a[w][4*lane+2] = a2; red_a[w][4*lane+3] = a3;
+  if (lane == 0) red_l[w] = L;
+  BARRIER();
+  if (w == 0) {{
+    for (int k = 1; k < CW; k++) {{
+      a0 += red_a[k][4*lane]; a1 += red_a[k][4*lane+1]; a2 += red_a[k][4*lane+2]; a3 += red_a[k][4*lane+3]; L += red_l[k];
+    }}
+    {guard_v}((GLOBAL float4*)(out + ({"GID_Z*H + " if tokens else ""}h)*KV))[v] = FLOAT4(a0 / L, a1 / L, a2 / L, a3 / L);
+  }}"""
+  params = (Param("out", dtypes.float32, True), Param("part", dtypes.float32), Param("ml", dtypes.float32), Param("pos", dtypes.int32))
+  name = f"mla_prefill_combine_{tokens}" if tokens else "mla_combine"
+  return SourceKernel(f"{name}_h{s.n_head}_kv{s.kv_lora}", params, body, (s.n_head, -(-s.kv_lora // 128), max(1, tokens)), (32, cw, 1),
+                      trigger=not tokens)
+
+@cached
+def kernels(s: AttentionShape, scale: float, eps: float, device: str, kv_offset: int = 0, trigger: bool = True):
+  """The custom_kernel bodies (attend, combine) for shape `s` on `device` (a CUDA or Metal device); trigger=False: without
+  GRID_TRIGGER() (Fusions.trigger off)."""
+  return program(attend_kernel(s, scale, eps, kv_offset), device, trigger), program(combine_kernel(s), device, trigger)
+
+@cached
+def prefill_kernels(s: AttentionShape, scale: float, tokens: int, max_context: int, device: str):
+  """The custom_kernel bodies (attend, combine) of a prefill chunk of `tokens` on `device` (combine None: one split)."""
+  if has_mma(device) and mma_warps(s): return program(prefill_mma_kernel(s, scale, tokens, max_context), device), None
+  combine = program(combine_kernel(s, tokens, max_context), device) if prefill_splits(tokens) > 1 else None
+  return program(prefill_attend_kernel(s, scale, tokens, max_context), device), combine
+
+def available(device: str) -> bool: return language_of(device) is not None
+
+def _expect(t: Tensor, shape: tuple[int, ...], name: str, dtype=dtypes.float32) -> Tensor:
+  if t.dtype != dtype: raise ValueError(f"mla_decode_attention: {name} is {t.dtype}, expected {dtype}")
+  if t.shape != shape:
+    if math.prod(t.shape) != math.prod(shape): raise ValueError(f"mla_decode_attention: {name} has shape {t.shape}, expected {shape}")
+    t = t.reshape(shape)
+  return t
+
+def mla_decode_attention(q_lat: Tensor, q_raw: Tensor, kv_raw: Tensor, kv_norm_w: Tensor, cache: Tensor, rope_cos: Tensor,
+                         rope_sin: Tensor, pos: Tensor, *, n_head: int, kv_lora: int, qk_nope: int, qk_rope: int, scale: float,
+                         eps: float, kv_offset: int = 0, fusions: Fusions = Fusions()) -> Tensor:
+  """Attention output (n_head, kv_lora) fp32 of one new token at position pos[0] (an int32 (1,) buffer), and its latent row
+  written into cache[pos] (in place, by the same kernel: realize the output). See the module docstring for the math.
+  q_raw: (n_head, qk_nope + qk_rope), or a longer flat buffer that starts with them (a stacked [q; kv_a] output).
+  kv_offset: the new token's kv row is kv_raw[kv_offset : kv_offset + kv_lora + qk_rope] (a multiple of 4). fusions: the
+  model's (trigger)."""
+  s = AttentionShape(n_head, kv_lora, qk_nope, qk_rope)
+  _check_shape(s)
+  dev = q_lat.device
+  max_context = cache.shape[0]
+  q_lat = _expect(q_lat, (n_head, kv_lora), "q_lat")
+  longer = q_raw.ndim == 1 and isinstance(q_raw.shape[0], int) and q_raw.shape[0] > n_head * (qk_nope + qk_rope)
+  q_raw = _expect(q_raw, q_raw.shape if longer else (n_head, qk_nope + qk_rope), "q_raw")  # longer: the heads first, read in place
+  if kv_offset < 0 or kv_offset % 4: raise ValueError(f"mla_decode_attention: kv_offset {kv_offset} is not a non-negative multiple of 4")
+  kv_raw = _expect(kv_raw, (kv_offset + kv_lora + qk_rope,), "kv_raw")
+  kv_norm_w = _expect(kv_norm_w, (kv_lora,), "kv_norm_w")
+  cache = _expect(cache, (max_context, kv_lora + qk_rope), "cache")
+  rope_cos, rope_sin = _expect(rope_cos, (max_context, qk_rope // 2), "rope_cos"), _expect(rope_sin, (max_context, qk_rope // 2), "rope_sin")
+  pos = _expect(pos, (1,), "pos", dtypes.int32)
+  for name, t in (("q_raw", q_raw), ("kv_raw", kv_raw), ("kv_norm_w", kv_norm_w), ("cache", cache), ("rope_cos", rope_cos),
+                  ("rope_sin", rope_sin), ("pos", pos)):
+    if t.device != dev: raise ValueError(f"mla_decode_attention: {name} is on {t.device}, q_lat on {dev}")
+  if not available(dev): raise ValueError(f"mla_decode_attention: device {dev} compiles no hand-written kernels (use the reference)")
+  attend, combine = kernels(s, float(scale), float(eps), dev, kv_offset, fusions.trigger)
+  part, ml, *_ = Tensor.empty(SPLITS, n_head, kv_lora, device=dev).custom_kernel(
+    Tensor.empty(SPLITS, n_head, 2, device=dev), cache, q_lat, q_raw, kv_raw, kv_norm_w, rope_cos, rope_sin, pos, fxn=attend)
+  return Tensor.empty(n_head, kv_lora, device=dev).custom_kernel(part, ml, pos, fxn=combine)[0]
+
+def mla_prefill_attention(q: Tensor, q_pe: Tensor, cache: Tensor, pos: Tensor, *, kv_lora: int, qk_rope: int, scale: float,
+                          fusions: Fusions = Fusions()) -> Tensor:
+  """Causal attention output (T, n_head, kv_lora) fp32 of a prefill chunk: q (T, n_head, kv_lora) absorbed and q_pe (T,
+  n_head, qk_rope) roped, of the tokens at positions pos[0] .. pos[0] + T - 1 (pos an int32 (1,) buffer) over the cache
+  rows 0 .. their position (the chunk's rows must already be in `cache`). A symbolic T (a chunk of variable length) runs
+  its bound and is sliced back. fusions: the model's (slices; the prefill kernels have no trigger)."""
+  T, n_head = q.shape[0], q.shape[1]
+  s = AttentionShape(n_head, kv_lora, 0, qk_rope)
+  _check_shape(s)
+  dev, max_context = q.device, cache.shape[0]
+  if q.ndim != 3 or q.shape[2] != kv_lora or not isinstance(n_head, int):
+    raise ValueError(f"mla_prefill_attention: q has shape {q.shape}, expected (T, n_head, {kv_lora})")
+  if q_pe.ndim != 3 or q_pe.shape[1:] != (n_head, qk_rope):
+    raise ValueError(f"mla_prefill_attention: q_pe has shape {q_pe.shape}, expected (T, {n_head}, {qk_rope})")
+  cache = _expect(cache, (max_context, kv_lora + qk_rope), "cache")
+  pos = _expect(pos, (1,), "pos", dtypes.int32)
+  for name, t in (("q", q), ("q_pe", q_pe)):
+    if t.dtype != dtypes.float32: raise ValueError(f"mla_prefill_attention: {name} is {t.dtype}, expected {dtypes.float32}")
+  for name, t in (("q_pe", q_pe), ("cache", cache), ("pos", pos)):
+    if t.device != dev: raise ValueError(f"mla_prefill_attention: {name} is on {t.device}, q on {dev}")
+  if not available(dev): raise ValueError(f"mla_prefill_attention: device {dev} compiles no hand-written kernels")
+  (q, q_pe), T, Tmax = to_bound(q, q_pe, slices=fusions.slices)
+  out = launch_prefill(*prefill_kernels(s, float(scale), Tmax, max_context, dev), q.contiguous(), q_pe.contiguous(), cache, pos)
+  return out if isinstance(T, int) else out[:T]
+
+def launch_prefill(attend, combine, q: Tensor, q_pe: Tensor, cache: Tensor, pos: Tensor) -> Tensor:
+  """The output (T, n_head, kv_lora) of prefill_kernels' pair for q (T, n_head, kv_lora) and q_pe of a concrete T: the
+  attend kernel alone (combine None), or its partials of prefill_splits(T) splits and their combine."""
+  (T, n_head, kv_lora), dev = q.shape, q.device
+  if combine is None: return Tensor.empty(T, n_head, kv_lora, device=dev).custom_kernel(q, q_pe, cache, pos, fxn=attend)[0]
+  S = prefill_splits(T)
+  part, ml, *_ = Tensor.empty(T, S, n_head, kv_lora, device=dev).custom_kernel(Tensor.empty(T, S, n_head, 2, device=dev), q, q_pe,
+                                                                               cache, pos, fxn=attend)
+  return Tensor.empty(T, n_head, kv_lora, device=dev).custom_kernel(part, ml, pos, fxn=combine)[0]
