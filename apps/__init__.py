@@ -44,3 +44,8 @@ os.environ.setdefault("ALLOW_TF32", "2")
 # compiles them (CUDA, Metal; elsewhere the portable kernels with the optimizations apps.dispatch.plan_opts picks), or
 # "generated", tinygrad's own code generator for every kernel (heuristics, or BEAM), as on a device without hand-written ones
 KERNEL_PATHS = ("hand", "generated")
+
+# The latent cache's element type (Transformer(cache_type=...), --cache-type, as llama.cpp's -ctk): "f32", exact, or "f16",
+# half the bytes (what llama.cpp keeps by default): each cached row is rounded to fp16 once, and the attention reads it
+# exactly (the journal and the README give the logits' distance it costs)
+CACHE_TYPES = ("f32", "f16")

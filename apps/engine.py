@@ -114,7 +114,7 @@ class Engine:
 
   @staticmethod
   def load(source: Source, max_context: int | None = None, device: str | None = None, quiet: bool = False, kernels: str = "hand",
-           capture_dir: Path | None = None) -> Engine:
+           capture_dir: Path | None = None, cache_type: str = "f32") -> Engine:
     """The model of `source`, its prefill and decode steps kept in capture_dir across processes (.cache/captures by
     default: apps/captures.py)."""
     from apps.mla import Config
@@ -132,14 +132,15 @@ class Engine:
         gib, s = (GlobalCounters.mem_used - mem0) / 2**30, time.perf_counter() - t0
         sys.stderr.write(f"{chr(13) if tty else ''}llm: block {i}/{n} loaded ({gib:.2f} GiB, {s:.1f} s)" + ("\n" if i == n else ""))
         sys.stderr.flush()
-      model = Transformer(gf, max_context, device, progress=progress, kernels=kernels, capture_dir=capture_dir or captures.default_dir())
+      model = Transformer(gf, max_context, device, progress=progress, kernels=kernels, capture_dir=capture_dir or captures.default_dir(),
+                          cache_type=cache_type)
     if not quiet:
       model.captures.on_new = _note_step
       model.captures.on_unsaved = lambda step, e: note(f"could not keep a captured step in {model.captures.dir} ({e}): "
                                                        "the next run captures it again")
       per_token = sum(c.nbytes() for c in model.caches) / model.max_context  # the latent cache: every block's row of a token
       note(f"loaded {source.name} in {time.perf_counter() - t0:.1f} s on {model.device}, context {model.max_context} tokens "
-           f"({per_token / 1024:.1f} KiB of latent cache a token, {per_token * model.max_context / 2**20:.0f} MiB in all)")
+           f"({per_token / 1024:.1f} KiB of {cache_type} latent cache a token, {per_token * model.max_context / 2**20:.0f} MiB in all)")
     return Engine(model, tok, tmpl, source, model.active_weight_bytes())
 
   @property

@@ -20,7 +20,7 @@ if not __package__:  # run as a script: import from the repo root, and not from 
 import argparse, json, os, platform, secrets, shutil, signal, subprocess, time
 from dataclasses import dataclass, field, asdict
 import apps  # noqa: F401  (the patched tinygrad first on sys.path; before anything imports tinygrad)
-from apps import synth, models, KERNEL_PATHS
+from apps import synth, models, KERNEL_PATHS, CACHE_TYPES
 from apps.chat import ChatError
 from apps.engine import CPU_LIKE, DEFAULT_PRESET, Engine, UserError, note, resolve_model
 
@@ -245,6 +245,8 @@ def parser() -> argparse.ArgumentParser:
   ap.add_argument("--kernels", choices=KERNEL_PATHS, default="hand", help="hand: hand-written kernels where the device has them "
                   "(CUDA, Metal; default); generated: tinygrad's own code generator for every kernel")
   ap.add_argument("--max-context", type=_int(2), default=4096, help="KV cache length in tokens (default 4096; at most the model's)")
+  ap.add_argument("--cache-type", choices=CACHE_TYPES, default="f32", help="the latent cache's elements: f32 (default, exact) or f16 "
+                  "(half the memory and the bytes attention reads, as llama.cpp's default; rows rounded to fp16 once)")
   ap.add_argument("--list-models", action="store_true", help="list known model names and synthetic presets")
   g = ap.add_argument_group("generation")
   g.add_argument("-p", "--prompt", help="complete this text (raw, no chat template unless --chat) and exit")
@@ -310,7 +312,7 @@ def run(args) -> int:
     return 0
   args.device = open_device(args.device)
   source = resolve_model(args.model, args.mix, args.device)
-  engine = Engine.load(source, args.max_context, args.device, kernels=args.kernels)
+  engine = Engine.load(source, args.max_context, args.device, kernels=args.kernels, cache_type=args.cache_type)
   if args.benchmark is not None: return run_benchmark(engine, args)
   if args.serve is not None:
     from apps.server import serve

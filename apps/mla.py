@@ -340,7 +340,7 @@ class Block:
     else:
       q = self.attn_q_b(self.attn_q_a(x, norm=xn), norm=qn) if cfg.q_lora_rank else self.attn_q(x, norm=xn)
       kv = self.attn_kv_a_mqa(x, norm=xn)                                       # (T, kv_lora + rope)
-    if tables is not None and isinstance(T, int) and T == 1 and self.hand_written(x.device) and cache.dtype == dtypes.float32:
+    if tables is not None and isinstance(T, int) and T == 1 and self.hand_written(x.device):
       # q_nope of every head, read in place (from q, or from the stacked [q; kv_a] output), absorbed: (1, H, kv_lora)
       q_lat = self.attn_k_b.batched(q.reshape(1, -1), prefix=True, slot_stride=kq)
       out = self.kernel_modules.mla_attention.mla_decode_attention(
@@ -357,7 +357,7 @@ class Block:
     k_pe = apply_rope(kv[:, cfg.kv_lora_rank:].float(), cos, sin)
     row = self.split(c_kv.cat(k_pe, dim=-1).cast(self.cache_dtype), "kv")
     cache = Tensor(cache.uop.after(cache[start_pos:start_pos + T].uop.store(row.uop)))
-    if tables is not None and self.hand_written(x.device) and cache.dtype == dtypes.float32:
+    if tables is not None and self.hand_written(x.device):
       # causal attention of the chunk over the cache: one kernel on the tensor cores (CUDA sm_80+), else a split of each
       # token's keys and their combine
       out = self.kernel_modules.mla_attention.mla_prefill_attention(q_lat.float(), q_pe.float(), cache, tables[2], kv_lora=cfg.kv_lora_rank,

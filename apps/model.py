@@ -14,7 +14,7 @@ import numpy as np
 from tinygrad import Tensor, TinyJit, UOp, Device, dtypes
 from apps.gguf import GGUFFile
 from apps.mla import Block, Config, DEFAULT_SPLIT_MASK
-from apps import KERNEL_PATHS
+from apps import KERNEL_PATHS, CACHE_TYPES
 from apps.kernels import Fusions, KernelModules
 from apps.quantized import QuantizedEmbedding, QuantizedExpertWeights, QuantizedLinear, load_tensor
 from apps import sampling
@@ -28,7 +28,9 @@ class ContextOverflow(ValueError):
 class Transformer:
   def __init__(self, gf: GGUFFile, max_context: int | None = None, device: str | None = None, split_mask: int = DEFAULT_SPLIT_MASK,
                prefill_chunks: Sequence[int] = (512, 128), progress: Callable[[int, int], None] | None = None, kernels: str = "hand",
-               fusions: Fusions = Fusions(), kernel_modules: KernelModules | None = None, capture_dir: Path | None = None):
+               fusions: Fusions = Fusions(), kernel_modules: KernelModules | None = None, capture_dir: Path | None = None,
+               cache_type: str = "f32"):
+    if cache_type not in CACHE_TYPES: raise ValueError(f"cache type {cache_type!r}: choose one of {', '.join(CACHE_TYPES)}")
     self.cfg = cfg = Config.from_gguf(gf)
     self.path, self.split_mask = Path(gf.path), split_mask
     self.device = Device.canonicalize(device)
@@ -36,6 +38,7 @@ class Transformer:
     # almost nothing, while one fp16 rounding per layer moves logits of a 27-block random model by ~1e-2 (measured, and
     # the same as llama.cpp's default f16 KV cache on that file). Weights are dequantized in registers either way.
     self.act_dtype = dtypes.float32
+    self.cache_dtype = {"f32": dtypes.float32, "f16": dtypes.float16}[cache_type]   # the latent cache (apps.CACHE_TYPES)
     self.max_context = min(max_context or 4096, cfg.context_length)
     self.token_embd = QuantizedEmbedding.from_gguf(gf, "token_embd.weight", self.device)
     self.output_norm = load_tensor(gf, "output_norm.weight", self.device)
@@ -43,9 +46,9 @@ class Transformer:
     self.output = QuantizedLinear.from_gguf(gf, "output.weight", self.device) if "output.weight" in gf.tensors else QuantizedLinear(self.token_embd.w)
     self.blocks: list[Block] = []
     for i in range(cfg.n_layer):
-      self.blocks.append(Block(gf, i, cfg, self.device, self.act_dtype, split_mask, fusions))
+      self.blocks.append(Block(gf, i, cfg, self.device, self.cache_dtype, split_mask, fusions))
       if progress: progress(i + 1, cfg.n_layer)
-    self.caches = [Tensor.zeros(self.max_context, cfg.kv_lora_rank + cfg.qk_rope, dtype=self.act_dtype, device=self.device).contiguous()
+    self.caches = [Tensor.zeros(self.max_context, cfg.kv_lora_rank + cfg.qk_rope, dtype=self.cache_dtype, device=self.device).contiguous()
                    for _ in self.blocks]
     ang = np.arange(self.max_context, dtype=np.float64)[:, None] * cfg.rope_freqs()[None, :]
     self.rope_cos = Tensor((np.cos(ang) * cfg.rope_mag).astype(np.float32), device=self.device)
@@ -111,7 +114,7 @@ class Transformer:
   def _capture_key(self) -> str:
     modules = tuple((f.name, getattr(m, "__file__", None), Path(m.__file__).read_bytes() if getattr(m, "__file__", None) else None)
                     for f in fields(self.kernel_modules) if (m := getattr(self.kernel_modules, f.name)) is not None)
-    settings = (self.max_context, self.prefill_chunks, self.kernels, self.fusions, self.split_mask, self.act_dtype, modules)
+    settings = (self.max_context, self.prefill_chunks, self.kernels, self.fusions, self.split_mask, self.act_dtype, self.cache_dtype, modules)
     return captures.model_key(self.path, settings, self.device)
 
   @staticmethod

@@ -163,6 +163,7 @@ static void emu_mma_tf32(float* c, const float* a, float b0, float b1) {
 #define MMA_K16(c, a0, a1, b0) do { unsigned a_[2] = {(unsigned)(a0), (unsigned)(a1)}, b_[2] = {(unsigned)(b0), 0u}; emu_mma((c), a_, b_, 16); } while (0)
 typedef _Float16 half;
 static inline float __half2float(half h) { return (float)h; }
+static inline half __float2half_rn(float f) { return (half)f; }
 static inline half __ushort_as_half(unsigned short s) { half h; memcpy(&h, &s, 2); return h; }
 static inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
   unsigned long long v = ((unsigned long long)y << 32) | x; unsigned r = 0;

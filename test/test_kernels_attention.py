@@ -46,7 +46,8 @@ def make_case(s: AttentionShape, pos: int, max_context: int, seed: int = 0, thet
               scale=1 / math.sqrt(s.qk_nope + s.qk_rope), eps=1e-6)
 
 def numpy_attention(s: AttentionShape, c: dict) -> tuple[np.ndarray, np.ndarray]:
-  """(out (H, kv_lora), new cache row) in float64, straight from the formula."""
+  """(out (H, kv_lora), new cache row) in float64, straight from the formula; with an fp16 cache the new row is rounded to
+  it, as the cache holds it."""
   f = lambda k: c[k].astype(np.float64)
   p = int(c["pos"][0])
   cos, sin = f("rope_cos")[p], f("rope_sin")[p]
@@ -56,6 +57,7 @@ def numpy_attention(s: AttentionShape, c: dict) -> tuple[np.ndarray, np.ndarray]
   kv = f("kv_raw")
   c_kv = kv[:s.kv_lora] / np.sqrt(np.mean(kv[:s.kv_lora] ** 2) + c["eps"]) * f("kv_norm_w")
   row = np.concatenate([c_kv, rope(kv[s.kv_lora:])])
+  if c["cache"].dtype == np.float16: row = row.astype(np.float16).astype(np.float64)
   keys = np.concatenate([f("cache")[:p], row[None]])
   q = np.concatenate([f("q_lat"), rope(f("q_raw")[:, s.qk_nope:])], axis=-1)
   sc = q @ keys.T * c["scale"]
@@ -97,7 +99,7 @@ def test_reference_symbolic_pos():
 def emulate_attention(s: AttentionShape, c: dict, language: str, work: Path, kv_offset: int = 0) -> tuple[np.ndarray, np.ndarray]:
   """Both kernels on the emulator: (out, cache after). Partials start as NaN: reading one that was not written shows.
   kv_offset: kv_raw is passed behind that many NaNs (a stacked [q_a; kv_a] output), which the kernel must skip."""
-  attend, combine = attend_kernel(s, c["scale"], c["eps"], kv_offset), combine_kernel(s)
+  attend, combine = attend_kernel(s, c["scale"], c["eps"], kv_offset, half=c["cache"].dtype == np.float16), combine_kernel(s)
   if kv_offset: c = {**c, "kv_raw": np.concatenate([np.full(kv_offset, np.nan, np.float32), c["kv_raw"]])}
   part = np.full((SPLITS, s.n_head, s.kv_lora), np.nan, np.float32)
   ml = np.full((SPLITS, s.n_head, 2), np.nan, np.float32)
@@ -147,6 +149,19 @@ def test_kernels_emulated_metal(tmp_path):
     assert rel_err(out, ref) < 1e-5
     check_cache(s, c, cache, row)
 
+# an fp16 cache: rows read 8 halves at a time and widened, the new row rounded before its own score; SMALL at 3000: two
+# stages a split
+@pytest.mark.parametrize("shape,pos,language", [(SMALL, 37, "CUDA"), (SMALL, 3000, "CUDA"), (TINY, 40, "CUDA"), (SMALL, 37, "METAL")],
+                         ids=["small", "small-3000", "tiny", "small-metal"])
+def test_kernels_emulated_half_cache(shape, pos, language, tmp_path):
+  c = make_case(shape, pos, 4096, seed=pos + 5)
+  c["cache"] = c["cache"].astype(np.float16)
+  out, cache = emulate_attention(shape, c, language, tmp_path)
+  ref, row = numpy_attention(shape, c)
+  assert cache.dtype == np.float16 and rel_err(out, ref) < 1e-5
+  check_cache(shape, c, cache, row, rtol=0)   # the row exactly as fp16 rounds it
+  with pytest.raises(ValueError, match="multiples of 8"): attend_kernel(ODD, 0.1, 1e-6, half=True)
+
 def test_kernels_emulated_decode_sequence(tmp_path):
   """Token after token into one cache (as a replayed capture does): every step reads the rows the earlier steps wrote."""
   s, n = SMALL, 12
@@ -192,12 +207,13 @@ def emulate_prefill(s: AttentionShape, c: dict, language: str, work: Path, token
   S = prefill_splits(tokens)
   q_lat, q_pe = np.ascontiguousarray(q[..., :s.kv_lora]), np.ascontiguousarray(q[..., s.kv_lora:])
   out = np.full((tokens, s.n_head, s.kv_lora), np.nan, np.float32)
+  attend = prefill_attend_kernel(s, c["scale"], tokens, mc, half=c["cache"].dtype == np.float16)
   if S == 1:   # the attend kernel writes the output itself
-    emulate(prefill_attend_kernel(s, c["scale"], tokens, mc), language, [out, q_lat, q_pe, c["cache"], c["pos"]], work)
+    emulate(attend, language, [out, q_lat, q_pe, c["cache"], c["pos"]], work)
     return out
   part = np.full((tokens, S, s.n_head, s.kv_lora), np.nan, np.float32)
   ml = np.full((tokens, S, s.n_head, 2), np.nan, np.float32)
-  emulate(prefill_attend_kernel(s, c["scale"], tokens, mc), language, [part, ml, q_lat, q_pe, c["cache"], c["pos"]], work)
+  emulate(attend, language, [part, ml, q_lat, q_pe, c["cache"], c["pos"]], work)
   emulate(combine_kernel(s, tokens, mc), language, [out, part, ml, c["pos"]], work)
   return out
 
@@ -284,7 +300,7 @@ def emulate_prefill_mma(s: AttentionShape, c: dict, work: Path, tokens: int | No
   tokens = tokens or T
   q = np.concatenate([c["q"], np.zeros((tokens - T, *c["q"].shape[1:]), np.float32)])
   out = np.full((tokens, s.n_head, s.kv_lora), np.nan, np.float32)
-  k = prefill_mma_kernel(s, c["scale"], tokens, c["cache"].shape[0])
+  k = prefill_mma_kernel(s, c["scale"], tokens, c["cache"].shape[0], half=c["cache"].dtype == np.float16)
   k = SourceKernel(k.name, k.params, edit(k.body), k.global_size, k.local_size, trigger=k.trigger)
   emulate(k, "CUDA", [out, np.ascontiguousarray(q[..., :s.kv_lora]), np.ascontiguousarray(q[..., s.kv_lora:]), c["cache"], c["pos"]], work)
   return out
@@ -305,6 +321,17 @@ def test_prefill_mma_emulated(shape, P, T, tmp_path):
   if P >= 150: c["q"] *= 4   # sharper softmax: the running max moves between stages
   out = emulate_prefill_mma(shape, c, tmp_path)
   assert rel_err(out, numpy_prefill(shape, c)) < 1e-5
+
+@pytest.mark.parametrize("shape,P,T", [(MMA_SMALL, 150, 6), (DSV2, 9, 3), (GLM, 17, 2)], ids=["small-150", "dsv2", "glm"])
+def test_prefill_mma_emulated_half_cache(shape, P, T, tmp_path):
+  """An fp16 cache: two products a pair (its values are exact in tf32), fp32-accurate against float64 of the same halves;
+  and the CUDA-core kernel, which widens them."""
+  c = prefill_case(shape, P, T, 1024, seed=P + T + 3)
+  c["cache"] = c["cache"].astype(np.float16)
+  if P >= 150: c["q"] *= 4
+  want = numpy_prefill(shape, c)
+  assert rel_err(emulate_prefill_mma(shape, c, tmp_path / "mma"), want) < 1e-5
+  assert rel_err(emulate_prefill(shape, c, "CUDA", tmp_path / "cores"), want) < 1e-5
 
 def test_prefill_mma_two_workgroups_per_sm_from_two_tiles_per_sm():
   """A chunk of two tiles per SM or more is compiled for two workgroups per SM (128 registers); one wave of tiles for one."""
@@ -341,9 +368,10 @@ CUDA_SCRIPT = r"""
 import apps
 from tinygrad import Tensor, TinyJit, dtypes, GlobalCounters
 from apps.kernels.mla_attention import mla_decode_attention
-for H, nope, KV, R in ((16, 128, 512, 64), (20, 192, 512, 64), (4, 96, 256, 32)):
+for H, nope, KV, R, dt in ((16, 128, 512, 64, dtypes.float), (20, 192, 512, 64, dtypes.float), (4, 96, 256, 32, dtypes.float),
+                           (20, 192, 512, 64, dtypes.half)):
   MC = 4096
-  cache = Tensor.zeros(MC, KV + R).contiguous().realize()
+  cache = Tensor.zeros(MC, KV + R, dtype=dt).contiguous().realize()
   cos, sin, w = Tensor.empty(MC, R // 2).realize(), Tensor.empty(MC, R // 2).realize(), Tensor.empty(KV).realize()
   @TinyJit
   def step(q_lat, q_raw, kv_raw, pos):
@@ -376,6 +404,11 @@ GlobalCounters.reset()
 out = mla_prefill_attention(*args, kv_lora=KV, qk_rope=R, scale=0.07).realize()
 assert out.shape == (512, H, KV)
 print("PREFILL512", GlobalCounters.kernel_count)
+# the same chunk over an fp16 cache: its own tensor-core kernel (two products a pair)
+cache16 = Tensor.zeros(MC, KV + R, dtype=dtypes.half).contiguous().realize()
+GlobalCounters.reset()
+out = mla_prefill_attention(*args[:2], cache16, args[3], kv_lora=KV, qk_rope=R, scale=0.07).realize()
+print("PREFILL512_F16", GlobalCounters.kernel_count)
 """
 
 @needs_nvcc
@@ -383,9 +416,9 @@ def test_cuda_compile_and_jit():
   """Rendered, compiled with nvcc for sm_90, and run inside a TinyJit (capture + replay) for the three models' shapes; each
   call is exactly the two kernels (the cache is written in place: no copy of it)."""
   out = run_nvcc_script(CUDA_SCRIPT)
-  assert [int(l.split()[1]) for l in out.splitlines() if l.startswith("KERNELS")] == [2, 2, 2]
+  assert [int(l.split()[1]) for l in out.splitlines() if l.startswith("KERNELS")] == [2, 2, 2, 2]
   assert "PREFILL" in out, out
-  assert [int(l.split()[1]) for l in out.splitlines() if l.startswith("PREFILL512")] == [1], out   # one split: no combine
+  assert [int(l.split()[1]) for l in out.splitlines() if l.startswith("PREFILL512")] == [1, 1], out   # one split: no combine
 
 def test_bad_input_is_a_clear_error():
   with pytest.raises(ValueError, match="multiples of 4"): attend_kernel(AttentionShape(4, 66, 8, 16), 0.1, 1e-6)

@@ -56,6 +56,12 @@ def test_prompt_completion_is_the_greedy_continuation(eng, capsys):
   assert "block 5/5 loaded" in err  # loading shows progress
   assert "reply 12 tokens" in err or "finish: stop" in err
 
+def test_f16_cache_flag(capsys):
+  """--cache-type f16 loads the model with an fp16 latent cache (the load line says so, with its size a token) and completes."""
+  rc, out, err = run_main(["--model", PRESET, "--max-context", str(CTX), "--cache-type", "f16", "--prompt", PROMPT, "-n", "4", *GREEDY], capsys)
+  assert rc == 0 and out.strip(), err
+  assert "KiB of f16 latent cache a token" in err, err
+
 def test_stop_string_cuts_the_text(eng, capsys):
   text = reference(eng, eng.text_ids(PROMPT), 12)
   # a 3-character stop string from the middle of the reply (its first occurrence), wherever the token boundaries fall
@@ -215,7 +221,7 @@ def test_prompt_that_is_not_utf8_is_refused(capsys):
   (["--count", "0"], "--count"), (["--top-p", "1.5"], "top_p must be in (0, 1]"), (["--temperature", "nan"], "not a finite number"),
   (["--top-k", "x"], "not an integer"), (["--serve", "70000"], "out of range"), (["--benchmark", "0"], "out of range"),
   (["--json"], "--json needs --benchmark"), (["--chat"], "--chat needs --prompt"), (["--prompt", "x", "--serve", "0"], "cannot be combined"),
-  (["--no-such-flag"], "unrecognized arguments"),
+  (["--no-such-flag"], "unrecognized arguments"), (["--cache-type", "q8_0"], "invalid choice: 'q8_0'"),
 ])
 def test_bad_flags_exit_2(argv, fragment, capsys):
   rc, out, err = run_main(argv, capsys)

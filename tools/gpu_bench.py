@@ -20,7 +20,7 @@ import apps  # noqa: F401
 from tinygrad import Device, GlobalCounters
 from apps import synth
 from apps.model import Transformer
-from apps import KERNEL_PATHS
+from apps import KERNEL_PATHS, CACHE_TYPES
 import bench_block as bb  # copy_bandwidth (4 chained 1 GiB copies in one TinyJit, read + write bytes), upstream_step, measure
 from tools import llama_bench as llama_cpp
 
@@ -29,13 +29,14 @@ ANCHORS = {"glm-4.7-flash": (196, 6.8), "deepseek-v2-lite": (351, 12.8), "youtu-
 DECODE_AFTER = 16  # prompt tokens before the timed decode steps, ours and upstream's
 PREFILL_RUNS = 5  # timed prefills after the compile and the capture (their median counts)
 
-def bench(preset: str, path: Path, n_decode: int, n_prefill: int, mix: str, upstream: bool = False, kernels: str = "hand") -> dict:
+def bench(preset: str, path: Path, n_decode: int, n_prefill: int, mix: str, upstream: bool = False, kernels: str = "hand",
+          cache_type: str = "f32") -> dict:
   """Our load, prefill (n_prefill tokens) and steady decode of one file; with upstream, tinygrad.llm's decode of it too."""
   file_bytes = path.stat().st_size
   gc.collect()  # the previous model's buffers (ours and upstream's) go now, not during this load: they would hide in the delta
   mem0 = GlobalCounters.mem_used
   t0 = time.perf_counter()
-  model = Transformer.from_gguf(path, max_context=n_prefill + n_decode + 64, kernels=kernels)
+  model = Transformer.from_gguf(path, max_context=n_prefill + n_decode + 64, kernels=kernels, cache_type=cache_type)
   Device[model.device].synchronize()
   t_load = time.perf_counter() - t0
   mem = GlobalCounters.mem_used - mem0
@@ -71,12 +72,12 @@ def bench(preset: str, path: Path, n_decode: int, n_prefill: int, mix: str, upst
   del model
   return res
 
-def at_depths(preset: str, path: Path, depths: list[int], n_decode: int, kernels: str = "hand") -> list[dict]:
+def at_depths(preset: str, path: Path, depths: list[int], n_decode: int, kernels: str = "hand", cache_type: str = "f32") -> list[dict]:
   """Long prompts and decode deep in the context, llama-bench's pp<D> and tg<n>@d<D>: for each D, one generate of a
   D-token prompt and n_decode tokens after it; prefill tok/s = D / the time to the first token, decode tok/s from the first
   token to the last. The steps are captured first by a short prompt (they serve every position, so no warm-up at D)."""
   gc.collect()
-  model = Transformer.from_gguf(path, max_context=max(depths) + n_decode + 64, kernels=kernels)
+  model = Transformer.from_gguf(path, max_context=max(depths) + n_decode + 64, kernels=kernels, cache_type=cache_type)
   rng = np.random.default_rng(0)
   for c in model.prefill_chunks:  # a prompt that ends in a chunk of each length: the captures, then their first replay
     warm = rng.integers(0, 100000, min(max(model.prefill_chunks) + c, model.max_context - 8)).tolist()
@@ -160,6 +161,7 @@ def main() -> None:
   ap.add_argument("--llama-build-limit", type=float, default=480, help="seconds the llama-bench build may take in this run (it resumes)")
   ap.add_argument("--upstream", action="store_true", help="time upstream tinygrad 0.14's decode of the same files")
   ap.add_argument("--kernels", default="hand", choices=KERNEL_PATHS, help="hand-written kernels (default) or tinygrad's generated ones only")
+  ap.add_argument("--cache-type", choices=CACHE_TYPES, default="f32", help="our latent cache's elements (llama-bench keeps its f16 default)")
   ap.add_argument("--depths", help="comma list of context depths: prefill of a prompt that long and decode after it (and llama-bench's "
                   "pp<D>, tg128@d<D> with --llama), instead of the short-context numbers")
   ap.add_argument("--json", type=Path)
@@ -192,7 +194,7 @@ def main() -> None:
     llama = dict(zip(presets, res))
     print("\n".join(llama_cpp.bench_lines(res)), flush=True)
   if depths:
-    rows = [r for p in presets for r in at_depths(p, paths[p], depths, args.decode, args.kernels)]
+    rows = [r for p in presets for r in at_depths(p, paths[p], depths, args.decode, args.kernels, args.cache_type)]
     if args.json: args.json.write_text(json.dumps({"device": Device.DEFAULT, "rows": rows, "llama": llama}, indent=1))
     print("\n" + "\n".join(depth_table(rows, llama)))
     return
@@ -200,7 +202,7 @@ def main() -> None:
   print(f"copy bandwidth {bw / 1e9:.0f} GB/s (read + write)", flush=True)
   rows = []
   for p in presets:
-    r = bench(p, paths[p], args.decode, args.prefill, args.mix, args.upstream, args.kernels)
+    r = bench(p, paths[p], args.decode, args.prefill, args.mix, args.upstream, args.kernels, args.cache_type)
     r["floor_tok_s"], r["gen_s"] = bw / (r["active_gb"] * 1e9), gen_s[p]
     if p in llama: r["llama"] = llama[p]
     rows.append(r)

@@ -26,7 +26,7 @@ import numpy as np
 import apps  # noqa: F401
 from tinygrad import Tensor, TinyJit, Device, dtypes
 from tinygrad.helpers import Context
-from apps import synth
+from apps import synth, CACHE_TYPES
 from apps.mla import Gating
 from apps.model import Transformer
 
@@ -67,12 +67,12 @@ def three_ways(model: Transformer, ids: list[int], first: int, floor: bool = Fal
 PAIRS = (("prefill", "generated"), ("decode", "generated"), ("prefill", "decode"), ("generated, NOOPT", "generated"))
 
 def check(presets: list[str], mix: str, depths: list[int], n_tokens: int, skip: int, seed: int, floor: bool = False,
-          pin: bool = False) -> list[dict]:
+          pin: bool = False, cache_type: str = "f32") -> list[dict]:
   rows = []
   for preset in presets:
     path = synth.generate(preset, mix, progress=False)
     t0 = time.perf_counter()
-    model = Transformer.from_gguf(path, max_context=max(depths) + n_tokens + 8)
+    model = Transformer.from_gguf(path, max_context=max(depths) + n_tokens + 8, cache_type=cache_type)
     print(f"{preset}: loaded in {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
     for depth in depths:
       ids = window(model.cfg.vocab_size, depth + n_tokens, seed)
@@ -189,6 +189,7 @@ def main() -> None:
   ap.add_argument("--tokens", type=int, default=40, help="window length (default 40)")
   ap.add_argument("--skip", type=int, default=8, help="window tokens fed before the compared rows (default 8)")
   ap.add_argument("--seed", type=int, default=7)
+  ap.add_argument("--cache-type", choices=CACHE_TYPES, default="f32", help="the latent cache's elements (every path reads the same)")
   ap.add_argument("--floor", action="store_true", help="add the generated path unoptimized (NOOPT=1) against the generated path")
   ap.add_argument("--pinned", action="store_true", help="add the prefill path against the generated path with the same expert choices")
   ap.add_argument("--blocks", metavar="PRESET", help="block by block on this preset instead of the table")
@@ -196,7 +197,7 @@ def main() -> None:
   print(f"device {Device.DEFAULT}", flush=True)
   if args.blocks: return blocks(args.blocks, args.mix, args.tokens, args.seed)
   rows = check(args.presets.split(","), args.mix, [int(d) for d in args.depth.split(",")], args.tokens, args.skip, args.seed, args.floor,
-               args.pinned)
+               args.pinned, args.cache_type)
   print(table(rows))
 
 if __name__ == "__main__": main()

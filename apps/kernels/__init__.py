@@ -17,7 +17,8 @@ The dialect (macros defined per backend by the prelude):
   SHFL_XOR(v, o)           v of lane (this lane ^ o) in the warp (float or int)
   EXP2(x)                  2^x of a float
   FLOAT4(a, b, c, d)       a float4 value (for one wide store)
-  DEVFN                    qualifies a helper function; H2F(h) half -> float; AS_FLOAT(u) uint bits -> float;
+  DEVFN                    qualifies a helper function; H2F(h) half -> float; F2H(f) float -> half (to nearest even);
+                           AS_FLOAT(u) uint bits -> float;
                            AS_UINT(f) float bits -> uint; H2F_BITS(u) the fp16 in the low 16 bits of uint u -> float
   BYTE_F(u, b)             2^23 + (byte b of uint u) as a float, exactly (b a constant 0..3): subtract 8388608.0f (plus
                            any offset of the quant) for the byte's value; a byte permute, no int-to-float conversion
@@ -146,6 +147,7 @@ typedef unsigned int uint; typedef unsigned char uchar; typedef unsigned short u
 #define BARRIER() __syncthreads()
 #define DEVFN static __device__ __forceinline__
 #define H2F(h) __half2float(h)
+#define F2H(f) __float2half_rn(f)
 #define AS_FLOAT(u) __uint_as_float(u)
 #define AS_UINT(f) __float_as_uint(f)
 #define H2F_BITS(u) __half2float(__ushort_as_half((ushort)((u) & 0xFFFFu)))
@@ -180,6 +182,7 @@ using namespace metal;
 #define BARRIER() threadgroup_barrier(mem_flags::mem_threadgroup)
 #define DEVFN static inline
 #define H2F(h) float(h)
+#define F2H(f) half(f)
 #define AS_FLOAT(u) as_type<float>(u)
 #define AS_UINT(f) as_type<uint>(f)
 #define H2F_BITS(u) float(as_type<half>((ushort)((u) & 0xFFFFu)))

@@ -61,13 +61,17 @@ class AttentionShape:
     """Cached rows per shared-memory stage: up to 16 within 32 KB (Metal's limit; 14 rows of 576 floats)."""
     return max(1, min(16, 32768 // (4 * (self.kv_lora + self.qk_rope))))
 
-def _check_shape(s: AttentionShape) -> None:
+def _check_shape(s: AttentionShape, half: bool = False) -> None:
   if s.n_head < 1 or s.kv_lora < 4 or s.kv_lora % 4 or s.qk_rope < 2 or s.qk_rope % 4 or s.qk_nope < 0:
     raise ValueError(f"mla_decode_attention: unsupported shape {s} (kv_lora and qk_rope must be multiples of 4)")
+  if half and (s.kv_lora % 8 or s.qk_rope % 8):
+    raise ValueError(f"mla_decode_attention: an fp16 cache needs kv_lora and qk_rope multiples of 8 (16-byte rows), not {s}")
   if 4 * (s.kv_lora + s.qk_rope) > 32768: raise ValueError(f"mla_decode_attention: a cache row of {s} does not fit in 32 KB")
   if s.n_head // s.heads_per_warp > 32: raise ValueError(f"mla_decode_attention: {s.n_head} heads need more than 32 warps per workgroup")
 
 def _f32(x: float) -> str: return f"{x:.9e}f"
+
+def _cache_dtype(half: bool): return dtypes.float16 if half else dtypes.float32
 
 def _load4(dst: str, src: str, s: AttentionShape) -> str:
   """dst[4i..4i+3] = the float4 `src` (an expression of v) for the lane's latent slots v = lane + 32i (zeros past kv_lora)."""
@@ -75,16 +79,28 @@ def _load4(dst: str, src: str, s: AttentionShape) -> str:
   if (s.kv_lora // 4) % 32: ld = f"if (v < KV4) {ld} else {{ {dst}[4*i] = {dst}[4*i+1] = {dst}[4*i+2] = {dst}[4*i+3] = 0.0f; }}"
   return f"for (int i = 0; i < NV4; i++) {{ int v = lane + 32*i; {ld} }}"
 
-def _stage_loads(parts: list[tuple[str, str, str, str, int]], c0: str, cn: str) -> str:
-  """For each part (type, dst, width, load, per_thread): registers tmp<n>[i] = row c0 + e / width of the cache, e = tid + i*NT,
-  for the stage's cn rows, at clamped addresses (every load is valid: none waits behind a branch, so they are all in flight
-  at once and the compute of the stage before overlaps them)."""
+def _stage_loads(parts: list[tuple[str, str, str, int, str]], c0: str, cn: str) -> str:
+  """For each part (type, width, load, per_thread, store): registers tmp<n>[i] = element e % width of the row c0 + e / width
+  of the cache, e = tid + i*NT, for the stage's cn rows, at clamped addresses (every load is valid: none waits behind a
+  branch, so they are all in flight at once and the compute of the stage before overlaps them)."""
   return "\n    ".join(f"for (int i = 0; i < {pt}; i++) {{ int e = tid + i*NT, ec = e < {cn}*{width} ? e : 0, t = ec / {width}, c0_ = {c0}; "
-                         f"tmp{n}[i] = {load.replace('c0', 'c0_')}; }}" for n, (ty, dst, width, load, pt) in enumerate(parts))
+                         f"tmp{n}[i] = {load.replace('c0', 'c0_')}; }}" for n, (ty, width, load, pt, store) in enumerate(parts))
 
-def _stage_stores(parts: list[tuple[str, str, str, str, int]], cn: str) -> str:
-  return "\n    ".join(f"for (int i = 0; i < {pt}; i++) {{ int e = tid + i*NT; if (e < {cn}*{width}) {dst}[e] = tmp{n}[i]; }}"
-                         for n, (ty, dst, width, load, pt) in enumerate(parts))
+def _stage_stores(parts: list[tuple[str, str, str, int, str]], cn: str) -> str:
+  """Each part's registers into shared memory: `store` with e (the element) and x (the register)."""
+  return "\n    ".join(f"for (int i = 0; i < {pt}; i++) {{ int e = tid + i*NT; if (e < {cn}*{width}) {{ {ty} x = tmp{n}[i]; {store} }} }}"
+                         for n, (ty, width, load, pt, store) in enumerate(parts))
+
+def _cache_parts(s: AttentionShape, rows: int, threads: int, half: bool) -> list[tuple[str, str, str, int, str]]:
+  """The stage copy of `rows` cache rows by `threads` threads: the latent part (float4s into stage_c; from an fp16 cache read
+  8 halves at a time and widened) and the rope part (floats into stage_r)."""
+  if not half:
+    return [("float4", "KV4", "((const GLOBAL float4*)(cache + (c0 + t)*ROW))[ec - t*KV4]", -(-rows * s.kv_lora // 4 // threads), "stage_c[e] = x;"),
+            ("float", "R", "cache[(c0 + t)*ROW + KV + ec - t*R]", -(-rows * s.qk_rope // threads), "stage_r[e] = x;")]
+  wide = lambda a, b: f"FLOAT4(H2F_BITS(x.{a}), H2F_BITS(x.{a} >> 16), H2F_BITS(x.{b}), H2F_BITS(x.{b} >> 16))"
+  return [("uint4", "KV8", "((const GLOBAL uint4*)(cache + (c0 + t)*ROW))[ec - t*KV8]", -(-rows * s.kv_lora // 8 // threads),
+           f"stage_c[2*e] = {wide('x', 'y')}; stage_c[2*e + 1] = {wide('z', 'w')};"),
+          ("float", "R", "H2F(cache[(c0 + t)*ROW + KV + ec - t*R])", -(-rows * s.qk_rope // threads), "stage_r[e] = x;")]
 
 def _rope_guard(s: AttentionShape, expr: str) -> str: return expr if s.qk_rope % 32 == 0 else f"j < R ? {expr} : 0.0f"
 
@@ -139,21 +155,20 @@ DEVFN float rope_lane(const GLOBAL float* x, const GLOBAL float* cs, const GLOBA
 }"""
 
 def _attend(s: AttentionShape, position: str, head: str, queries: str, t1: str, new_row: str, part: str, scale: float,
-            final: bool = False) -> str:
+            final: bool = False, half: bool = False) -> str:
   """The attend kernel's body around its variable parts: `position` (_common), `head` (constants and indices, sets sp),
   `queries` (this warp's q in registers: ql, qr), `t1` (the end of the cached keys of the split [t0, t1)), `new_row`
   (after the cached keys: decode's new token) and `part` (the partial's index b of head g*HG + hh). `final`: the split
   holds all the keys, so the output acc / l goes to `out` (row b) and no (max, sum)."""
   hg = s.heads_per_warp
   g, ch = s.n_head // hg, s.stage_rows
-  parts = [("float4", "stage_c", "KV4", "((const GLOBAL float4*)(cache + (c0 + t)*ROW))[ec - t*KV4]", -(-ch * s.kv_lora // 4 // (32 * g))),
-           ("float", "stage_r", "R", "cache[(c0 + t)*ROW + KV + ec - t*R]", -(-ch * s.qk_rope // (32 * g)))]
+  parts = _cache_parts(s, ch, 32 * g, half)
   rope_c = _rope_guard(s, "stage_r[tj*R + j]")
   guard_v = "" if (s.kv_lora // 4) % 32 == 0 else "if (v < KV4) "
   ml_store = "" if final else "\n    if (lane == 0) { ml[2*b] = m[hh]; ml[2*b + 1] = l[hh]; }"
   return f"""{position}
   const int HG = {hg}, R = {s.qk_rope}, NR = {-(-s.qk_rope // 32)}, ROW = KV + R;
-  const int KV4 = {s.kv_lora // 4}, NV4 = {-(-s.kv_lora // 128)}, CH = {ch}, NT = {32 * g};
+  const int KV4 = {s.kv_lora // 4}, KV8 = {s.kv_lora // 8}, NV4 = {-(-s.kv_lora // 128)}, CH = {ch}, NT = {32 * g};
   const float SCALE2 = {_f32(scale * math.log2(math.e))};{head}
   int t0 = sp * chunk;
   if (t0 >= n) return;                            // no tokens here (the combine skips this split too)
@@ -174,8 +189,8 @@ def _attend(s: AttentionShape, position: str, head: str, queries: str, t1: str, 
   SHARED float stage_r[CH*R];
   int tid = g*32 + lane;
   // pipelined: the next stage's loads go to registers before this stage's rows are used, so memory and math overlap
-  float4 tmp0[{parts[0][4]}];
-  float tmp1[{parts[1][4]}];
+  {parts[0][0]} tmp0[{parts[0][3]}];
+  {parts[1][0]} tmp1[{parts[1][3]}];
   int cn = t1 - t0 < CH ? t1 - t0 : CH;
   if (cn > 0) {{
     {_stage_loads(parts, "t0", "cn")}
@@ -207,13 +222,21 @@ def _attend(s: AttentionShape, position: str, head: str, queries: str, t1: str, 
     }}{ml_store}
   }}"""
 
-def attend_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: int = 0) -> SourceKernel:
-  """kv_offset: where the new token's kv row starts in kv_raw (a stacked [q_a; kv_a] output: the kernel reads it in place)."""
-  _check_shape(s)
+def attend_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: int = 0, half: bool = False) -> SourceKernel:
+  """kv_offset: where the new token's kv row starts in kv_raw (a stacked [q_a; kv_a] output: the kernel reads it in place).
+  half: the cache is fp16; the new row is rounded to it before its own score, as every later token reads it."""
+  _check_shape(s, half)
   g = s.n_head // s.heads_per_warp
   rope_q = _rope_guard(s, "rope_lane(q_raw + h*(NOPE + R) + NOPE, cs, sn, j, HALF)")
   rope_k = _rope_guard(s, f"rope_lane(kv_raw + {kv_offset} + KV, cs, sn, j, HALF)")
-  store_k = "cache[p*ROW + KV + j] = rk[0][k];" if s.qk_rope % 32 == 0 else "if (j < R) cache[p*ROW + KV + j] = rk[0][k];"
+  to_cache = (lambda x: f"F2H({x})") if half else (lambda x: x)
+  store_k = f"cache[p*ROW + KV + j] = {to_cache('rk[0][k]')};"
+  if s.qk_rope % 32: store_k = f"if (j < R) {store_k}"
+  rounded = "" if not half else """
+    for (int i = 0; i < 4*NV4; i++) r[0][i] = H2F(F2H(r[0][i]));   // the row as the fp16 cache holds it
+    for (int k = 0; k < NR; k++) rk[0][k] = H2F(F2H(rk[0][k]));"""
+  store_c = "((GLOBAL float4*)(cache + p*ROW))[v] = FLOAT4(r[0][4*i], r[0][4*i+1], r[0][4*i+2], r[0][4*i+3]);" if not half else \
+            " ".join(f"cache[p*ROW + 4*v + {k}] = F2H(r[0][4*i+{k}]);" for k in range(4))
   guard_v = "" if (s.kv_lora // 4) % 32 == 0 else "if (v < KV4) "
   head = f"""
   const int NOPE = {s.qk_nope}, HALF = {s.qk_rope // 2};
@@ -239,33 +262,35 @@ def attend_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: int = 
         r[0][4*i+2] = r[0][4*i+2] * rs * w.z; r[0][4*i+3] = r[0][4*i+3] * rs * w.w;
       }}
     }}
-    for (int k = 0; k < NR; k++) {{ int j = lane + 32*k; rk[0][k] = {rope_k}; }}
+    for (int k = 0; k < NR; k++) {{ int j = lane + 32*k; rk[0][k] = {rope_k}; }}{rounded}
     if (g == 0) {{
       for (int i = 0; i < NV4; i++) {{
         int v = lane + 32*i;
-        {guard_v}((GLOBAL float4*)(cache + p*ROW))[v] = FLOAT4(r[0][4*i], r[0][4*i+1], r[0][4*i+2], r[0][4*i+3]);
+        {guard_v}{{ {store_c} }}
       }}
       for (int k = 0; k < NR; k++) {{ int j = lane + 32*k; {store_k} }}
     }}{_update(1, "true")}
   }}"""
   body = _attend(s, _common(s), head, queries,
                  "t0 + chunk < p ? t0 + chunk : p;       // cached tokens of this split: [t0, t1); token p is the new one",
-                 new_row, "sp*H + g*HG + hh", scale)
-  params = (Param("part", dtypes.float32, True), Param("ml", dtypes.float32, True), Param("cache", dtypes.float32, True),
+                 new_row, "sp*H + g*HG + hh", scale, half=half)
+  params = (Param("part", dtypes.float32, True), Param("ml", dtypes.float32, True), Param("cache", _cache_dtype(half), True),
             Param("q_lat", dtypes.float32), Param("q_raw", dtypes.float32), Param("kv_raw", dtypes.float32),
             Param("kv_norm_w", dtypes.float32, weight=True), Param("rope_cos", dtypes.float32, weight=True),
             Param("rope_sin", dtypes.float32, weight=True),
             Param("pos", dtypes.int32))
-  return SourceKernel(f"mla_attend_h{s.n_head}_kv{s.kv_lora}_r{s.qk_rope}" + (f"_o{kv_offset}" if kv_offset else ""), params, body,
+  return SourceKernel(f"mla_attend_h{s.n_head}_kv{s.kv_lora}_r{s.qk_rope}" + (f"_o{kv_offset}" if kv_offset else "") + ("_f16" if half else ""),
+                      params, body,
                       (SPLITS, 1, 1), (32, g, 1), _ROPE_LANE)
 
-def prefill_attend_kernel(s: AttentionShape, scale: float, tokens: int, max_context: int) -> SourceKernel:
+def prefill_attend_kernel(s: AttentionShape, scale: float, tokens: int, max_context: int, half: bool = False) -> SourceKernel:
   """Prefill: the attend kernel for a chunk of `tokens` queries, q (tokens, n_head, kv_lora) absorbed and qpe (tokens,
   n_head, qk_rope) roped (as apps/mla.py computes them), over the cache, into which the chunk's rows were already written;
   token t (at position pos[0] + t) sees keys 0..pos[0] + t. Grid (splits, tokens): a workgroup per split of a token's
   keys, the last token's first (the most keys: the longest workgroups start first and the short ones fill the tail).
-  With one split (prefill_splits) it writes the output (tokens, n_head, kv_lora) itself, else the combine's partials."""
-  _check_shape(s)
+  With one split (prefill_splits) it writes the output (tokens, n_head, kv_lora) itself, else the combine's partials.
+  half: the cache is fp16."""
+  _check_shape(s, half)
   g = s.n_head // s.heads_per_warp
   S = prefill_splits(tokens)
   head = f"""
@@ -275,24 +300,28 @@ def prefill_attend_kernel(s: AttentionShape, scale: float, tokens: int, max_cont
     for (int k = 0; k < NR; k++) {{ int j = lane + 32*k; qr[hh][k] = {_rope_guard(s, f"qpe[(tok*H + h)*{s.qk_rope} + j]")}; }}"""
   body = _attend(s, _common(s, f"({tokens - 1} - GID_Y)", max_context, S), head, queries,
                  "t0 + chunk < n ? t0 + chunk : n;       // the keys of this split: [t0, t1)", "",
-                 "tok*H + g*HG + hh" if S == 1 else "(tok*S + sp)*H + g*HG + hh", scale, final=S == 1)
+                 "tok*H + g*HG + hh" if S == 1 else "(tok*S + sp)*H + g*HG + hh", scale, final=S == 1, half=half)
   outs = (Param("out", dtypes.float32, True),) if S == 1 else (Param("part", dtypes.float32, True), Param("ml", dtypes.float32, True))
-  params = outs + (Param("q", dtypes.float32), Param("qpe", dtypes.float32), Param("cache", dtypes.float32), Param("pos", dtypes.int32))
-  return SourceKernel(f"mla_prefill_attend_{tokens}_h{s.n_head}_kv{s.kv_lora}_r{s.qk_rope}", params, body, (S, tokens, 1), (32, g, 1), trigger=False)
+  params = outs + (Param("q", dtypes.float32), Param("qpe", dtypes.float32), Param("cache", _cache_dtype(half)), Param("pos", dtypes.int32))
+  return SourceKernel(f"mla_prefill_attend_{tokens}_h{s.n_head}_kv{s.kv_lora}_r{s.qk_rope}" + ("_f16" if half else ""), params, body,
+                      (S, tokens, 1), (32, g, 1), trigger=False)
 
 # ---- prefill on the tensor cores (CUDA sm_80+): the chunk's (token, head) rows 16 at a time, a flash-attention tile
 
 MMA_ROWS = 16   # (token, head) rows per workgroup: one m16 tile of mma.sync
 MMA_KEYS = 8    # keys per shared-memory stage: one n8 tile of the scores, one k8 step of the values
 
-def mma_warps(s: AttentionShape) -> int:
+def _stage_pad(half: bool) -> int: return 8 if half else 4   # cache elements between a stage's rows past D: 16 bytes
+
+def mma_warps(s: AttentionShape, half: bool = False) -> int:
   """Warps of the tensor-core prefill kernel (0: it does not serve `s`): each owns an equal slice of the score's
   kv_lora + qk_rope dims (k-steps of 8) and of the kv_lora value columns (n-tiles of 8); 8 where both divide."""
   D = s.kv_lora + s.qk_rope
   nw = next((nw for nw in (8, 4, 2, 1) if D % 8 == 0 and (D // 8) % nw == 0 and s.kv_lora % 8 == 0 and (s.kv_lora // 8) % nw == 0), 0)
-  return nw if 2 * MMA_KEYS * (D + 4) * 4 + 32 * nw * 16 <= 48 * 1024 else 0   # two stages and the partial scores
+  size = 2 if half else 4
+  return nw if 2 * MMA_KEYS * (D + _stage_pad(half)) * size + 32 * nw * 16 <= 48 * 1024 else 0   # two stages and the partial scores
 
-def prefill_mma_kernel(s: AttentionShape, scale: float, tokens: int, max_context: int) -> SourceKernel:
+def prefill_mma_kernel(s: AttentionShape, scale: float, tokens: int, max_context: int, half: bool = False) -> SourceKernel:
   """The prefill attend kernel on the tensor cores, the same parameters and output as prefill_attend_kernel with one split
   (out, q, qpe, cache, pos). Rows are the chunk's (token, head) pairs, r = token * n_head + head; a workgroup owns 16 of
   them (one m16 tile; the last tile first: the most keys) and walks their keys 0..n - 1 (the last row's) 8 at a time
@@ -302,8 +331,10 @@ def prefill_mma_kernel(s: AttentionShape, scale: float, tokens: int, max_context
   columns from the same staged keys. Products are three tf32 mma.sync (hi hi + hi lo + lo hi: fp32 accuracy), a stage's
   values summed apart and added to the running output in fp32 (the tensor cores' sums truncate: over thousands of keys
   in one accumulator that shows). The cache rows up to the last token's position must hold finite numbers, a padded
-  token's too: a row's zero weights still multiply the values of the keys past its own (the model's cache starts zeroed)."""
-  nw = mma_warps(s)
+  token's too: a row's zero weights still multiply the values of the keys past its own (the model's cache starts zeroed).
+  half: the cache is fp16, whose values tf32 holds exactly: two products a pair (hi k + lo k, hi v + lo v), the keys
+  staged as they are stored (half the bytes) and not split."""
+  nw = mma_warps(s, half)
   assert nw and tokens > 0, s
   D, KV = s.kv_lora + s.qk_rope, s.kv_lora
   rows = tokens * s.n_head
@@ -312,10 +343,18 @@ def prefill_mma_kernel(s: AttentionShape, scale: float, tokens: int, max_context
   nk = D // nw // 8
   # hi = x rounded to tf32 (nearest, ties away: +half an ulp of tf32, truncate), lo = x - hi (exact; the mma truncates it)
   split = lambda x, h, l: f"{h} = AS_FLOAT((AS_UINT({x}) + 0x1000u) & 0xffffe000u); {l} = {x} - {h};"
-  d4 = D // 4
+  size, ct = (2, "half") if half else (4, "float")
+  d4 = D * size // 16                            # 16-byte pieces of a cache row
   tail = f"if (lane < {d4 % 32}) CP_ASYNC16(dst + {d4 - d4 % 32}, src + {d4 - d4 % 32}); " if d4 % 32 else ""
+  st4 = (D + _stage_pad(half)) * size // 16      # ... of a staged row
+  # a staged key or value element as a float: tf32 hi and lo of an fp32 cache, the fp16 itself (exact in tf32) of an fp16 one
+  elem = (lambda x, h, l: f"float {x} = H2F({x}_); ") if half else (lambda x, h, l: f"float {x} = {x}_, {h}, {l}; " + split(x, h, l))
+  kmma = ("MMA_TF32(sc2[j & 1][0], qh[j], k0, k1); MMA_TF32(sc2[j & 1][1], ql[j], k0, k1);" if half else
+          "MMA_TF32(sc2[j & 1][0], qh[j], k0h, k1h); MMA_TF32(sc2[j & 1][1], qh[j], k0l, k1l); MMA_TF32(sc2[j & 1][1], ql[j], k0h, k1h);")
+  vmma = ("MMA_TF32(acc, ph, v0, v1); MMA_TF32(acc, pl, v0, v1);" if half else
+          "MMA_TF32(acc, ph, v0h, v1h); MMA_TF32(acc, ph, v0l, v1l); MMA_TF32(acc, pl, v0h, v1h);")
   body = f"""  GRID_WAIT();
-  const int H = {s.n_head}, KV = {KV}, R = {s.qk_rope}, D = {D}, ST = {D + 4}, ROWS = {rows};
+  const int H = {s.n_head}, KV = {KV}, R = {s.qk_rope}, D = {D}, ST = {D + _stage_pad(half)}, ROWS = {rows};
   const int DW = {D // nw}, CW = {KV // nw}, NK = {nk}, NN = {KV // nw // 8};
   const float NEG = {NEG}, SCALE2 = {_f32(scale * math.log2(math.e))};
   int lane = LID_X, w = LID_Y, g = lane >> 2, t = lane & 3;
@@ -331,17 +370,17 @@ def prefill_mma_kernel(s: AttentionShape, scale: float, tokens: int, max_context
     float x = r < ROWS ? (d < KV ? q[r*KV + d] : qpe[r*R + d - KV]) * SCALE2 : 0.0f;
     {split("x", "qh[j][i]", "ql[j][i]")}
   }}
-  // two stages of 8 key rows, ST = D + 4 floats apart: the score fragments (keys g, dims t) read 32 banks, the value
+  // two stages of 8 key rows, ST = D + 16 bytes apart: the score fragments (keys g, dims t) read 32 banks, the value
   // fragments (keys t, columns g) 16 (an unpadded row of 576 floats would put all 8 keys on one bank)
-  SHARED float4 stage[2*{MMA_KEYS}*ST/4];
+  SHARED float4 stage[2*{MMA_KEYS}*{st4}];
   SHARED float4 part[{32 * nw}];                 // the warps' partial scores, in the order the A fragments of P read them
-  const float* st = (const float*)stage;
+  const {ct}* st = (const {ct}*)stage;
   float o[NN][4], ma = NEG, mb = NEG, la = 0.0f, lb = 0.0f;
   for (int n = 0; n < NN; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
   // stage b <- key rows c0..c0 + 7 (past the last one: the last one again); warp w copies rows w, w + {nw}, ..
   #define LOAD_STAGE(c0, b) for (int ii = 0; ii < {MMA_KEYS // nw}; ii++) {{ \
     int i = w + {nw}*ii, key = (c0) + i < nmax ? (c0) + i : nmax - 1; \
-    const float4* src = (const float4*)(cache + key*D) + lane; float4* dst = stage + ((b)*{MMA_KEYS} + i)*ST/4 + lane; \
+    const float4* src = (const float4*)(cache + key*D) + lane; float4* dst = stage + ((b)*{MMA_KEYS} + i)*{st4} + lane; \
     for (int j = 0; j < {d4 // 32}; j++) CP_ASYNC16(dst + 32*j, src + 32*j); \
     {tail}}}
   LOAD_STAGE(0, 0)
@@ -349,16 +388,16 @@ def prefill_mma_kernel(s: AttentionShape, scale: float, tokens: int, max_context
     CP_ASYNC_WAIT();
     BARRIER();                            // stage b is in for every thread; stage b ^ 1 and part are free again
     if (c0 + {MMA_KEYS} < nmax) LOAD_STAGE(c0 + {MMA_KEYS}, b ^ 1)
-    const float* kb = st + b*{MMA_KEYS}*ST;
+    const {ct}* kb = st + b*{MMA_KEYS}*ST;
     // partial scores: this warp's dims of the 16 rows . keys c0 + 0..7 (B fragment: key g, dims t, t + 4); hi hi and the
     // two cross terms in two accumulators each for the even and the odd steps (four chains of dependent mma, not one)
     float sc2[2][2][4];
     for (int e = 0; e < 2; e++) for (int u = 0; u < 2; u++) for (int i = 0; i < 4; i++) sc2[e][u][i] = 0.0f;
-    const float* kr = kb + g*ST + DW*w + t;
+    const {ct}* kr = kb + g*ST + DW*w + t;
     for (int j = 0; j < NK; j++) {{
-      float k0 = kr[8*j], k1 = kr[8*j + 4], k0h, k1h, k0l, k1l;
-      {split("k0", "k0h", "k0l")} {split("k1", "k1h", "k1l")}
-      MMA_TF32(sc2[j & 1][0], qh[j], k0h, k1h); MMA_TF32(sc2[j & 1][1], qh[j], k0l, k1l); MMA_TF32(sc2[j & 1][1], ql[j], k0h, k1h);
+      {ct} k0_ = kr[8*j], k1_ = kr[8*j + 4];
+      {elem("k0", "k0h", "k0l")}{elem("k1", "k1h", "k1l")}
+      {kmma}
     }}
     // C (row g | g + 8, key 2t + e) goes to lane 4 g + (2t + e) % 4, slot (row >= 8) + 2 (key >= 4)
     float* pw = (float*)part + w*128;
@@ -383,12 +422,12 @@ def prefill_mma_kernel(s: AttentionShape, scale: float, tokens: int, max_context
     la = la*aa + (pr[0] + pr[2]); lb = lb*ab + (pr[1] + pr[3]);
     for (int i = 0; i < 4; i++) {{ {split("pr[i]", "ph[i]", "pl[i]")} }}
     // out = out * alpha + P . V over this warp's columns CW*w.. (B fragment: keys t, t + 4, column g)
-    const float* vr = kb + t*ST + CW*w + g;
+    const {ct}* vr = kb + t*ST + CW*w + g;
     for (int n = 0; n < NN; n++) {{
-      float v0 = vr[8*n], v1 = vr[8*n + 4*ST], v0h, v1h, v0l, v1l;
-      {split("v0", "v0h", "v0l")} {split("v1", "v1h", "v1l")}
+      {ct} v0_ = vr[8*n], v1_ = vr[8*n + 4*ST];
+      {elem("v0", "v0h", "v0l")}{elem("v1", "v1h", "v1l")}
       float acc[4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
-      MMA_TF32(acc, ph, v0h, v1h); MMA_TF32(acc, ph, v0l, v1l); MMA_TF32(acc, pl, v0h, v1h);
+      {vmma}
       o[n][0] = o[n][0]*aa + acc[0]; o[n][1] = o[n][1]*aa + acc[1]; o[n][2] = o[n][2]*ab + acc[2]; o[n][3] = o[n][3]*ab + acc[3];
     }}
   }}
@@ -400,11 +439,11 @@ def prefill_mma_kernel(s: AttentionShape, scale: float, tokens: int, max_context
     if (ra < ROWS) {{ out[ra*KV + col] = o[n][0] * ia; out[ra*KV + col + 1] = o[n][1] * ia; }}
     if (rb < ROWS) {{ out[rb*KV + col] = o[n][2] * ib; out[rb*KV + col + 1] = o[n][3] * ib; }}
   }}"""
-  params = (Param("out", dtypes.float32, True), Param("q", dtypes.float32), Param("qpe", dtypes.float32), Param("cache", dtypes.float32),
+  params = (Param("out", dtypes.float32, True), Param("q", dtypes.float32), Param("qpe", dtypes.float32), Param("cache", _cache_dtype(half)),
             Param("pos", dtypes.int32))
   # from two tiles per SM on, compiled to fit two workgroups per SM (128 registers, a few spill: H100, 512 tokens -13% per
   # block); one wave of tiles (128 tokens) runs 13% faster with one and no spills
-  return SourceKernel(f"mla_prefill_mma_{tokens}_h{s.n_head}_kv{KV}_r{s.qk_rope}", params, body, (tiles, 1, 1), (32, nw, 1),
+  return SourceKernel(f"mla_prefill_mma_{tokens}_h{s.n_head}_kv{KV}_r{s.qk_rope}" + ("_f16" if half else ""), params, body, (tiles, 1, 1), (32, nw, 1),
                       trigger=False, min_blocks=2 if tiles >= 2 * matvec.SMS else 1)
 
 def combine_kernel(s: AttentionShape, tokens: int = 0, max_context: int = 0) -> SourceKernel:
@@ -449,17 +488,19 @@ def combine_kernel(s: AttentionShape, tokens: int = 0, max_context: int = 0) -> 
                       trigger=not tokens)
 
 @cached
-def kernels(s: AttentionShape, scale: float, eps: float, device: str, kv_offset: int = 0, trigger: bool = True):
+def kernels(s: AttentionShape, scale: float, eps: float, device: str, kv_offset: int = 0, trigger: bool = True, half: bool = False):
   """The custom_kernel bodies (attend, combine) for shape `s` on `device` (a CUDA or Metal device); trigger=False: without
-  GRID_TRIGGER() (Fusions.trigger off)."""
-  return program(attend_kernel(s, scale, eps, kv_offset), device, trigger), program(combine_kernel(s), device, trigger)
+  GRID_TRIGGER() (Fusions.trigger off); half: an fp16 cache."""
+  return program(attend_kernel(s, scale, eps, kv_offset, half), device, trigger), program(combine_kernel(s), device, trigger)
 
 @cached
-def prefill_kernels(s: AttentionShape, scale: float, tokens: int, max_context: int, device: str):
+def prefill_kernels(s: AttentionShape, scale: float, tokens: int, max_context: int, device: str, half: bool = False):
   """The custom_kernel bodies (attend, combine) of a prefill chunk of `tokens` on `device` (combine None: one split)."""
-  if has_mma(device) and mma_warps(s): return program(prefill_mma_kernel(s, scale, tokens, max_context), device), None
+  if has_mma(device) and mma_warps(s, half): return program(prefill_mma_kernel(s, scale, tokens, max_context, half), device), None
   combine = program(combine_kernel(s, tokens, max_context), device) if prefill_splits(tokens) > 1 else None
-  return program(prefill_attend_kernel(s, scale, tokens, max_context), device), combine
+  return program(prefill_attend_kernel(s, scale, tokens, max_context, half), device), combine
+
+CACHE_DTYPES = (dtypes.float32, dtypes.float16)   # the latent caches the kernels read
 
 def available(device: str) -> bool: return language_of(device) is not None
 
@@ -474,12 +515,15 @@ def mla_decode_attention(q_lat: Tensor, q_raw: Tensor, kv_raw: Tensor, kv_norm_w
                          rope_sin: Tensor, pos: Tensor, *, n_head: int, kv_lora: int, qk_nope: int, qk_rope: int, scale: float,
                          eps: float, kv_offset: int = 0, fusions: Fusions = Fusions()) -> Tensor:
   """Attention output (n_head, kv_lora) fp32 of one new token at position pos[0] (an int32 (1,) buffer), and its latent row
-  written into cache[pos] (in place, by the same kernel: realize the output). See the module docstring for the math.
+  written into cache[pos] (in place, by the same kernel: realize the output). See the module docstring for the math. The
+  cache is fp32 or fp16 (CACHE_DTYPES).
   q_raw: (n_head, qk_nope + qk_rope), or a longer flat buffer that starts with them (a stacked [q; kv_a] output).
   kv_offset: the new token's kv row is kv_raw[kv_offset : kv_offset + kv_lora + qk_rope] (a multiple of 4). fusions: the
   model's (trigger)."""
   s = AttentionShape(n_head, kv_lora, qk_nope, qk_rope)
-  _check_shape(s)
+  if cache.dtype not in CACHE_DTYPES: raise ValueError(f"mla_decode_attention: cache is {cache.dtype}, expected one of {CACHE_DTYPES}")
+  half = cache.dtype == dtypes.float16
+  _check_shape(s, half)
   dev = q_lat.device
   max_context = cache.shape[0]
   q_lat = _expect(q_lat, (n_head, kv_lora), "q_lat")
@@ -488,14 +532,14 @@ def mla_decode_attention(q_lat: Tensor, q_raw: Tensor, kv_raw: Tensor, kv_norm_w
   if kv_offset < 0 or kv_offset % 4: raise ValueError(f"mla_decode_attention: kv_offset {kv_offset} is not a non-negative multiple of 4")
   kv_raw = _expect(kv_raw, (kv_offset + kv_lora + qk_rope,), "kv_raw")
   kv_norm_w = _expect(kv_norm_w, (kv_lora,), "kv_norm_w")
-  cache = _expect(cache, (max_context, kv_lora + qk_rope), "cache")
+  cache = _expect(cache, (max_context, kv_lora + qk_rope), "cache", cache.dtype)
   rope_cos, rope_sin = _expect(rope_cos, (max_context, qk_rope // 2), "rope_cos"), _expect(rope_sin, (max_context, qk_rope // 2), "rope_sin")
   pos = _expect(pos, (1,), "pos", dtypes.int32)
   for name, t in (("q_raw", q_raw), ("kv_raw", kv_raw), ("kv_norm_w", kv_norm_w), ("cache", cache), ("rope_cos", rope_cos),
                   ("rope_sin", rope_sin), ("pos", pos)):
     if t.device != dev: raise ValueError(f"mla_decode_attention: {name} is on {t.device}, q_lat on {dev}")
   if not available(dev): raise ValueError(f"mla_decode_attention: device {dev} compiles no hand-written kernels (use the reference)")
-  attend, combine = kernels(s, float(scale), float(eps), dev, kv_offset, fusions.trigger)
+  attend, combine = kernels(s, float(scale), float(eps), dev, kv_offset, fusions.trigger, half)
   part, ml, *_ = Tensor.empty(SPLITS, n_head, kv_lora, device=dev).custom_kernel(
     Tensor.empty(SPLITS, n_head, 2, device=dev), cache, q_lat, q_raw, kv_raw, kv_norm_w, rope_cos, rope_sin, pos, fxn=attend)
   return Tensor.empty(n_head, kv_lora, device=dev).custom_kernel(part, ml, pos, fxn=combine)[0]
@@ -508,13 +552,15 @@ def mla_prefill_attention(q: Tensor, q_pe: Tensor, cache: Tensor, pos: Tensor, *
   its bound and is sliced back. fusions: the model's (slices; the prefill kernels have no trigger)."""
   T, n_head = q.shape[0], q.shape[1]
   s = AttentionShape(n_head, kv_lora, 0, qk_rope)
-  _check_shape(s)
+  if cache.dtype not in CACHE_DTYPES: raise ValueError(f"mla_prefill_attention: cache is {cache.dtype}, expected one of {CACHE_DTYPES}")
+  half = cache.dtype == dtypes.float16
+  _check_shape(s, half)
   dev, max_context = q.device, cache.shape[0]
   if q.ndim != 3 or q.shape[2] != kv_lora or not isinstance(n_head, int):
     raise ValueError(f"mla_prefill_attention: q has shape {q.shape}, expected (T, n_head, {kv_lora})")
   if q_pe.ndim != 3 or q_pe.shape[1:] != (n_head, qk_rope):
     raise ValueError(f"mla_prefill_attention: q_pe has shape {q_pe.shape}, expected (T, {n_head}, {qk_rope})")
-  cache = _expect(cache, (max_context, kv_lora + qk_rope), "cache")
+  cache = _expect(cache, (max_context, kv_lora + qk_rope), "cache", cache.dtype)
   pos = _expect(pos, (1,), "pos", dtypes.int32)
   for name, t in (("q", q), ("q_pe", q_pe)):
     if t.dtype != dtypes.float32: raise ValueError(f"mla_prefill_attention: {name} is {t.dtype}, expected {dtypes.float32}")
@@ -522,7 +568,7 @@ def mla_prefill_attention(q: Tensor, q_pe: Tensor, cache: Tensor, pos: Tensor, *
     if t.device != dev: raise ValueError(f"mla_prefill_attention: {name} is on {t.device}, q on {dev}")
   if not available(dev): raise ValueError(f"mla_prefill_attention: device {dev} compiles no hand-written kernels")
   (q, q_pe), T, Tmax = to_bound(q, q_pe, slices=fusions.slices)
-  out = launch_prefill(*prefill_kernels(s, float(scale), Tmax, max_context, dev), q.contiguous(), q_pe.contiguous(), cache, pos)
+  out = launch_prefill(*prefill_kernels(s, float(scale), Tmax, max_context, dev, half), q.contiguous(), q_pe.contiguous(), cache, pos)
   return out if isinstance(T, int) else out[:T]
 
 def launch_prefill(attend, combine, q: Tensor, q_pe: Tensor, cache: Tensor, pos: Tensor) -> Tensor:
