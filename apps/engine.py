@@ -113,7 +113,7 @@ class Engine:
     self.stats = Stats()
 
   @staticmethod
-  def load(source: Source, max_context: int | None = None, device: str | None = None, quiet: bool = False, kernels: str = "hand",
+  def load(source: Source, max_context: int | str | None = None, device: str | None = None, quiet: bool = False, kernels: str = "hand",
            capture_dir: Path | None = None, cache_type: str = "f32") -> Engine:
     """The model of `source`, its prefill and decode steps kept in capture_dir across processes (.cache/captures by
     default: apps/captures.py)."""

@@ -229,6 +229,9 @@ def _int(lo: int, hi: int | None = None):
     return v
   return parse
 
+def _context(s: str) -> int | str:
+  return s if s == "fit" else _int(2)(s)
+
 def _float(s: str) -> float:
   try: v = float(s)
   except ValueError: raise argparse.ArgumentTypeError(f"'{s}' is not a number") from None
@@ -244,7 +247,8 @@ def parser() -> argparse.ArgumentParser:
   ap.add_argument("--device", help="tinygrad device (default: tinygrad's default, e.g. CUDA, NV, CPU)")
   ap.add_argument("--kernels", choices=KERNEL_PATHS, default="hand", help="hand: hand-written kernels where the device has them "
                   "(CUDA, Metal; default); generated: tinygrad's own code generator for every kernel")
-  ap.add_argument("--max-context", type=_int(2), default=4096, help="KV cache length in tokens (default 4096; at most the model's)")
+  ap.add_argument("--max-context", type=_context, default="fit", help="KV cache length in tokens, at most the model's trained length; "
+                  "fit (default): the longest the device's memory holds after the weights (4096 where the device does not say)")
   ap.add_argument("--cache-type", choices=CACHE_TYPES, default="f32", help="the latent cache's elements: f32 (default, exact) or f16 "
                   "(half the memory and the bytes attention reads, as llama.cpp's default; rows rounded to fp16 once)")
   ap.add_argument("--list-models", action="store_true", help="list known model names and synthetic presets")

@@ -1,17 +1,17 @@
 """The deepseek2-family transformer: token embedding, MLA + MoE blocks (apps/mla.py), output head, KV caches,
 chunked prefill and TinyJit decode with on-device sampling.
 
-  model = Transformer.from_gguf("model.gguf", max_context=4096)
+  model = Transformer.from_gguf("model.gguf", max_context=4096)   # or "fit": the longest context the device holds
   model.logits([1, 2, 3])                  # float32 (T, vocab) numpy logits of a fresh context
   for tok in model.generate(ids, 32): ...  # greedy (or sampled) continuation; one host read per token
 """
 from __future__ import annotations
-import sys, time
+import ctypes, os, sys, time
 from dataclasses import fields
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 import numpy as np
-from tinygrad import Tensor, TinyJit, UOp, Device, dtypes
+from tinygrad import Tensor, TinyJit, UOp, Device, GlobalCounters, dtypes
 from apps.gguf import GGUFFile
 from apps.mla import Block, Config, DEFAULT_SPLIT_MASK
 from apps import KERNEL_PATHS, CACHE_TYPES
@@ -25,8 +25,39 @@ class ContextOverflow(ValueError):
   """A prompt plus generation that does not fit in max_context."""
 
 
+FIT_RESERVE = 2**30  # device memory the steps' activations and scratch may take beyond what fit_context counts
+
+def free_bytes(device: str) -> int | None:
+  """Device memory still free, where the backend tells: CUDA (the driver), Metal (the recommended working set less what
+  tinygrad holds), the CPU (the host's available memory); None elsewhere."""
+  base = device.split(":")[0]
+  try:
+    if base == "CUDA":
+      from tinygrad.runtime.autogen import cuda
+      cuda.cuCtxSetCurrent(Device[device].context)
+      free, total = ctypes.c_uint64(), ctypes.c_uint64()
+      return free.value if cuda.cuMemGetInfo_v2(ctypes.byref(free), ctypes.byref(total)) == 0 else None
+    if base == "METAL": return int(Device[device].sysdevice.recommendedMaxWorkingSetSize()) - GlobalCounters.mem_used
+  except (AttributeError, TypeError, ctypes.ArgumentError): return None   # a backend build without the query: the default
+  if base == "CPU":
+    try:
+      with open("/proc/meminfo") as f: return next(int(ln.split()[1]) * 1024 for ln in f if ln.startswith("MemAvailable:"))
+    except (OSError, StopIteration, ValueError): return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else None
+  return None
+
+def fit_context(cfg: Config, cache_itemsize: int, free: int | None, chunk: int) -> int:
+  """The longest context, up to the model's trained length, whose memory fits in `free` bytes (with FIT_RESERVE and a tenth
+  kept back): every block's cache row, the rope tables' row and the prompt buffer's entry a token, and the scores a prefill
+  chunk's tensor-op attention holds per key (chunk x heads x fp32, twice: the generated path's; the hand-written kernels
+  hold none). 4096 where the free memory is unknown."""
+  if free is None: return min(4096, cfg.context_length)
+  per_token = cfg.n_layer * (cfg.kv_lora_rank + cfg.qk_rope) * cache_itemsize + 4 * cfg.qk_rope + 4 + 2 * 4 * chunk * cfg.n_head
+  n = (int(free * 0.9) - FIT_RESERVE) // per_token // 256 * 256
+  if n < 256: raise ValueError(f"{free / 2**20:.0f} MiB free on the device after the weights: no room for a context (pass a smaller --max-context)")
+  return min(n, cfg.context_length)
+
 class Transformer:
-  def __init__(self, gf: GGUFFile, max_context: int | None = None, device: str | None = None, split_mask: int = DEFAULT_SPLIT_MASK,
+  def __init__(self, gf: GGUFFile, max_context: int | str | None = None, device: str | None = None, split_mask: int = DEFAULT_SPLIT_MASK,
                prefill_chunks: Sequence[int] = (512, 128), progress: Callable[[int, int], None] | None = None, kernels: str = "hand",
                fusions: Fusions = Fusions(), kernel_modules: KernelModules | None = None, capture_dir: Path | None = None,
                cache_type: str = "f32"):
@@ -39,7 +70,6 @@ class Transformer:
     # the same as llama.cpp's default f16 KV cache on that file). Weights are dequantized in registers either way.
     self.act_dtype = dtypes.float32
     self.cache_dtype = {"f32": dtypes.float32, "f16": dtypes.float16}[cache_type]   # the latent cache (apps.CACHE_TYPES)
-    self.max_context = min(max_context or 4096, cfg.context_length)
     self.token_embd = QuantizedEmbedding.from_gguf(gf, "token_embd.weight", self.device)
     self.output_norm = load_tensor(gf, "output_norm.weight", self.device)
     # tied embeddings: no output.weight means the head reads the same packed token_embd (one copy on the device)
@@ -48,6 +78,9 @@ class Transformer:
     for i in range(cfg.n_layer):
       self.blocks.append(Block(gf, i, cfg, self.device, self.cache_dtype, split_mask, fusions))
       if progress: progress(i + 1, cfg.n_layer)
+    # "fit": the longest context the memory left after the weights holds (fit_context), else max_context or 4096
+    if max_context == "fit": self.max_context = fit_context(cfg, self.cache_dtype.itemsize, free_bytes(self.device), max(prefill_chunks))
+    else: self.max_context = min(max_context or 4096, cfg.context_length)
     self.caches = [Tensor.zeros(self.max_context, cfg.kv_lora_rank + cfg.qk_rope, dtype=self.cache_dtype, device=self.device).contiguous()
                    for _ in self.blocks]
     ang = np.arange(self.max_context, dtype=np.float64)[:, None] * cfg.rope_freqs()[None, :]
@@ -118,7 +151,7 @@ class Transformer:
     return captures.model_key(self.path, settings, self.device)
 
   @staticmethod
-  def from_gguf(path: str | Path, max_context: int | None = None, device: str | None = None, **kw) -> Transformer:
+  def from_gguf(path: str | Path, max_context: int | str | None = None, device: str | None = None, **kw) -> Transformer:
     gf = GGUFFile(path)
     try:
       if kw.pop("verbose", False):
@@ -222,7 +255,9 @@ class Transformer:
   def _token_buffer(self, ids: list[int]) -> Tensor:
     """ids padded to max_context in the model's one token buffer, so every JIT call sees the same input (the chunk is a
     symbolic slice of it); written in queue order, after the prefill that read it last."""
-    upload(self._tokens, ids + [0] * (self.max_context - len(ids)))
+    padded = np.zeros(self.max_context, np.int32)   # (a context of 200k tokens: a list this long would cost ~10 ms a call)
+    padded[:len(ids)] = ids
+    upload(self._tokens, padded)
     return self._tokens
 
   def _chunks(self, n: int, start: int) -> Iterator[tuple[int, int, int]]:

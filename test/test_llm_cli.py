@@ -62,6 +62,12 @@ def test_f16_cache_flag(capsys):
   assert rc == 0 and out.strip(), err
   assert "KiB of f16 latent cache a token" in err, err
 
+def test_default_context_is_what_fits(capsys):
+  """Without --max-context the context is the longest the device holds, up to the model's trained length (the tiny
+  presets': 8192, which a CPU holds)."""
+  rc, out, err = run_main(["--model", PRESET, "--prompt", PROMPT, "-n", "2", *GREEDY], capsys)
+  assert rc == 0 and "context 8192 tokens" in err, err
+
 def test_stop_string_cuts_the_text(eng, capsys):
   text = reference(eng, eng.text_ids(PROMPT), 12)
   # a 3-character stop string from the middle of the reply (its first occurrence), wherever the token boundaries fall
@@ -222,6 +228,7 @@ def test_prompt_that_is_not_utf8_is_refused(capsys):
   (["--top-k", "x"], "not an integer"), (["--serve", "70000"], "out of range"), (["--benchmark", "0"], "out of range"),
   (["--json"], "--json needs --benchmark"), (["--chat"], "--chat needs --prompt"), (["--prompt", "x", "--serve", "0"], "cannot be combined"),
   (["--no-such-flag"], "unrecognized arguments"), (["--cache-type", "q8_0"], "invalid choice: 'q8_0'"),
+  (["--max-context", "lots"], "'lots' is not an integer"), (["--max-context", "1"], "out of range"),
 ])
 def test_bad_flags_exit_2(argv, fragment, capsys):
   rc, out, err = run_main(argv, capsys)

@@ -223,3 +223,17 @@ def test_f16_cache():
   dec = np.concatenate([m16.feed([t]) for t in ids[-8:]])
   assert rel(dec, l16[-8:]) < 2e-5 and (dec.argmax(-1) == l16[-8:].argmax(-1)).all(), rel(dec, l16[-8:])
   with pytest.raises(ValueError, match="cache type 'q8'"): Transformer.from_gguf(path, max_context=16, cache_type="q8")
+
+def test_fit_context():
+  """max_context="fit": the longest context the free memory holds after the weights (a tenth and FIT_RESERVE kept back),
+  in steps of 256, at most the trained length; 4096 where the device does not say; a clear error where nothing fits."""
+  from apps.model import fit_context, FIT_RESERVE, free_bytes
+  path = synth.generate("youtu-llm-2b-tiny", "release", progress=False)
+  m = Transformer.from_gguf(path, max_context="fit")
+  assert m.max_context == m.cfg.context_length == 8192 and free_bytes("CPU") > 2**30   # this machine holds the trained length
+  cfg = m.cfg
+  per_token = cfg.n_layer * (cfg.kv_lora_rank + cfg.qk_rope) * 4 + 4 * cfg.qk_rope + 4 + 2 * 4 * 512 * cfg.n_head
+  free = int((FIT_RESERVE + 1000 * per_token) / 0.9) + 1
+  assert fit_context(cfg, 4, free, 512) == 768 and fit_context(cfg, 4, None, 512) == 4096
+  assert fit_context(cfg, 2, free, 512) > 768 and fit_context(cfg, 4, 10 * 2**40, 512) == 8192
+  with pytest.raises(ValueError, match="no room for a context"): fit_context(cfg, 4, 2**30, 512)
