@@ -7,6 +7,7 @@ chunked prefill and TinyJit decode with on-device sampling.
 """
 from __future__ import annotations
 import ctypes, os, sys, time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
@@ -56,6 +57,17 @@ def fit_context(cfg: Config, cache_itemsize: int, free: int | None, chunk: int) 
   if n < 256: raise ValueError(f"{free / 2**20:.0f} MiB free on the device after the weights: no room for a context (pass a smaller --max-context)")
   return min(n, cfg.context_length)
 
+def rope_tables(cfg: Config, n: int) -> tuple[np.ndarray, np.ndarray]:
+  """cos and sin (n, qk_rope / 2) fp32 of every position's angles (float64 angles: positions up to 2e5 times a frequency of
+  1 need them), in spans on host threads (numpy's trig lets go of the GIL: a 200k context's tables take 0.5 s on one core)."""
+  freqs, mag = cfg.rope_freqs()[None, :], cfg.rope_mag
+  cos, sin = np.empty((n, freqs.shape[1]), np.float32), np.empty((n, freqs.shape[1]), np.float32)
+  def span(a: int) -> None:
+    ang = np.arange(a, min(a + 8192, n), dtype=np.float64)[:, None] * freqs
+    cos[a:a + len(ang)], sin[a:a + len(ang)] = np.cos(ang) * mag, np.sin(ang) * mag
+  with ThreadPoolExecutor(min(16, os.cpu_count() or 1)) as ex: list(ex.map(span, range(0, n, 8192)))
+  return cos, sin
+
 class Transformer:
   def __init__(self, gf: GGUFFile, max_context: int | str | None = None, device: str | None = None, split_mask: int = DEFAULT_SPLIT_MASK,
                prefill_chunks: Sequence[int] = (512, 128), progress: Callable[[int, int], None] | None = None, kernels: str = "hand",
@@ -83,9 +95,8 @@ class Transformer:
     else: self.max_context = min(max_context or 4096, cfg.context_length)
     self.caches = [Tensor.zeros(self.max_context, cfg.kv_lora_rank + cfg.qk_rope, dtype=self.cache_dtype, device=self.device).contiguous()
                    for _ in self.blocks]
-    ang = np.arange(self.max_context, dtype=np.float64)[:, None] * cfg.rope_freqs()[None, :]
-    self.rope_cos = Tensor((np.cos(ang) * cfg.rope_mag).astype(np.float32), device=self.device)
-    self.rope_sin = Tensor((np.sin(ang) * cfg.rope_mag).astype(np.float32), device=self.device)
+    cos, sin = rope_tables(cfg, self.max_context)
+    self.rope_cos, self.rope_sin = Tensor(cos, device=self.device), Tensor(sin, device=self.device)
     self._pos_zero = Tensor.zeros(1, dtype=dtypes.int32, device=self.device).contiguous()
     # the last sampled id lives on the device: the decode step reads it and overwrites it (a JIT input would be copied)
     self.token = Tensor.zeros(1, dtype=dtypes.int32, device=self.device).contiguous()

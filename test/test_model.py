@@ -237,3 +237,14 @@ def test_fit_context():
   assert fit_context(cfg, 4, free, 512) == 768 and fit_context(cfg, 4, None, 512) == 4096
   assert fit_context(cfg, 2, free, 512) > 768 and fit_context(cfg, 4, 10 * 2**40, 512) == 8192
   with pytest.raises(ValueError, match="no room for a context"): fit_context(cfg, 4, 2**30, 512)
+
+def test_rope_tables_in_spans():
+  """The rope tables made in spans on threads are the float64 formula's, rounded once, across the spans' edges."""
+  from apps.model import rope_tables
+  from apps.gguf import GGUFFile
+  from apps.mla import Config
+  cfg = Config.from_gguf(GGUFFile(synth.generate("glm-4.7-flash-tiny", "release", progress=False)))
+  cos, sin = rope_tables(cfg, 2 * 8192 + 5)
+  ang = np.arange(2 * 8192 + 5, dtype=np.float64)[:, None] * cfg.rope_freqs()[None, :]
+  np.testing.assert_array_equal(cos, (np.cos(ang) * cfg.rope_mag).astype(np.float32))
+  np.testing.assert_array_equal(sin, (np.sin(ang) * cfg.rope_mag).astype(np.float32))
