@@ -2,6 +2,7 @@
 
   ./run pip install -r requirements-ref.txt     # once: torch 2.13.0 (CPU), transformers, llama-cpp-python from the PyPI sdist
   ./run python -m tools.make_model_goldens      # ~minutes on 2 cores
+  ./run python -m tools.make_model_goldens --long   # test/goldens/long_*.npz: a 4,224-token prompt, and the fp16 cache
 
 For each tiny preset and mix (f32, q8_0, release) it stores, per test sequence, a 64-column sketch of the reference logits
 (logits @ S, S a fixed +-1/8 hash matrix, so ||(ours - ref) S|| / ||ref S|| estimates the full relative error), the top-8
@@ -88,4 +89,45 @@ def main() -> None:
       np.savez_compressed(GOLDENS / f"model_{preset}_{mix}.npz", **out)
       print(f"{preset}/{mix}: {time.perf_counter() - t0:.1f} s")
 
-if __name__ == "__main__": main()
+# ---------------------------------------------------------------- a long prompt, and the fp16 cache
+
+LONG_CASE = ("glm-4.7-flash-tiny", "f32")   # F32: llama.cpp's logits are comparable (no quantized activations)
+LONG_N, LONG_ROWS, LONG_SEED = 4224, 8, 7   # past 4096: eight chunks of 512, then 128s; the last rows compared (path_check.window)
+
+def long_golden_path() -> Path: return GOLDENS / f"long_{LONG_CASE[0]}_{LONG_CASE[1]}.npz"
+
+def long_goldens() -> None:
+  """test/goldens/long_<case>.npz: the last LONG_ROWS rows of a LONG_N-token prompt from transformers and from llama.cpp
+  (f32 cache), sketched; and a 33-token prompt's logits from llama.cpp with its default fp16 cache beside its f32 one, for
+  `--cache-type f16`."""
+  import torch, transformers, llama_cpp
+  from tools.path_check import window
+  preset, mix = LONG_CASE
+  path = synth.generate(preset, mix, progress=False)
+  model = ref.hf_model(str(path))
+  vocab = model.config.vocab_size
+  S = sketch_matrix(vocab)
+  ids = window(vocab, LONG_N, LONG_SEED)
+  out: dict[str, np.ndarray] = {"long/ids": np.array(ids, np.int32)}
+  with torch.no_grad(): hf = model(torch.tensor([ids]), logits_to_keep=LONG_ROWS).logits[0].numpy()
+  out["long/hf_sketch"], out["long/hf_top8"] = hf @ S, np.argsort(-hf, axis=-1)[:, :8].astype(np.int32)
+  llm = ref.llamacpp(str(path), n_ctx=LONG_N)
+  out["long/llamacpp_sketch"] = ref.llamacpp_logits(llm, ids)[-LONG_ROWS:] @ S
+  del llm
+  short = sequences(min(vocab, 100000))["prompt33"]
+  out["f16/ids"] = np.array(short, np.int32)
+  for t, name in ((llama_cpp.GGML_TYPE_F32, "f32"), (llama_cpp.GGML_TYPE_F16, "f16")):
+    llm = ref.llamacpp(str(path), kv_type=t)
+    out[f"f16/llamacpp_{name}_sketch"] = ref.llamacpp_logits(llm, short) @ S
+    del llm
+  for k in ("long/llamacpp_sketch", "f16/llamacpp_f16_sketch"):
+    base = out["long/hf_sketch"] if k.startswith("long") else out["f16/llamacpp_f32_sketch"]
+    print(f"  {k} against {'transformers' if k.startswith('long') else 'its f32 cache'}: {np.linalg.norm(out[k] - base) / np.linalg.norm(base):.2e}")
+  meta = {"preset": preset, "mix": mix, "sha256": hashlib.sha256(path.read_bytes()).hexdigest(), "sketch": SKETCH,
+          "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "llama_cpp": llama_cpp.__version__}}
+  out["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+  np.savez_compressed(long_golden_path(), **out)
+
+if __name__ == "__main__":
+  import sys
+  long_goldens() if sys.argv[1:] == ["--long"] else main()

@@ -105,11 +105,12 @@ def hf_greedy(model, ids: list[int], n: int) -> list[int]:
   for _ in range(n): seq.append(int(hf_logits(model, seq)[-1].argmax()))
   return seq[len(ids):]
 
-def llamacpp(path: str, n_ctx: int = 512):
+def llamacpp(path: str, n_ctx: int = 512, kv_type: int | None = None):
   import llama_cpp
-  # f32 KV cache: the default f16 cache alone moves logits by ~1e-3
-  return llama_cpp.Llama(model_path=path, n_ctx=n_ctx, n_batch=n_ctx, logits_all=True, n_gpu_layers=0, verbose=False, seed=0,
-                         type_k=llama_cpp.GGML_TYPE_F32, type_v=llama_cpp.GGML_TYPE_F32)
+  # f32 KV cache unless kv_type says (llama_cpp.GGML_TYPE_F16: llama.cpp's default): the f16 cache alone moves logits by ~1e-3
+  kv = llama_cpp.GGML_TYPE_F32 if kv_type is None else kv_type
+  return llama_cpp.Llama(model_path=path, n_ctx=n_ctx, n_batch=min(n_ctx, 512), logits_all=True, n_gpu_layers=0, verbose=False, seed=0,
+                         type_k=kv, type_v=kv)
 
 def llamacpp_logits(llm, ids: list[int]) -> np.ndarray:
   llm.reset()
