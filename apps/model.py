@@ -43,7 +43,7 @@ def free_bytes(device: str) -> int | None:
   if base == "CPU":
     try:
       with open("/proc/meminfo") as f: return next(int(ln.split()[1]) * 1024 for ln in f if ln.startswith("MemAvailable:"))
-    except (OSError, StopIteration, ValueError): return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else None
+    except (OSError, StopIteration, ValueError): pass   # no /proc (macOS): the default
   return None
 
 def fit_context(cfg: Config, cache_itemsize: int, free: int | None, chunk: int) -> int:

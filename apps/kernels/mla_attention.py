@@ -318,8 +318,7 @@ def mma_warps(s: AttentionShape, half: bool = False) -> int:
   kv_lora + qk_rope dims (k-steps of 8) and of the kv_lora value columns (n-tiles of 8); 8 where both divide."""
   D = s.kv_lora + s.qk_rope
   nw = next((nw for nw in (8, 4, 2, 1) if D % 8 == 0 and (D // 8) % nw == 0 and s.kv_lora % 8 == 0 and (s.kv_lora // 8) % nw == 0), 0)
-  size = 2 if half else 4
-  return nw if 2 * MMA_KEYS * (D + _stage_pad(half)) * size + 32 * nw * 16 <= 48 * 1024 else 0   # two stages and the partial scores
+  return nw if 2 * MMA_KEYS * (D + _stage_pad(half)) * _cache_dtype(half).itemsize + 32 * nw * 16 <= 48 * 1024 else 0   # two stages and the partial scores
 
 def prefill_mma_kernel(s: AttentionShape, scale: float, tokens: int, max_context: int, half: bool = False) -> SourceKernel:
   """The prefill attend kernel on the tensor cores, the same parameters and output as prefill_attend_kernel with one split
@@ -343,7 +342,7 @@ def prefill_mma_kernel(s: AttentionShape, scale: float, tokens: int, max_context
   nk = D // nw // 8
   # hi = x rounded to tf32 (nearest, ties away: +half an ulp of tf32, truncate), lo = x - hi (exact; the mma truncates it)
   split = lambda x, h, l: f"{h} = AS_FLOAT((AS_UINT({x}) + 0x1000u) & 0xffffe000u); {l} = {x} - {h};"
-  size, ct = (2, "half") if half else (4, "float")
+  size, ct = _cache_dtype(half).itemsize, "half" if half else "float"
   d4 = D * size // 16                            # 16-byte pieces of a cache row
   tail = f"if (lane < {d4 % 32}) CP_ASYNC16(dst + {d4 - d4 % 32}, src + {d4 - d4 % 32}); " if d4 % 32 else ""
   st4 = (D + _stage_pad(half)) * size // 16      # ... of a staged row
@@ -502,6 +501,11 @@ def prefill_kernels(s: AttentionShape, scale: float, tokens: int, max_context: i
 
 CACHE_DTYPES = (dtypes.float32, dtypes.float16)   # the latent caches the kernels read
 
+def _half_cache(cache: Tensor, who: str) -> bool:
+  """Whether `cache` is fp16 (the kernels' other form); a cache of any other dtype is an error."""
+  if cache.dtype not in CACHE_DTYPES: raise ValueError(f"{who}: cache is {cache.dtype}, expected one of {CACHE_DTYPES}")
+  return cache.dtype == dtypes.float16
+
 def available(device: str) -> bool: return language_of(device) is not None
 
 def _expect(t: Tensor, shape: tuple[int, ...], name: str, dtype=dtypes.float32) -> Tensor:
@@ -521,8 +525,7 @@ def mla_decode_attention(q_lat: Tensor, q_raw: Tensor, kv_raw: Tensor, kv_norm_w
   kv_offset: the new token's kv row is kv_raw[kv_offset : kv_offset + kv_lora + qk_rope] (a multiple of 4). fusions: the
   model's (trigger)."""
   s = AttentionShape(n_head, kv_lora, qk_nope, qk_rope)
-  if cache.dtype not in CACHE_DTYPES: raise ValueError(f"mla_decode_attention: cache is {cache.dtype}, expected one of {CACHE_DTYPES}")
-  half = cache.dtype == dtypes.float16
+  half = _half_cache(cache, "mla_decode_attention")
   _check_shape(s, half)
   dev = q_lat.device
   max_context = cache.shape[0]
@@ -552,8 +555,7 @@ def mla_prefill_attention(q: Tensor, q_pe: Tensor, cache: Tensor, pos: Tensor, *
   its bound and is sliced back. fusions: the model's (slices; the prefill kernels have no trigger)."""
   T, n_head = q.shape[0], q.shape[1]
   s = AttentionShape(n_head, kv_lora, 0, qk_rope)
-  if cache.dtype not in CACHE_DTYPES: raise ValueError(f"mla_prefill_attention: cache is {cache.dtype}, expected one of {CACHE_DTYPES}")
-  half = cache.dtype == dtypes.float16
+  half = _half_cache(cache, "mla_prefill_attention")
   _check_shape(s, half)
   dev, max_context = q.device, cache.shape[0]
   if q.ndim != 3 or q.shape[2] != kv_lora or not isinstance(n_head, int):
