@@ -721,3 +721,21 @@ print("ok")
 
 def test_0027_lanes_along_a_symbolic_contiguous_dim(trees):
   assert_patch_needed(trees, "0027", ELEMENTWISE_SYMBOLIC_LANES, env={"DEV": "PYTHON", "CACHELEVEL": "0"})
+
+DISK_CACHE_FROM_A_THREAD = """
+import threading
+from tinygrad.helpers import diskcache_get, diskcache_put
+diskcache_put("patchtest_threads", "main", 1)   # the main thread opens the cache
+out = []
+def worker():
+  try: out.append((diskcache_get("patchtest_threads", "main"), diskcache_put("patchtest_threads", "worker", 2),
+                   diskcache_get("patchtest_threads", "worker")))
+  except Exception as e: out.append(e)
+t = threading.Thread(target=worker)
+t.start(); t.join()
+assert out == [(1, 2, 2)], out
+print("ok")
+"""
+
+def test_0028_disk_cache_from_any_thread(trees, tmp_path):
+  assert_patch_needed(trees, "0028", DISK_CACHE_FROM_A_THREAD, env={"CACHEDB": str(tmp_path / "cache.db")})
