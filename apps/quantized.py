@@ -14,11 +14,12 @@ aligned and wide), and each operation is one kernel that dequantizes in register
 The kernels are written in tinygrad's UOp DSL (so CPU, CUDA and Metal all run them) with explicit optimization choices;
 `kernel_for` is the one place that decides which kernel serves a given op, type, shape and device, and
 `register_kernel` is where hand-written per-backend kernels plug in. On devices that compile CUDA or MSL source, decode
-matvecs (up to 4 tokens) go to apps/kernels/matvec.py, which can also fold in the layer's rms norm, SwiGLU, expert mix and
-residual add (the layers' keyword arguments); where no kernel does a fusion, the layer runs it as separate ops. A
-layer's `call` gives the launch it would make instead of running it: `dispatch.run(*calls)` launches calls of one input as one
-kernel where the matvecs can go side by side (a shared expert's gate_up beside the routed experts'), and
-`run_sum(*calls)` adds calls' results of one shape in one kernel (the routed experts' down and the shared expert's).
+matvecs (up to 8 tokens: a decode step of up to 8 sequences) go to apps/kernels/matvec.py, which can also fold in the
+layer's rms norm, SwiGLU, expert mix and residual add (the layers' keyword arguments); where no kernel does a fusion,
+the layer runs it as separate ops. A layer's `call` gives the launch it would make instead of running it:
+`dispatch.run(*calls)` launches calls of one input as one kernel where the matvecs can go side by side (a shared expert's
+gate_up beside the routed experts'), and `run_sum(*calls)` adds calls' results of one shape in one kernel (the routed
+experts' down and the shared expert's).
 
 The formats and packed tensors are apps/packed.py; the kernel seam (KernelSpec, kernel_for, register_kernel, run,
 run_sum) is apps/dispatch.py.

@@ -205,10 +205,10 @@ def _k_for(typ, chunks):  # a K with about this many lane chunks per row (whole 
 def test_emulated_linear(tmp_path, typ):
   """norm + glu + residual at 4 rows per warp (8 accumulators, load batches split across chunks); plain at 1 row per warp
   and 16 warps with 33 chunks (a second, partial chunk per lane); norm + residual at 2 rows and 8 warps, N not a multiple
-  of the rows of a workgroup."""
+  of the rows of a workgroup; the same for 9 tokens (a batched decode step: the tokens fastest in the grid)."""
   rng = np.random.default_rng(4)
   for (B, F, chunks, rows, warps, fus) in [(2, 20, 64, 4, 4, ("norm", "glu", "residual")), (1, 7, 33, 1, 16, ()),
-                                           (1, 13, 40, 2, 8, ("norm", "residual"))]:
+                                           (1, 13, 40, 2, 8, ("norm", "residual")), (9, 13, 40, 2, 8, ("norm", "residual"))]:
     K = _k_for(typ, chunks)
     N = 2 * F if "glu" in fus else F
     raw = random_tensor(typ, (K, N), rng)

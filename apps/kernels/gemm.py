@@ -22,7 +22,7 @@ d * (q - offset), or (d * sc) * q - (dmin * m) for the K-quants, in fp32) and st
 float4s of 4 rows / 4 tokens, and every thread accumulates 4 x 4 of out from two float4 reads per k (16 FMA), in fp32:
 the result is the float product.
 
-apps/dispatch.py asks this module first for every product of more than 4 tokens (H100 prefill 512 A/Bs with
+apps/dispatch.py asks this module first for every product of more tokens than the matvecs take (matvec.MAX_ROWS) (H100 prefill 512 A/Bs with
 `python3 -m tools.ab prefill`, OPTIMIZATION_JOURNAL.md: CUDA-core kernel against the portable kernels +44% Youtu-LLM-2B, +8%
 DeepSeek-V2-Lite, +2.5% / +63% more with its loads one step ahead; the tensor-core kernel against it +40% / +93% / +126%
 on GLM-4.7-Flash, and its later steps up to +30% more).
@@ -536,7 +536,7 @@ def provider(spec):
   refused = spec.mix or spec.x_stride or (spec.op != "linear" and spec.residual) or (spec.residual and spec.glu) or \
             (spec.op == "batched" and (spec.norm or spec.glu)) or (spec.norm and spec.x_per_slot)
   if spec.op not in ("linear", "experts", "batched") or refused or spec.x_dtype != dtypes.float32 or not isinstance(spec.B, int): return None
-  if spec.B <= 4 or spec.fmt.type not in TYPES or spec.fmt.block != BLOCK[spec.fmt.type][0] or not matvec.available(spec.device): return None
+  if spec.B <= matvec.MAX_ROWS or spec.fmt.type not in TYPES or spec.fmt.block != BLOCK[spec.fmt.type][0] or not matvec.available(spec.device): return None
   s = GemmShape(spec.fmt.type, spec.B, spec.N, spec.K, *((spec.J, spec.E, spec.x_per_slot) if spec.op == "experts" else
                                                          (spec.J, spec.E, True, True) if spec.op == "batched" else ()),
                 residual=spec.op == "linear" and spec.residual, glu=spec.glu)

@@ -3,7 +3,9 @@ expert mix after folded into the same kernel (each a kernel launch less per use,
 
 Layout of the work: a warp owns R output rows and walks a row's packed blocks with its 32 lanes (lane i takes chunks
 i, i+32, ...: consecutive lanes read consecutive 16-byte words, so every weight load is coalesced and wide); WARPS warps
-per workgroup; the R partial sums are reduced across the warp with shuffles. Grid: (row groups, J slots, B tokens).
+per workgroup; the R partial sums are reduced across the warp with shuffles. Grid: (row groups x B tokens, J slots), the
+tokens fastest: the B workgroups of one row group (up to MAX_ROWS tokens: a batched decode step's sequences) run together,
+so its weights come from DRAM once and from L2 for the other tokens.
 
 What makes it fast is memory-level parallelism (H100 profile, OPTIMIZATION_JOURNAL.md): a lane's loads for all its rows
 and chunks are written out one after the other, in batches that fit the registers, before any of their math, so a warp
@@ -42,6 +44,8 @@ from dataclasses import dataclass
 from tinygrad import dtypes
 from apps.gguf import GGMLType, BLOCK
 from apps.kernels import SourceKernel, Param, program, cached, language_of, side_by_side
+
+MAX_ROWS = 8    # tokens (rows of x) a matvec takes; more go to the GEMMs (apps/kernels/gemm.py): past 8 the GEMM is faster
 
 # ---- per type: packed parts (name, element type), weights per lane step (CH), weights per packed block, the loads of one
 # lane step and their math. In `load` and `math`, `@` is the item's suffix: the load sees `bi@` (packed block index) and
@@ -413,9 +417,9 @@ def build(s: MatvecShape | Terms, p: Plan | None = None) -> SourceKernel:
   nl = "\n  "
   body = f"""  const int R = {R}, N = {s.N}, K = {s.K}, J = {s.J};
   const float EPS = EPS_VALUE;
-  int lane = LID_X, warp = LID_Y, b = GID_Z, j = GID_Y, tid = warp * 32 + lane;
+  int lane = LID_X, warp = LID_Y, b = GID_X % {s.B}, j = GID_Y, tid = warp * 32 + lane;
   (void)j; (void)K; (void)J; (void)EPS; (void)tid;
-  int row0 = (GID_X * {W} + warp) * R;
+  int row0 = (GID_X / {s.B} * {W} + warp) * R;
   {nl.join(shared)}
   SHARED float part[{W}];
   float rs = 1.0f; (void)rs; (void)part;
@@ -434,7 +438,7 @@ def build(s: MatvecShape | Terms, p: Plan | None = None) -> SourceKernel:
   }}"""
   name = lambda s: f"{s.type.name.lower()}_{s.op}_{s.B}_{s.J}_{s.N}_{s.K}" + (f"_xs{s.x_stride}" if s.x_stride else "") + \
                    "".join(f"_{f}" for f in ("norm", "residual", "glu", "mix") if getattr(s, f))
-  return SourceKernel("mv_" + "_plus_".join(name(T.s) for T in terms), tuple(params), body, (-(-s.N // (R * W)), slots, s.B), (32, W, 1))
+  return SourceKernel("mv_" + "_plus_".join(name(T.s) for T in terms), tuple(params), body, (-(-s.N // (R * W)) * s.B, slots, 1), (32, W, 1))
 
 def _with_eps(k: SourceKernel, eps: float) -> SourceKernel:
   from dataclasses import replace
@@ -444,7 +448,7 @@ def supports(s: MatvecShape | Terms, language: str = "CUDA") -> bool:
   terms = _terms(s)
   if len(terms) > 1 and not summable(terms): return False
   for t in terms:
-    if t.type not in TYPES or t.B > 4: return False
+    if t.type not in TYPES or t.B > MAX_ROWS: return False
     tc = TYPES[t.type]
     if t.K % tc.block or t.K % 4: return False
     if t.x_stride and (t.x_stride < t.K or t.x_stride % 4): return False
