@@ -31,7 +31,7 @@ For search2.py: SPLIT_POINTS (apps.mla's named fusion boundaries), setup(argv), 
 bench_mask(mask, iters, beam) -> ms, which re-traces the loaded blocks with a new split mask (no weight reload).
 """
 from __future__ import annotations
-import argparse, gc, json, math, subprocess, sys, time
+import argparse, functools, gc, json, math, subprocess, sys, time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
@@ -167,9 +167,9 @@ def cache_bytes(m: Transformer, n_blocks: int, pos: int, tokens: int = 1) -> int
 
 # ---------------------------------------------------------------- the steps under test
 
-def attn_half(b: Block, x: Tensor, cache: Tensor, pos, cos: Tensor, sin: Tensor, tables: tuple | None = None) -> Tensor:
+def attn_half(b: Block, x: Tensor, cache: Tensor, pos, cos: Tensor, sin: Tensor, tables: tuple | None = None, base=0) -> Tensor:
   """The first residual half of Block.__call__: x + MLA(attn_norm(x))."""
-  return b.attention(x, cache, pos, cos, sin, tables)
+  return b.attention(x, cache, pos, cos, sin, tables, base)
 
 def ffn_half(b: Block, h: Tensor) -> Tensor:
   """The second residual half of Block.__call__: h + FFN(ffn_norm(h))."""
@@ -227,7 +227,7 @@ class Bench:
     if target == "decode":
       m.sampler.configure(sampling.Params(), [])  # greedy, as the default generate()
       upload(m.token, [1])
-      decode = TinyJit(m._decode)                 # what generate() replays per token (its own capture), token read back as there
+      decode = TinyJit(functools.partial(m._decode, sampling.Params().structure))  # what generate() replays per token, token read back as there
       return Step(target, decode, lambda i: (self.v_pos,), lambda out: m.token.item(), len(m.blocks), active_weight_bytes(m),
                   cache_bytes(m, len(m.blocks), self.pos), "token")
     if target in ("fill", "prompt"):
@@ -240,7 +240,7 @@ class Bench:
       buf = Tensor(self.fill_ids, device=self.dev).realize()
       pos, n = m.start_pos.bind(self.pos), m._v_len[T].bind(T)
       if target == "prompt": m.sampler.configure(sampling.Params(), [])  # greedy, as the default generate()
-      fn, sync = (m._fill, sync_dev) if target == "fill" else (m._prompt, lambda out: m.token.item())
+      fn, sync = (m._fill, sync_dev) if target == "fill" else (functools.partial(m._prompt, sampling.Params().structure), lambda out: m.token.item())
       return Step(target, TinyJit(fn), lambda i: (buf, pos, n), sync, len(m.blocks),
                   active_weight_bytes(m, whole=True), cache_bytes(m, len(m.blocks), self.pos, T), "chunk", T)
     raise ValueError(f"unknown target '{target}' (choose from {', '.join(TARGETS)})")

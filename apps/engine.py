@@ -59,7 +59,7 @@ def note(msg: str) -> None: print(f"llm: {msg}", file=sys.stderr, flush=True)
 def _note_step(step: tuple, loaded: bool) -> None:
   """One line as the model makes a prefill or decode step: loaded from .cache/captures, or compiled and captured now."""
   what = {"step": "the decode step" if step[-1] == 0 else f"the prompt's last chunk ({step[-1]} tokens)",
-          "fill": f"a prefill chunk ({step[1]} tokens)", "logits": "the logits step"}[step[0]]
+          "fill": f"a prefill chunk ({step[1]} tokens)", "logits": "the logits step", "rows": f"the batched decode step of {step[1]}"}[step[0]]
   note(f"{what}: loaded, compiled before" if loaded else f"{what}: compiling and capturing (once for this model and code: later runs load it)")
 
 @dataclass
@@ -114,9 +114,9 @@ class Engine:
 
   @staticmethod
   def load(source: Source, max_context: int | str | None = None, device: str | None = None, quiet: bool = False, kernels: str = "hand",
-           capture_dir: Path | None = None, cache_type: str = "f32") -> Engine:
-    """The model of `source`, its prefill and decode steps kept in capture_dir across processes (.cache/captures by
-    default: apps/captures.py)."""
+           capture_dir: Path | None = None, cache_type: str = "f32", slots: int = 1) -> Engine:
+    """The model of `source` with `slots` sequences of cache (batched serving: apps/batching.py), its prefill and decode
+    steps kept in capture_dir across processes (.cache/captures by default: apps/captures.py)."""
     from apps.mla import Config
     from apps.model import Transformer
     from apps import captures
@@ -133,14 +133,15 @@ class Engine:
         sys.stderr.write(f"{chr(13) if tty else ''}llm: block {i}/{n} loaded ({gib:.2f} GiB, {s:.1f} s)" + ("\n" if i == n else ""))
         sys.stderr.flush()
       model = Transformer(gf, max_context, device, progress=progress, kernels=kernels, capture_dir=capture_dir or captures.default_dir(),
-                          cache_type=cache_type)
+                          cache_type=cache_type, slots=slots)
     if not quiet:
       model.captures.on_new = _note_step
       model.captures.on_unsaved = lambda step, e: note(f"could not keep a captured step in {model.captures.dir} ({e}): "
                                                        "the next run captures it again")
-      per_token = sum(c.nbytes() for c in model.caches) / model.max_context  # the latent cache: every block's row of a token
-      note(f"loaded {source.name} in {time.perf_counter() - t0:.1f} s on {model.device}, context {model.max_context} tokens "
-           f"({per_token / 1024:.1f} KiB of {cache_type} latent cache a token, {per_token * model.max_context / 2**20:.0f} MiB in all)")
+      per_token = sum(c.nbytes() for c in model.caches) / model.max_context / slots  # the latent cache: every block's row of a token
+      each = f" for each of {slots} sequences" if slots > 1 else ""
+      note(f"loaded {source.name} in {time.perf_counter() - t0:.1f} s on {model.device}, context {model.max_context} tokens{each} "
+           f"({per_token / 1024:.1f} KiB of {cache_type} latent cache a token, {per_token * model.max_context * slots / 2**20:.0f} MiB in all)")
     return Engine(model, tok, tmpl, source, model.active_weight_bytes())
 
   @property

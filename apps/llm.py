@@ -4,7 +4,7 @@ Youtu-LLM) on the patched tinygrad.
   ./run llm --benchmark 20                            # the default model for this machine: ms/token, tok/s, kernels, GB/s
   ./run llm --model glm-4.7-flash-tiny                # chat (a REPL: /reset, /exit, Ctrl-D)
   ./run llm --model model.gguf --prompt "Once upon a time" --count 64
-  ./run llm --model model.gguf --serve 8080           # OpenAI-compatible /v1/chat/completions and /v1/models
+  ./run llm --model model.gguf --serve 8080 -np 8     # OpenAI-compatible API, 8 requests at once (apps/server.py)
 
 --model takes a GGUF path, a known model name (downloaded once, see apps/models.py) or a synthetic preset (apps/synth.py,
 random weights, made once). Without it: the synthetic GLM-4.7-Flash (release mix), tiny on a CPU and full size on a GPU.
@@ -273,7 +273,9 @@ def parser() -> argparse.ArgumentParser:
   b.add_argument("--json", action="store_true", help="with --benchmark: one JSON object instead of the table")
   b.add_argument("--serve", type=_int(0, 65535), metavar="PORT", help="serve an OpenAI-compatible API on this port (0: any free port)")
   b.add_argument("--host", default="127.0.0.1", help="address to serve on (default 127.0.0.1, this machine only)")
-  b.add_argument("--queue", type=_int(1), default=8, help="requests that may wait for the model; more get 503 (default 8)")
+  b.add_argument("--parallel", "-np", type=_int(1, 64), default=None, metavar="N",
+                 help="with --serve: requests served at once, each with its own --max-context of cache, in batched decode steps (default 4)")
+  b.add_argument("--queue", type=_int(1), default=8, help="requests that may wait for a free slot; more get 503 (default 8)")
   ap.add_argument("-v", "--verbose", action="store_true", help="statistics after each reply; tracebacks for internal errors")
   return ap
 
@@ -284,6 +286,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                            ("--serve", args.serve is not None)) if on]
   if len(modes) > 1: ap.error(f"{' and '.join(modes)} cannot be combined: choose one")
   if args.json and args.benchmark is None: ap.error("--json needs --benchmark")
+  if args.parallel is not None and args.serve is None: ap.error("--parallel needs --serve")
   if args.chat and args.prompt is None: ap.error("--chat needs --prompt (without --prompt, llm is a chat already)")
   # Python decodes argv bytes that are not UTF-8 into lone surrogates; tokenizing those would make different bytes
   for flag, text in (("--prompt", args.prompt), ("--system", args.system), *(("--stop", t) for t in args.stop)):
@@ -316,7 +319,8 @@ def run(args) -> int:
     return 0
   args.device = open_device(args.device)
   source = resolve_model(args.model, args.mix, args.device)
-  engine = Engine.load(source, args.max_context, args.device, kernels=args.kernels, cache_type=args.cache_type)
+  slots = (args.parallel or 4) if args.serve is not None else 1
+  engine = Engine.load(source, args.max_context, args.device, kernels=args.kernels, cache_type=args.cache_type, slots=slots)
   if args.benchmark is not None: return run_benchmark(engine, args)
   if args.serve is not None:
     from apps.server import serve

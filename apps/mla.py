@@ -241,6 +241,15 @@ def latent_attention(q: Tensor, cache: Tensor, start_pos: int | UOp, kv_lora: in
     scores = causal.where(float("-inf"), scores).contiguous()  # once: fused into the softmax, its reductions recompute q.k
   return (split(scores.softmax(-1)) @ values.float()).transpose(0, 1)[:T]
 
+@dataclass(frozen=True)
+class Rows:
+  """A batched decode step: row b is the new token of one sequence, at position pos[b] of the sequence whose rows of the
+  latent cache start at base[b] (ints or bound symbolic ints: the tensor-op path slices with them); `table` holds the same
+  pairs as an int32 (B, 2) device buffer (the hand-written kernel reads it)."""
+  pos: tuple
+  base: tuple
+  table: Tensor
+
 def topk_indices(scores: Tensor, k: int) -> Tensor:
   """Indices of the k largest scores along the last axis, largest first; ties go to the lower index. A pairwise rank
   (one compare-and-count kernel and one one-hot reduce) instead of a sort."""
@@ -324,10 +333,12 @@ class Block:
     return x.contiguous() if self.split_mask >> SPLIT_POINTS.index(name) & 1 else x
 
   # ---- attention
-  def attention(self, x: Tensor, cache: Tensor, start_pos: int | UOp, cos: Tensor, sin: Tensor, tables: tuple | None = None) -> Tensor:
-    """x + MLA(attn_norm(x)) for x (T, dim) fp32 at positions start_pos.. (their latent rows go into the cache). cos/sin
-    are the rope rows of those positions; `tables` = (rope_cos, rope_sin, start_pos as an int32 (1,) buffer) lets the
-    attention kernels run where the device has them: a decode token's (T = 1: one pass, the new row included) or a prefill
+  def attention(self, x: Tensor, cache: Tensor, start_pos: int | UOp, cos: Tensor, sin: Tensor, tables: tuple | None = None,
+                base: int | UOp = 0, rows: Rows | None = None) -> Tensor:
+    """x + MLA(attn_norm(x)) for x (T, dim) fp32 at positions start_pos.. of the sequence whose cache rows start at `base`
+    (their latent rows go into the cache), or with `rows` the new tokens of T sequences (Rows). cos/sin are the rope rows
+    of those positions; `tables` = (rope_cos, rope_sin, an int32 buffer of [start_pos, base]) lets the attention kernels
+    run where the device has them: a decode token's (T = 1, or the rows: one pass, the new row included) or a prefill
     chunk's (after the chunk's rows are stored)."""
     cfg, T = self.cfg, x.shape[0]
     xn, qn = (self.attn_norm, cfg.norm_eps), (self.attn_q_a_norm, cfg.norm_eps) if cfg.q_lora_rank else None
@@ -340,15 +351,15 @@ class Block:
     else:
       q = self.attn_q_b(self.attn_q_a(x, norm=xn), norm=qn) if cfg.q_lora_rank else self.attn_q(x, norm=xn)
       kv = self.attn_kv_a_mqa(x, norm=xn)                                       # (T, kv_lora + rope)
-    if tables is not None and isinstance(T, int) and T == 1 and self.hand_written(x.device):
-      # q_nope of every head, read in place (from q, or from the stacked [q; kv_a] output), absorbed: (1, H, kv_lora)
-      q_lat = self.attn_k_b.batched(q.reshape(1, -1), prefix=True, slot_stride=kq)
+    if tables is not None and (rows is not None or isinstance(T, int) and T == 1) and self.hand_written(x.device):
+      # q_nope of every head, read in place (from q, or from the stacked [q; kv_a] output), absorbed: (T, H, kv_lora)
+      q_lat = self.attn_k_b.batched(q.reshape(T, -1), prefix=True, slot_stride=kq)
       out = self.kernel_modules.mla_attention.mla_decode_attention(
-        q_lat.reshape(cfg.n_head, cfg.kv_lora_rank), q.reshape(-1), kv.reshape(-1), self.attn_kv_a_norm, cache, *tables, n_head=cfg.n_head,
-        kv_lora=cfg.kv_lora_rank, qk_nope=cfg.qk_nope, qk_rope=cfg.qk_rope, scale=cfg.kq_scale, eps=cfg.norm_eps, kv_offset=kv_off,
-        fusions=self.fusions)
-      out = self.attn_v_b.batched(out.reshape(1, cfg.n_head, cfg.kv_lora_rank))
-      return self.attn_output(out.reshape(1, cfg.n_head * cfg.v_head), residual=x)
+        q_lat.reshape(T, cfg.n_head, cfg.kv_lora_rank), q.reshape(T, -1), kv.reshape(T, -1), self.attn_kv_a_norm, cache, *tables[:2],
+        rows.table if rows is not None else tables[2], n_head=cfg.n_head, kv_lora=cfg.kv_lora_rank, qk_nope=cfg.qk_nope,
+        qk_rope=cfg.qk_rope, scale=cfg.kq_scale, eps=cfg.norm_eps, kv_offset=kv_off, fusions=self.fusions)
+      out = self.attn_v_b.batched(out.reshape(T, cfg.n_head, cfg.kv_lora_rank))
+      return self.attn_output(out.reshape(T, cfg.n_head * cfg.v_head), residual=x)
     q = q[:, :cfg.n_head * kq].reshape(T, cfg.n_head, kq)
     q_nope, q_pe, kv = q[..., :cfg.qk_nope], q[..., cfg.qk_nope:], kv[:, kv_off:]
     q_lat, q_pe = self.attn_k_b.batched(q_nope), apply_rope(q_pe, cos.unsqueeze(1), sin.unsqueeze(1)).cast(q_nope.dtype)
@@ -356,16 +367,26 @@ class Block:
     c_kv = rms_norm(kv[:, :cfg.kv_lora_rank], self.attn_kv_a_norm, cfg.norm_eps)
     k_pe = apply_rope(kv[:, cfg.kv_lora_rank:].float(), cos, sin)
     row = self.split(c_kv.cat(k_pe, dim=-1).cast(self.cache_dtype), "kv")
-    cache = Tensor(cache.uop.after(cache[start_pos:start_pos + T].uop.store(row.uop)))
-    if tables is not None and self.hand_written(x.device):
-      # causal attention of the chunk over the cache: one kernel on the tensor cores (CUDA sm_80+), else a split of each
-      # token's keys and their combine
-      out = self.kernel_modules.mla_attention.mla_prefill_attention(q_lat.float(), q_pe.float(), cache, tables[2], kv_lora=cfg.kv_lora_rank,
-                                                                    qk_rope=cfg.qk_rope, scale=cfg.kq_scale, fusions=self.fusions)  # (T, H, kv_lora)
+    max_context = cache.shape[0] if tables is None else tables[0].shape[0]    # rows of the cache per sequence
+    if rows is not None:
+      # the tokens of T sequences, each stored at its own row and attending over its own rows (tensor ops, one at a time)
+      cache = Tensor(cache.uop.after(*[cache[b + p:b + p + 1].uop.store(row[i:i + 1].uop) for i, (p, b) in enumerate(zip(rows.pos, rows.base))]))
+      q = q_lat.cat(q_pe, dim=-1)
+      out = Tensor.cat(*[latent_attention(q[i:i + 1], cache[b:b + max_context], p, cfg.kv_lora_rank, cfg.kq_scale, slices=self.fusions.slices)
+                         for i, (p, b) in enumerate(zip(rows.pos, rows.base))])
     else:
-      q = self.split(q_lat.cat(q_pe, dim=-1), "q")                             # (T, H, kv_lora + rope)
-      out = latent_attention(q, cache, start_pos, cfg.kv_lora_rank, cfg.kq_scale, slices=self.fusions.slices,
-                             split=lambda x: self.split(x, "attn_scores"))
+      cache = Tensor(cache.uop.after(cache[base + start_pos:base + start_pos + T].uop.store(row.uop)))
+      if tables is not None and self.hand_written(x.device):
+        # causal attention of the chunk over the cache: one kernel on the tensor cores (CUDA sm_80+), else a split of each
+        # token's keys and their combine
+        out = self.kernel_modules.mla_attention.mla_prefill_attention(q_lat.float(), q_pe.float(), cache, tables[2], kv_lora=cfg.kv_lora_rank,
+                                                                      qk_rope=cfg.qk_rope, scale=cfg.kq_scale, max_context=max_context,
+                                                                      fusions=self.fusions)  # (T, H, kv_lora)
+      else:
+        q = self.split(q_lat.cat(q_pe, dim=-1), "q")                           # (T, H, kv_lora + rope)
+        view = cache if isinstance(base, int) and base == 0 and cache.shape[0] == max_context else cache[base:base + max_context]
+        out = latent_attention(q, view, start_pos, cfg.kv_lora_rank, cfg.kq_scale, slices=self.fusions.slices,
+                               split=lambda x: self.split(x, "attn_scores"))
     out = self.attn_v_b.batched(out.cast(x.dtype))                              # (T, H, v_head)
     return self.attn_output(self.split(out.reshape(T, cfg.n_head * cfg.v_head), "attn_out"), residual=x)
 
@@ -419,5 +440,6 @@ class Block:
     # + the shared expert's down: one kernel where the device can sum them
     return run_sum(routed, *(self.ffn_down_shexp.call(self.split(sh, "shexp")) for sh in shared))
 
-  def __call__(self, x: Tensor, cache: Tensor, start_pos: int | UOp, cos: Tensor, sin: Tensor, tables: tuple | None = None) -> Tensor:
-    return self.feed_forward(self.attention(x, cache, start_pos, cos, sin, tables))
+  def __call__(self, x: Tensor, cache: Tensor, start_pos: int | UOp, cos: Tensor, sin: Tensor, tables: tuple | None = None,
+               base: int | UOp = 0, rows: Rows | None = None) -> Tensor:
+    return self.feed_forward(self.attention(x, cache, start_pos, cos, sin, tables, base, rows))

@@ -14,7 +14,16 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from tinygrad import Device, Tensor, dtypes
 from tinygrad.device import BufferSpec
+from tinygrad.uop.ops import Ops
 from tinygrad.dtype import _to_np_dtype, _from_np_dtype
+
+def _whole_buffer(t: Tensor, who: str):
+  """The realized buffer that t is all of (t itself, or a reshape of it)."""
+  u = t.uop
+  while u.op is Ops.RESHAPE: u = u.src[0]
+  if u.op is not Ops.BUFFER or not t.uop.is_realized or u.buffer.size != t.numel():
+    raise ValueError(f"{who}: the tensor of shape {t.shape} is not a realized buffer")
+  return u.buffer
 
 def upload(t: Tensor, values) -> None:
   """Write host `values` (t's element count) into the realized buffer of `t`, in the device's queue order, without a
@@ -31,12 +40,30 @@ def upload_many(pairs) -> None:
   tinygrad's copyin (after a synchronize on CPU and Metal)."""
   items = []
   for t, values in pairs:
-    if not t.uop.is_realized or t.uop.base is not t.uop: raise ValueError(f"upload: the tensor of shape {t.shape} is not a realized buffer")
-    buf = t.uop.buffer
+    buf = _whole_buffer(t, "upload")
     arr = np.ascontiguousarray(values, dtype=_to_np_dtype(t.dtype)).reshape(-1)
     if arr.nbytes != buf.nbytes: raise ValueError(f"upload: {arr.size} values for a buffer of {buf.size} {t.dtype}")
     items.append((buf, arr))
   _copy_in(items)
+
+def upload_rows(pairs, i: int) -> None:
+  """Write host values into row i of realized buffers ((tensor, values) pairs: element i of a 1D one, row i of a 2D one),
+  the other rows left as the device holds them (state that the device's steps move on). On CUDA queued copies of the rows
+  alone; elsewhere each buffer is read after a synchronize, changed and written back."""
+  items = []
+  for t, values in pairs:
+    buf, arr = _whole_buffer(t, "upload_rows"), np.ascontiguousarray(values, dtype=_to_np_dtype(t.dtype)).reshape(-1)
+    n = math.prod(t.shape[1:])
+    if arr.size != n or not 0 <= i < t.shape[0]: raise ValueError(f"upload_rows: {arr.size} values for row {i} of a {t.shape} buffer")
+    items.append((buf.ensure_allocated(), arr, 1, buf.nbytes, i * arr.nbytes))
+  if not items: return
+  dev = items[0][0].device
+  if dev.split(":")[0] == "CUDA" and all(it[0].device == dev for it in items): return _staging(dev).copy(items)
+  for buf, arr, _, _, at in items:
+    Device[buf.device].synchronize()
+    whole = bytearray(buf.as_memoryview())
+    whole[at:at + arr.nbytes] = arr.tobytes()
+    buf.allocator._copyin(buf._buf, memoryview(whole))
 
 def _copy_in(items: list[tuple]) -> None:
   """(buffer, flat host array) pairs: on CUDA through the staging buffers, elsewhere tinygrad's copyin (which takes a
@@ -118,35 +145,42 @@ def _staging(device: str) -> _Staging:
   return _stagings[device]
 
 class Readback:
-  """capture(): remember a 1-element int32 device tensor as of this point of the device's queue; value(): the int."""
+  """capture(): remember a realized int32 device buffer as of this point of the device's queue; value() / values(): its
+  int(s). On CUDA an async copy into pinned memory queued there (later work may overwrite the buffer); elsewhere the
+  buffer is read at capture()."""
   def __init__(self, t: Tensor):
-    if t.numel() != 1 or t.dtype != dtypes.int32:
-      raise ValueError(f"readback of a {t.dtype} tensor of shape {t.shape}: one int32 only")
-    self.t, self.dev, self._captured = t, Device[t.device], False
+    if t.dtype != dtypes.int32 or not t.uop.is_realized:
+      raise ValueError(f"readback of a {t.dtype} tensor of shape {t.shape}: a realized int32 buffer only")
+    self.t, self.dev, self._captured, self.n = t, Device[t.device], False, t.numel()
     self.in_queue_order = t.device.split(":")[0] == "CUDA"
     if self.in_queue_order:
       import tinygrad.runtime.autogen.cuda as cuda
       from tinygrad.runtime.ops_cuda import check
       self._cu, self._check = cuda, check
-      self._host = self.dev.allocator.alloc(4, BufferSpec(host=True))   # pinned: the async copy's destination
+      self._host = self.dev.allocator.alloc(4 * self.n, BufferSpec(host=True))   # pinned: the async copy's destination
       self._event = cuda.CUevent()
       check(cuda.cuEventCreate(ctypes.byref(self._event), cuda.CU_EVENT_DISABLE_TIMING))
 
   def capture(self) -> None:
     self._captured = True
-    if not self.in_queue_order: return
+    if not self.in_queue_order:   # read now: the device is synchronized, later work may overwrite the buffer
+      self.dev.synchronize()
+      self._values = _whole_buffer(self.t, "readback").numpy().tolist()
+      return
     cu, check = self._cu, self._check
     check(cu.cuCtxSetCurrent(self.dev.context))
-    check(cu.cuMemcpyDtoHAsync_v2(self._host, self.t.uop.buffer.ensure_allocated()._buf, 4, None))
+    check(cu.cuMemcpyDtoHAsync_v2(self._host, self.t.uop.buffer.ensure_allocated()._buf, 4 * self.n, None))
     check(cu.cuEventRecord(self._event, None))
 
-  def value(self) -> int:
-    if not self._captured: raise RuntimeError("readback: value() without capture()")
-    if not self.in_queue_order: return int(self.t.item())
+  def value(self) -> int: return self.values()[0]
+
+  def values(self) -> list[int]:
+    if not self._captured: raise RuntimeError("readback: values() without capture()")
+    if not self.in_queue_order: return self._values
     self._check(self._cu.cuEventSynchronize(self._event))
-    return ctypes.c_int32.from_address(self._host.value).value
+    return list((ctypes.c_int32 * self.n).from_address(self._host.value))
 
   def __del__(self):
     if getattr(self, "in_queue_order", False) and hasattr(self, "_event"):
       self._cu.cuEventDestroy_v2(self._event)
-      self.dev.allocator.free(self._host, 4, BufferSpec(host=True))
+      self.dev.allocator.free(self._host, 4 * self.n, BufferSpec(host=True))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 import numpy as np
 from tinygrad import Tensor, dtypes
-from apps.readback import upload_many
+from apps.readback import upload_rows
 
 @dataclass(frozen=True)
 class Params:
@@ -36,6 +36,12 @@ class Params:
     return (greedy, self.repeat_penalty != 1.0 and self.repeat_last_n > 0, not greedy and self.top_k > 0,
             not greedy and self.top_p < 1.0, not greedy and self.min_p > 0)
 
+def merged(structures) -> tuple[bool, ...]:
+  """The structure of a batch whose rows have these structures: greedy if every row is, each stage on where a row uses it
+  (a row with a stage off gets its neutral value: top_k 0 keeps all, top_p 1, min_p 0, penalty 1, temperature 0 argmax)."""
+  s = list(zip(*structures))
+  return (all(s[0]), *(any(col) for col in s[1:]))
+
 RING = 256  # longest repetition-penalty window
 
 def _order_key(x: Tensor) -> Tensor:
@@ -44,16 +50,17 @@ def _order_key(x: Tensor) -> Tensor:
   return (b >> 31).cast(dtypes.bool).where(b ^ 0xFFFFFFFF, b | 0x80000000)
 
 def _kth_key(keys: Tensor, enough) -> Tensor:
-  """Largest m (1,) with enough(keys >= m) true, built bit by bit from the top: an exact radix select."""
-  m = Tensor.zeros(1, dtype=dtypes.uint32, device=keys.device)
+  """Per row of keys (B, n): the largest m (B, 1) with enough(keys >= m) (B, 1) true, built bit by bit from the top: an
+  exact radix select."""
+  m = Tensor.zeros(keys.shape[0], 1, dtype=dtypes.uint32, device=keys.device)
   for bit in range(31, -1, -1):
     cand = m | (1 << bit)
     m = enough(keys >= cand).where(cand, m)
   return m
 
 def _uniform(counter: Tensor, seed: Tensor, n: int) -> Tensor:
-  """n uniforms in (0, 1) from a hash of (seed, counter, index) (a lowbias32-style integer mix)."""
-  x = Tensor.arange(n).cast(dtypes.uint32) * 0x9E3779B1 + counter * 0x85EBCA77 + seed
+  """(B, n) uniforms in (0, 1) from a hash of (seed, counter, index) of each row (counter, seed: (B,))."""
+  x = Tensor.arange(n).cast(dtypes.uint32).reshape(1, n) * 0x9E3779B1 + counter.reshape(-1, 1) * 0x85EBCA77 + seed.reshape(-1, 1)
   x = x ^ (x >> 16)
   x = x * 0x7FEB352D
   x = x ^ (x >> 15)
@@ -61,54 +68,82 @@ def _uniform(counter: Tensor, seed: Tensor, n: int) -> Tensor:
   x = x ^ (x >> 16)
   return ((x >> 8).cast(dtypes.float32) + 0.5) * (1.0 / (1 << 24))
 
+def _argmax_rows(x: Tensor) -> Tensor:
+  """(B,) int32 index of each row's largest value; one row as a 1-D argmax (tinygrad's kernels for a (1, n) argmax were
+  four instead of three, a slower reduction among them: Youtu-LLM-2B decode -3% on the H100)."""
+  return (x[0].argmax(-1, keepdim=True) if x.shape[0] == 1 else x.argmax(-1)).cast(dtypes.int32)
+
 class Sampler:
-  """Persistent device state of the sampler for one model (so TinyJit captures it once)."""
+  """Persistent device state of the sampler, a row per sequence slot of the model (so TinyJit captures it once): the
+  parameters, the RNG counter and the penalty window of each."""
 
-  def __init__(self, vocab_size: int, device: str):
-    self.vocab_size, self.device = vocab_size, device
-    self.params = Params()
-    f = lambda v, dt=dtypes.float32: Tensor([v], dtype=dt, device=device).contiguous()
-    self.temperature, self.top_p, self.min_p, self.penalty = f(1.0), f(1.0), f(0.0), f(1.0)
-    self.top_k, self.seed, self.counter = f(0, dtypes.uint32), f(0, dtypes.uint32), f(0, dtypes.uint32)
-    self.recent = Tensor.full((RING,), -1, dtype=dtypes.int32, device=device).contiguous()
-    Tensor.realize(self.temperature, self.top_p, self.min_p, self.penalty, self.top_k, self.seed, self.counter, self.recent)
+  def __init__(self, vocab_size: int, device: str, slots: int = 1):
+    self.vocab_size, self.device, self.slots = vocab_size, device, slots
+    self.params = [Params()] * slots
+    f = lambda v, dt=dtypes.float32: Tensor.full((slots,), v, dtype=dt, device=device).contiguous()
+    self.temperature, self.top_p, self.min_p, self.penalty = f(0.0), f(1.0), f(0.0), f(1.0)
+    self.top_k, self.seed, self.counter, self.window = f(0, dtypes.uint32), f(0, dtypes.uint32), f(0, dtypes.uint32), f(0, dtypes.int32)
+    self.recent = Tensor.full((slots, RING), -1, dtype=dtypes.int32, device=device).contiguous()
+    Tensor.realize(self.temperature, self.top_p, self.min_p, self.penalty, self.top_k, self.seed, self.counter, self.window, self.recent)
 
-  def configure(self, params: Params, history: list[int]) -> None:
-    """Set the parameters and the penalty window (the last repeat_last_n tokens of history) before a generation."""
-    self.params = params
+  @property
+  def structure(self) -> tuple[bool, ...]: return self.params[0].structure
+
+  def configure(self, params: Params, history: list[int], slot: int = 0) -> None:
+    """Set a slot's parameters and penalty window (the last repeat_last_n tokens of history) before its generation; the
+    other slots' rows are left as they are (their counters and windows move on on the device)."""
+    self.params[slot] = params
     recent = np.full(RING, -1, np.int32)
     if params.repeat_last_n and history:
       tail = history[-params.repeat_last_n:]
       recent[RING - len(tail):] = tail
-    upload_many([(self.temperature, [max(params.temperature, 1e-6)]), (self.top_p, [params.top_p]), (self.min_p, [params.min_p]),
+    upload_rows([(self.temperature, [params.temperature]), (self.top_p, [params.top_p]), (self.min_p, [params.min_p]),
                  (self.penalty, [params.repeat_penalty]), (self.top_k, [params.top_k]), (self.seed, [params.seed & 0xFFFFFFFF]),
-                 (self.counter, [0]), (self.recent, recent)])
+                 (self.counter, [0]), (self.window, [params.repeat_last_n]), (self.recent, recent)], slot)
 
-  def sample(self, logits: Tensor, into: Tensor) -> Tensor:
-    """(vocab,) float32 logits -> the token id, written into `into` (a realized (1,) int32 buffer) and returned; updates the
-    penalty window and the RNG counter in place."""
-    greedy, penalize, top_k, top_p, min_p = self.params.structure
-    n = logits.shape[0]
-    if penalize:  # llama.cpp: divide positive logits, multiply negative ones, for tokens in the window
-      window = self.recent[RING - self.params.repeat_last_n:]
-      seen = (Tensor.arange(n).reshape(n, 1) == window.reshape(1, -1)).any(-1)
-      logits = seen.where((logits > 0).where(logits / self.penalty, logits * self.penalty), logits)
-    if greedy: tok = logits.argmax(-1, keepdim=True).cast(dtypes.int32)
+  def sample(self, logits: Tensor, into: Tensor, slots: Tensor | None = None, structure: tuple[bool, ...] | None = None) -> Tensor:
+    """(B, vocab) float32 logits of B rows -> their token ids (B,) int32, written into `into` (a realized int32 buffer of
+    B) and returned; row b samples with the state of slot slots[b] (an int32 (B,) tensor; None: B = 1, slot 0), whose RNG
+    counter and penalty window move on in place. `structure`: which stages run (merged(); default slot 0's)."""
+    greedy, penalize, top_k, top_p, min_p = structure or self.structure
+    B, n = logits.shape
+    if slots is None:   # one row, slot 0: its state sliced, no gather
+      if B != 1: raise ValueError(f"sample: {B} rows need their slots")
+      hit, row = Tensor.arange(self.slots).reshape(1, -1) == 0, lambda t: t[0:1]
     else:
-      keep = Tensor.ones(n, dtype=dtypes.bool, device=self.device)
+      hit = slots.reshape(B, 1) == Tensor.arange(self.slots).reshape(1, -1)  # (B, slots): row b is slot s
+      row = lambda t: hit.where(t.reshape(1, -1), 0).sum(1) if t.ndim == 1 else (hit.unsqueeze(-1).where(t.unsqueeze(0), 0)).sum(1)
+    if penalize:  # llama.cpp: divide positive logits, multiply negative ones, for tokens in each row's window
+      recent, window = row(self.recent), row(self.window)                                     # (B, RING), (B,)
+      live = Tensor.arange(RING).reshape(1, RING) >= (RING - window).reshape(B, 1)
+      recent = live.where(recent, -1)
+      seen = (Tensor.arange(n).reshape(1, n, 1) == recent.reshape(B, 1, RING)).any(-1)   # (B, n)
+      penalty = row(self.penalty).reshape(B, 1)
+      logits = seen.where((logits > 0).where(logits / penalty, logits * penalty), logits)
+    argmax = _argmax_rows(logits)
+    if greedy: tok = argmax
+    else:
+      keep = Tensor.ones(B, n, dtype=dtypes.bool, device=self.device)
       if top_k:
-        keys = _order_key(logits)
-        k = self.top_k.minimum(n)
-        keep = keep & (keys >= _kth_key(keys, lambda ge: ge.cast(dtypes.uint32).sum() >= k))
+        keys, k = _order_key(logits), row(self.top_k).reshape(B, 1)
+        k = (k == 0).where(n, k.minimum(n))                                                     # 0: off
+        keep = keep & (keys >= _kth_key(keys, lambda ge: ge.cast(dtypes.uint32).sum(-1, keepdim=True) >= k))
       if top_p or min_p:
         probs = keep.where(logits, float("-inf")).softmax(-1)
         if top_p:
-          keys = _order_key(probs)
-          keep = keep & (keys >= _kth_key(keys, lambda ge: (ge.where(probs, 0.0)).sum() >= self.top_p))
-        if min_p: keep = keep & (probs >= probs.max() * self.min_p)
-      gumbel = -(-_uniform(self.counter, self.seed, n).log()).log()
-      tok = (keep.where(logits / self.temperature, float("-inf")) + gumbel).argmax(-1, keepdim=True).cast(dtypes.int32)
+          keys, p = _order_key(probs), row(self.top_p).reshape(B, 1)
+          keep = keep & ((keys >= _kth_key(keys, lambda ge: (ge.where(probs, 0.0)).sum(-1, keepdim=True) >= p)) | (p >= 1.0))
+        if min_p: keep = keep & (probs >= probs.max(-1, keepdim=True) * row(self.min_p).reshape(B, 1))
+      temperature, counter = row(self.temperature), row(self.counter)
+      gumbel = -(-_uniform(counter, row(self.seed), n).log()).log()
+      drawn = _argmax_rows(keep.where(logits / temperature.maximum(1e-6).reshape(B, 1), float("-inf")) + gumbel)
+      tok = (temperature > 0).where(drawn, argmax)                                              # temperature 0: greedy
     tok = into.assign(tok)
-    updates = ([self.counter.assign(self.counter + 1)] if not greedy else []) + ([self.recent.assign(self.recent[1:].cat(tok))] if penalize else [])
+    any_hit = hit.any(0)                                                                        # (slots,): a row of the step
+    updates = [] if greedy else [self.counter.assign(self.counter + any_hit.cast(dtypes.uint32))]
+    if penalize:  # the slot's window shifted by its row's token (rows of one slot carry the same token: max picks it)
+      shifted = row(self.recent)[:, 1:].cat(tok.reshape(B, 1), dim=1)                           # (B, RING)
+      moved = hit.unsqueeze(-1).where(shifted.unsqueeze(1), -2**31).max(0)                      # (slots, RING)
+      updates.append(self.recent.assign(any_hit.reshape(-1, 1).where(moved, self.recent)))
     Tensor.realize(tok, *updates)
     return tok

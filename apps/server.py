@@ -1,24 +1,26 @@
-"""An OpenAI-compatible HTTP server for one model: POST /v1/chat/completions (whole, or streamed as server-sent events),
-GET /v1/models and GET /health.
+"""An OpenAI-compatible HTTP server for one model: POST /v1/chat/completions and /v1/completions (whole, or streamed as
+server-sent events), GET /v1/models, GET /health (JSON) and GET /metrics (Prometheus text).
 
-  python apps/llm.py --model glm-4.7-flash-tiny --serve 8080
+  python apps/llm.py --model glm-4.7-flash-tiny --serve 8080 --parallel 4
   curl -s localhost:8080/v1/chat/completions -d '{"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 16}'
 
-One model on one device: requests wait their turn in a bounded FIFO queue and a single worker thread runs the model, so
-every tinygrad call happens on one thread and one request at a time (a full queue answers 503). Bad requests get a 4xx
-status with OpenAI's error body {"error": {"message", "type", "param", "code"}}; a too-long prompt is 400 with code
-"context_length_exceeded", as OpenAI answers. A client that goes away stops its generation at the next token.
+One model on one device, serving up to --parallel requests at once by continuous batching (apps/batching.py: one thread
+runs the model, every running request advances in one batched decode step, requests join and leave between steps);
+more wait in a bounded FIFO queue, and a full queue answers 503 at once. Bad requests get a 4xx status with OpenAI's
+error body {"error": {"message", "type", "param", "code"}}; a too-long prompt is 400 with code "context_length_exceeded",
+as OpenAI answers. A client that goes away frees its slot at the next step.
 
 Built on the stdlib's ThreadingHTTPServer: upstream tinygrad's llm/serve.py server is a single-threaded TCPServer that
 serves one connection at a time and trusts its input.
 """
 from __future__ import annotations
-import collections, dataclasses, json, queue, secrets, select, signal, socket, sys, threading, time, traceback, uuid
-from dataclasses import dataclass, field
+import collections, dataclasses, json, queue, secrets, select, signal, socket, sys, threading, time, uuid
+from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from apps.chat import ChatError, check_messages
+from apps.batching import Request, Scheduler
 from apps.engine import Engine, Stats, UserError, note
 from apps.sampling import Params
 
@@ -81,22 +83,42 @@ class ChatRequest:
   model: str | None = None
   tools: list | None = None
 
-def parse_chat_request(raw: bytes, defaults: Params) -> ChatRequest:
-  """Check a /v1/chat/completions body: each wrong field is a 400 naming it. Unknown fields are ignored, as OpenAI's clients
-  send many; fields that would change the answer in an unsupported way (n > 1, logprobs, penalties) are refused."""
+def _json_body(raw: bytes) -> dict:
   try: body = json.loads(raw, parse_constant=_no_constants)
   except (ValueError, RecursionError) as e: raise RequestError(400, f"the request body is not valid JSON: {e}", "invalid_json") from None
   if not isinstance(body, dict): raise RequestError(400, f"the request body must be a JSON object, not {_jtype(body)}", "invalid_type")
+  return body
+
+def parse_completion_request(raw: bytes, defaults: Params) -> tuple[str, ChatRequest]:
+  """Check a /v1/completions body: its prompt (a string, or an array of one string) and the fields a chat request has."""
+  body = _json_body(raw)
+  if "prompt" not in body: raise RequestError(400, "'prompt' is required", "missing_field", "prompt")
+  prompt = body["prompt"]
+  if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str): prompt = prompt[0]
+  if not isinstance(prompt, str):
+    raise RequestError(400, f"'prompt' must be a string (or an array of one), not {_jtype(prompt)}", "invalid_type", "prompt")
+  if not prompt: raise RequestError(400, "'prompt' must not be empty", "invalid_value", "prompt")
+  if body.get("echo"): raise RequestError(400, "echo is not supported", "unsupported_value", "echo")
+  if body.get("suffix") is not None: raise RequestError(400, "suffix is not supported", "unsupported_value", "suffix")
+  return prompt, _parse_fields(body, [], defaults)
+
+def parse_chat_request(raw: bytes, defaults: Params) -> ChatRequest:
+  """Check a /v1/chat/completions body: each wrong field is a 400 naming it. Unknown fields are ignored, as OpenAI's clients
+  send many; fields that would change the answer in an unsupported way (n > 1, logprobs, penalties) are refused."""
+  body = _json_body(raw)
   if "messages" not in body: raise RequestError(400, "'messages' is required", "missing_field", "messages")
   messages = normalize_messages(body["messages"])
   try: check_messages(messages)
   except ChatError as e: raise RequestError(400, str(e), "invalid_messages", "messages") from None
+  return _parse_fields(body, messages, defaults)
+
+def _parse_fields(body: dict, messages: list, defaults: Params) -> ChatRequest:
   model = _get(body, "model", (str,), "a string")
   stream = bool(_get(body, "stream", (bool,), "a boolean"))
   opts = _get(body, "stream_options", (dict,), "an object") or {}
   include_usage = bool(_get(opts, "include_usage", (bool,), "a boolean"))
   if _get(body, "n", (int,), "an integer") not in (None, 1): raise RequestError(400, "only n=1 is supported", "unsupported_value", "n")
-  if _get(body, "logprobs", (bool,), "a boolean"): raise RequestError(400, "logprobs are not supported", "unsupported_value", "logprobs")
+  if body.get("logprobs") not in (None, False, 0): raise RequestError(400, "logprobs are not supported", "unsupported_value", "logprobs")
   for k in ("frequency_penalty", "presence_penalty"):
     if _get(body, k, (int, float), "a number"):
       raise RequestError(400, f"'{k}' is not supported: use repeat_penalty (llama.cpp's)", "unsupported_value", k)
@@ -128,15 +150,6 @@ def parse_chat_request(raw: bytes, defaults: Params) -> ChatRequest:
 
 # ---------------------------------------------------------------- the model worker
 
-@dataclass
-class Job:
-  ids: list[int]
-  req: ChatRequest
-  max_tokens: int
-  stop: list[str]
-  events: queue.Queue = field(default_factory=queue.Queue)   # ("text", str) ... then ("done", Stats) or ("error", str)
-  cancelled: threading.Event = field(default_factory=threading.Event)
-
 class LLMServer(ThreadingHTTPServer):
   daemon_threads = True
   allow_reuse_address = True
@@ -145,31 +158,19 @@ class LLMServer(ThreadingHTTPServer):
   def __init__(self, address: tuple[str, int], engine: Engine, defaults: Params | None = None, queue_size: int = 8,
                max_tokens: int = 256, stop: list[str] = (), max_connections: int = 64, log: bool = True):
     self.engine, self.defaults, self.max_tokens, self.stop, self.log = engine, defaults or Params(), max_tokens, list(stop), log
-    self.jobs: queue.Queue[Job | None] = queue.Queue(maxsize=queue_size)  # waiting requests; the running one is not in it
-    self.finished: collections.deque[Stats] = collections.deque(maxlen=256)  # recent completions, newest last
+    self.scheduler = Scheduler(engine, queue_size)   # the engine's model serves engine.model.slots requests at once
     self.max_connections, self._conns, self._conns_lock = max_connections, 0, threading.Lock()
     super().__init__(address, Handler)
-    self.worker = threading.Thread(target=self._work, name="llm-model", daemon=True)
+    self.worker = threading.Thread(target=self.scheduler.run, name="llm-model", daemon=True)
     self.worker.start()
+
+  @property
+  def finished(self) -> collections.deque[Stats]: return self.scheduler.finished   # recent completions, newest last
 
   @property
   def url(self) -> str:
     host, port = self.server_address[:2]
     return f"http://{host}:{port}"
-
-  # one thread runs the model, job after job
-  def _work(self) -> None:
-    while (job := self.jobs.get()) is not None:
-      if job.cancelled.is_set(): continue  # the client left while it waited
-      try:
-        for text in self.engine.complete(job.ids, job.max_tokens, job.req.params, job.stop, job.cancelled.is_set): job.events.put(("text", text))
-        self.finished.append(self.engine.stats)
-        job.events.put(("done", self.engine.stats))
-      except Exception as e:  # a bug, not the client's fault: report it to this client and keep serving the others
-        traceback.print_exc(file=sys.stderr)
-        try: self.engine.model.reset()
-        except Exception: pass
-        job.events.put(("error", f"{type(e).__name__}: {e}"))
 
   # a bound on connections (each has a thread): past it, 503 at once
   def process_request(self, request, client_address):
@@ -191,17 +192,12 @@ class LLMServer(ThreadingHTTPServer):
       with self._conns_lock: self._conns -= 1
 
   def close(self, serving: bool = True) -> None:
-    """Stop serving (from another thread than serve_forever's, unless it has returned) and let the worker finish."""
+    """Stop serving (from another thread than serve_forever's, unless it has returned) and let the worker finish: what
+    runs or waits is answered with an error."""
     if serving: self.shutdown()
     self.server_close()
-    while True:  # answer what waits, then tell the worker to stop
-      try: job = self.jobs.get_nowait()
-      except queue.Empty: break
-      if job is not None:
-        job.cancelled.set()
-        job.events.put(("error", "the server is shutting down"))
-    try: self.jobs.put_nowait(None)
-    except queue.Full: pass
+    self.scheduler.stop()
+    self.worker.join(30)
 
 class ClientGone(Exception):
   pass
@@ -250,7 +246,7 @@ class Handler(BaseHTTPRequestHandler):
 
   def path_only(self) -> str: return self.path.split("?", 1)[0]
 
-  ROUTES = {"/v1/chat/completions": ("POST",), "/v1/models": ("GET",), "/health": ("GET",)}
+  ROUTES = {"/v1/chat/completions": ("POST",), "/v1/completions": ("POST",), "/v1/models": ("GET",), "/health": ("GET",), "/metrics": ("GET",)}
 
   def route(self, method: str) -> None:
     path = self.path_only()
@@ -261,9 +257,13 @@ class Handler(BaseHTTPRequestHandler):
         raise RequestError(405, f"{path} takes {' or '.join(allowed)}, not {method}", "method_not_allowed", headers=(("Allow", ", ".join(allowed)),))
       if path == "/v1/models": self.send_json(200, {"object": "list", "data": [{"id": self.server.engine.name, "object": "model",
                                                                                  "created": int(time.time()), "owned_by": "tinygrad-mla"}]})
-      elif path == "/health": self.send_json(200, {"status": "ok", "waiting": self.server.jobs.qsize()})
+      elif path == "/health": self.send_json(200, {"status": "ok", **self.server.scheduler.status()})
+      elif path == "/metrics": self.send_metrics()
+      elif path == "/v1/completions": self.completions()
       else: self.chat_completions()
-    except RequestError as e: self.send_request_error(e)
+    except RequestError as e:
+      try: self.send_request_error(e)
+      except OSError: self.close_connection = True   # the client left before its answer
     except ClientGone: self.close_connection = True
     except (BrokenPipeError, ConnectionResetError, TimeoutError): self.close_connection = True
 
@@ -288,27 +288,48 @@ class Handler(BaseHTTPRequestHandler):
     if len(data) < n: raise ClientGone()
     return data
 
-  # ---- /v1/chat/completions
+  def send_metrics(self) -> None:
+    st = self.server.scheduler.status()
+    lines = [f"# TYPE llm_{k} gauge\nllm_{k} {v}" for k, v in (("slots", st["slots"]), ("slots_busy", st["slots_busy"]), ("waiting", st["waiting"]),
+                                                              ("decode_tokens_per_second", st["decode_tokens_per_s"]),
+                                                              ("device_memory_bytes", st["device_memory_bytes"]))]
+    lines += [f"# TYPE llm_{k}_total counter\nllm_{k}_total {st[k]}" for k in ("steps", "tokens")]
+    data = ("\n".join(lines) + "\n").encode()
+    self.send_response(200)
+    self.send_header("Content-Type", "text/plain; version=0.0.4")
+    self.send_header("Content-Length", str(len(data)))
+    self.end_headers()
+    if self.command != "HEAD": self.wfile.write(data)
+
+  # ---- /v1/chat/completions and /v1/completions
   def chat_completions(self) -> None:
     srv, engine = self.server, self.server.engine
     req = parse_chat_request(self.read_body(), srv.defaults)
     try: ids = engine.chat_ids(req.messages, **({"tools": req.tools} if req.tools else {}))
     except ChatError as e: raise RequestError(400, str(e), "invalid_messages", "messages") from None
+    self.run_request(req, ids, "messages", chat=True)
+
+  def completions(self) -> None:
+    prompt, req = parse_completion_request(self.read_body(), self.server.defaults)
+    self.run_request(req, self.server.engine.text_ids(prompt), "prompt", chat=False)
+
+  def run_request(self, req: ChatRequest, ids: list[int], param: str, chat: bool) -> None:
+    srv, engine = self.server, self.server.engine
     if not engine.fits(len(ids)):
       raise RequestError(400, f"the prompt has {len(ids)} tokens, but the context holds {engine.max_context} (and the reply needs at least one): "
-                         "shorten the conversation", "context_length_exceeded", "messages")
-    job = Job(ids, req, req.max_tokens or srv.max_tokens, req.stop + srv.stop)
-    try: srv.jobs.put_nowait(job)
+                         f"shorten the {'conversation' if chat else 'prompt'}", "context_length_exceeded", param)
+    job = Request(ids, req.max_tokens or srv.max_tokens, req.params, req.stop + srv.stop)
+    try: srv.scheduler.submit(job)
     except queue.Full:
-      raise RequestError(503, f"the server is busy ({srv.jobs.maxsize} requests are waiting): retry later", "server_busy",
+      raise RequestError(503, f"the server is busy ({srv.scheduler.queue_size} requests are waiting): retry later", "server_busy",
                          headers=(("Retry-After", "1"),)) from None
-    meta = {"id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "created": int(time.time()), "model": engine.name}
+    meta = {"id": f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex[:24]}", "created": int(time.time()), "model": engine.name}
     try:
-      if req.stream: self.stream_reply(job, meta)
-      else: self.whole_reply(job, meta)
+      if req.stream: self.stream_reply(job, meta, req.include_usage, chat)
+      else: self.whole_reply(job, meta, chat)
     finally: job.cancelled.set()  # a no-op when done; otherwise the worker drops or stops it
 
-  def next_event(self, job: Job) -> tuple:
+  def next_event(self, job: Request) -> tuple:
     """The worker's next event for this job; ClientGone when the client leaves meanwhile."""
     while True:
       if self.client_gone(): raise ClientGone()  # checked per event too: a busy worker never lets get() time out
@@ -316,19 +337,21 @@ class Handler(BaseHTTPRequestHandler):
       except queue.Empty: pass
 
   @staticmethod
-  def usage(job: Job, st: Stats) -> dict:
+  def usage(job: Request, st: Stats) -> dict:
     return {"prompt_tokens": len(job.ids), "completion_tokens": st.completion_tokens, "total_tokens": len(job.ids) + st.completion_tokens}
 
-  def whole_reply(self, job: Job, meta: dict) -> None:
+  def whole_reply(self, job: Request, meta: dict, chat: bool = True) -> None:
     parts: list[str] = []
     while (ev := self.next_event(job))[0] == "text": parts.append(ev[1])
     if ev[0] == "error": raise RequestError(500, f"generation failed: {ev[1]}", "internal_error")
     st: Stats = ev[1]
     self.log_line(200, st.line())
-    self.send_json(200, {**meta, "object": "chat.completion", "usage": self.usage(job, st),
-                         "choices": [{"index": 0, "message": {"role": "assistant", "content": "".join(parts)}, "finish_reason": st.finish_reason}]})
+    text = "".join(parts)
+    choice = {"index": 0, "message": {"role": "assistant", "content": text}} if chat else {"index": 0, "text": text, "logprobs": None}
+    self.send_json(200, {**meta, "object": "chat.completion" if chat else "text_completion", "usage": self.usage(job, st),
+                         "choices": [{**choice, "finish_reason": st.finish_reason}]})
 
-  def stream_reply(self, job: Job, meta: dict) -> None:
+  def stream_reply(self, job: Request, meta: dict, include_usage: bool, chat: bool = True) -> None:
     self.send_response(200)
     self.send_header("Content-Type", "text/event-stream")
     self.send_header("Cache-Control", "no-cache")
@@ -337,8 +360,11 @@ class Handler(BaseHTTPRequestHandler):
       if self.client_gone(): raise ClientGone()
       self.wfile.write(b"data: " + (obj if isinstance(obj, str) else json.dumps(obj)).encode() + b"\n\n")
       self.wfile.flush()
-    chunk = lambda delta, finish=None: {**meta, "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-    send(chunk({"role": "assistant", "content": ""}))
+    def chunk(delta: dict, finish: str | None = None) -> dict:
+      if chat: return {**meta, "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+      return {**meta, "object": "text_completion",
+              "choices": [{"index": 0, "text": delta.get("content", ""), "logprobs": None, "finish_reason": finish}]}
+    if chat: send(chunk({"role": "assistant", "content": ""}))
     while (ev := self.next_event(job))[0] == "text": send(chunk({"content": ev[1]}))
     if ev[0] == "error":
       self.log_line(500, ev[1])
@@ -346,7 +372,7 @@ class Handler(BaseHTTPRequestHandler):
       return
     st: Stats = ev[1]
     send(chunk({}, st.finish_reason))
-    if job.req.include_usage: send({**meta, "object": "chat.completion.chunk", "choices": [], "usage": self.usage(job, st)})
+    if include_usage: send({**meta, "object": "chat.completion.chunk" if chat else "text_completion", "choices": [], "usage": self.usage(job, st)})
     send("[DONE]")
     self.log_line(200, "stream: " + st.line())
 
@@ -355,11 +381,12 @@ class Handler(BaseHTTPRequestHandler):
 def serve(engine: Engine, host: str, port: int, defaults: Params, queue_size: int = 8, max_tokens: int = 256, stop: list[str] = ()) -> int:
   try: srv = LLMServer((host, port), engine, defaults, queue_size, max_tokens, stop)
   except OSError as e: raise UserError(f"cannot listen on {host}:{port}: {e.strerror or e}: choose another --serve port or --host") from None
-  note("warming up (compiling the kernels for greedy and the default sampling)")
-  for params in {p.structure: p for p in (Params(), defaults)}.values(): engine.warmup(params)  # one JIT capture per structure
+  note(f"warming up (the prefill and the batched steps of up to {engine.model.slots} requests, for greedy and the default sampling)")
+  srv.scheduler.warmup(list({p.structure: p for p in (Params(), defaults)}.values()))   # one JIT capture per structure and batch size
   def stop_on_term(signum, frame): raise KeyboardInterrupt
   signal.signal(signal.SIGTERM, stop_on_term)
-  print(f"llm: serving {engine.name} on {srv.url}/v1 (POST /v1/chat/completions, GET /v1/models); Ctrl-C stops", flush=True)
+  print(f"llm: serving {engine.name} on {srv.url}/v1 (POST /v1/chat/completions, /v1/completions, GET /v1/models; {engine.model.slots} at once); "
+        "Ctrl-C stops", flush=True)
   try: srv.serve_forever(poll_interval=0.2)
   except KeyboardInterrupt: pass
   finally: srv.close(serving=False)

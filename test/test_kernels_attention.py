@@ -42,7 +42,7 @@ def make_case(s: AttentionShape, pos: int, max_context: int, seed: int = 0, thet
               q_raw=rng.standard_normal((s.n_head, s.qk_nope + s.qk_rope)).astype(np.float32),
               kv_raw=(rng.standard_normal(s.kv_lora + s.qk_rope) * 3).astype(np.float32),
               kv_norm_w=(1 + 0.3 * rng.standard_normal(s.kv_lora)).astype(np.float32), cache=cache,
-              rope_cos=np.cos(ang).astype(np.float32), rope_sin=np.sin(ang).astype(np.float32), pos=np.array([pos], np.int32),
+              rope_cos=np.cos(ang).astype(np.float32), rope_sin=np.sin(ang).astype(np.float32), pos=np.array([pos, 0], np.int32),
               scale=1 / math.sqrt(s.qk_nope + s.qk_rope), eps=1e-6)
 
 def numpy_attention(s: AttentionShape, c: dict) -> tuple[np.ndarray, np.ndarray]:
@@ -169,12 +169,41 @@ def test_kernels_emulated_decode_sequence(tmp_path):
   rng = np.random.default_rng(12)
   cache_np = c["cache"].copy()
   for p in range(n):
-    c.update(pos=np.array([p], np.int32), cache=cache_np, q_lat=rng.standard_normal(c["q_lat"].shape).astype(np.float32),
+    c.update(pos=np.array([p, 0], np.int32), cache=cache_np, q_lat=rng.standard_normal(c["q_lat"].shape).astype(np.float32),
              kv_raw=rng.standard_normal(c["kv_raw"].shape).astype(np.float32))
     out, cache_np = emulate_attention(s, c, "CUDA", tmp_path)
     ref, row = numpy_attention(s, c)
     assert rel_err(out, ref) < 1e-5, p
     check_cache(s, c, cache_np, row)
+
+@pytest.mark.parametrize("language", ["CUDA", "METAL"])
+def test_kernels_emulated_batched_rows(language, tmp_path):
+  """Three sequences' new tokens in one launch (grid y, a batched decode step): each at its own position in its own slot
+  of one cache, its q_raw and kv_raw read in place from the row of a stacked [q; kv_a] output; each row's output and cache
+  row as the one-sequence formula gives them, every other cache row untouched (NaN rows: nothing reads them)."""
+  s, mc, positions, slots = SMALL, 256, (5, 0, 200), (2, 0, 1)
+  B = len(positions)
+  cases = [make_case(s, p, mc, seed=20 + b) for b, p in enumerate(positions)]
+  for c in cases[1:]: c["kv_norm_w"] = cases[0]["kv_norm_w"]
+  q_len = s.n_head * (s.qk_nope + s.qk_rope)
+  off = q_len + 4                                            # a gap of NaNs between q and kv: the kernel must skip it
+  stacked = np.full((B, off + s.kv_lora + s.qk_rope), np.nan, np.float32)
+  for b, c in enumerate(cases): stacked[b, :q_len], stacked[b, off:] = c["q_raw"].reshape(-1), c["kv_raw"]
+  cache = np.full((3 * mc, s.kv_lora + s.qk_rope), np.nan, np.float32)
+  for b, c in enumerate(cases): cache[slots[b] * mc:(slots[b] + 1) * mc] = c["cache"]
+  pos = np.array([[p, slot * mc] for p, slot in zip(positions, slots)], np.int32)
+  L = stacked.shape[1]
+  attend, combine = attend_kernel(s, cases[0]["scale"], cases[0]["eps"], off, rows=B, q_stride=L, kv_stride=L), combine_kernel(s, rows=B)
+  part, ml = np.full((B, SPLITS, s.n_head, s.kv_lora), np.nan, np.float32), np.full((B, SPLITS, s.n_head, 2), np.nan, np.float32)
+  q_lat = np.stack([c["q_lat"] for c in cases])
+  emulate(attend, language, [part, ml, cache, q_lat, stacked, stacked, cases[0]["kv_norm_w"], cases[0]["rope_cos"], cases[0]["rope_sin"], pos],
+          tmp_path)
+  out = np.full((B, s.n_head, s.kv_lora), np.nan, np.float32)
+  emulate(combine, language, [out, part, ml, pos], tmp_path)
+  for b, c in enumerate(cases):
+    ref, row = numpy_attention(s, c)
+    assert rel_err(out[b], ref) < 1e-5, b
+    check_cache(s, c, cache[slots[b] * mc:(slots[b] + 1) * mc], row)
 
 # ---------------------------------------------------------------- prefill: a chunk of tokens over the cache
 
@@ -185,7 +214,7 @@ def prefill_case(s: AttentionShape, P: int, T: int, max_context: int, seed: int 
   n = min(P + T, max_context)
   cache[:n] = rng.standard_normal((n, s.kv_lora + s.qk_rope))
   return dict(q=rng.standard_normal((T, s.n_head, s.kv_lora + s.qk_rope)).astype(np.float32), cache=cache,
-              pos=np.array([P], np.int32), scale=1 / math.sqrt(s.qk_nope + s.qk_rope))
+              pos=np.array([P, 0], np.int32), scale=1 / math.sqrt(s.qk_nope + s.qk_rope))
 
 def numpy_prefill(s: AttentionShape, c: dict) -> np.ndarray:
   """(T, H, kv_lora) in float64: token t at position P + t attends to cache rows 0..P + t."""
@@ -379,10 +408,10 @@ for H, nope, KV, R, dt in ((16, 128, 512, 64, dtypes.float), (20, 192, 512, 64, 
                                 scale=0.07, eps=1e-6).realize()
   for i in range(3):
     args = [Tensor.empty(H, KV).realize(), Tensor.empty(H, nope + R).realize(), Tensor.empty(KV + R).realize(),
-            Tensor([i], dtype=dtypes.int32).realize()]
+            Tensor([i, 0], dtype=dtypes.int32).realize()]
     GlobalCounters.reset()
     out = step(*args)
-    assert out.shape == (H, KV)
+    assert out.shape == (1, H, KV)
     if i == 0: print("KERNELS", GlobalCounters.kernel_count)
 # prefill: a chunk of symbolic length (bound 64) in a TinyJit, as the model's prefill runs it
 from tinygrad import UOp
@@ -395,11 +424,11 @@ def fill(q, pos):
   return (mla_prefill_attention(q[:, :, :KV], q[:, :, KV:], cache, pos, kv_lora=KV, qk_rope=R, scale=0.07) * 1).realize()
 for i, T in enumerate((64, 40, 17)):
   GlobalCounters.reset()
-  out = fill(Tensor.empty(64, H, KV + R).realize()[:n_tok.bind(T)], Tensor([3 * i], dtype=dtypes.int32).realize())
+  out = fill(Tensor.empty(64, H, KV + R).realize()[:n_tok.bind(T)], Tensor([3 * i, 0], dtype=dtypes.int32).realize())
   assert out.shape[1:] == (H, KV)
 print("PREFILL", GlobalCounters.kernel_count)
 # a 512-token chunk: one split, the attend kernel alone
-args = Tensor.empty(512, H, KV).realize(), Tensor.empty(512, H, R).realize(), cache, Tensor([0], dtype=dtypes.int32).realize()
+args = Tensor.empty(512, H, KV).realize(), Tensor.empty(512, H, R).realize(), cache, Tensor([0, 0], dtype=dtypes.int32).realize()
 GlobalCounters.reset()
 out = mla_prefill_attention(*args, kv_lora=KV, qk_rope=R, scale=0.07).realize()
 assert out.shape == (512, H, KV)
@@ -424,12 +453,12 @@ def test_bad_input_is_a_clear_error():
   with pytest.raises(ValueError, match="multiples of 4"): attend_kernel(AttentionShape(4, 66, 8, 16), 0.1, 1e-6)
   c = make_case(SMALL, 3, 16)
   t = {k: Tensor(c[k]) for k in INPUTS}
-  with pytest.raises(ValueError, match=r"q_raw has shape \(4, 48\), expected \(4, 24\)"):
+  with pytest.raises(ValueError, match=r"q_raw has shape \(4, 48\), expected \(1, 96\)"):
     mla_decode_attention(*[t[k] for k in INPUTS], **{**KW(SMALL, c), "qk_nope": 8})
-  with pytest.raises(ValueError, match=r"q_raw has shape \(90,\), expected \(4, 24\)"):  # a flat q_raw must hold every head
+  with pytest.raises(ValueError, match=r"q_raw has shape \(90,\), expected \(1, 96\)"):  # a flat q_raw must hold every head
     mla_decode_attention(t["q_lat"], Tensor(np.zeros(90, np.float32)), *[t[k] for k in INPUTS[2:]], **{**KW(SMALL, c), "qk_nope": 8})
   with pytest.raises(ValueError, match="pos is dtypes.float, expected dtypes.int"):
-    mla_decode_attention(*[t[k] for k in INPUTS[:-1]], Tensor([3.0]), **KW(SMALL, c))
+    mla_decode_attention(*[t[k] for k in INPUTS[:-1]], Tensor([3.0, 0.0]), **KW(SMALL, c))
   if language_of(Device.DEFAULT) is None:
     with pytest.raises(ValueError, match="compiles no hand-written kernels"): mla_decode_attention(*[t[k] for k in INPUTS], **KW(SMALL, c))
     longer = Tensor(np.zeros(4 * 48 + 80, np.float32))  # the heads first, then more (a stacked [q; kv_a] output): accepted
@@ -473,7 +502,7 @@ def test_gpu_jit_decode_loop():
     q_lat = rng.standard_normal((s.n_head, s.kv_lora)).astype(np.float32)
     q_raw = rng.standard_normal((s.n_head, s.qk_nope + s.qk_rope)).astype(np.float32)
     kv_raw = (rng.standard_normal(s.kv_lora + s.qk_rope) * 3).astype(np.float32)
-    out = step(Tensor(q_lat), Tensor(q_raw), Tensor(kv_raw), Tensor([p], dtype=dtypes.int32)).numpy()
+    out = step(Tensor(q_lat), Tensor(q_raw), Tensor(kv_raw), Tensor([p, 0], dtype=dtypes.int32)).numpy()
     ref = decode_attention_reference(Tensor(q_lat), Tensor(q_raw), Tensor(kv_raw), fixed["kv_norm_w"], cache_r, fixed["rope_cos"],
                                          fixed["rope_sin"], START_POS(mc).bind(p), **KW(s, c)).numpy()
     assert rel_err(out, ref.astype(np.float64)) < 1e-5, p

@@ -229,6 +229,8 @@ def test_prompt_that_is_not_utf8_is_refused(capsys):
   (["--json"], "--json needs --benchmark"), (["--chat"], "--chat needs --prompt"), (["--prompt", "x", "--serve", "0"], "cannot be combined"),
   (["--no-such-flag"], "unrecognized arguments"), (["--cache-type", "q8_0"], "invalid choice: 'q8_0'"),
   (["--max-context", "lots"], "'lots' is not an integer"), (["--max-context", "1"], "out of range"),
+  (["--parallel", "4"], "--parallel needs --serve"), (["--serve", "0", "--parallel", "65"], "out of range"),
+  (["--serve", "0", "-np", "0"], "out of range"),
 ])
 def test_bad_flags_exit_2(argv, fragment, capsys):
   rc, out, err = run_main(argv, capsys)

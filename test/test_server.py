@@ -1,8 +1,10 @@
-"""apps/server.py over real HTTP on 127.0.0.1: OpenAI-style chat completions (whole and streamed), several clients at once,
-a client that leaves mid-stream, a full queue, and malformed requests; then `python -m apps.llm --serve` end to end.
+"""apps/server.py over real HTTP on 127.0.0.1: OpenAI-style chat and text completions (whole and streamed), several
+clients at once in batched steps, a client that leaves mid-stream, a full queue, malformed requests, a storm of mixed
+and abandoned requests; then `python -m apps.llm --serve` end to end.
 
-One server (one model load) serves the module. Expected replies come from Engine.complete on a fresh context, computed
-before the server starts, and from the sampling parameters' own defaults.
+One server (one model load, SLOTS requests at once) serves the module. Expected replies come from Engine.complete of the
+same model alone on a fresh context (Transformer.generate, not the batched step), computed before the server starts:
+greedy and seeded replies must be the same tokens whether a request runs alone or batched with others.
 """
 import http.client, json, signal, socket, subprocess, sys, threading, time
 from pathlib import Path
@@ -12,7 +14,7 @@ from apps.sampling import Params
 from apps.server import LLMServer, MAX_BODY, MAX_STOPS
 
 ROOT = Path(__file__).resolve().parent.parent
-PRESET, CTX = "glm-4.7-flash-tiny", 256
+PRESET, CTX, SLOTS = "glm-4.7-flash-tiny", 256, 4
 MSG_A = [{"role": "user", "content": "Hello"}]
 MSG_B = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "What is MLA?"}]
 SAMPLED = Params(temperature=0.9, seed=7)
@@ -25,7 +27,7 @@ def fresh(eng: Engine, messages, n: int, params: Params | None = None) -> str:
 
 @pytest.fixture(scope="module")
 def srv():
-  eng = Engine.load(resolve_model(PRESET, None, None), CTX, quiet=True)
+  eng = Engine.load(resolve_model(PRESET, None, None), CTX, quiet=True, slots=SLOTS)
   eng.warmup(Params())
   eng.refs = {"A": fresh(eng, MSG_A, 12), "B": fresh(eng, MSG_B, 12), "A_sampled": fresh(eng, MSG_A, 12, SAMPLED)}
   s = LLMServer(("127.0.0.1", 0), eng, Params(), queue_size=4, max_tokens=16, log=True)
@@ -75,7 +77,26 @@ def test_models_and_health(srv):
   body = json.loads(payload)
   assert body["object"] == "list" and [m["id"] for m in body["data"]] == [PRESET]
   status, _, payload = request(srv.server_address[1], "GET", "/health")
-  assert status == 200 and json.loads(payload)["status"] == "ok"
+  health = json.loads(payload)
+  assert status == 200 and health["status"] == "ok" and health["slots"] == SLOTS and health["slots_busy"] == 0 and health["waiting"] == 0
+  status, headers, payload = request(srv.server_address[1], "GET", "/metrics")
+  metrics = dict(line.split() for line in payload.decode().splitlines() if not line.startswith("#"))
+  assert status == 200 and headers["content-type"].startswith("text/plain") and metrics["llm_slots"] == str(SLOTS)
+  assert {"llm_slots_busy", "llm_waiting", "llm_decode_tokens_per_second", "llm_steps_total", "llm_tokens_total"} <= set(metrics)
+
+def test_text_completion(srv):
+  """/v1/completions: the prompt text as it is (no chat template), whole and streamed."""
+  prompt = "Once upon a time"
+  srv.engine.model.reset()
+  want = "".join(srv.engine.complete(srv.engine.text_ids(prompt), 8, Params()))
+  status, _, payload = request(srv.server_address[1], "POST", "/v1/completions", {"prompt": prompt, "max_tokens": 8, "temperature": 0})
+  body = json.loads(payload)
+  assert status == 200 and body["object"] == "text_completion" and body["id"].startswith("cmpl-") and body["choices"][0]["text"] == want
+  status, _, payload = request(srv.server_address[1], "POST", "/v1/completions", {"prompt": [prompt], "max_tokens": 8, "stream": True})
+  events = sse(payload)
+  assert status == 200 and events[-1] == "[DONE]" and "".join(e["choices"][0]["text"] for e in events[:-1]) == want
+  for body, fragment in (({"max_tokens": 2}, "'prompt' is required"), ({"prompt": 3}, "must be a string"), ({"prompt": ""}, "must not be empty")):
+    assert_error(*request(srv.server_address[1], "POST", "/v1/completions", body)[::2], 400, fragment=fragment)
 
 def test_completion_is_the_greedy_reply(srv):
   status, headers, payload = chat(srv, {"model": PRESET, "messages": MSG_A, "max_tokens": 12, "temperature": 0})
@@ -125,16 +146,21 @@ def test_newer_message_forms(srv):
   assert_error(*chat(srv, {"messages": image})[::2], 400, "invalid_messages", "only text is supported")
 
 def test_concurrent_clients_each_get_their_answer(srv):
-  jobs = [(MSG_A, False), (MSG_B, True), (MSG_B, False), (MSG_A, True)]
+  """More clients than slots, greedy and seeded sampling mixed: they run in batched steps (and wait for slots), and each
+  gets the reply it gets alone."""
+  steps = srv.scheduler.steps
+  jobs = [(MSG_A, False, 0), (MSG_B, True, 0), (MSG_B, False, 0), (MSG_A, True, 0.9), (MSG_A, False, 0), (MSG_B, True, 0)]
   results: list = [None] * len(jobs)
-  def client(i, messages, stream):
-    status, _, payload = chat(srv, {"messages": messages, "max_tokens": 12, "temperature": 0, "stream": stream})
+  def client(i, messages, stream, temperature):
+    body = {"messages": messages, "max_tokens": 12, "temperature": temperature, "seed": 7, "stream": stream}
+    status, _, payload = chat(srv, body)
     results[i] = (status, streamed_text(sse(payload)) if stream else json.loads(payload)["choices"][0]["message"]["content"])
-  threads = [threading.Thread(target=client, args=(i, m, s)) for i, (m, s) in enumerate(jobs)]
+  threads = [threading.Thread(target=client, args=(i, *job)) for i, job in enumerate(jobs)]
   for t in threads: t.start()
   for t in threads: t.join(300)
   refs = srv.engine.refs
-  assert results == [(200, refs["A"] if m is MSG_A else refs["B"]) for m, _ in jobs]
+  assert results == [(200, refs["A_sampled"] if t else refs["A"] if m is MSG_A else refs["B"]) for m, _, t in jobs]
+  assert srv.scheduler.steps - steps < 12 * len(jobs) - 6   # fewer steps than one request at a time: batched
 
 # ---------------------------------------------------------------- leaving clients, a full queue
 
@@ -160,15 +186,15 @@ def wait_for(cond, timeout=120.0):
 
 def test_disconnect_mid_stream_then_full_queue(srv):
   before = len(srv.finished)
-  long = open_stream(srv, {"messages": MSG_A, "max_tokens": 200, "temperature": 0})
-  read_chunks(long, 3)  # it is generating
+  longs = [open_stream(srv, {"messages": MSG_A, "max_tokens": 200, "temperature": 0}) for _ in range(SLOTS)]
+  for s in longs: read_chunks(s, 3)  # every slot is generating
   # four more wait in the queue (its size), the next one is refused at once
   waiting = [open_stream(srv, {"messages": MSG_B, "max_tokens": 2, "temperature": 0}) for _ in range(4)]
   wait_for(lambda: json.loads(request(srv.server_address[1], "GET", "/health")[2])["waiting"] == 4)
   status, headers, payload = chat(srv, {"messages": MSG_A, "max_tokens": 2})
   assert_error(status, payload, 503, "server_busy")
   assert headers["retry-after"] == "1"
-  long.close()  # the client leaves: its generation stops, the queue drains
+  for s in longs: s.close()  # the clients leave: their generations stop, their slots free, the queue drains
   outs = []
   for s in waiting:
     with s:
@@ -176,21 +202,58 @@ def test_disconnect_mid_stream_then_full_queue(srv):
       while got := s.recv(65536): buf += got
     outs.append(buf)
   for buf in outs: assert buf.startswith(b"HTTP/1.0 200") and buf.endswith(b"data: [DONE]\n\n")
-  wait_for(lambda: len(srv.finished) >= before + 5)
-  cancelled = srv.finished[before]
-  assert cancelled.finish_reason == "cancelled" and cancelled.completion_tokens < 100
+  wait_for(lambda: len(srv.finished) >= before + SLOTS + 4)
+  cancelled = list(srv.finished)[before:before + SLOTS]
+  assert all(c.finish_reason == "cancelled" and c.completion_tokens < 100 for c in cancelled)
   status, _, payload = chat(srv, {"messages": MSG_A, "max_tokens": 12, "temperature": 0})
   assert status == 200 and json.loads(payload)["choices"][0]["message"]["content"] == srv.engine.refs["A"]
 
 def test_disconnect_while_waiting_for_a_whole_reply(srv):
-  before, old = len(srv.finished), srv.engine.stats
+  before = len(srv.finished)
   s = socket.create_connection(srv.server_address[:2], timeout=60)
   data = json.dumps({"messages": MSG_B, "max_tokens": 200, "temperature": 0}).encode()
   s.sendall(b"POST /v1/chat/completions HTTP/1.0\r\nContent-Length: %d\r\n\r\n%s" % (len(data), data))
-  wait_for(lambda: srv.engine.stats is not old and srv.engine.stats.completion_tokens > 2)  # it is generating
+  wait_for(lambda: any(r.stats.completion_tokens > 2 for r in list(srv.scheduler.running.values())))  # it is generating
   s.close()
   wait_for(lambda: len(srv.finished) > before)
   assert srv.finished[before].finish_reason == "cancelled" and srv.finished[before].completion_tokens < 100
+
+def test_storm_of_mixed_and_abandoned_requests(srv):
+  """Many clients at once, each at random: a whole reply, a stream read to its end, a stream abandoned after a chunk, a
+  request abandoned before its reply, a malformed body. The server keeps serving, every slot comes back, the device
+  memory returns to its idle level, and a last request gets its exact answer. (CI's small version of the H100 load test:
+  python -m tools.load --faults.)"""
+  import random
+  from tinygrad import GlobalCounters
+  rng, port = random.Random(5), srv.server_address[1]
+  srv.scheduler.warmup([Params(), Params(temperature=0.8)])   # every batch size's step of the storm's samplers exists (the server is idle)
+  mem0 = GlobalCounters.mem_used
+  def client(i: int) -> None:
+    kind = rng.choice(["whole", "stream", "abandon_stream", "abandon", "malformed"])
+    body = {"messages": MSG_A if i % 2 else MSG_B, "max_tokens": rng.randint(1, 20), "temperature": rng.choice([0, 0.8]), "seed": i}
+    try:
+      if kind == "whole": assert chat(srv, body)[0] in (200, 503)
+      elif kind == "malformed": assert chat(srv, None, raw=b'{"messages": [')[0] == 400
+      else:
+        s = open_stream(srv, body) if kind != "abandon" else socket.create_connection(srv.server_address[:2], timeout=60)
+        if kind == "abandon":
+          data = json.dumps(body).encode()
+          s.sendall(b"POST /v1/chat/completions HTTP/1.0\r\nContent-Length: %d\r\n\r\n%s" % (len(data), data))
+        elif kind == "stream":
+          while s.recv(65536): pass
+        else: s.recv(1)
+        s.close()
+    except OSError: pass
+  threads = [threading.Thread(target=client, args=(i,)) for i in range(48)]
+  for t in threads: t.start()
+  for t in threads: t.join(300)
+  wait_for(lambda: not srv.scheduler.running and not srv.scheduler.starting and srv.scheduler.waiting.empty())
+  assert sorted(srv.scheduler.free) == list(range(SLOTS))
+  health = json.loads(request(port, "GET", "/health")[2])
+  assert health["slots_busy"] == 0 and health["waiting"] == 0
+  assert GlobalCounters.mem_used == mem0
+  status, _, payload = chat(srv, {"messages": MSG_A, "max_tokens": 12, "temperature": 0})
+  assert status == 200 and json.loads(payload)["choices"][0]["message"]["content"] == srv.engine.refs["A"]
 
 # ---------------------------------------------------------------- malformed requests
 

@@ -132,12 +132,13 @@ def _update(tt: int, valid: str) -> str:
       m[hh] = mx;
     }}"""
 
-def _common(s: AttentionShape, token: str | None = None, max_context: int = 0, splits: int = PREFILL_SPLITS) -> str:
-  """The position and the split of the keys, the same in attend and combine. Decode: the token at pos[0] (keys 0..pos, the
-  last one its own new row). Prefill (`token`: its index in the chunk): the chunk's token `token` at pos[0] + token, whose
-  keys 0..its position are all in the cache (a padded token past the context reads the last row: its output is dropped)."""
+def _common(s: AttentionShape, token: str | None = None, max_context: int = 0, splits: int = PREFILL_SPLITS, row: str = "0") -> str:
+  """The position and the split of the keys, the same in attend and combine. pos holds [position, first cache row of the
+  sequence] pairs. Decode: row `row`'s token at pos[2 row] (keys 0..pos, the last one its own new row). Prefill (`token`:
+  its index in the chunk): the chunk's token `token` at pos[0] + token, whose keys 0..its position are all in the cache (a
+  padded token past the context reads the last row: its output is dropped)."""
   splits, minc = (SPLITS, MIN_CHUNK) if token is None else (splits, PREFILL_MIN_CHUNK)
-  where = "int p = pos[0], n = p + 1;" if token is None else \
+  where = f"int p = pos[2*{row}], n = p + 1;" if token is None else \
           f"int p = pos[0] + {token}; p = p < {max_context} ? p : {max_context - 1};\n  int n = p + 1;"
   return f"""  GRID_WAIT();                            // everything here depends on earlier kernels of the step (q, pos, the cache)
   const int H = {s.n_head}, KV = {s.kv_lora}, S = {splits}, MINC = {minc};
@@ -222,13 +223,16 @@ def _attend(s: AttentionShape, position: str, head: str, queries: str, t1: str, 
     }}{ml_store}
   }}"""
 
-def attend_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: int = 0, half: bool = False) -> SourceKernel:
+def attend_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: int = 0, half: bool = False, rows: int = 1,
+                  q_stride: int = 0, kv_stride: int = 0) -> SourceKernel:
   """kv_offset: where the new token's kv row starts in kv_raw (a stacked [q_a; kv_a] output: the kernel reads it in place).
-  half: the cache is fp16; the new row is rounded to it before its own score, as every later token reads it."""
+  half: the cache is fp16; the new row is rounded to it before its own score, as every later token reads it.
+  rows: new tokens of that many sequences at once (grid y), row b's q_raw and kv_raw q_stride and kv_stride elements after
+  row b - 1's, its q_lat (n_head, kv_lora) after row b - 1's, its position and first cache row at pos[2b], pos[2b + 1]."""
   _check_shape(s, half)
   g = s.n_head // s.heads_per_warp
-  rope_q = _rope_guard(s, "rope_lane(q_raw + h*(NOPE + R) + NOPE, cs, sn, j, HALF)")
-  rope_k = _rope_guard(s, f"rope_lane(kv_raw + {kv_offset} + KV, cs, sn, j, HALF)")
+  rope_q = _rope_guard(s, f"rope_lane(q_raw + row*{q_stride} + h*(NOPE + R) + NOPE, cs, sn, j, HALF)")
+  rope_k = _rope_guard(s, f"rope_lane(kv_raw + row*{kv_stride} + {kv_offset} + KV, cs, sn, j, HALF)")
   to_cache = (lambda x: f"F2H({x})") if half else (lambda x: x)
   store_k = f"cache[p*ROW + KV + j] = {to_cache('rk[0][k]')};"
   if s.qk_rope % 32: store_k = f"if (j < R) {store_k}"
@@ -241,16 +245,17 @@ def attend_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: int = 
   head = f"""
   const int NOPE = {s.qk_nope}, HALF = {s.qk_rope // 2};
   const float EPS = {_f32(eps)};
-  int lane = LID_X, g = LID_Y, sp = GID_X;
+  int lane = LID_X, g = LID_Y, sp = GID_X, row = GID_Y;
+  cache += (long)pos[2*row + 1] * ROW;           // this sequence's rows of the cache
   const GLOBAL float* cs = rope_cos + p*HALF;
   const GLOBAL float* sn = rope_sin + p*HALF;"""
   queries = f"""
-    {_load4("ql[hh]", "((const GLOBAL float4*)(q_lat + h*KV))[v]", s)}
+    {_load4("ql[hh]", "((const GLOBAL float4*)(q_lat + (row*H + h)*KV))[v]", s)}
     for (int k = 0; k < NR; k++) {{ int j = lane + 32*k; qr[hh][k] = {rope_q}; }}"""
   new_row = f"""
   if (p < t0 + chunk) {{  // the new token: its row from kv_raw, into the cache (warp 0) and into the sums
     float r[1][4*NV4], rk[1][NR];
-    {_load4("r[0]", f"((const GLOBAL float4*)(kv_raw + {kv_offset}))[v]", s)}
+    {_load4("r[0]", f"((const GLOBAL float4*)(kv_raw + row*{kv_stride} + {kv_offset}))[v]", s)}
     float ss = 0.0f;
     for (int i = 0; i < 4*NV4; i++) ss += r[0][i] * r[0][i];
     float rs = 1.0f / sqrt(WARP_SUM(ss) / (float)KV + EPS);
@@ -271,17 +276,17 @@ def attend_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: int = 
       for (int k = 0; k < NR; k++) {{ int j = lane + 32*k; {store_k} }}
     }}{_update(1, "true")}
   }}"""
-  body = _attend(s, _common(s), head, queries,
+  body = _attend(s, _common(s, row="GID_Y"), head, queries,
                  "t0 + chunk < p ? t0 + chunk : p;       // cached tokens of this split: [t0, t1); token p is the new one",
-                 new_row, "sp*H + g*HG + hh", scale, half=half)
+                 new_row, "(row*S + sp)*H + g*HG + hh", scale, half=half)
   params = (Param("part", dtypes.float32, True), Param("ml", dtypes.float32, True), Param("cache", _cache_dtype(half), True),
             Param("q_lat", dtypes.float32), Param("q_raw", dtypes.float32), Param("kv_raw", dtypes.float32),
             Param("kv_norm_w", dtypes.float32, weight=True), Param("rope_cos", dtypes.float32, weight=True),
             Param("rope_sin", dtypes.float32, weight=True),
             Param("pos", dtypes.int32))
-  return SourceKernel(f"mla_attend_h{s.n_head}_kv{s.kv_lora}_r{s.qk_rope}" + (f"_o{kv_offset}" if kv_offset else "") + ("_f16" if half else ""),
-                      params, body,
-                      (SPLITS, 1, 1), (32, g, 1), _ROPE_LANE)
+  name = f"mla_attend_h{s.n_head}_kv{s.kv_lora}_r{s.qk_rope}" + (f"_o{kv_offset}" if kv_offset else "") + ("_f16" if half else "") + \
+         (f"_b{rows}_q{q_stride}_k{kv_stride}" if rows > 1 else "")
+  return SourceKernel(name, params, body, (SPLITS, rows, 1), (32, g, 1), _ROPE_LANE)
 
 def prefill_attend_kernel(s: AttentionShape, scale: float, tokens: int, max_context: int, half: bool = False) -> SourceKernel:
   """Prefill: the attend kernel for a chunk of `tokens` queries, q (tokens, n_head, kv_lora) absorbed and qpe (tokens,
@@ -294,7 +299,8 @@ def prefill_attend_kernel(s: AttentionShape, scale: float, tokens: int, max_cont
   g = s.n_head // s.heads_per_warp
   S = prefill_splits(tokens)
   head = f"""
-  int lane = LID_X, g = LID_Y, sp = GID_X, tok = {tokens - 1} - GID_Y;"""
+  int lane = LID_X, g = LID_Y, sp = GID_X, tok = {tokens - 1} - GID_Y;
+  cache += (long)pos[1] * ROW;                   // this sequence's rows of the cache"""
   queries = f"""
     {_load4("ql[hh]", "((const GLOBAL float4*)(q + (tok*H + h)*KV))[v]", s)}
     for (int k = 0; k < NR; k++) {{ int j = lane + 32*k; qr[hh][k] = {_rope_guard(s, f"qpe[(tok*H + h)*{s.qk_rope} + j]")}; }}"""
@@ -359,6 +365,7 @@ def prefill_mma_kernel(s: AttentionShape, scale: float, tokens: int, max_context
   int lane = LID_X, w = LID_Y, g = lane >> 2, t = lane & 3;
   int r0 = ({tiles - 1} - (int)GID_X) * {MMA_ROWS}, ra = r0 + g, rb = ra + 8;
   int p0 = pos[0];
+  cache += (long)pos[1] * D;                     // this sequence's rows of the cache
   // keys 0..n - 1 of row r: its token's position pos[0] + r / H (clamped to the context: a padded token), + 1
   int na = {keys.format(r="ra")}, nb = {keys.format(r="rb")}, nmax = {keys.format(r=f"r0 + {MMA_ROWS - 1}")};
   // this warp's dims DW*w.. of the 16 queries as A fragments (rows g, g + 8; dims t, t + 4 of each step of 8), scaled to
@@ -445,15 +452,15 @@ def prefill_mma_kernel(s: AttentionShape, scale: float, tokens: int, max_context
   return SourceKernel(f"mla_prefill_mma_{tokens}_h{s.n_head}_kv{KV}_r{s.qk_rope}" + ("_f16" if half else ""), params, body, (tiles, 1, 1), (32, nw, 1),
                       trigger=False, min_blocks=2 if tiles >= 2 * matvec.SMS else 1)
 
-def combine_kernel(s: AttentionShape, tokens: int = 0, max_context: int = 0) -> SourceKernel:
-  """The partials of a decode token's splits (or, with `tokens`, of each prefill token's, grid z) into out (H, kv_lora)
-  (or (tokens, H, kv_lora))."""
+def combine_kernel(s: AttentionShape, tokens: int = 0, max_context: int = 0, rows: int = 1) -> SourceKernel:
+  """The partials of each decode row's splits (grid z: `rows` sequences' new tokens) into out (rows, H, kv_lora), or with
+  `tokens`, of each prefill token's into (tokens, H, kv_lora)."""
   _check_shape(s)
   cw = COMBINE_WARPS
   guard_v = "" if (s.kv_lora // 4) % 32 == 0 else "if (v < KV4) "
-  body = f"""{_common(s, "GID_Z" if tokens else None, max_context, prefill_splits(tokens) if tokens else PREFILL_SPLITS)}
+  body = f"""{_common(s, "GID_Z" if tokens else None, max_context, prefill_splits(tokens) if tokens else PREFILL_SPLITS, row="GID_Z")}
   const int CW = {cw}{"" if not guard_v else f", KV4 = {s.kv_lora // 4}"};
-  int h = GID_X, lane = LID_X, w = LID_Y, v = GID_Y*32 + lane, b0 = {"GID_Z*S*H" if tokens else "0"};
+  int h = GID_X, lane = LID_X, w = LID_Y, v = GID_Y*32 + lane, b0 = GID_Z*S*H;
   int ns = (n + chunk - 1) / chunk;              // the splits that hold tokens: exactly those the attend kernel wrote
   SHARED float red_m[CW], red_l[CW], red_a[CW][128];
   // the largest partial max: each thread looks at a split or a few, then warp and workgroup max
@@ -479,18 +486,20 @@ def combine_kernel(s: AttentionShape, tokens: int = 0, max_context: int = 0) -> 
     for (int k = 1; k < CW; k++) {{
       a0 += red_a[k][4*lane]; a1 += red_a[k][4*lane+1]; a2 += red_a[k][4*lane+2]; a3 += red_a[k][4*lane+3]; L += red_l[k];
     }}
-    {guard_v}((GLOBAL float4*)(out + ({"GID_Z*H + " if tokens else ""}h)*KV))[v] = FLOAT4(a0 / L, a1 / L, a2 / L, a3 / L);
+    {guard_v}((GLOBAL float4*)(out + (GID_Z*H + h)*KV))[v] = FLOAT4(a0 / L, a1 / L, a2 / L, a3 / L);
   }}"""
   params = (Param("out", dtypes.float32, True), Param("part", dtypes.float32), Param("ml", dtypes.float32), Param("pos", dtypes.int32))
-  name = f"mla_prefill_combine_{tokens}" if tokens else "mla_combine"
-  return SourceKernel(f"{name}_h{s.n_head}_kv{s.kv_lora}", params, body, (s.n_head, -(-s.kv_lora // 128), max(1, tokens)), (32, cw, 1),
+  name = f"mla_prefill_combine_{tokens}" if tokens else "mla_combine" + (f"_b{rows}" if rows > 1 else "")
+  return SourceKernel(f"{name}_h{s.n_head}_kv{s.kv_lora}", params, body, (s.n_head, -(-s.kv_lora // 128), tokens or rows), (32, cw, 1),
                       trigger=not tokens)
 
 @cached
-def kernels(s: AttentionShape, scale: float, eps: float, device: str, kv_offset: int = 0, trigger: bool = True, half: bool = False):
+def kernels(s: AttentionShape, scale: float, eps: float, device: str, kv_offset: int = 0, trigger: bool = True, half: bool = False,
+            rows: int = 1, q_stride: int = 0, kv_stride: int = 0):
   """The custom_kernel bodies (attend, combine) for shape `s` on `device` (a CUDA or Metal device); trigger=False: without
-  GRID_TRIGGER() (Fusions.trigger off); half: an fp16 cache."""
-  return program(attend_kernel(s, scale, eps, kv_offset, half), device, trigger), program(combine_kernel(s), device, trigger)
+  GRID_TRIGGER() (Fusions.trigger off); half: an fp16 cache; rows, q_stride, kv_stride: attend_kernel's."""
+  return (program(attend_kernel(s, scale, eps, kv_offset, half, rows, q_stride, kv_stride), device, trigger),
+          program(combine_kernel(s, rows=rows), device, trigger))
 
 @cached
 def prefill_kernels(s: AttentionShape, scale: float, tokens: int, max_context: int, device: str, half: bool = False):
@@ -515,55 +524,70 @@ def _expect(t: Tensor, shape: tuple[int, ...], name: str, dtype=dtypes.float32) 
     t = t.reshape(shape)
   return t
 
+def _rows(t: Tensor, B: int, least: int, name: str, exact: bool = False) -> Tensor:
+  """t as (B, L) rows: given as such (B > 1), flat (B = 1), or of exactly B x least elements; L >= least (== if exact)."""
+  shape = t.shape
+  if t.ndim == 1 and B == 1: t = t.reshape(1, -1)
+  elif not (t.ndim == 2 and t.shape[0] == B and B > 1) and t.numel() == B * least: t = t.reshape(B, least)
+  if t.dtype != dtypes.float32: raise ValueError(f"mla_decode_attention: {name} is {t.dtype}, expected {dtypes.float32}")
+  if t.ndim != 2 or t.shape[0] != B or not isinstance(t.shape[1], int) or t.shape[1] < least or (exact and t.shape[1] != least):
+    raise ValueError(f"mla_decode_attention: {name} has shape {shape}, expected ({B}, {least}){'' if exact else ' or longer rows'}")
+  return t
+
 def mla_decode_attention(q_lat: Tensor, q_raw: Tensor, kv_raw: Tensor, kv_norm_w: Tensor, cache: Tensor, rope_cos: Tensor,
                          rope_sin: Tensor, pos: Tensor, *, n_head: int, kv_lora: int, qk_nope: int, qk_rope: int, scale: float,
                          eps: float, kv_offset: int = 0, fusions: Fusions = Fusions()) -> Tensor:
-  """Attention output (n_head, kv_lora) fp32 of one new token at position pos[0] (an int32 (1,) buffer), and its latent row
-  written into cache[pos] (in place, by the same kernel: realize the output). See the module docstring for the math. The
-  cache is fp32 or fp16 (CACHE_DTYPES).
-  q_raw: (n_head, qk_nope + qk_rope), or a longer flat buffer that starts with them (a stacked [q; kv_a] output).
-  kv_offset: the new token's kv row is kv_raw[kv_offset : kv_offset + kv_lora + qk_rope] (a multiple of 4). fusions: the
-  model's (trigger)."""
+  """Attention output (B, n_head, kv_lora) fp32 of the new tokens of B sequences, row b's at position pos[b, 0] of the
+  sequence whose cache rows start at cache row pos[b, 1] (pos an int32 (B, 2) buffer), and their latent rows written into
+  the cache (in place, by the same kernel: realize the output). See the module docstring for the math. The cache is fp32
+  or fp16 (CACHE_DTYPES), its rows the sequences' (max_context rows each, one after the other) and rope_cos / rope_sin
+  cover max_context positions.
+  q_lat: (B, n_head, kv_lora). q_raw: (B, L) rows of L >= n_head * (qk_nope + qk_rope) whose first elements are the heads
+  (a stacked [q; kv_a] output: read in place). kv_raw: (B, L') rows whose new-token kv row is [kv_offset : kv_offset +
+  kv_lora + qk_rope] (kv_offset a multiple of 4). B = 1 may drop the leading dims. fusions: the model's (trigger)."""
   s = AttentionShape(n_head, kv_lora, qk_nope, qk_rope)
   half = _half_cache(cache, "mla_decode_attention")
   _check_shape(s, half)
   dev = q_lat.device
-  max_context = cache.shape[0]
-  q_lat = _expect(q_lat, (n_head, kv_lora), "q_lat")
-  longer = q_raw.ndim == 1 and isinstance(q_raw.shape[0], int) and q_raw.shape[0] > n_head * (qk_nope + qk_rope)
-  q_raw = _expect(q_raw, q_raw.shape if longer else (n_head, qk_nope + qk_rope), "q_raw")  # longer: the heads first, read in place
+  pos = _expect(pos, (pos.numel() // 2, 2), "pos", dtypes.int32)
+  B = pos.shape[0]
+  q_lat = _expect(q_lat, (B, n_head, kv_lora), "q_lat")
   if kv_offset < 0 or kv_offset % 4: raise ValueError(f"mla_decode_attention: kv_offset {kv_offset} is not a non-negative multiple of 4")
-  kv_raw = _expect(kv_raw, (kv_offset + kv_lora + qk_rope,), "kv_raw")
+  q_raw = _rows(q_raw, B, n_head * (qk_nope + qk_rope), "q_raw")
+  kv_raw = _rows(kv_raw, B, kv_offset + kv_lora + qk_rope, "kv_raw", exact=B == 1)
   kv_norm_w = _expect(kv_norm_w, (kv_lora,), "kv_norm_w")
-  cache = _expect(cache, (max_context, kv_lora + qk_rope), "cache", cache.dtype)
+  max_context = rope_cos.shape[0]
+  if cache.ndim != 2 or cache.shape[1] != kv_lora + qk_rope or cache.shape[0] % max_context:
+    raise ValueError(f"mla_decode_attention: cache has shape {cache.shape}, expected (sequences x {max_context}, {kv_lora + qk_rope})")
   rope_cos, rope_sin = _expect(rope_cos, (max_context, qk_rope // 2), "rope_cos"), _expect(rope_sin, (max_context, qk_rope // 2), "rope_sin")
-  pos = _expect(pos, (1,), "pos", dtypes.int32)
   for name, t in (("q_raw", q_raw), ("kv_raw", kv_raw), ("kv_norm_w", kv_norm_w), ("cache", cache), ("rope_cos", rope_cos),
                   ("rope_sin", rope_sin), ("pos", pos)):
     if t.device != dev: raise ValueError(f"mla_decode_attention: {name} is on {t.device}, q_lat on {dev}")
   if not available(dev): raise ValueError(f"mla_decode_attention: device {dev} compiles no hand-written kernels (use the reference)")
-  attend, combine = kernels(s, float(scale), float(eps), dev, kv_offset, fusions.trigger, half)
-  part, ml, *_ = Tensor.empty(SPLITS, n_head, kv_lora, device=dev).custom_kernel(
-    Tensor.empty(SPLITS, n_head, 2, device=dev), cache, q_lat, q_raw, kv_raw, kv_norm_w, rope_cos, rope_sin, pos, fxn=attend)
-  return Tensor.empty(n_head, kv_lora, device=dev).custom_kernel(part, ml, pos, fxn=combine)[0]
+  attend, combine = kernels(s, float(scale), float(eps), dev, kv_offset, fusions.trigger, half, B, *((q_raw.shape[1], kv_raw.shape[1]) if B > 1 else (0, 0)))
+  part, ml, *_ = Tensor.empty(B, SPLITS, n_head, kv_lora, device=dev).custom_kernel(
+    Tensor.empty(B, SPLITS, n_head, 2, device=dev), cache, q_lat, q_raw, kv_raw, kv_norm_w, rope_cos, rope_sin, pos, fxn=attend)
+  return Tensor.empty(B, n_head, kv_lora, device=dev).custom_kernel(part, ml, pos, fxn=combine)[0]
 
 def mla_prefill_attention(q: Tensor, q_pe: Tensor, cache: Tensor, pos: Tensor, *, kv_lora: int, qk_rope: int, scale: float,
-                          fusions: Fusions = Fusions()) -> Tensor:
+                          max_context: int | None = None, fusions: Fusions = Fusions()) -> Tensor:
   """Causal attention output (T, n_head, kv_lora) fp32 of a prefill chunk: q (T, n_head, kv_lora) absorbed and q_pe (T,
-  n_head, qk_rope) roped, of the tokens at positions pos[0] .. pos[0] + T - 1 (pos an int32 (1,) buffer) over the cache
-  rows 0 .. their position (the chunk's rows must already be in `cache`). A symbolic T (a chunk of variable length) runs
+  n_head, qk_rope) roped, of the tokens at positions pos[0] .. pos[0] + T - 1 of the sequence whose cache rows start at row
+  pos[1] (pos an int32 (2,) buffer) over its rows 0 .. their position (the chunk's rows must already be in `cache`; a cache
+  of several sequences holds max_context rows each: the default, all of it). A symbolic T (a chunk of variable length) runs
   its bound and is sliced back. fusions: the model's (slices; the prefill kernels have no trigger)."""
   T, n_head = q.shape[0], q.shape[1]
   s = AttentionShape(n_head, kv_lora, 0, qk_rope)
   half = _half_cache(cache, "mla_prefill_attention")
   _check_shape(s, half)
-  dev, max_context = q.device, cache.shape[0]
+  dev, max_context = q.device, max_context or cache.shape[0]
   if q.ndim != 3 or q.shape[2] != kv_lora or not isinstance(n_head, int):
     raise ValueError(f"mla_prefill_attention: q has shape {q.shape}, expected (T, n_head, {kv_lora})")
   if q_pe.ndim != 3 or q_pe.shape[1:] != (n_head, qk_rope):
     raise ValueError(f"mla_prefill_attention: q_pe has shape {q_pe.shape}, expected (T, {n_head}, {qk_rope})")
-  cache = _expect(cache, (max_context, kv_lora + qk_rope), "cache", cache.dtype)
-  pos = _expect(pos, (1,), "pos", dtypes.int32)
+  if cache.ndim != 2 or cache.shape[1] != kv_lora + qk_rope or cache.shape[0] % max_context:
+    raise ValueError(f"mla_prefill_attention: cache has shape {cache.shape}, expected (sequences x {max_context}, {kv_lora + qk_rope})")
+  pos = _expect(pos, (2,), "pos", dtypes.int32)
   for name, t in (("q", q), ("q_pe", q_pe)):
     if t.dtype != dtypes.float32: raise ValueError(f"mla_prefill_attention: {name} is {t.dtype}, expected {dtypes.float32}")
   for name, t in (("q_pe", q_pe), ("cache", cache), ("pos", pos)):

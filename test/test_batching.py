@@ -1,0 +1,77 @@
+"""Batched decode (Transformer.start / step / launch / collect): several sequences in slots of one cache, one step for
+all of them. Each sequence's tokens are the ones it gets alone (generate()), and transformers' greedy continuation of the
+goldens' prompt, whatever else runs beside it; the steps fail with one-line errors where they are misused."""
+import pytest
+from apps import synth
+from apps.model import Transformer, ContextOverflow
+from apps.sampling import Params
+from tools.make_model_goldens import N_GREEDY, load_golden
+
+CASES = [("glm-4.7-flash-tiny", "release"), ("deepseek-v2-lite-tiny", "release")]   # low-rank query / direct attn_q
+OTHERS = ([3, 4, 8, 1, 2, 6, 7], [9] * 20, [5, 17])   # prompts of other lengths beside the goldens' one
+SAMPLED = Params(temperature=0.9, seed=7)
+
+@pytest.fixture(scope="module", params=CASES, ids=["/".join(c) for c in CASES])
+def case(request):
+  preset, mix = request.param
+  _, gold = load_golden(preset, mix)
+  model = Transformer.from_gguf(synth.generate(preset, mix, progress=False), max_context=96, prefill_chunks=(16,), slots=4, capture_dir=None)
+  return model, gold
+
+def run(model: Transformer, jobs: list[tuple[int, list[int], Params]], n: int) -> dict[int, list[int]]:
+  """Start the jobs' slots one after another with steps of the running ones between (as the server interleaves them), the
+  steps pipelined (each launched before the one before it is collected); at least n tokens of each (all of them)."""
+  out: dict[int, list[int]] = {}
+  running, prev = [], None
+  def collect(step, slots):
+    for s, t in zip(slots, model.collect(step)): out[s].append(t)
+  for slot, ids, params in jobs:
+    if prev is not None: collect(*prev)   # a slot's steps are collected before another slot starts
+    prev = None
+    *_, first = model.start(slot, ids, params)
+    out[slot] = [first]
+    if running:
+      prev = (model.launch(running), list(running))
+    running.append(slot)
+  while min(len(v) for v in out.values()) < n:
+    step = (model.launch(running), list(running))
+    if prev is not None: collect(*prev)
+    prev = step
+  collect(*prev)
+  return out
+
+def test_batched_rows_are_their_sequences_alone(case):
+  """Four sequences of different lengths, greedy and seeded sampling mixed, batches of 1 to 4 rows (3: a padded step of
+  4): the goldens' prompt continues as transformers' greedy reference, the others as generate() alone."""
+  model, gold = case
+  prompt, want = gold["greedy/prompt"].tolist(), gold["greedy/hf"].tolist()
+  alone = [list(model.generate(ids, N_GREEDY, p)) for ids, p in zip(OTHERS, (Params(), SAMPLED, Params()))]
+  got = run(model, [(2, prompt, Params()), (0, OTHERS[0], Params()), (3, OTHERS[1], SAMPLED), (1, OTHERS[2], Params())], N_GREEDY)
+  assert got[2][:N_GREEDY] == want
+  assert [got[0][:N_GREEDY], got[3][:N_GREEDY], got[1][:N_GREEDY]] == alone
+  # a slot's cached tokens are its sequence: the next turn of it reuses them and continues as a fresh start would
+  assert model.slot_cached[2] == prompt + got[2][:-1]
+  turn = prompt + got[2] + [7, 7]
+  *_, t = model.start(2, turn)
+  fresh = list(model.generate(turn, 1))
+  assert t == fresh[0] and model.slot_cached[2] == turn
+
+def test_misuse_is_a_clear_error(case):
+  model, _ = case
+  for s in range(model.slots): model.reset(s)
+  with pytest.raises(ValueError, match="slot 1 has no token to continue"): model.step([1])
+  *_, _ = model.start(0, [1, 2, 3])
+  *_, _ = model.start(1, [4, 5])
+  with pytest.raises(ValueError, match=r"slots \[0, 0\] of 4"): model.step([0, 0])
+  with pytest.raises(ValueError, match=r"slots \[0, 4\] of 4"): model.step([0, 4])
+  a = model.launch([0])
+  b = model.launch([0, 1])
+  with pytest.raises(ValueError, match="two launched steps"): model.launch([1])
+  with pytest.raises(ValueError, match="slot 0 has launched steps"): next(model.start(0, [1, 2]))
+  model.collect(a), model.collect(b)
+  assert len(model.slot_cached[0]) == 3 + 2 and len(model.slot_cached[1]) == 2 + 1
+  *_, _ = model.start(3, [1] * 94)
+  model.step([3]), model.step([3])    # positions 94 and 95: the last rows of the slot's context
+  with pytest.raises(ContextOverflow, match="97 tokens do not fit"): model.step([3])
+  with pytest.raises(ValueError, match="slots 65"): Transformer.from_gguf(synth.generate("glm-4.7-flash-tiny", "release", progress=False),
+                                                                         max_context=32, slots=65)
