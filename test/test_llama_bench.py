@@ -8,7 +8,8 @@ from tools import llama_bench as lc
 NAME = "llama_cpp_python-0.3.36"
 KEPT = ["CMakeLists.txt", "LICENSE", "cmake/common.cmake", "include/llama.h", "src/llama.cpp", "src/models/deepseek2.cpp", "common/common.cpp",
         "common/jinja/lexer.cpp", "vendor/CMakeLists.txt", "vendor/nlohmann/json.hpp", "vendor/miniaudio/CMakeLists.txt",
-        "tools/llama-bench/llama-bench.cpp", "tools/llama-bench/CMakeLists.txt", "ggml/CMakeLists.txt", "ggml/cmake/common.cmake",
+        "tools/llama-bench/llama-bench.cpp", "tools/llama-bench/CMakeLists.txt", "tools/batched-bench/batched-bench.cpp",
+        "tools/batched-bench/main.cpp", "tools/batched-bench/CMakeLists.txt", "ggml/CMakeLists.txt", "ggml/cmake/common.cmake",
         "ggml/include/ggml.h", "ggml/include/ggml-vulkan.h", "ggml/src/ggml.c", "ggml/src/CMakeLists.txt", "ggml/src/ggml-cpu/ggml-cpu.c",
         "ggml/src/ggml-cpu/arch/x86/quants.c", "ggml/src/ggml-cuda/ggml-cuda.cu", "ggml/src/ggml-cuda/template-instances/mmq-instance-q4_0.cu"]
 DROPPED = ["models/ggml-vocab-gpt-2.gguf", "tests/test-tokenizer-0.cpp", "docs/build.md", "examples/simple/simple.cpp", "tools/server/server.cpp",
@@ -58,6 +59,7 @@ def test_pack_trims(sdist, tmp_path):
   assert set(got) == {f"llama.cpp/{r}" for r in KEPT} | {"llama.cpp/PACKED.json", "llama.cpp/tools/CMakeLists.txt"}
   assert all(got[f"llama.cpp/{r}"] == content(r) for r in KEPT)
   assert got["llama.cpp/tools/CMakeLists.txt"].decode() == lc.TOOLS_CMAKE and "add_subdirectory(llama-bench)" in lc.TOOLS_CMAKE
+  assert "add_subdirectory(batched-bench)" in lc.TOOLS_CMAKE
   info = json.loads(got["llama.cpp/PACKED.json"])
   assert (info["sdist_sha256"], info["llama_cpp_commit"], info["rules"], info["files"]) == (sha, "0abc1234f", lc.rules(), len(got))
   assert lc.packed_info(dest) == info
@@ -201,6 +203,25 @@ def test_bench_lines_and_failure():
   lines = lc.bench_lines([ok, {"file": "b.gguf", "error": "exit 1: unknown model architecture"}])
   assert "pp512 fa0" in lines[0] and "tg128 fa1" in lines[0] and "100.0" in lines[1] and "unknown model architecture" in lines[2]
 
+BATCHED_OUT = """
+main: n_kv_max = 5184, n_batch = 2048, n_ubatch = 512, flash_attn = 1, is_pp_shared = 0, is_tg_separate = 0, n_gpu_layers = 99
+
+|    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |      T s |    S t/s |
+|-------|--------|------|--------|----------|----------|----------|----------|----------|----------|
+|    32 |    128 |    1 |    160 |    0.012 |  2666.67 |    0.400 |   320.00 |    0.412 |   388.35 |
+|    32 |    128 |    8 |   1280 |    0.030 |  8533.33 |    0.800 |  1280.00 |    0.830 |  1542.17 |
+
+llama_perf_context_print: total time = 1500.00 ms
+"""
+
+def test_parse_batched():
+  r = lc.parse_batched(BATCHED_OUT)
+  assert set(r) == {1, 8} and r[8] == {"pp": 32, "tg": 128, "s_pp": 8533.33, "t_tg": 0.8, "s_tg": 1280.0} and r[1]["s_tg"] == 320.0
+  with pytest.raises(lc.LlamaError): lc.parse_batched("error: failed to load model")
+
+def test_batched_missing_binary(tmp_path):
+  with pytest.raises(lc.LlamaError, match="build"): lc.batched([tmp_path / "m.gguf"], exe=tmp_path / "llama-batched-bench")
+
 def test_bench_missing_binary(tmp_path):
   with pytest.raises(lc.LlamaError, match="build"): lc.bench([tmp_path / "m.gguf"], tmp_path / "llama-bench")
 
@@ -212,7 +233,8 @@ def test_real_archive():
   info = lc.packed_info(lc.ARCHIVE)
   assert info["sdist_sha256"] == lc.SDIST_SHA256 and info["llama_cpp_commit"] != "unknown"
   with tarfile.open(lc.ARCHIVE, "r:xz") as tar: names = set(tar.getnames())
-  for need in ("tools/llama-bench/llama-bench.cpp", "ggml/src/ggml-cuda/ggml-cuda.cu", "ggml/src/ggml-cuda/CMakeLists.txt",
+  for need in ("tools/llama-bench/llama-bench.cpp", "tools/batched-bench/batched-bench.cpp",
+               "ggml/src/ggml-cuda/ggml-cuda.cu", "ggml/src/ggml-cuda/CMakeLists.txt",
                "src/models/deepseek2.cpp", "ggml/src/ggml-cpu/CMakeLists.txt", "common/CMakeLists.txt", "vendor/cpp-httplib/httplib.cpp"):
     assert f"llama.cpp/{need}" in names
   assert not any(n.startswith(("llama.cpp/models/", "llama.cpp/ggml/src/ggml-vulkan/", "llama.cpp/tools/server/")) for n in names)

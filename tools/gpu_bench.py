@@ -4,6 +4,7 @@ device-to-device copy bandwidth, and one table with tok/s, ratios to llama.cpp a
   DEV=CUDA python3 -m tools.gpu_bench [--presets glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b] [--decode 64] [--prefill 512]
                                       [--llama] [--upstream] [--json PATH]
   DEV=CUDA python3 -m tools.gpu_bench --depths 4096,16384 [--decode 64] [--llama]     long prompts, decode deep in the context
+  DEV=CUDA python3 -m tools.gpu_bench --batch 1,4,8,16,32 [--decode 64] [--llama]    many sequences at once (batched decode)
 
 --llama builds llama.cpp's llama-bench where it is not built yet (tools.llama_bench; needs .cache/llama/llama-cpp-src.tar.xz
 from `python3 -m tools.llama_bench pack`) and runs it first, on the same GGUF files: pp<--prefill> and tg128 with flash attention off and on,
@@ -96,6 +97,52 @@ def at_depths(preset: str, path: Path, depths: list[int], n_decode: int, kernels
   del model
   return rows
 
+BATCH_PROMPT = 32   # prompt tokens of each sequence of a --batch run (llama-batched-bench -npp)
+BATCH_CHECK = 16    # tokens of each of the first rows compared with the same prompt's generate() alone
+
+def at_batches(preset: str, path: Path, sizes: list[int], n_decode: int, kernels: str = "hand", cache_type: str = "f32") -> list[dict]:
+  """Aggregate decode of B sequences at once (Transformer.launch / collect, as the server runs them: each step launched
+  before the one before it is read), llama-batched-bench's S_TG: B prompts of BATCH_PROMPT tokens prefilled into B slots,
+  then n_decode batched steps timed; tok/s = B * n_decode / time. The first BATCH_CHECK tokens of up to four rows are compared with each prompt's
+  generate() alone (greedy): "agree" is where each first differs (BATCH_CHECK: the same tokens)."""
+  gc.collect()
+  model = Transformer.from_gguf(path, max_context=BATCH_PROMPT + n_decode + BATCH_CHECK + 64, kernels=kernels, cache_type=cache_type,
+                                slots=max(sizes))
+  rng = np.random.default_rng(0)
+  prompts = [rng.integers(0, 100000, BATCH_PROMPT).tolist() for _ in range(max(sizes))]
+  alone = [list(model.generate(p, BATCH_CHECK)) for p in prompts[:4]]
+  rows = []
+  for B in sizes:
+    slots = list(range(B))
+    toks = [[list(model.start(s, prompts[s]))[-1]] for s in slots]
+    for _ in range(2):  # the capture of this size, then its first replay
+      for s, t in zip(slots, model.step(slots)): toks[s].append(t)
+    t0, prev = time.perf_counter(), None
+    for _ in range(n_decode):
+      step = model.launch(slots)
+      if prev is not None:
+        for s, t in zip(slots, model.collect(prev)): toks[s].append(t)
+      prev = step
+    for s, t in zip(slots, model.collect(prev)): toks[s].append(t)
+    dt = time.perf_counter() - t0
+    agree = [next((i for i, (a, b) in enumerate(zip(toks[s], ref)) if a != b), BATCH_CHECK) for s, ref in zip(slots, alone)]
+    rows.append({"preset": preset, "batch": B, "decode_tok_s": B * n_decode / dt, "step_ms": dt / n_decode * 1e3, "agree": agree})
+    print(json.dumps(rows[-1]), flush=True)
+  del model
+  return rows
+
+def batch_table(rows: list[dict], llama: dict) -> list[str]:
+  """One line per model and batch size: our aggregate decode tok/s, per sequence, against B = 1 and llama-batched-bench's best S_TG."""
+  out = [f"{'model':18s} {'B':>3s} {'tok/s':>9s} {'x B=1':>6s} {'step ms':>8s} {'lc S_TG':>9s} {'x lc':>6s}  agree"]
+  one = {r["preset"]: r["decode_tok_s"] for r in rows if r["batch"] == 1}
+  for r in rows:
+    lc = llama.get(r["preset"], {}).get("best_s_tg", {}).get(r["batch"])
+    x1 = _ratio(r["decode_tok_s"], one.get(r["preset"]))
+    out.append(f"{r['preset']:18s} {r['batch']:3d} {r['decode_tok_s']:9.1f} {'-' if x1 is None else format(x1, '6.2f'):>6s} {r['step_ms']:8.2f} "
+               f"{'-' if lc is None else format(lc, '9.1f'):>9s} {'-' if lc is None else format(r['decode_tok_s'] / lc, '6.2f'):>6s}  "
+               f"{','.join(map(str, r['agree']))}")
+  return out
+
 def depth_table(rows: list[dict], llama: dict) -> list[str]:
   """One line per model and depth: ours against llama-bench's best pp<D> and tg128@d<D> measured in this run, where it ran."""
   out = [f"{'model':18s} {'depth':>6s} {'prefill t/s':>11s} {'lc pp':>9s} {'x lc pp':>8s} {'decode t/s':>10s} {'lc tg@d':>9s} {'x lc tg':>8s}"]
@@ -164,9 +211,12 @@ def main() -> None:
   ap.add_argument("--cache-type", choices=CACHE_TYPES, default="f32", help="our latent cache's elements (llama-bench keeps its f16 default)")
   ap.add_argument("--depths", help="comma list of context depths: prefill of a prompt that long and decode after it (and llama-bench's "
                   "pp<D>, tg128@d<D> with --llama), instead of the short-context numbers")
+  ap.add_argument("--batch", help="comma list of batch sizes: aggregate decode of that many sequences at once (and llama-batched-bench's "
+                  "S_TG with --llama), instead of the short-context numbers")
   ap.add_argument("--json", type=Path)
   args = ap.parse_args()
   depths = [int(d) for d in args.depths.split(",")] if args.depths else []
+  sizes = [int(b) for b in args.batch.split(",")] if args.batch else []
   out_dir = Path(os.environ["OUT"]) if os.environ.get("OUT") else None
   if args.llama:  # first: a build that cannot finish in this run stops it before anything else is spent
     try: exe = llama_cpp.build(cuda=Device.DEFAULT.split(":")[0] != "CPU", jobs=os.cpu_count() or 8, time_limit=args.llama_build_limit)
@@ -186,13 +236,20 @@ def main() -> None:
   if args.llama:  # before tinygrad holds any device memory (its allocator keeps freed buffers)
     log = out_dir / "llama-bench.log" if out_dir else None
     files = [paths[p] for p in presets]
-    if depths:
+    if sizes: res = llama_cpp.batched(files, ",".join(map(str, sizes)), BATCH_PROMPT, 128, log_path=log)
+    elif depths:
       res = llama_cpp.bench(files, exe, n_prompt=",".join(map(str, depths)), n_gen=0, reps=3, log_path=log)
       for r, r2 in zip(res, llama_cpp.bench(files, exe, n_prompt=0, n_gen=128, reps=3, log_path=log, depth=",".join(map(str, depths)))):
         r.update({k: v for k, v in r2.items() if k not in ("stddev", "seconds")} if "error" not in r else {})
     else: res = llama_cpp.bench(files, exe, n_prompt=args.prefill, n_gen=128, reps=3, log_path=log)
     llama = dict(zip(presets, res))
-    print("\n".join(llama_cpp.bench_lines(res)), flush=True)
+    if sizes: print("\n".join(f"{x['file']} S_TG " + " ".join(f"B={B}: {v:.1f}" for B, v in x["best_s_tg"].items()) for x in res), flush=True)
+    else: print("\n".join(llama_cpp.bench_lines(res)), flush=True)
+  if sizes:
+    rows = [r for p in presets for r in at_batches(p, paths[p], sizes, args.decode, args.kernels, args.cache_type)]
+    if args.json: args.json.write_text(json.dumps({"device": Device.DEFAULT, "rows": rows, "llama": llama}, indent=1))
+    print("\n" + "\n".join(batch_table(rows, llama)))
+    return
   if depths:
     rows = [r for p in presets for r in at_depths(p, paths[p], depths, args.decode, args.kernels, args.cache_type)]
     if args.json: args.json.write_text(json.dumps({"device": Device.DEFAULT, "rows": rows, "llama": llama}, indent=1))

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU-machine runs the open issues still need, in the order of their value, each with its own time limit and log
 # under $OUT (the device tool brings $OUT back). Run from the repo root on the GPU machine:
-#   bash tools/gpu_session.sh [step ...]      steps: glm check serve bench profile llama side kernels ncu abprefill abkernel
+#   bash tools/gpu_session.sh [step ...]      steps: glm check serve bench profile llama side batch load kernels ncu abprefill abkernel
 #                                             abfusions fill paths blocks generated abpatch variants abapps
 #                                             (default: the first five)
 # MODELS (default: youtu-llm-2b deepseek-v2-lite) picks the models of ncu (KERNELS=generated: that path's), abkernel, abfusions (OFF=<fusions A turns off>), abprefill
@@ -14,6 +14,8 @@
 # variants: VARIANTS="NAME:UPTO[:ENV=V][:hand] ..." [PRESETS=...] the full-model numbers of each variant in turn: the series' first
 # UPTO patches (an empty UPTO: all), with ENV set, generated kernels unless :hand; logs $OUT/NAME.{log,json}.
 # profile: [MODELS=<one preset>] [KERNELS=hand|generated] where a decode token goes, kernel by kernel.
+# batch: [SIZES=1,4,8,16,32] [PRESETS=...] [LLAMA=1: llama-batched-bench too, after `llama`] aggregate decode of many sequences.
+# load: [MODELS=<one preset>] [CLIENTS=...] [FAULTS=n] the server with 32 slots under tools.load, then n requests with faults.
 # Carry: upstream/tinygrad upstream/.stamp upstream/.cache .cache/vocab (+ .cache/llama/llama-cpp-src.tar.xz for llama/side,
 # made here by `python3 -m tools.llama_bench pack`)
 set -u
@@ -47,6 +49,13 @@ for s in $steps; do
              done ;;
     profile) timeout 300 python3 -m tools.profile --model ${MODELS:-deepseek-v2-lite} --kernels ${KERNELS:-hand} 2>&1 | tee "$OUT/profile.log" | tail -20 ;;
     llama)   python3 -m tools.llama_bench build --time-limit 540 2>&1 | tail -3 ;;   # exit 3: stopped, run the step again
+    batch)   timeout 590 python3 -m tools.gpu_bench --batch ${SIZES:-1,4,8,16,32} --decode 64 ${LLAMA:+--llama} \
+               --presets "${PRESETS:-youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash}" --json "$OUT/batch.json" 2>&1 | tee "$OUT/batch.log" | grep -v '^{' | tail -20 ;;
+    load)    python3 apps/llm.py --model ${MODELS:-youtu-llm-2b} --serve 8080 --parallel 32 --max-context 2048 > "$OUT/load_serve.log" 2>&1 &
+             srv=$!
+             timeout 400 python3 -m tools.load --port 8080 --clients ${CLIENTS:-1,4,8,16,32} --requests 3 --seconds 60 --json "$OUT/load.json" 2>&1 | tee "$OUT/load.log"
+             timeout 150 python3 -m tools.load --port 8080 --faults ${FAULTS:-300} --json "$OUT/faults.json" 2>&1 | tail -2 | tee "$OUT/faults.log"
+             kill -INT $srv; wait $srv; tail -3 "$OUT/load_serve.log" ;;
     side)    timeout 590 python3 -m tools.gpu_bench --llama --upstream --json "$OUT/side.json" 2>&1 | tee "$OUT/side.log" | grep -v '^{' | tail -8 ;;
     kernels) timeout 400 python3 -m pytest -q -x -p no:cacheprovider test/test_kernels_matvec.py test/test_kernels_attention.py \
                test/test_kernels_router.py test/test_kernels_gemm.py 2>&1 | tee "$OUT/kernels.log" | tail -3 ;;

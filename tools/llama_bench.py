@@ -6,10 +6,12 @@ sdist vendors (the version tools/references.py and the tests compare against), r
   python3 -m tools.llama_bench build [--cpu]    on the GPU machine: extract, configure (CUDA, sm_90a), build llama-bench; a call
                                               stopped by --time-limit keeps its objects and the next call goes on from there
   python3 -m tools.llama_bench bench FILE...    llama-bench -ngl 99 -p 512 -n 128 -fa 0,1 -r 3 -o json: pp512 and tg128 tok/s
+  python3 -m tools.llama_bench batched FILE...  llama-batched-bench -npl 1,4,8,16,32: aggregate decode tok/s of that many
+                                              sequences at once (llama.cpp's batched decode, its server's parallel slots)
 
 The GPU machine has no network and receives a small archive only, so `pack` drops everything the build of llama-bench does
 not read (other backends, models/, tests, docs, examples, the web UI, other tools) and writes tools/CMakeLists.txt anew with
-llama-bench alone. Nothing is fetched at configure time (no OpenSSL, no llguidance, no NCCL). The build log goes to
+llama-bench and llama-batched-bench alone. Nothing is fetched at configure time (no OpenSSL, no llguidance, no NCCL). The build log goes to
 $OUT/llama-build.log when OUT is set (the device tool brings $OUT back), else next to the build; llama-bench's own output
 to $OUT/llama-bench.log.
 """
@@ -29,12 +31,13 @@ PACKED = "PACKED.json"           # first member of the archive: where it came fr
 
 # what the llama-bench build reads, relative to vendor/llama.cpp/ (checked by configuring and building it)
 KEEP_FILES = ("CMakeLists.txt", "LICENSE", "ggml/CMakeLists.txt")
-KEEP_DIRS = ("cmake/", "include/", "src/", "common/", "vendor/", "tools/llama-bench/",
+KEEP_DIRS = ("cmake/", "include/", "src/", "common/", "vendor/", "tools/llama-bench/", "tools/batched-bench/",
              "ggml/cmake/", "ggml/include/", "ggml/src/ggml-cpu/", "ggml/src/ggml-cuda/")
 FLAT_DIRS = ("ggml/src/",)       # their files, not their subfolders (which hold the other backends)
 DROP_FILES = ("vendor/miniaudio/miniaudio.h", "vendor/stb/stb_image.h")  # only the multimodal tools include these (4 MB)
-# replaces tools/CMakeLists.txt, which adds every tool (mtmd, server, ...): llama-bench alone, with the same setup lines
-TOOLS_CMAKE = "find_package(Threads REQUIRED)\nllama_add_compile_flags()\nadd_subdirectory(llama-bench)\n"
+# replaces tools/CMakeLists.txt, which adds every tool (mtmd, server, ...): the two benchmarks alone, with the same setup lines
+TOOLS_CMAKE = "find_package(Threads REQUIRED)\nllama_add_compile_flags()\nadd_subdirectory(llama-bench)\nadd_subdirectory(batched-bench)\n"
+TARGETS = ("llama-bench", "llama-batched-bench")
 
 def keep(rel: str) -> bool:
   """Whether the sdist file vendor/llama.cpp/<rel> goes into the archive."""
@@ -221,7 +224,7 @@ def build(cuda: bool = True, arch: str = "90a", jobs: int = 16, time_limit: floa
       if rc: raise LlamaError(f"cmake configure failed ({rc}), see {log_path}:\n{_tail(log_path, 25)}")
       stamp.write_text(key)
     elif binary(build_dir).exists(): print(f"llama-bench: {binary(build_dir)} (configured; checking it is current)", flush=True)
-    rc = _run_logged(["cmake", "--build", str(build_dir), "--target", "llama-bench", "-j", str(jobs)], log, env, deadline)
+    rc = _run_logged(["cmake", "--build", str(build_dir), "--target", *TARGETS, "-j", str(jobs)], log, env, deadline)
   if rc is None: return None
   if rc: raise LlamaError(f"building llama-bench failed ({rc}), see {log_path}:\n{_tail(log_path, 40)}")
   print(f"built {binary(build_dir)} in {time.monotonic() - t0:.0f} s (log {log_path})", flush=True)
@@ -275,6 +278,45 @@ def bench(files: list[Path], exe: Path | None = None, n_prompt: int | str = 512,
     out.append(res)
   return out
 
+def parse_batched(text: str) -> dict[int, dict]:
+  """llama-batched-bench's table -> {B: {"pp", "tg", "s_pp", "s_tg", "t_tg"}}: per number of parallel sequences B, the prompt
+  and generated tokens of each and the aggregate prefill and decode tok/s (S_PP, S_TG: all B sequences' tokens / time)."""
+  out = {}
+  for line in text.splitlines():
+    cells = [c.strip() for c in line.strip().strip("|").split("|")]
+    if len(cells) != 10 or not cells[0].isdigit(): continue
+    pp, tg, B = int(cells[0]), int(cells[1]), int(cells[2])
+    out[B] = {"pp": pp, "tg": tg, "s_pp": float(cells[5]), "t_tg": float(cells[6]), "s_tg": float(cells[7])}
+  if not out: raise LlamaError(f"llama-batched-bench printed no table: {text[-300:]!r}")
+  return out
+
+def batched(files: list[Path], npl: str = "1,4,8,16,32", npp: int = 32, ntg: int = 128, fa: tuple[str, ...] = ("off", "on"),
+            exe: Path | None = None, timeout: float = 600, log_path: Path | None = None) -> list[dict]:
+  """llama-batched-bench on each file with flash attention off and on: B = each of npl sequences with npp prompt tokens
+  each (their own, not shared) and ntg generated; {"file", "fa<x>": {B: ...}, "best_s_tg": {B: tok/s}} per file."""
+  exe = exe or binary().with_name("llama-batched-bench")
+  if not exe.exists(): raise LlamaError(f"{exe} is missing: run `python3 -m tools.llama_bench build` first")
+  n_ctx = max(int(b) for b in npl.split(",")) * (npp + ntg) + 64
+  out = []
+  for f in files:
+    res: dict = {"file": Path(f).name}
+    for mode in fa:
+      cmd = [str(exe), "-m", str(f), "-ngl", "99", "-c", str(n_ctx), "-b", "2048", "-ub", "512", "-npp", str(npp), "-ntg", str(ntg),
+             "-npl", npl, "-fa", mode]
+      try: p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+      except subprocess.TimeoutExpired: p = None
+      if log_path:
+        with open(log_path, "a") as log: log.write(f"$ {' '.join(cmd)}\n{p.stderr if p else 'timed out'}\n{p.stdout if p else ''}\n")
+      try:
+        if p is None: raise LlamaError(f"timed out after {timeout:.0f} s")
+        if p.returncode: raise LlamaError(f"exit {p.returncode}: {p.stderr.strip().splitlines()[-1] if p.stderr.strip() else ''}")
+        res[f"fa{mode}"] = parse_batched(p.stdout + p.stderr)
+      except LlamaError as e: res[f"error_fa{mode}"] = str(e)
+    res["best_s_tg"] = {B: max(res[k][B]["s_tg"] for k in res if k.startswith("fa") and B in res[k])
+                        for B in sorted({B for k in res if k.startswith("fa") for B in res[k]})}
+    out.append(res)
+  return out
+
 def bench_lines(results: list[dict]) -> list[str]:
   tests = sorted({k for r in results for k in r if re.fullmatch(r"(pp|tg)\d+\S*", k)})
   fas = sorted({fa for r in results for t in tests for fa in r.get(t, {})})
@@ -306,6 +348,11 @@ def main(argv: list[str] | None = None) -> int:
   r.add_argument("-n", "--n-gen", type=int, default=128)
   r.add_argument("-r", "--reps", type=int, default=3)
   r.add_argument("--json", type=Path, help="write the parsed results here too")
+  bb = sub.add_parser("batched", help="run llama-batched-bench on GGUF files")
+  bb.add_argument("files", nargs="+", type=Path)
+  bb.add_argument("--npl", default="1,4,8,16,32", help="numbers of parallel sequences")
+  bb.add_argument("--npp", type=int, default=32, help="prompt tokens of each sequence")
+  bb.add_argument("--ntg", type=int, default=128, help="generated tokens of each sequence")
   a = ap.parse_args(argv)
   try:
     if a.cmd == "pack": pack()
@@ -319,6 +366,10 @@ def main(argv: list[str] | None = None) -> int:
       for f in a.files:
         if not f.is_file(): raise LlamaError(f"{f} is not a file")
       log = Path(os.environ["OUT"]) / "llama-bench.log" if os.environ.get("OUT") else None
+      if a.cmd == "batched":
+        res = batched(a.files, a.npl, a.npp, a.ntg, log_path=log)
+        for x in res: print(x["file"], " ".join(f"B={B}: {v:.1f}" for B, v in x["best_s_tg"].items()), "tok/s")
+        return 1 if any(k.startswith("error") for x in res for k in x) else 0
       res = bench(a.files, binary(a.build_dir or default_build_dir(not a.cpu)), a.n_prompt, a.n_gen, a.reps, log_path=log)
       print("\n".join(bench_lines(res)))
       if a.json: a.json.write_text(json.dumps(res, indent=1))
