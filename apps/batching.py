@@ -13,9 +13,8 @@ from __future__ import annotations
 import collections, queue, sys, threading, time, traceback
 from dataclasses import dataclass, field
 from apps.chat import reuse
-from apps.engine import Engine, Stats, StopStrings
+from apps.engine import Engine, Reply, Stats
 from apps.sampling import Params
-from apps.tokenizer import StreamDecoder
 
 @dataclass
 class Request:
@@ -29,9 +28,7 @@ class Request:
   # the scheduler's
   slot: int = -1
   stats: Stats = field(default_factory=Stats)
-  t0: float = 0.0
-  matcher: StopStrings | None = None
-  dec: StreamDecoder | None = None
+  reply: Reply | None = None
 
 class Scheduler:
   """The request loop of one engine whose model has slots. submit() from any thread; run() on the thread that owns the model."""
@@ -93,7 +90,9 @@ class Scheduler:
     """One turn: cancelled requests leave, waiting ones get the free slots, one prefill chunk (of the first request given a
     slot), one decode step. Whether there was anything to do."""
     for req in [*self.running.values(), *(r for r, _ in self.starting)]:
-      if req.cancelled.is_set(): self._finish(req, "cancelled")
+      if req.cancelled.is_set():
+        req.stats.finish_reason = "cancelled"
+        self._finish(req)
     if self.inflight is not None and (self.starting or (self.free and self.waiting.qsize())): self._collect()   # slots settle first
     with self._lock:   # a request moves from waiting to a slot at once for submit's count
       while self.free and self._admit(): pass
@@ -104,7 +103,6 @@ class Scheduler:
       did = True
       if first is not None:
         self.starting.popleft()
-        req.stats.prefill_s = time.perf_counter() - req.t0
         self.running[req.slot] = req
         self._take(req, first)
     if self.running:
@@ -137,38 +135,24 @@ class Scheduler:
     # the free slot that holds the longest prefix of this prompt (the earlier turns of its chat), else the least recent
     slot = max(self.free, key=lambda s: reuse(self.model.slot_cached[s], req.ids)[0])
     self.free.remove(slot)
-    req.slot, req.t0 = slot, time.perf_counter()
-    req.stats = Stats(prompt_tokens=len(req.ids), reused=reuse(self.model.slot_cached[slot], req.ids)[0])
-    req.matcher, req.dec = StopStrings(list(req.stop)), StreamDecoder(self.engine.tok)
+    req.slot, req.stats = slot, Stats(prompt_tokens=len(req.ids), reused=reuse(self.model.slot_cached[slot], req.ids)[0])
+    req.reply = Reply(self.engine.tok, req.stats, req.stop)   # its clock starts now: prefill_s is the time in a slot
     self.starting.append((req, self.model.start(slot, req.ids, req.params)))   # (a generator: nothing runs before its turn)
     return True
 
   def _take(self, req: Request, t: int) -> None:
     """A new token of a running request: its text out, or the end of the request."""
-    st, tok = req.stats, self.engine.tok
-    st.sampled += 1
-    if st.sampled > 1: st.decode_s = time.perf_counter() - req.t0 - st.prefill_s
-    if tok.is_eog(t): return self._finish(req, "stop")
-    st.completion_tokens += 1
-    text, hit = req.matcher.feed(req.dec.add(t))
+    text, done = req.reply.add(t)
     if text: req.events.put(("text", text))
-    if hit: return self._finish(req, "stop", flush=False)
-    if st.completion_tokens >= req.max_tokens or len(self.model.slot_cached[req.slot]) >= self.model.max_context:
-      self._finish(req, "length")
+    if done: return self._finish(req)
+    if req.stats.completion_tokens >= req.max_tokens or len(self.model.slot_cached[req.slot]) >= self.model.max_context:
+      if text := req.reply.end(): req.events.put(("text", text))
+      self._finish(req)
 
-  def _finish(self, req: Request, reason: str, flush: bool = True) -> None:
-    st = req.stats
-    st.finish_reason = reason
-    if flush and reason != "cancelled":
-      text, hit = req.matcher.feed(req.dec.flush())
-      if not hit:
-        rest, hit = req.matcher.end()
-        text += rest
-      if hit: st.finish_reason = "stop"
-      if text: req.events.put(("text", text))
+  def _finish(self, req: Request) -> None:
     self._release(req)
-    self.finished.append(st)
-    req.events.put(("done", st))
+    self.finished.append(req.stats)
+    req.events.put(("done", req.stats))
 
   def _fail(self, req: Request, message: str, free: bool = True) -> None:
     if free: self._release(req)

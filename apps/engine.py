@@ -104,6 +104,34 @@ class StopStrings:
     out, self.buf = self.buf if hit is None else self.buf[:hit], ""
     return out, hit is not None
 
+class Reply:
+  """One completion's tokens to text, for the CLI's generate and the server's batched steps alike: counts and times them in
+  `stats`, holds back an incomplete UTF-8 sequence and what could begin a stop string, ends at an EOG token or a stop."""
+  def __init__(self, tok: Tokenizer, stats: Stats, stop: list[str] = ()):
+    self.tok, self.stats, self.t0 = tok, stats, time.perf_counter()
+    self.matcher, self.dec = StopStrings(list(stop)), StreamDecoder(tok)
+  def add(self, t: int) -> tuple[str, bool]:
+    """(the text safe to show now, whether the reply ended: an EOG token or a stop string; finish_reason "stop" then)."""
+    st, now = self.stats, time.perf_counter()
+    if st.sampled == 0: st.prefill_s = now - self.t0
+    else: st.decode_s = now - self.t0 - st.prefill_s
+    st.sampled += 1
+    if self.tok.is_eog(t):
+      st.finish_reason = "stop"
+      return self.end(), True
+    st.completion_tokens += 1
+    text, hit = self.matcher.feed(self.dec.add(t))
+    if hit: st.finish_reason = "stop"
+    return text, hit
+  def end(self) -> str:
+    """The text held back, when the stream ends without a stop (EOG, length): up to a stop string found in it."""
+    text, hit = self.matcher.feed(self.dec.flush())
+    if not hit:
+      rest, hit = self.matcher.end()
+      text += rest
+    if hit: self.stats.finish_reason = "stop"
+    return text
+
 class Engine:
   """A loaded model with its tokenizer and chat template: text in, streamed text out (EOG and stop strings end it)."""
 
@@ -165,33 +193,16 @@ class Engine:
   def complete(self, ids: list[int], max_tokens: int, params=None, stop: list[str] = (),
                cancelled: Callable[[], bool] | None = None) -> Iterator[str]:
     """Stream the reply's text. The cached prefix of ids is reused; self.stats describes the run (also when stopped early)."""
-    model, tok = self.model, self.tok
-    st = self.stats = Stats(prompt_tokens=len(ids), reused=reuse(model.cached, ids)[0] if ids else 0)
-    matcher, dec = StopStrings(list(stop)), StreamDecoder(tok)
-    t0 = time.perf_counter()
-    gen = model.generate(ids, max_tokens, params, stop=tok.is_eog)
+    st = self.stats = Stats(prompt_tokens=len(ids), reused=reuse(self.model.cached, ids)[0] if ids else 0)
+    reply = Reply(self.tok, st, stop)
+    gen = self.model.generate(ids, max_tokens, params, stop=self.tok.is_eog)
     try:
       for t in gen:
-        now = time.perf_counter()
-        if st.sampled == 0: st.prefill_s = now - t0
-        else: st.decode_s = now - t0 - st.prefill_s
-        st.sampled += 1
-        if tok.is_eog(t):
-          st.finish_reason = "stop"
-          break
-        st.completion_tokens += 1
-        text, hit = matcher.feed(dec.add(t))
+        text, done = reply.add(t)
         if text: yield text
-        if hit:
-          st.finish_reason = "stop"
-          return
+        if done: return
         if cancelled is not None and cancelled():
           st.finish_reason = "cancelled"
           return
-      text, hit = matcher.feed(dec.flush())
-      if not hit:
-        rest, hit = matcher.end()
-        text += rest
-      if hit: st.finish_reason = "stop"
-      if text: yield text
+      if text := reply.end(): yield text
     finally: gen.close()
