@@ -121,15 +121,20 @@ def _update(tt: int, valid: str) -> str:
     for (int hh = 0; hh < HG; hh++) {{
       float mx = m[hh];
       for (int j = 0; j < {tt}; j++) mx = sc[hh][j] > mx ? sc[hh][j] : mx;
-      float alpha = EXP2(m[hh] - mx), ps = 0.0f;
+      if (mx > m[hh]) {{                     // a new max (the same on every lane): rescale; after the first keys, rarely
+        float alpha = EXP2(m[hh] - mx);
+        l[hh] *= alpha;
+        for (int i = 0; i < 4*NV4; i++) acc[hh][i] *= alpha;
+        m[hh] = mx;
+      }}
+      float ps = 0.0f;
       for (int j = 0; j < {tt}; j++) {{ sc[hh][j] = EXP2(sc[hh][j] - mx); ps += sc[hh][j]; }}
-      l[hh] = l[hh] * alpha + ps;
+      l[hh] += ps;
       for (int i = 0; i < 4*NV4; i++) {{
-        float a = acc[hh][i] * alpha;
+        float a = acc[hh][i];
         for (int j = 0; j < {tt}; j++) a += sc[hh][j] * r[j][i];
         acc[hh][i] = a;
       }}
-      m[hh] = mx;
     }}"""
 
 def _common(s: AttentionShape, token: str | None = None, max_context: int = 0, splits: int = PREFILL_SPLITS, row: str = "0") -> str:
