@@ -366,6 +366,17 @@ class Transformer:
     self.captures.save()
     return np.concatenate(out) if out else np.zeros((0, self.cfg.vocab_size), np.float32)
 
+  def fill(self, token_ids: list[int]) -> None:
+    """Append tokens to the cached context without their logits: the prefill chunks' fill steps (generate()'s), which
+    compute only the latents (a long context's logits cost a (T, vocab) head product nobody reads)."""
+    ids = list(token_ids)
+    self._check_fits(len(self.cached) + len(ids))
+    buf, which = self._token_buffer(self.cached + ids), (self._v_slot.bind(0),) if self.slots > 1 else ()
+    for start, m, L in self._chunks(len(self.cached) + len(ids), len(self.cached)):
+      self.captures.jit(("fill", L), self._fill)(buf, self._v_pos.bind(start), self._v_len[L].bind(m), *which)
+    self.cached += ids
+    self.captures.save()
+
   def _logits(self, buf: Tensor, start_pos: int | UOp, length: int | UOp = 1) -> Tensor:
     """Logits of the chunk buf[start_pos:start_pos + length]; of a symbolic length in the first rows of a (chunk bound,
     vocab) buffer, since a capture returns one shape."""

@@ -42,13 +42,15 @@ def run(model: Transformer, jobs: list[tuple[int, list[int], Params]], n: int) -
 
 def test_batched_rows_are_their_sequences_alone(case):
   """Four sequences of different lengths, greedy and seeded sampling mixed, batches of 1 to 4 rows (3: a padded step of
-  4): the goldens' prompt continues as transformers' greedy reference, the others as generate() alone."""
+  4): the goldens' prompt continues as transformers' greedy reference, the others as generate() alone. DeepSeek-V2-Lite's
+  27 blocks (its direct attn_q) take two greedy rows: each capture of them costs the CPU seconds."""
   model, gold = case
   prompt, want = gold["greedy/prompt"].tolist(), gold["greedy/hf"].tolist()
-  alone = [list(model.generate(ids, N_GREEDY, p)) for ids, p in zip(OTHERS, (Params(), SAMPLED, Params()))]
-  got = run(model, [(2, prompt, Params()), (0, OTHERS[0], Params()), (3, OTHERS[1], SAMPLED), (1, OTHERS[2], Params())], N_GREEDY)
+  others = list(zip((0, 3, 1), OTHERS, (Params(), SAMPLED, Params())))[:1 if model.cfg.n_layer > 8 else 3]
+  alone = [list(model.generate(ids, N_GREEDY, p)) for _, ids, p in others]
+  got = run(model, [(2, prompt, Params())] + others, N_GREEDY)
   assert got[2][:N_GREEDY] == want
-  assert [got[0][:N_GREEDY], got[3][:N_GREEDY], got[1][:N_GREEDY]] == alone
+  assert [got[slot][:N_GREEDY] for slot, _, _ in others] == alone
   # a slot's cached tokens are its sequence: the next turn of it reuses them and continues as a fresh start would
   assert model.slot_cached[2] == prompt + got[2][:-1]
   turn = prompt + got[2] + [7, 7]

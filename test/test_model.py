@@ -192,10 +192,11 @@ def test_path_check_agrees_on_cpu():
   assert path_check.table(rows).count("\n") == 2 and " - " not in path_check.table(rows)
 
 def test_prefill_and_decode_agree_past_4096():
-  """Correctness at depth: at positions past 4096 (eight prefill chunks of 512, then chunks of 128) the prefill path's logits
-  and the decode step's, one token at a time, agree as the paths do at short context (fp32 on the CPU, summed in other
-  orders), with the same argmax; and both match the references' (test/goldens/long_*.npz): llama.cpp to 1e-5 as at short
-  context, transformers to the 1.5e-3 its own fp32 rope angles cost there (llama.cpp is as far from it: the golden says)."""
+  """Correctness at depth: at positions past 4096 (filled in eight prefill chunks of 512, then chunks of 128) the prefill
+  path's logits (the last rows, one chunk) and the decode step's, one token at a time, agree as the paths do at short
+  context (fp32 on the CPU, summed in other orders), with the same argmax; and both match the references'
+  (test/goldens/long_*.npz): llama.cpp to 1e-5 as at short context, transformers to the 1.5e-3 its own fp32 rope angles
+  cost there (llama.cpp is as far from it: the golden says)."""
   from tools.path_check import rel
   from tools.make_model_goldens import LONG_CASE, LONG_ROWS, long_golden_path
   g = np.load(long_golden_path())
@@ -203,9 +204,9 @@ def test_prefill_and_decode_agree_past_4096():
   assert hashlib.sha256(path.read_bytes()).hexdigest() == json.loads(bytes(g["meta"]).decode())["sha256"]
   m = Transformer.from_gguf(path, max_context=4352)
   ids, S = g["long/ids"].tolist(), sketch_matrix(m.cfg.vocab_size)
-  pre = m.logits(ids)[-LONG_ROWS:]
-  m.reset()
-  m.feed(ids[:-LONG_ROWS])
+  m.fill(ids[:-LONG_ROWS])
+  pre = m.feed(ids[-LONG_ROWS:])     # one prefill chunk at depth
+  m.cached = ids[:-LONG_ROWS]        # back to before it: the decode steps write those rows again
   dec = np.concatenate([m.feed([t]) for t in ids[-LONG_ROWS:]])
   assert rel(dec, pre) < 2e-5 and (dec.argmax(-1) == pre.argmax(-1)).all(), rel(dec, pre)
   lc_hf = np.linalg.norm(g["long/llamacpp_sketch"] - g["long/hf_sketch"]) / np.linalg.norm(g["long/hf_sketch"])
@@ -238,7 +239,7 @@ def test_f16_cache():
   np.testing.assert_array_equal(m16.caches[0].numpy()[:120], m32.caches[0].numpy()[:120].astype(np.float16))
   assert 1e-6 < rel(l16, l32) < 5e-3 and (l16.argmax(-1) == l32.argmax(-1)).mean() > 0.9, rel(l16, l32)
   m16.reset()
-  m16.feed(ids[:-8])
+  m16.fill(ids[:-8])
   dec = np.concatenate([m16.feed([t]) for t in ids[-8:]])
   assert rel(dec, l16[-8:]) < 2e-5 and (dec.argmax(-1) == l16[-8:].argmax(-1)).all(), rel(dec, l16[-8:])
   with pytest.raises(ValueError, match="cache type 'q8'"): Transformer.from_gguf(path, max_context=16, cache_type="q8")

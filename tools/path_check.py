@@ -43,7 +43,7 @@ def decode_logits(model: Transformer, ids: list[int], first: int) -> np.ndarray:
   """Logits of rows first.. of ids, the first `first` tokens prefilled, then one decode step each: the decode step's kernels
   as generate() captures them (T = 1 at the model's symbolic start position, in a TinyJit), with the head on its row."""
   model.reset()
-  model.feed(ids[:first])
+  model.fill(ids[:first])
   step = TinyJit(lambda tok, pos: model.head(model.hidden(tok, pos)).realize())
   rows = [step(Tensor([t], dtype=dtypes.int32, device=model.device), model.start_pos.bind(first + i)).numpy()
           for i, t in enumerate(ids[first:])]
