@@ -305,7 +305,7 @@ class Transformer:
   # ---- cache bookkeeping
   @property
   def cached(self) -> list[int]:
-    """The tokens whose latents are in slot 0's cache rows (generate(), feed() and logits() run in slot 0)."""
+    """The tokens whose latents are in slot 0's cache rows (generate(), feed(), fill() and logits() run in slot 0)."""
     return self.slot_cached[0]
   @cached.setter
   def cached(self, ids: list[int]) -> None: self.slot_cached[0] = ids
