@@ -305,7 +305,8 @@ def test_provider_takes_only_what_it_can():
   assert (gemm.provider(spec(op="batched", J=4, E=4, x_per_slot=True)) is not None) == on_kernels
 
 COMPILE = r"""
-import apps
+import os, apps
+from concurrent.futures import ThreadPoolExecutor
 from tinygrad import Device
 from apps.gguf import GGMLType, BLOCK
 from apps.kernels import gemm, render
@@ -313,14 +314,15 @@ ren = Device["NULL"].renderer
 shapes = [gemm.GemmShape(t, 128, 6144, 2048) for t in gemm.TYPES] + \
          [gemm.GemmShape(t, 128, 2816, 2048, 6, 64, False) for t in gemm.TYPES] + \
          [gemm.GemmShape(t, 128, 2048, 1408 if BLOCK[t][0] == 32 else 1536, 6, 64, True) for t in gemm.TYPES]
-for s in shapes: ren.compiler.compile(render(gemm.build(s), "CUDA"))
+pool = ThreadPoolExecutor(os.cpu_count())   # an nvcc process a core
+list(pool.map(lambda s: ren.compiler.compile(render(gemm.build(s), "CUDA")), shapes))
 print("COMPILED", len(shapes))
 mma = shapes + [gemm.GemmShape(t, 512, 2048, 2048, residual=True) for t in gemm.TYPES] + \
       [gemm.GemmShape(t, 512, 512, 128, 16, 16, True, True) for t in gemm.MMA_TYPES if BLOCK[t][0] == 32] + \
       [gemm.GemmShape(t, 128, 6144, 2048, glu=True) for t in gemm.MMA_TYPES]
-for s in mma: ren.compiler.compile(render(gemm.build_mma(s), "CUDA"))
-for R, K, eps in ((128, 2048, None), (768, 1408, None), (2048, 128, None), (128, 2048, 1e-6), (128, 1536, 1e-6)):
-  ren.compiler.compile(render(gemm.build_xq(R, K, eps), "CUDA"))
+list(pool.map(lambda s: ren.compiler.compile(render(gemm.build_mma(s), "CUDA")), mma))
+xq = ((128, 2048, None), (768, 1408, None), (2048, 128, None), (128, 2048, 1e-6), (128, 1536, 1e-6))
+list(pool.map(lambda a: ren.compiler.compile(render(gemm.build_xq(*a), "CUDA")), xq))
 print("MMA COMPILED", len(mma) + 5)
 """
 
