@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
 from apps.gguf import BLOCK, GGMLType, GGUFFile, GGUFWriter, ValueType, tensor_nbytes
-from apps.vocab import cache_dir, vocab_file
+from apps.vocab import cache_dir, cache_lock, vocab_file
 
 GENERATOR_VERSION = 1  # bump whenever the bytes a preset/mix/seed produces change: cached files are keyed by it
 ARCH = "deepseek2"
@@ -446,7 +446,7 @@ def generate(preset: str | Preset, mix: str = "release", seed: int = 0, path: st
   if path is None:
     target = cache_path(p, mix, seed)
     if target.exists(): return target
-    return write(p, target, mix, seed, progress)
+    with cache_lock(target.name): return target if target.exists() else write(p, target, mix, seed, progress)
   return write(p, path, mix, seed, progress)
 
 # ---------------------------------------------------------------- CLI

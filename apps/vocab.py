@@ -5,7 +5,7 @@ The sdist is fetched once (hash-checked), the few files we use are extracted int
 Where there is no network, a copy of the sdist can be named with LLAMA_CPP_SDIST=PATH or placed in the cache.
 """
 from __future__ import annotations
-import hashlib, os, sys, tarfile, urllib.request
+import contextlib, fcntl, hashlib, os, sys, tarfile, urllib.request
 from pathlib import Path
 
 SDIST = "llama_cpp_python-0.3.36.tar.gz"
@@ -18,6 +18,14 @@ def cache_dir() -> Path:
   d = Path(os.environ.get("TINYGRAD_MLA_CACHE") or Path(__file__).resolve().parent.parent / ".cache")
   d.mkdir(parents=True, exist_ok=True)
   return d
+
+@contextlib.contextmanager
+def cache_lock(name: str):
+  """Held by one process at a time (test workers, two CLIs): whoever makes a cached file makes it once, the rest wait."""
+  (d := cache_dir() / "locks").mkdir(exist_ok=True)
+  with open(d / name, "w") as f:
+    fcntl.flock(f, fcntl.LOCK_EX)
+    yield
 
 def _sdist() -> Path:
   given = os.environ.get("LLAMA_CPP_SDIST")
@@ -38,7 +46,9 @@ def vocab_file(name: str = "deepseek-llm") -> Path:
   """Path of llama.cpp's models/ggml-vocab-{name}.gguf, extracted from the pinned sdist and cached."""
   out = cache_dir() / "vocab"
   target = out / f"ggml-vocab-{name}.gguf"
-  if target.exists(): return target
+  with cache_lock("vocab"): return target if target.exists() else _extract(out, target, name)
+
+def _extract(out: Path, target: Path, name: str) -> Path:
   out.mkdir(parents=True, exist_ok=True)
   sdist = _sdist()
   prefix = SDIST.removesuffix(".tar.gz") + "/vendor/llama.cpp/models/"
