@@ -23,7 +23,7 @@ from apps import KERNEL_PATHS, CACHE_TYPES
 from apps.kernels import Fusions, KernelModules
 from apps.quantized import QuantizedEmbedding, QuantizedExpertWeights, QuantizedLinear, load_tensor
 from apps import sampling
-from apps.readback import Readback, upload, upload_many
+from apps.readback import Readback, trim, upload, upload_many
 from apps import captures
 
 class ContextOverflow(ValueError):
@@ -101,6 +101,7 @@ class Transformer:
     for i in range(cfg.n_layer):
       self.blocks.append(Block(gf, i, cfg, self.device, self.cache_dtype, split_mask, fusions))
       if progress: progress(i + 1, cfg.n_layer)
+    trim(self.device)  # the staging memory the load grew goes back (before "fit" counts what is free)
     # "fit": the longest context the memory left after the weights holds (fit_context), else max_context or 4096
     if max_context == "fit":
       self.max_context = fit_context(cfg, self.cache_dtype.itemsize, free_bytes(self.device), max(prefill_chunks), slots)

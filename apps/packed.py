@@ -15,8 +15,9 @@ i//4). Each part is an array (*rows, n_blocks, count) on the device:
   Q6_K  256 / 210      d 1xf16, sc 4xu32 (int8 scales), qh 16xu32, ql 32xu32     210 (same)
   F32 / F16            w CHxf32 / CHxf16, CH = 8 (or 4, 2, 1 dividing in)        same
   BF16                 w CH/2 x u32 (bf16 pairs; in must be even)                same
-Loading costs one strided host copy per part (numpy; ~1-3 GB/s on a 2-core VM), one tensor at a time, then the upload;
-the only extra memory is host staging for that one tensor. Full-size GLM-4.7-Flash (release mix, 17.02 GB of tensors) took
+Loading (PackedTensor.upload) splits a block into its parts on the device where it can (CUDA: the file's blocks are one
+memmove into pinned memory, then a kernel a field), elsewhere with one strided host copy per part (numpy, host threads); a
+tensor at a time, so the extra memory is staging for one tensor. Full-size GLM-4.7-Flash (release mix, 17.02 GB of tensors) took
 17.025 GB of H100 memory (+0.03%). Dequantization follows gguf-py's formulas and operation order in fp32 (small integers
 become floats exactly through the 2**23 bit trick), so Q4_0, Q5_0, Q8_0, Q6_K and the float types match gguf-py bitwise;
 Q4_1, Q5_1, Q4_K and Q5_K compute d*q + m, which a compiler may contract into one fma (one rounding instead of two).
@@ -27,9 +28,9 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 import numpy as np
 from apps.gguf import GGUFFile, GGMLType, GGUFError
-from apps.readback import POOL, to_device
+from apps.readback import POOL, copy_host, device_empty, host_arrays, split_blocks, splits_on_device, to_device_stacked
 from tinygrad import Tensor, dtypes, UOp
-from tinygrad.dtype import DType
+from tinygrad.dtype import DType, _to_np_dtype
 
 # ---------------------------------------------------------------- dequantization formulas (UOps)
 
@@ -49,6 +50,7 @@ def _i8f(u: UOp) -> UOp:
   return (u ^ 0x4B000080).bitcast(dtypes.float32) - (_M23 + 128.0)
 
 Part = Callable[[str, object], UOp]   # P(name, i): the loaded item i of this block's part `name`
+Empty = Callable[[tuple[int, ...], object], np.ndarray]   # np.empty, or an allocator of host memory the device copies from
 
 @dataclass(frozen=True)
 class Format:
@@ -61,42 +63,56 @@ class Format:
   chunk: tuple[int, ...]                        # chunk index dims within a block (product = chunks per block)
   inner: tuple[int, ...]
   value: Callable[[Part, UOp, list[UOp]], tuple[UOp, UOp]]
-  pack: Callable[[np.ndarray], dict[str, np.ndarray]]
+  layout: tuple[tuple[str, int], ...]           # the block's fields in the file, (name, bytes); a part of the same name is its bytes
+  derive: Callable[[np.ndarray, Empty], dict[str, np.ndarray]] | None = None  # the parts that are no field, from the blocks
   fma_rounding: bool = False                    # formula d*q + m: an fma may round once where gguf-py rounds twice
 
   @property
   def cpb(self) -> int: return math.prod(self.chunk)
   @property
   def device_bytes(self) -> int: return sum(n * dt.itemsize for _, dt, n in self.parts)
+  @property
+  def fields(self) -> list[tuple[str, int, int]]:
+    """(part, byte of the block it starts at, bytes) of the parts that are fields of the block as the file has it."""
+    at = np.cumsum([0] + [w for _, w in self.layout]).tolist()
+    names = {n for n, _, _ in self.parts}
+    return [(n, a, w) for (n, w), a in zip(self.layout, at) if n in names]
+  def host_bytes(self, n_blocks: int) -> int:
+    """Host bytes for n_blocks, from pack()'s allocator or split_blocks' (the whole blocks), derived parts and alignment
+    included (the derived K-quant scales are 16 bytes a block)."""
+    return n_blocks * (self.block_bytes + 16 * (self.derive is not None)) + 64 * 8
+  def pack(self, b: np.ndarray, empty: Empty) -> dict[str, np.ndarray]:
+    """(n_blocks, block_bytes) uint8 blocks -> each part as a host array (n_blocks, count) made by `empty`."""
+    f = _fields(b, self.fields, empty)
+    if self.derive is not None: f.update(self.derive(b, empty))
+    return {n: f[n].view(_to_np_dtype(dt)) for n, dt, _ in self.parts}
 
 _SPAN = 1 << 16  # blocks a task of _fields copies (1-14 MB): numpy's strided copies release the GIL, so spans copy in parallel
 
-def _fields(blocks: np.ndarray, layout: Sequence[tuple[str, int]]) -> dict[str, np.ndarray]:
-  """Split (n_blocks, bytes) uint8 blocks into contiguous per-field byte arrays (n_blocks, field_bytes), one strided copy
-  each (a structured-view copy for narrow fields, a 2D slice copy for wide ones: the faster of the two for each), spans of
-  blocks in parallel."""
-  assert sum(b for _, b in layout) == blocks.shape[1], (layout, blocks.shape)
-  blocks = np.ascontiguousarray(blocks)
-  out = {n: np.empty((len(blocks), b), np.uint8) for n, b in layout}
+def _fields(blocks: np.ndarray, fields: Sequence[tuple[str, int, int]], empty: Empty) -> dict[str, np.ndarray]:
+  """Contiguous byte arrays (n_blocks, bytes) of (name, byte in block, bytes) fields of (n_blocks, block_bytes) uint8 blocks,
+  one strided copy each, spans of blocks in parallel: a copy of one structured field up to 64 bytes (numpy copies each as
+  one item), a 2D slice copy for wider ones (the faster of the two: 6.1 against 1.8 GB/s for Q4_0's 16-byte quants, 2.8
+  against 3.5 for 128 bytes, one core of the 2-core machine)."""
+  out = {n: empty((len(blocks), w), np.uint8) for n, _, w in fields}
+  rec_t = np.dtype({"names": [n for n, _, _ in fields], "formats": [f"V{w}" for _, _, w in fields], "offsets": [a for _, a, _ in fields],
+                    "itemsize": blocks.shape[1]})
   def span(lo: int) -> None:
     part = blocks[lo:lo + _SPAN]
-    rec, off = part.reshape(-1).view(np.dtype([(n, f"V{b}") for n, b in layout])), 0
-    for n, b in layout:
-      if b <= 4: out[n][lo:lo + len(part)].reshape(-1).view(f"V{b}")[:] = rec[n]
-      else: out[n][lo:lo + len(part)] = part[:, off:off + b]
-      off += b
+    rec = np.ascontiguousarray(part).reshape(-1).view(rec_t)
+    for n, a, w in fields:
+      if w <= 64: out[n][lo:lo + len(part)].reshape(-1).view(f"V{w}")[:] = rec[n]
+      else: out[n][lo:lo + len(part)] = part[:, a:a + w]
   list(POOL.map(span, range(0, len(blocks), _SPAN)))
   return out
 
-def _w32(a: np.ndarray) -> np.ndarray: return np.ascontiguousarray(a).view("<u4")
-def _f16(a: np.ndarray) -> np.ndarray: return np.ascontiguousarray(a).view("<f2")
 
-def _k_scales(s: np.ndarray) -> np.ndarray:
+def _k_scales(b: np.ndarray, empty: Empty) -> dict[str, np.ndarray]:
   """The 12 packed bytes of Q4_K/Q5_K scales -> 8 six-bit scales then 8 six-bit mins, one byte each (ggml get_scale_min_k4)."""
-  d, m, md = s[:, 0:4], s[:, 4:8], s[:, 8:12]
-  sc = np.concatenate([d & 63, (md & 15) | ((d >> 6) << 4)], axis=1)
-  mn = np.concatenate([m & 63, (md >> 4) | ((m >> 6) << 4)], axis=1)
-  return np.concatenate([sc, mn], axis=1).astype(np.uint8)
+  d, m, md = b[:, 4:8], b[:, 8:12], b[:, 12:16]   # the 12 bytes after the block's two fp16
+  out = empty((len(b), 16), np.uint8)
+  out[:, 0:4], out[:, 4:8], out[:, 8:12], out[:, 12:16] = d & 63, (md & 15) | ((d >> 6) << 4), m & 63, (md >> 4) | ((m >> 6) << 4)
+  return {"scm": out}
 
 def _q4_0(P, c, ii):
   w, h, b = ii
@@ -143,43 +159,21 @@ def _q6_k(P, c, ii):
   scale = _i8f(_bits(P("sc", i * 2 + s4h), s4l * 16 + lh * 8, 255))  # scale 16-run 8i + 2*s4 + lh
   return i * 128 + s4h * 64 + s4l * 32 + lh * 16 + lw * 4 + b, (P("d", 0).cast(dtypes.float32) * scale) * _uf(ql | (qh << 4), 32.0)
 
-def _pack_q4_0(b):
-  f = _fields(b, [("d", 2), ("qs", 16)])
-  return {"d": _f16(f["d"]), "qs": _w32(f["qs"])}
-def _pack_q4_1(b):
-  f = _fields(b, [("dm", 4), ("qs", 16)])
-  return {"dm": _f16(f["dm"]), "qs": _w32(f["qs"])}
-def _pack_q5_0(b):
-  f = _fields(b, [("d", 2), ("qh", 4), ("qs", 16)])
-  return {"d": _f16(f["d"]), "qh": _w32(f["qh"]), "qs": _w32(f["qs"])}
-def _pack_q5_1(b):
-  f = _fields(b, [("dm", 4), ("qh", 4), ("qs", 16)])
-  return {"dm": _f16(f["dm"]), "qh": _w32(f["qh"]), "qs": _w32(f["qs"])}
-def _pack_q8_0(b):
-  f = _fields(b, [("d", 2), ("qs", 32)])
-  return {"d": _f16(f["d"]), "qs": _w32(f["qs"])}
-def _pack_q4_k(b):
-  f = _fields(b, [("dm", 4), ("sc", 12), ("qs", 128)])
-  return {"dm": _f16(f["dm"]), "scm": _w32(_k_scales(f["sc"])), "qs": _w32(f["qs"])}
-def _pack_q5_k(b):
-  f = _fields(b, [("dm", 4), ("sc", 12), ("qh", 32), ("qs", 128)])
-  return {"dm": _f16(f["dm"]), "scm": _w32(_k_scales(f["sc"])), "qh": _w32(f["qh"]), "qs": _w32(f["qs"])}
-def _pack_q6_k(b):
-  f = _fields(b, [("ql", 128), ("qh", 64), ("sc", 16), ("d", 2)])
-  return {"ql": _w32(f["ql"]), "qh": _w32(f["qh"]), "sc": _w32(f["sc"]), "d": _f16(f["d"])}
 
 U32, F16 = dtypes.uint32, dtypes.float16
 QUANT_FORMATS: dict[GGMLType, Format] = {f.type: f for f in [
-  Format(GGMLType.Q4_0, 32, 18, (("d", F16, 1), ("qs", U32, 4)), (), (4, 2, 4), _q4_0, _pack_q4_0),
-  Format(GGMLType.Q4_1, 32, 20, (("dm", F16, 2), ("qs", U32, 4)), (), (4, 2, 4), _q4_1, _pack_q4_1, True),
-  Format(GGMLType.Q5_0, 32, 22, (("d", F16, 1), ("qh", U32, 1), ("qs", U32, 4)), (), (4, 2, 4), _q5_0, _pack_q5_0),
-  Format(GGMLType.Q5_1, 32, 24, (("dm", F16, 2), ("qh", U32, 1), ("qs", U32, 4)), (), (4, 2, 4), _q5_1, _pack_q5_1, True),
-  Format(GGMLType.Q8_0, 32, 34, (("d", F16, 1), ("qs", U32, 8)), (), (8, 4), _q8_0, _pack_q8_0),
+  Format(GGMLType.Q4_0, 32, 18, (("d", F16, 1), ("qs", U32, 4)), (), (4, 2, 4), _q4_0, (("d", 2), ("qs", 16))),
+  Format(GGMLType.Q4_1, 32, 20, (("dm", F16, 2), ("qs", U32, 4)), (), (4, 2, 4), _q4_1, (("dm", 4), ("qs", 16)), fma_rounding=True),
+  Format(GGMLType.Q5_0, 32, 22, (("d", F16, 1), ("qh", U32, 1), ("qs", U32, 4)), (), (4, 2, 4), _q5_0, (("d", 2), ("qh", 4), ("qs", 16))),
+  Format(GGMLType.Q5_1, 32, 24, (("dm", F16, 2), ("qh", U32, 1), ("qs", U32, 4)), (), (4, 2, 4), _q5_1, (("dm", 4), ("qh", 4), ("qs", 16)),
+         fma_rounding=True),
+  Format(GGMLType.Q8_0, 32, 34, (("d", F16, 1), ("qs", U32, 8)), (), (8, 4), _q8_0, (("d", 2), ("qs", 32))),
   Format(GGMLType.Q4_K, 256, 144, (("dm", F16, 2), ("scm", U32, 4), ("qs", U32, 32)), (2, 2), (8, 2, 4),
-         lambda P, c, ii: _qk(P, c, ii, False), _pack_q4_k, True),
+         lambda P, c, ii: _qk(P, c, ii, False), (("dm", 4), ("sc", 12), ("qs", 128)), _k_scales, fma_rounding=True),
   Format(GGMLType.Q5_K, 256, 176, (("dm", F16, 2), ("scm", U32, 4), ("qh", U32, 8), ("qs", U32, 32)), (2, 2), (8, 2, 4),
-         lambda P, c, ii: _qk(P, c, ii, True), _pack_q5_k, True),
-  Format(GGMLType.Q6_K, 256, 210, (("ql", U32, 32), ("qh", U32, 16), ("sc", U32, 4), ("d", F16, 1)), (2, 2), (2, 2, 4, 4), _q6_k, _pack_q6_k),
+         lambda P, c, ii: _qk(P, c, ii, True), (("dm", 4), ("sc", 12), ("qh", 32), ("qs", 128)), _k_scales, fma_rounding=True),
+  Format(GGMLType.Q6_K, 256, 210, (("ql", U32, 32), ("qh", U32, 16), ("sc", U32, 4), ("d", F16, 1)), (2, 2), (2, 2, 4, 4), _q6_k,
+         (("ql", 128), ("qh", 64), ("sc", 16), ("d", 2))),
 ]}
 FLOAT_TYPES = (GGMLType.F32, GGMLType.F16, GGMLType.BF16)
 SUPPORTED = tuple(QUANT_FORMATS) + FLOAT_TYPES
@@ -192,10 +186,10 @@ def float_format(typ: GGMLType, ch: int) -> Format:
     def val_bf16(P, c, ii):
       w, half = ii
       return w * 2 + half, ((P("w", w) >> (half * 16).cast(dtypes.uint32)) << 16).bitcast(dtypes.float32)
-    return Format(typ, ch, 2 * ch, (("w", U32, ch // 2),), (), (ch // 2, 2), val_bf16, lambda b: {"w": b.copy().view("<u4")})
-  dt, npdt = (dtypes.float32, "<f4") if typ == GGMLType.F32 else (dtypes.float16, "<f2")
+    return Format(typ, ch, 2 * ch, (("w", U32, ch // 2),), (), (ch // 2, 2), val_bf16, (("w", 2 * ch),))
+  dt = dtypes.float32 if typ == GGMLType.F32 else dtypes.float16
   return Format(typ, ch, dt.itemsize * ch, (("w", dt, ch),), (), (ch,), lambda P, c, ii: (ii[0], P("w", ii[0]).cast(dtypes.float32)),
-                lambda b: {"w": b.copy().view(npdt)})  # a copy: the file's mapping is read-only, which some device copies refuse
+                (("w", dt.itemsize * ch),))
 
 def format_for(typ: GGMLType, in_features: int, name: str = "tensor") -> Format:
   """The packing of a `typ` tensor with rows of `in_features` weights; a clear error for what is not supported."""
@@ -211,6 +205,16 @@ def format_for(typ: GGMLType, in_features: int, name: str = "tensor") -> Format:
   raise GGUFError(f"tensor '{name}' has type {typ.name}, which is not supported (supported: {', '.join(t.name for t in SUPPORTED)})")
 
 # ---------------------------------------------------------------- packed tensors on the device
+
+def placements(rows: Sequence[tuple[int, ...]], axis: int, nb: int) -> list[tuple[int, int, int]]:
+  """Where the blocks of tensors with these rows go when they are stacked along `axis` (nb blocks a row): (group, group_dst,
+  first) each, block i of the tensor being block (i // group) * group_dst + first + i % group of the stacked one."""
+  total, off, out = sum(r[axis] for r in rows), 0, []
+  for r in rows:
+    inner = math.prod(r[axis + 1:]) * nb   # blocks a step of the stacked dim
+    out.append((r[axis] * inner, total * inner, off * inner))
+    off += r[axis]
+  return out
 
 class PackedTensor:
   """One GGUF tensor on the device as packed parts, each (*rows, n_blocks, count); rows = reversed ne[1:]."""
@@ -230,26 +234,51 @@ class PackedTensor:
   def part_list(self) -> list[Tensor]: return [self.parts[n] for n, _, _ in self.fmt.parts]
 
   @staticmethod
-  def pack_host(raw: np.ndarray, typ: GGMLType, ne: Sequence[int], name: str = "tensor") -> tuple[Format, dict[str, np.ndarray]]:
-    """File bytes of a tensor with ggml dims `ne` -> (format, host arrays of the packed parts)."""
+  def pack_host(raw: np.ndarray, typ: GGMLType, ne: Sequence[int], name: str = "tensor",
+                empty: Empty = np.empty) -> tuple[Format, dict[str, np.ndarray]]:
+    """File bytes of a tensor with ggml dims `ne` -> (format, host arrays of the packed parts, made by `empty`)."""
     fmt = format_for(typ, ne[0], name)
     rows = tuple(reversed(ne[1:]))
     nb = ne[0] // fmt.block
     n_blocks = nb * math.prod(rows)
     if raw.size != n_blocks * fmt.block_bytes:
       raise GGUFError(f"tensor '{name}' has {raw.size} bytes, {list(ne)} {GGMLType(typ).name} needs {n_blocks * fmt.block_bytes}")
-    packed = fmt.pack(np.asarray(raw, dtype=np.uint8).reshape(n_blocks, fmt.block_bytes))
+    packed = fmt.pack(np.asarray(raw, dtype=np.uint8).reshape(n_blocks, fmt.block_bytes), empty)
     return fmt, {pname: packed[pname].reshape(*rows, nb, cnt) for pname, _, cnt in fmt.parts}
 
   @staticmethod
   def from_bytes(raw: np.ndarray, typ: GGMLType, ne: Sequence[int], device: str | None = None, name: str = "tensor") -> PackedTensor:
-    fmt, host = PackedTensor.pack_host(raw, typ, ne, name)
-    return PackedTensor.from_host(fmt, host, ne, device, name)
+    return PackedTensor.upload([(raw, ne)], typ, 0, device, name)
 
   @staticmethod
-  def from_host(fmt: Format, host: dict[str, np.ndarray], ne: Sequence[int], device: str | None, name: str) -> PackedTensor:
-    parts = {n: to_device(a, device) for n, a in host.items()}
-    return PackedTensor(fmt, tuple(reversed(ne[1:])), ne[0], parts, name)
+  def upload(tensors: Sequence[tuple[np.ndarray, Sequence[int]]], typ: GGMLType, axis: int, device: str | None = None,
+             name: str = "tensor") -> PackedTensor:
+    """Tensors of one type and row length ((file bytes, ggml dims) each) as one packed tensor on the device, stacked along
+    `axis` of their rows (0: a 2D weight's out, 1: the experts' out), each tensor's parts put in their place: no stacked
+    copy anywhere. On CUDA the file's blocks go to the device whole (one memmove into pinned memory on the host, the
+    fields split out there: split_blocks); elsewhere each part is split out on the host and copied."""
+    fmt = format_for(typ, tensors[0][1][0], name)
+    nb, rows = tensors[0][1][0] // fmt.block, [tuple(reversed(ne[1:])) for _, ne in tensors]
+    for (raw, ne), r in zip(tensors, rows):
+      if raw.size != math.prod(r) * nb * fmt.block_bytes:
+        raise GGUFError(f"tensor '{name}' has {raw.size} bytes, {list(ne)} {GGMLType(typ).name} needs {math.prod(r) * nb * fmt.block_bytes}")
+    stacked = (*rows[0][:axis], sum(r[axis] for r in rows), *rows[0][axis + 1:])
+    blocks_of = lambda a: np.asarray(a, dtype=np.uint8).reshape(-1, fmt.block_bytes)
+    shaped = lambda a, r, cnt: a.reshape(*r, nb, cnt)
+    with host_arrays(sum(fmt.host_bytes(math.prod(r) * nb) for r in rows), device) as empty:
+      if not splits_on_device(device):
+        host = [fmt.pack(blocks_of(raw), empty) for raw, _ in tensors]
+        parts = {p: to_device_stacked([shaped(h[p], r, cnt) for h, r in zip(host, rows)], axis, device) for p, _, cnt in fmt.parts}
+        return PackedTensor(fmt, stacked, tensors[0][1][0], parts, name)
+      parts = {p: device_empty((*stacked, nb, cnt), dt, device) for p, dt, cnt in fmt.parts if p in {f for f, _, _ in fmt.fields}}
+      derived = []
+      for (raw, _), place in zip(tensors, placements(rows, axis, nb)):
+        blocks = blocks_of(copy_host(empty((raw.size,), np.uint8), np.ascontiguousarray(raw).reshape(-1)))
+        split_blocks(blocks, fmt.block_bytes, [(parts[p].uop.buffer, at, w, *place) for p, at, w in fmt.fields], device)
+        if fmt.derive is not None: derived.append(fmt.derive(blocks, empty))
+      for p, dt, cnt in fmt.parts:
+        if p not in parts: parts[p] = to_device_stacked([shaped(d[p].view(_to_np_dtype(dt)), r, cnt) for d, r in zip(derived, rows)], axis, device)
+    return PackedTensor(fmt, stacked, tensors[0][1][0], parts, name)
 
   @staticmethod
   def from_gguf(gf: GGUFFile, name: str, device: str | None = None, ndim: int | None = None) -> PackedTensor:

@@ -33,7 +33,7 @@ from tinygrad import Tensor, dtypes
 from tinygrad.dtype import DType
 from tinygrad.helpers import prod
 from tinygrad.uop.ops import sint
-from apps.readback import to_device, to_device_stacked
+from apps.readback import to_device
 from apps.packed import PackedTensor, format_for
 from apps import dispatch
 from apps.dispatch import KernelSpec, KernelCall, base_device
@@ -88,10 +88,7 @@ class QuantizedLinear:
     for i in infos:
       if len(i.ne) != 2 or i.ne[0] != infos[0].ne[0] or i.type != infos[0].type:
         raise GGUFError(f"tensors {', '.join(name)} cannot be stacked: they need 2 dims, one row length and one type")
-    packed = [PackedTensor.pack_host(gf.tensor_data(i.name), i.type, i.ne, i.name) for i in infos]
-    fmt = packed[0][0]
-    parts = {p: to_device_stacked([h[p] for _, h in packed], 0, device) for p, _, _ in fmt.parts}
-    return QuantizedLinear(PackedTensor(fmt, (sum(i.ne[1] for i in infos),), infos[0].ne[0], parts, "+".join(name)))
+    return QuantizedLinear(PackedTensor.upload([(gf.tensor_data(i.name), i.ne) for i in infos], infos[0].type, 0, device, "+".join(name)))
 
   def __call__(self, x: Tensor, norm: tuple[Tensor, float] | None = None, residual: Tensor | None = None, glu: bool = False,
                prefix: bool = False) -> Tensor:
@@ -146,13 +143,8 @@ class QuantizedExpertWeights:
       else: runs.append([info])
     groups, outs = [], []
     for same in runs:
-      packed = [PackedTensor.pack_host(gf.tensor_data(x.name), x.type, x.ne, x.name) for x in same]
-      fmt = packed[0][0]
-      parts = {p: to_device_stacked([h[p] for _, h in packed], 1, device) for p, _, _ in fmt.parts}
-      del packed
-      ne = (same[0].ne[0], sum(x.ne[1] for x in same), same[0].ne[2])
-      groups.append(PackedTensor(fmt, (ne[2], ne[1]), ne[0], parts, "+".join(x.name for x in same)))
-      outs.append(ne[1])
+      groups.append(w := PackedTensor.upload([(gf.tensor_data(x.name), x.ne) for x in same], same[0].type, 1, device, "+".join(x.name for x in same)))
+      outs.append(w.rows[1])
     return QuantizedExpertWeights(groups, outs)
 
   def _cat(self, ys: list[Tensor]) -> Tensor: return ys[0] if len(ys) == 1 else ys[0].cat(*ys[1:], dim=-1)
@@ -323,7 +315,8 @@ def load_tensor(gf: GGUFFile, name: str, device: str | None = None, dtype: DType
   else:
     w = PackedTensor.from_bytes(raw, info.type, info.ne, device, name)
     t = dequantize_rows(w).reshape(info.shape)
-  return (t if dtype is None else t.cast(dtype)).realize()
+  if dtype is not None and dtype != t.dtype: t = t.cast(dtype)
+  return t if t.uop.is_realized else t.realize()  # a realize of a realized tensor still walks the process's tensors: ms each
 
 def packed_bytes(typ: GGMLType, ne: Sequence[int]) -> int:
   """Device bytes of a packed tensor with ggml dims `ne`."""

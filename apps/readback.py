@@ -9,12 +9,12 @@ event; a plain read (`Tensor.item()`) copies synchronously and so would wait for
 the tensor when called (`in_queue_order` is False), and generate() queues the next step only after it.
 """
 from __future__ import annotations
-import ctypes, math, os
+import contextlib, ctypes, math, os
 from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from tinygrad import Device, Tensor, dtypes
 from tinygrad.device import BufferSpec
-from tinygrad.uop.ops import Ops
+from tinygrad.uop.ops import Ops, UOp
 from tinygrad.dtype import _to_np_dtype, _from_np_dtype
 
 def _whole_buffer(t: Tensor, who: str):
@@ -80,17 +80,25 @@ def to_device(a: np.ndarray, device: str | None = None) -> Tensor:
   """A host array as a realized device tensor of its shape and dtype: its buffer allocated and the bytes copied in (on
   CUDA through the pinned staging buffers, queued: the host goes on while they copy), no schedule. A model's weights
   are a few hundred to a few thousand such tensors, and a realize of each costs milliseconds of scheduling."""
-  t = Tensor.empty(*a.shape, dtype=_from_np_dtype(a.dtype), device=device)
-  _copy_in([(t.uop.buffer.ensure_allocated(), np.ascontiguousarray(a).reshape(-1))])
+  t = device_empty(a.shape, _from_np_dtype(a.dtype), device)
+  _copy_in([(t.uop.buffer, np.ascontiguousarray(a).reshape(-1))])
+  return t
+
+def device_empty(shape: tuple[int, ...], dtype, device: str | None = None) -> Tensor:
+  """A realized device tensor of shape and dtype, its bytes not written yet (no schedule): Tensor.empty's buffer and
+  reshape without its symbolic-shape handling, a third of its cost (0.4 against 0.6 ms; a model's load makes ~1,400)."""
+  t = Tensor(UOp.new_buffer(Device.canonicalize(device), math.prod(shape), dtype).reshape(tuple(shape)))
+  t.uop.buffer.ensure_allocated()
   return t
 
 def to_device_stacked(arrs: list[np.ndarray], axis: int, device: str | None = None) -> Tensor:
   """Host arrays of one dtype stacked along `axis` as one realized device tensor (to_device of np.concatenate). On CUDA each
   array is copied into its place (a 2D copy whose rows are the dims before axis): no stacked copy on the host."""
   shape = (*arrs[0].shape[:axis], sum(a.shape[axis] for a in arrs), *arrs[0].shape[axis + 1:])
-  if Device.canonicalize(device).split(":")[0] != "CUDA": return to_device(np.concatenate(arrs, axis=axis), device)
-  t = Tensor.empty(*shape, dtype=_from_np_dtype(arrs[0].dtype), device=device)
-  buf = t.uop.buffer.ensure_allocated()
+  if len(arrs) == 1 or Device.canonicalize(device).split(":")[0] != "CUDA":
+    return to_device(arrs[0] if len(arrs) == 1 else np.concatenate(arrs, axis=axis), device)
+  t = device_empty(shape, _from_np_dtype(arrs[0].dtype), device)
+  buf = t.uop.buffer
   rows, at = math.prod(shape[:axis]), 0
   for a in arrs:
     a = np.ascontiguousarray(a).reshape(-1)
@@ -99,8 +107,10 @@ def to_device_stacked(arrs: list[np.ndarray], axis: int, device: str | None = No
   return t
 
 class _Staging:
-  """A device's pinned host buffers for upload_many, two used in turn (a prefill's parameters and its prompt are two
-  uploads in a row: the second does not wait for the first), each reused once the copies queued from it are done."""
+  """A device's pinned host buffers for upload_many and the weights, two used in turn (a prefill's parameters and its
+  prompt are two uploads in a row: the second does not wait for the first; a tensor's packing overlaps the copy of the one
+  before), each reused once the copies queued from it are done. A slot is either filled by copy() (a memmove, in spans on
+  several threads) or lent out by `host_arrays`, whose arrays are made in place and copied from where they lie."""
   def __init__(self, device: str):
     import tinygrad.runtime.autogen.cuda as cuda
     from tinygrad.runtime.ops_cuda import check
@@ -110,26 +120,81 @@ class _Staging:
       ev = cuda.CUevent()
       check(cuda.cuEventCreate(ctypes.byref(ev), cuda.CU_EVENT_DISABLE_TIMING))
       self.slots.append([None, 0, ev, False])
-    self.turn = 0
+    self.turn, self.lent = 0, None
+    self.scratch, self.splitter = [None, 0], None   # device scratch for split(): [buffer or None, its size]; the kernel
+
+  def _take(self, nbytes: int) -> list:
+    """The next slot, its earlier copies done, at least nbytes long."""
+    if self.lent is not None and self.slots[self.turn] is self.lent[0]: self.turn = 1 - self.turn   # the other one, while lent
+    slot = self.slots[self.turn]
+    self.turn = 1 - self.turn
+    if slot[3]: self.check(self.cu.cuEventSynchronize(slot[2]))
+    slot[3] = False
+    if nbytes > slot[1]:
+      if slot[0] is not None: self.dev.allocator.free(slot[0], slot[1], BufferSpec(host=True))
+      slot[1] = max(nbytes, 4096)
+      slot[0] = self.dev.allocator.alloc(slot[1], BufferSpec(host=True))
+    return slot
+
+  def lend(self, nbytes: int):
+    """An allocator of host arrays in a slot of nbytes (np.empty's signature), or None when one is already lent."""
+    if self.lent is not None: return None
+    self.check(self.cu.cuCtxSetCurrent(self.dev.context))
+    slot, used = self._take(nbytes), 0
+    self.lent = (slot, slot[0].value, slot[0].value + nbytes)
+    def empty(shape, dtype) -> np.ndarray:
+      nonlocal used
+      n = math.prod(shape) * np.dtype(dtype).itemsize
+      if used + n > nbytes: return np.empty(shape, dtype)   # more than was asked for: copied as any other array
+      a = np.frombuffer((ctypes.c_uint8 * n).from_address(slot[0].value + used), dtype=dtype).reshape(shape)
+      used += -(-n // 64) * 64
+      return a
+    return empty
+
+  def give_back(self) -> None: self.lent = None
+
+  def split(self, raw: np.ndarray, block_bytes: int, fields: list[tuple]) -> None:
+    """raw: whole blocks in the lent slot. They go to the device once, into a scratch buffer; then each field (buffer, byte
+    of the block it starts at, its width, group, group_dst, first) is gathered into its buffer there, one kernel each: block
+    i's field goes to block (i // group) * group_dst + first + i % group of the buffer (a tensor stacked with others)."""
+    cu, check = self.cu, self.check
+    check(cu.cuCtxSetCurrent(self.dev.context))
+    if raw.nbytes > self.scratch[1]:   # the kernels that read the old one are queued before anything that reuses it
+      if self.scratch[0] is not None: self.dev.allocator.free(self.scratch[0], self.scratch[1], BufferSpec())
+      self.scratch = [self.dev.allocator.alloc(raw.nbytes, BufferSpec()), raw.nbytes]
+    check(cu.cuMemcpyHtoDAsync_v2(self.scratch[0], ctypes.c_void_p(raw.ctypes.data), raw.nbytes, None))
+    if self.splitter is None: self.splitter = _splitter(self.dev)
+    n = raw.nbytes // block_bytes
+    for buf, at, width, group, group_dst, first in fields:
+      self.splitter(buf.ensure_allocated()._buf, self.scratch[0], global_size=(min(-(-n * width // 256), 4096), 1, 1),
+                    local_size=(256, 1, 1), vals=(n, block_bytes, at, width, group, group_dst, first))
+    check(cu.cuEventRecord(self.lent[0][2], None))
+    self.lent[0][3] = True
+
+  def trim(self) -> None:
+    """Free the scratch buffer and the slots (a model's load grows them to its largest tensor) once their copies are done."""
+    self.dev.synchronize()
+    if self.scratch[0] is not None: self.dev.allocator.free(self.scratch[0], self.scratch[1], BufferSpec())
+    for slot in self.slots:
+      if slot[0] is not None: self.dev.allocator.free(slot[0], slot[1], BufferSpec(host=True))
+      slot[0], slot[1], slot[3] = None, 0, False
+    self.scratch = [None, 0]
 
   def copy(self, items: list) -> None:
     cu, check = self.cu, self.check
     check(cu.cuCtxSetCurrent(self.dev.context))
-    slot = self.slots[self.turn]
-    self.turn = 1 - self.turn
-    if slot[3]: check(cu.cuEventSynchronize(slot[2]))   # the copies queued from this buffer last time have left it
-    total = sum(it[1].nbytes for it in items)
-    if total > slot[1]:
-      if slot[0] is not None: self.dev.allocator.free(slot[0], slot[1], BufferSpec(host=True))
-      slot[1] = max(total, 4096)
-      slot[0] = self.dev.allocator.alloc(slot[1], BufferSpec(host=True))
-    offs = np.cumsum([0] + [it[1].nbytes for it in items]).tolist()
-    # into the pinned buffer in spans on several threads (ctypes releases the GIL: a weight tensor is up to a few hundred MB)
-    spans = [(off + lo, it[1].ctypes.data + lo, min(SPAN, it[1].nbytes - lo)) for it, off in zip(items, offs)
-             for lo in range(0, it[1].nbytes, SPAN)]
-    list(POOL.map(lambda s: ctypes.memmove(slot[0].value + s[0], s[1], s[2]), spans))
-    for it, off in zip(items, offs):
-      dst, src = it[0].ensure_allocated()._buf, ctypes.c_void_p(slot[0].value + off)
+    if self.lent is not None and all(self.lent[1] <= it[1].ctypes.data and it[1].ctypes.data + it[1].nbytes <= self.lent[2] for it in items):
+      slot, srcs = self.lent[0], [it[1].ctypes.data for it in items]   # made in the lent slot: copied from where they lie
+    else:
+      slot = self._take(sum(it[1].nbytes for it in items))
+      offs = np.cumsum([0] + [it[1].nbytes for it in items]).tolist()
+      srcs = [slot[0].value + off for off in offs[:-1]]
+      # into the pinned buffer in spans on several threads (ctypes releases the GIL: a weight tensor is up to a few hundred MB)
+      spans = [(src + lo, it[1].ctypes.data + lo, min(SPAN, it[1].nbytes - lo)) for it, src in zip(items, srcs)
+               for lo in range(0, it[1].nbytes, SPAN)]
+      list(POOL.map(lambda s: ctypes.memmove(s[0], s[1], s[2]), spans))
+    for it, src in zip(items, srcs):
+      dst, src = it[0].ensure_allocated()._buf, ctypes.c_void_p(src)
       if len(it) == 2: check(cu.cuMemcpyHtoDAsync_v2(dst, src, it[1].nbytes, None))
       else:  # (buf, arr, rows, the buffer's row pitch, the byte in a row where arr's rows go)
         _, arr, rows, pitch, at = it
@@ -139,10 +204,65 @@ class _Staging:
     check(cu.cuEventRecord(slot[2], None))
     slot[3] = True
 
+# Byte j of the fields of n blocks: a thread a byte (bytes of a packed field lie at any offset in a block; the loads of
+# neighbouring threads fall in one block and its neighbours, so they coalesce). 64-bit indices: a tensor may pass 4 GB.
+_SPLIT_SRC = r"""extern "C" __global__ void __launch_bounds__(256) split_fields(unsigned char* __restrict__ dst,
+    const unsigned char* __restrict__ src, unsigned int n, unsigned int block_bytes, unsigned int at, unsigned int width,
+    unsigned int group, unsigned int group_dst, unsigned int first) {
+  unsigned long long total = (unsigned long long)n * width;
+  for (unsigned long long j = (unsigned long long)blockIdx.x * 256 + threadIdx.x; j < total; j += (unsigned long long)gridDim.x * 256) {
+    unsigned long long i = j / width, k = j - i * width;
+    dst[((i / group) * group_dst + first + i % group) * width + k] = src[i * block_bytes + at + k];
+  }
+}
+"""
+
+# its params as a TinyELF signature (the pointers as device addresses): CUDAProgram packs the values after them by it
+_SPLIT_SIG = (("dst", 0, dtypes.uint64, ()), ("src", 1, dtypes.uint64, ())) + \
+  tuple((n, i, dtypes.uint32, ()) for i, n in enumerate(("n", "block_bytes", "at", "width", "group", "group_dst", "first"), 2))
+
+def _splitter(dev):
+  """The split kernel as a CUDA program of this device (compiled once; tinygrad's disk cache keeps the binary)."""
+  from tinygrad.device import TinyELF
+  return dev.runtime(TinyELF(dev.renderer.compiler.compile_cached(_SPLIT_SRC), "split_fields", dev.renderer.target, _SPLIT_SIG))
+
 _stagings: dict[str, _Staging] = {}
 def _staging(device: str) -> _Staging:
   if device not in _stagings: _stagings[device] = _Staging(device)
   return _stagings[device]
+
+def splits_on_device(device: str | None) -> bool:
+  """Whether packed blocks go to `device` whole and are split into their fields there (`split_blocks`): on CUDA."""
+  return Device.canonicalize(device).split(":")[0] == "CUDA"
+
+def split_blocks(raw: np.ndarray, block_bytes: int, fields: list[tuple], device: str | None = None) -> None:
+  """Blocks of a file (host bytes, anywhere) to the device whole, each field then gathered into its buffer there
+  (_Staging.split). Inside `host_arrays`: the host copy is one memmove into the lent slot, in spans on several threads."""
+  st = _staging(Device.canonicalize(device))
+  if st.lent is None or not st.lent[1] <= raw.ctypes.data < st.lent[2]:
+    raise ValueError("split_blocks: the blocks must be made by host_arrays' allocator (copy_host)")
+  st.split(raw, block_bytes, fields)
+
+def copy_host(dst: np.ndarray, src: np.ndarray) -> np.ndarray:
+  """dst[:] = src for contiguous arrays of one size, in spans on several threads (a weight tensor is up to a few hundred MB)."""
+  assert dst.nbytes == src.nbytes and dst.flags.c_contiguous and src.flags.c_contiguous
+  list(POOL.map(lambda lo: ctypes.memmove(dst.ctypes.data + lo, src.ctypes.data + lo, min(SPAN, src.nbytes - lo)), range(0, src.nbytes, SPAN)))
+  return dst
+
+def trim(device: str | None = None) -> None:
+  """After loading: give back the staging memory the load grew (the next upload allocates what it needs)."""
+  if (dev := Device.canonicalize(device)) in _stagings: _stagings[dev].trim()
+
+@contextlib.contextmanager
+def host_arrays(nbytes: int, device: str | None = None):
+  """An allocator (np.empty's signature) of host arrays that to_device sends on to `device` without copying them again:
+  on CUDA they are made in a pinned staging buffer of nbytes, and its DMA overlaps the next tensor's packing; elsewhere
+  (or past nbytes) np.empty. Copy them with to_device / to_device_stacked inside the block."""
+  dev = Device.canonicalize(device)
+  empty = _staging(dev).lend(nbytes) if dev.split(":")[0] == "CUDA" else None
+  try: yield empty or np.empty
+  finally:
+    if empty is not None: _staging(dev).give_back()
 
 class Readback:
   """capture(): remember a realized int32 device buffer as of this point of the device's queue; value() / values(): its

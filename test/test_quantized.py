@@ -148,6 +148,29 @@ def test_packed_bytes_within_budget():
     file = int(np.prod(ne)) // BLOCK[typ][0] * BLOCK[typ][1]
     assert w.nbytes <= file * 1.03, (typ.name, w.nbytes, file)
 
+@pytest.mark.parametrize("typ", ALL, ids=lambda t: t.name)
+def test_pack_host_into_lent_memory(typ):
+  # the loader packs straight into a pinned staging buffer of host_bytes: every part made there (none falls back to a
+  # copy), none overlapping, the same bytes as packed into fresh arrays
+  ne = (QUANT_FORMATS[typ].block * 3 if typ in QUANT_FORMATS else 24, 5)
+  raw = random_tensor(typ, ne, np.random.default_rng(2))
+  fmt = format_for(typ, ne[0])
+  arena, used, spans = np.zeros(fmt.host_bytes(int(np.prod(ne)) // fmt.block), np.uint8), 0, []
+  def empty(shape, dtype):
+    nonlocal used
+    n = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    if used + n > arena.nbytes: return np.empty(shape, dtype)
+    a, used = arena[used:used + n].view(dtype).reshape(shape), used + -(-n // 64) * 64
+    return a
+  _, want = PackedTensor.pack_host(raw, typ, ne)
+  _, got = PackedTensor.pack_host(raw, typ, ne, empty=empty)
+  for name, a in got.items():
+    np.testing.assert_array_equal(a, want[name])
+    assert np.shares_memory(a, arena), f"{name} was not made in the lent memory"
+    spans.append((a.ctypes.data, a.ctypes.data + a.nbytes))
+  spans.sort()
+  assert all(e <= s for (_, e), (s, _) in zip(spans, spans[1:]))
+
 # ---------------------------------------------------------------- linear
 
 LIN_SHAPES = [(1, 1, 5), (1, 3, 37), (4, 2, 37), (3, 2, 1)]  # (T, blocks per row, out): T=1 decode, T>1 prefill, odd outs

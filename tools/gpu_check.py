@@ -1,21 +1,54 @@
 """The model goldens (test/goldens/model_*.npz) on the current device, reported rather than asserted: relative logit error
 (sketch) against transformers, top-1 agreement, and how many greedy tokens match. For measuring the GPU fp16 path.
+With --weights, the full-size presets' packed weights as loaded onto the device, byte for byte against the host's packing
+of the file (each tensor packed alone, stacks concatenated on the host).
 
   DEV=CUDA python3 -m tools.gpu_check [MIX,...] [--kernels generated]
+  DEV=CUDA python3 -m tools.gpu_check --weights glm-4.7-flash,deepseek-v2-lite
 """
 import argparse, time
 import numpy as np
 import apps  # noqa: F401
 from tinygrad import Device
 from apps import synth
+from apps.gguf import GGUFFile
 from apps.model import Transformer
+from apps.packed import PackedTensor
 from tools.make_model_goldens import CASES, N_GREEDY, load_golden, rel_err, sketch_matrix
+
+def packed_tensors(x, seen: set) -> list[PackedTensor]:
+  """Every PackedTensor reachable from x through apps' objects, lists, tuples and dicts, each once."""
+  if id(x) in seen: return []
+  seen.add(id(x))
+  if isinstance(x, PackedTensor): return [x]
+  if isinstance(x, (list, tuple)): return [w for v in x for w in packed_tensors(v, seen)]
+  if isinstance(x, dict): return [w for v in x.values() for w in packed_tensors(v, seen)]
+  if type(x).__module__.startswith("apps.") and hasattr(x, "__dict__"): return [w for v in vars(x).values() for w in packed_tensors(v, seen)]
+  return []
+
+def check_weights(preset: str, mix: str = "release") -> bool:
+  path = synth.generate(preset, mix)
+  gf, t0 = GGUFFile(path), time.perf_counter()
+  model = Transformer.from_gguf(path, max_context=256)
+  Device[model.device].synchronize()
+  load_s, bad, ws = time.perf_counter() - t0, [], packed_tensors(model, set())
+  for w in ws:
+    host = [PackedTensor.pack_host(gf.tensor_data(n), gf.tensor(n).type, gf.tensor(n).ne, n)[1] for n in w.name.split("+")]
+    for p, t in w.parts.items():
+      want = np.concatenate([h[p] for h in host], axis=len(w.rows) - 1)   # 2D weights stack along out, experts along their out
+      if t.numpy().tobytes() != want.tobytes(): bad.append(f"{w.name}.{p}")
+  nbytes = sum(w.nbytes for w in ws)
+  print(f"{preset + '/' + mix:34s} {len(ws)} packed tensors, {nbytes / 1e9:.2f} GB loaded in {load_s:.1f} s: "
+        + (f"{len(bad)} parts differ: {', '.join(bad[:8])}" if bad else "every byte as the host packs it"), flush=True)
+  return not bad
 
 def main() -> None:
   ap = argparse.ArgumentParser(prog="python3 -m tools.gpu_check", description=__doc__.splitlines()[0])
   ap.add_argument("mixes", nargs="?", help='comma list of quant mixes, e.g. "release" or "f32,q8_0" (default: all)')
   ap.add_argument("--kernels", choices=["hand", "generated"], default="hand")
+  ap.add_argument("--weights", metavar="PRESETS", help="check the loaded weights of these presets instead (comma list)")
   args = ap.parse_args()
+  if args.weights: raise SystemExit(0 if all([check_weights(p, args.mixes or "release") for p in args.weights.split(",")]) else 1)
   mixes, kernels = args.mixes.split(",") if args.mixes else None, args.kernels
   print(f"device {Device.DEFAULT}  kernels {kernels}")
   print(f"{'case':34s} {'prompt33':>9s} {'continue':>9s} {'decode':>9s} {'top1':>6s} {'greedy':>7s} {'s':>5s}")
