@@ -1,7 +1,7 @@
 """apps/synth.py: random quant blocks against gguf-py's dequantizer, determinism, round trips through our reader and gguf-py's,
 key/value layout against gguf-py's writer driven like llama.cpp's converter, parameter counts against transformers, and
 loading in llama.cpp (live when llama_cpp is installed, else the recorded result)."""
-import dataclasses, hashlib, json, math, subprocess, sys
+import dataclasses, hashlib, json, math, os, subprocess, sys
 from pathlib import Path
 import numpy as np
 import pytest
@@ -259,3 +259,29 @@ def test_llamacpp_live():
   assert all(r["ok"] for r in rec["tiny"]), [r for r in rec["tiny"] if not r["ok"]]
   want = {(r["preset"], r["mix"], r["nextn"]): r["sha256"] for r in json.loads(GOLDEN.read_text())["tiny"]}
   assert {(r["preset"], r["mix"], r["nextn"]): r["sha256"] for r in rec["tiny"]} == want
+
+MAKER = """
+import os, sys, time
+from pathlib import Path
+import apps
+from apps import synth
+ready, go = Path(sys.argv[1]), Path(sys.argv[2])
+ready.touch()
+while not go.exists(): time.sleep(0.01)
+print(synth.generate("youtu-llm-2b-tiny", "q8_0", seed=7, progress=False))
+"""
+
+def test_two_processes_make_one_file(tmp_path):
+  # two processes (test workers, two CLIs) asking for the same uncached file at once: one writes it, the other waits for it
+  # (without the cache lock both wrote one .part file, and the second rename found it gone)
+  env = {**os.environ, "TINYGRAD_MLA_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(Path(__file__).parent.parent)}
+  procs = [subprocess.Popen([sys.executable, "-c", MAKER, str(tmp_path / f"ready{i}"), str(tmp_path / "go")], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
+  while not all((tmp_path / f"ready{i}").exists() for i in range(2)): assert all(p.poll() is None for p in procs)
+  (tmp_path / "go").touch()
+  outs = [p.communicate(timeout=300) for p in procs]
+  assert all(p.returncode == 0 for p in procs), [e[-2000:] for _, e in outs]
+  paths = {o.strip() for o, _ in outs}
+  assert len(paths) == 1 and not list((tmp_path / "cache" / "models").glob("*.part"))
+  want = synth.write("youtu-llm-2b-tiny", tmp_path / "alone.gguf", "q8_0", seed=7, progress=False)
+  assert Path(paths.pop()).read_bytes() == want.read_bytes()
