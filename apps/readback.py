@@ -1,5 +1,7 @@
-"""Small host <-> device transfers of persistent state, outside the scheduler: the sampled token read back without
-draining the device queue behind it, and host values written into realized buffers (`upload`).
+"""Host <-> device transfers outside the scheduler: the sampled token read back without draining the device queue behind
+it (Readback), host values written into realized buffers (`upload`), and the weights' way in (`to_device`,
+`to_device_stacked`; on CUDA through pinned staging slots, which `host_arrays` lends to a packer, and `split_blocks`,
+which sends a tensor's quant blocks whole and splits them into their packed parts on the device).
 
 generate() keeps the device one decode step ahead of the host where it can: it queues step n+1 before it waits for
 token n, so the host's part of a step (the JIT replay's Python, the graph launch, the caller's detokenizing) overlaps the
