@@ -14,7 +14,7 @@ file (path, size, mtime), the model's settings, the device's compiler target and
 from __future__ import annotations
 import hashlib, io, os, pickle, shutil, tempfile
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 from tinygrad import Tensor, TinyJit, Device
 from tinygrad.helpers import ContextVar
 from tinygrad.uop.ops import UOp, Ops, AddrSpace, buffers
@@ -39,12 +39,13 @@ def model_key(path: Path, settings: tuple, device: str) -> str:
   flags = sorted((k, repr(v.value)) for k, v in ContextVar._cache.items() if k not in _IGNORED)
   return hashlib.sha256(repr((str(path.resolve()), st.st_size, st.st_mtime_ns, settings, device, repr(target), flags)).encode()).hexdigest()[:24]
 
-def tensors(root: object) -> Iterator[tuple[str, Tensor]]:
-  """(path, tensor) of every tensor reachable from root through the attributes of apps' objects, lists, tuples and dicts,
-  in the code's order (so a path means the same tensor in every process), each object once."""
+def tensors(root: object, kind: type = Tensor) -> Iterator[tuple[str, Any]]:
+  """(path, tensor) of every tensor (or other `kind` of object) reachable from root through the attributes of apps'
+  objects, lists, tuples and dicts, in the code's order (so a path means the same tensor in every process), each object
+  once."""
   seen: set[int] = set()
-  def walk(x, name: str) -> Iterator[tuple[str, Tensor]]:
-    if isinstance(x, Tensor):
+  def walk(x, name: str) -> Iterator[tuple[str, Any]]:
+    if isinstance(x, kind):
       yield name, x
       return
     if id(x) in seen: return

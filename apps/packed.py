@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 import numpy as np
 from apps.gguf import GGUFFile, GGMLType, GGUFError
-from apps.readback import POOL, copy_host, device_empty, host_arrays, split_blocks, splits_on_device, to_device_stacked
+from apps.readback import POOL, copy_host, device_empty, host_arrays, split_blocks, staged, to_device_stacked
 from tinygrad import Tensor, dtypes, UOp
 from tinygrad.dtype import DType, _to_np_dtype
 
@@ -206,6 +206,12 @@ def format_for(typ: GGMLType, in_features: int, name: str = "tensor") -> Format:
 
 # ---------------------------------------------------------------- packed tensors on the device
 
+def _blocks(raw: np.ndarray, fmt: Format, ne: Sequence[int], name: str) -> np.ndarray:
+  """A tensor's file bytes as (n_blocks, block_bytes) blocks; a clear error where their count does not fit its dims."""
+  if raw.size != (want := math.prod(ne) // fmt.block * fmt.block_bytes):
+    raise GGUFError(f"tensor '{name}' has {raw.size} bytes, {list(ne)} {fmt.type.name} needs {want}")
+  return np.asarray(raw, dtype=np.uint8).reshape(-1, fmt.block_bytes)
+
 def placements(rows: Sequence[tuple[int, ...]], axis: int, nb: int) -> list[tuple[int, int, int]]:
   """Where the blocks of tensors with these rows go when they are stacked along `axis` (nb blocks a row): (group, group_dst,
   first) each, block i of the tensor being block (i // group) * group_dst + first + i % group of the stacked one."""
@@ -238,12 +244,8 @@ class PackedTensor:
                 empty: Empty = np.empty) -> tuple[Format, dict[str, np.ndarray]]:
     """File bytes of a tensor with ggml dims `ne` -> (format, host arrays of the packed parts, made by `empty`)."""
     fmt = format_for(typ, ne[0], name)
-    rows = tuple(reversed(ne[1:]))
-    nb = ne[0] // fmt.block
-    n_blocks = nb * math.prod(rows)
-    if raw.size != n_blocks * fmt.block_bytes:
-      raise GGUFError(f"tensor '{name}' has {raw.size} bytes, {list(ne)} {GGMLType(typ).name} needs {n_blocks * fmt.block_bytes}")
-    packed = fmt.pack(np.asarray(raw, dtype=np.uint8).reshape(n_blocks, fmt.block_bytes), empty)
+    rows, nb = tuple(reversed(ne[1:])), ne[0] // fmt.block
+    packed = fmt.pack(_blocks(raw, fmt, ne, name), empty)
     return fmt, {pname: packed[pname].reshape(*rows, nb, cnt) for pname, _, cnt in fmt.parts}
 
   @staticmethod
@@ -259,23 +261,20 @@ class PackedTensor:
     fields split out there: split_blocks); elsewhere each part is split out on the host and copied."""
     fmt = format_for(typ, tensors[0][1][0], name)
     nb, rows = tensors[0][1][0] // fmt.block, [tuple(reversed(ne[1:])) for _, ne in tensors]
-    for (raw, ne), r in zip(tensors, rows):
-      if raw.size != math.prod(r) * nb * fmt.block_bytes:
-        raise GGUFError(f"tensor '{name}' has {raw.size} bytes, {list(ne)} {GGMLType(typ).name} needs {math.prod(r) * nb * fmt.block_bytes}")
+    blocks = [_blocks(raw, fmt, ne, name) for raw, ne in tensors]
     stacked = (*rows[0][:axis], sum(r[axis] for r in rows), *rows[0][axis + 1:])
-    blocks_of = lambda a: np.asarray(a, dtype=np.uint8).reshape(-1, fmt.block_bytes)
     shaped = lambda a, r, cnt: a.reshape(*r, nb, cnt)
     with host_arrays(sum(fmt.host_bytes(math.prod(r) * nb) for r in rows), device) as empty:
-      if not splits_on_device(device):
-        host = [fmt.pack(blocks_of(raw), empty) for raw, _ in tensors]
+      if not staged(device):
+        host = [fmt.pack(b, empty) for b in blocks]
         parts = {p: to_device_stacked([shaped(h[p], r, cnt) for h, r in zip(host, rows)], axis, device) for p, _, cnt in fmt.parts}
         return PackedTensor(fmt, stacked, tensors[0][1][0], parts, name)
       parts = {p: device_empty((*stacked, nb, cnt), dt, device) for p, dt, cnt in fmt.parts if p in {f for f, _, _ in fmt.fields}}
       derived = []
-      for (raw, _), place in zip(tensors, placements(rows, axis, nb)):
-        blocks = blocks_of(copy_host(empty((raw.size,), np.uint8), np.ascontiguousarray(raw).reshape(-1)))
-        split_blocks(blocks, fmt.block_bytes, [(parts[p].uop.buffer, at, w, *place) for p, at, w in fmt.fields], device)
-        if fmt.derive is not None: derived.append(fmt.derive(blocks, empty))
+      for file_blocks, place in zip(blocks, placements(rows, axis, nb)):
+        pinned = copy_host(empty(file_blocks.shape, np.uint8), np.ascontiguousarray(file_blocks))
+        split_blocks(pinned, fmt.block_bytes, [(parts[p].uop.buffer, at, w, *place) for p, at, w in fmt.fields], device)
+        if fmt.derive is not None: derived.append(fmt.derive(pinned, empty))
       for p, dt, cnt in fmt.parts:
         if p not in parts: parts[p] = to_device_stacked([shaped(d[p].view(_to_np_dtype(dt)), r, cnt) for d, r in zip(derived, rows)], axis, device)
     return PackedTensor(fmt, stacked, tensors[0][1][0], parts, name)

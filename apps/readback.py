@@ -97,7 +97,7 @@ def to_device_stacked(arrs: list[np.ndarray], axis: int, device: str | None = No
   """Host arrays of one dtype stacked along `axis` as one realized device tensor (to_device of np.concatenate). On CUDA each
   array is copied into its place (a 2D copy whose rows are the dims before axis): no stacked copy on the host."""
   shape = (*arrs[0].shape[:axis], sum(a.shape[axis] for a in arrs), *arrs[0].shape[axis + 1:])
-  if len(arrs) == 1 or Device.canonicalize(device).split(":")[0] != "CUDA":
+  if len(arrs) == 1 or not staged(device):
     return to_device(arrs[0] if len(arrs) == 1 else np.concatenate(arrs, axis=axis), device)
   t = device_empty(shape, _from_np_dtype(arrs[0].dtype), device)
   buf = t.uop.buffer
@@ -191,10 +191,7 @@ class _Staging:
       slot = self._take(sum(it[1].nbytes for it in items))
       offs = np.cumsum([0] + [it[1].nbytes for it in items]).tolist()
       srcs = [slot[0].value + off for off in offs[:-1]]
-      # into the pinned buffer in spans on several threads (ctypes releases the GIL: a weight tensor is up to a few hundred MB)
-      spans = [(src + lo, it[1].ctypes.data + lo, min(SPAN, it[1].nbytes - lo)) for it, src in zip(items, srcs)
-               for lo in range(0, it[1].nbytes, SPAN)]
-      list(POOL.map(lambda s: ctypes.memmove(s[0], s[1], s[2]), spans))
+      _memmove([(src, it[1].ctypes.data, it[1].nbytes) for it, src in zip(items, srcs)])
     for it, src in zip(items, srcs):
       dst, src = it[0].ensure_allocated()._buf, ctypes.c_void_p(src)
       if len(it) == 2: check(cu.cuMemcpyHtoDAsync_v2(dst, src, it[1].nbytes, None))
@@ -233,8 +230,9 @@ def _staging(device: str) -> _Staging:
   if device not in _stagings: _stagings[device] = _Staging(device)
   return _stagings[device]
 
-def splits_on_device(device: str | None) -> bool:
-  """Whether packed blocks go to `device` whole and are split into their fields there (`split_blocks`): on CUDA."""
+def staged(device: str | None) -> bool:
+  """Whether uploads to `device` go through the pinned staging slots, which host_arrays lends, and packed blocks are split
+  into their fields there (`split_blocks`): on CUDA."""
   return Device.canonicalize(device).split(":")[0] == "CUDA"
 
 def split_blocks(raw: np.ndarray, block_bytes: int, fields: list[tuple], device: str | None = None) -> None:
@@ -245,10 +243,16 @@ def split_blocks(raw: np.ndarray, block_bytes: int, fields: list[tuple], device:
     raise ValueError("split_blocks: the blocks must be made by host_arrays' allocator (copy_host)")
   st.split(raw, block_bytes, fields)
 
+def _memmove(copies: list[tuple[int, int, int]]) -> None:
+  """(dst address, src address, bytes) copies, in spans on several threads (ctypes releases the GIL: a weight tensor is up
+  to a few hundred MB)."""
+  spans = [(d + lo, s + lo, min(SPAN, n - lo)) for d, s, n in copies for lo in range(0, n, SPAN)]
+  list(POOL.map(lambda c: ctypes.memmove(*c), spans))
+
 def copy_host(dst: np.ndarray, src: np.ndarray) -> np.ndarray:
-  """dst[:] = src for contiguous arrays of one size, in spans on several threads (a weight tensor is up to a few hundred MB)."""
+  """dst[:] = src for contiguous arrays of one size (_memmove)."""
   assert dst.nbytes == src.nbytes and dst.flags.c_contiguous and src.flags.c_contiguous
-  list(POOL.map(lambda lo: ctypes.memmove(dst.ctypes.data + lo, src.ctypes.data + lo, min(SPAN, src.nbytes - lo)), range(0, src.nbytes, SPAN)))
+  _memmove([(dst.ctypes.data, src.ctypes.data, src.nbytes)])
   return dst
 
 def trim(device: str | None = None) -> None:
@@ -261,7 +265,7 @@ def host_arrays(nbytes: int, device: str | None = None):
   on CUDA they are made in a pinned staging buffer of nbytes, and its DMA overlaps the next tensor's packing; elsewhere
   (or past nbytes) np.empty. Copy them with to_device / to_device_stacked inside the block."""
   dev = Device.canonicalize(device)
-  empty = _staging(dev).lend(nbytes) if dev.split(":")[0] == "CUDA" else None
+  empty = _staging(dev).lend(nbytes) if staged(dev) else None
   try: yield empty or np.empty
   finally:
     if empty is not None: _staging(dev).give_back()

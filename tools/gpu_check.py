@@ -10,28 +10,19 @@ import argparse, time
 import numpy as np
 import apps  # noqa: F401
 from tinygrad import Device
-from apps import synth
+from apps import captures, synth
 from apps.gguf import GGUFFile
 from apps.model import Transformer
 from apps.packed import PackedTensor
 from tools.make_model_goldens import CASES, N_GREEDY, load_golden, rel_err, sketch_matrix
-
-def packed_tensors(x, seen: set) -> list[PackedTensor]:
-  """Every PackedTensor reachable from x through apps' objects, lists, tuples and dicts, each once."""
-  if id(x) in seen: return []
-  seen.add(id(x))
-  if isinstance(x, PackedTensor): return [x]
-  if isinstance(x, (list, tuple)): return [w for v in x for w in packed_tensors(v, seen)]
-  if isinstance(x, dict): return [w for v in x.values() for w in packed_tensors(v, seen)]
-  if type(x).__module__.startswith("apps.") and hasattr(x, "__dict__"): return [w for v in vars(x).values() for w in packed_tensors(v, seen)]
-  return []
 
 def check_weights(preset: str, mix: str = "release") -> bool:
   path = synth.generate(preset, mix)
   gf, t0 = GGUFFile(path), time.perf_counter()
   model = Transformer.from_gguf(path, max_context=256)
   Device[model.device].synchronize()
-  load_s, bad, ws = time.perf_counter() - t0, [], packed_tensors(model, set())
+  load_s, bad = time.perf_counter() - t0, []
+  ws = list({id(w): w for _, w in captures.tensors(model, PackedTensor)}.values())   # a tied head once
   for w in ws:
     host = [PackedTensor.pack_host(gf.tensor_data(n), gf.tensor(n).type, gf.tensor(n).ne, n)[1] for n in w.name.split("+")]
     for p, t in w.parts.items():
