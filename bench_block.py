@@ -46,7 +46,7 @@ from tinygrad.uop.ops import Ops
 from apps.gguf import GGUFError
 from apps.mla import SPLIT_POINTS, DEFAULT_SPLIT_MASK, Block
 from apps.model import Transformer
-from apps.readback import upload
+from apps.readback import upload, upload_many
 from apps import KERNEL_PATHS
 from apps.quantized import QuantizedLinear, QuantizedExpertWeights, QuantizedEmbedding
 from apps.packed import PackedTensor
@@ -90,8 +90,8 @@ def resolve_model(model: str, mix: str = "release") -> Path:
   if model in synth.PRESETS: return synth.generate(model, mix, progress=sys.stderr.isatty())
   raise SystemExit(f"bench: unknown model '{model}': not a file, and not a preset ({', '.join(synth.PRESETS)})")
 
-def load_model(path: Path, max_context: int, split_mask: int, verbose: bool = False, kernels: str = "hand") -> Transformer:
-  try: return Transformer.from_gguf(path, max_context=max_context, split_mask=split_mask, verbose=verbose, kernels=kernels)
+def load_model(path: Path, max_context: int, split_mask: int, verbose: bool = False, kernels: str = "hand", slots: int = 1) -> Transformer:
+  try: return Transformer.from_gguf(path, max_context=max_context, split_mask=split_mask, verbose=verbose, kernels=kernels, slots=slots)
   except GGUFError as e: raise SystemExit(f"bench: {e}")
 
 def set_split_mask(model: Transformer, mask: int) -> None:
@@ -184,14 +184,15 @@ class Step:
   n_blocks: int                   # blocks per step (the bank size, or the whole stack)
   weights: dict[str, int]         # active_weight_bytes of the step
   cache: int                      # KV-cache bytes of the step
-  per: str                        # what the headline is per: "block", "token" or "chunk" (of `tokens` prompt tokens)
+  per: str                        # what the headline is per: "block", "token", "chunk" (of `tokens` prompt tokens) or "step" (of `tokens` rows)
   tokens: int = 1                 # tokens per step
 
 class Bench:
   """A loaded model and the decode steps built on it. Steps are fresh TinyJits over the same weights."""
-  def __init__(self, model: Transformer, pos: int, bank: int, n_inputs: int = 8, seed: int = 0):
+  def __init__(self, model: Transformer, pos: int, bank: int, n_inputs: int = 8, seed: int = 0, rows: int = 1):
     if not 0 <= pos < model.max_context: raise SystemExit(f"bench: --pos {pos} is outside the context 0..{model.max_context - 1}")
-    self.m, self.pos = model, pos
+    if not 1 <= rows <= model.slots: raise SystemExit(f"bench: {rows} rows need a model of as many slots (it has {model.slots})")
+    self.m, self.pos, self.rows = model, pos, rows
     kind = [b for b in model.blocks if b.moe] or model.blocks
     self.bank = kind[:max(1, bank)]
     self.v_pos = model.start_pos.bind(pos)  # the model's own start_pos variable: the same symbolic kernels as its decode
@@ -224,6 +225,15 @@ class Bench:
         return x.realize()
       return Step(target, TinyJit(stack), xargs, sync_dev, len(m.blocks), active_weight_bytes(m.blocks),
                   cache_bytes(m, len(m.blocks), self.pos), "token")
+    if target == "decode" and self.rows > 1:
+      # a batched step (Transformer.step) of `rows` sequences, slot b's at pos, greedy: what the server runs for as many requests
+      B, pad = self.rows, [0] * (m.slots - self.rows)
+      for b in range(B): m.sampler.configure(sampling.Params(), [], b)
+      upload_many([(m._row_slots, list(range(B)) + pad), (m._row_pos, [[self.pos, b * m.max_context] for b in range(B)] + [[0, 0]] * len(pad))])
+      step = TinyJit(functools.partial(m._step_rows, B, sampling.Params().structure))
+      row_vars = m.row_vars([self.pos] * B, list(range(B)))
+      return Step(target, step, lambda i: row_vars, sync_dev, len(m.blocks), active_weight_bytes(m), B * cache_bytes(m, len(m.blocks), self.pos),
+                  "step", B)
     if target == "decode":
       m.sampler.configure(sampling.Params(), [])  # greedy, as the default generate()
       upload(m.token, [1])

@@ -472,20 +472,24 @@ class Transformer:
     pad = [0] * (self.slots - B)
     upload_many([(self._row_slots, rows + pad), (self._row_pos, [[p, s * self.max_context] for p, s in zip(pos, rows)] + [[0, 0]] * len(pad))])
     structure = sampling.merged([self.sampler.params[s].structure for s in slots])
-    jit = self.captures.jit(("rows", B, structure), functools.partial(self._step_rows, B, structure))
-    if self.blocks[0].hand_written(self.device): jit()
-    else:
-      if B not in self._v_rows:
-        self._v_rows[B] = (tuple(UOp.variable(f"row_pos_{b}", 0, self.max_context - 1) for b in range(B)),
-                           tuple(UOp.variable(f"row_slot_{b}", 0, self.slots - 1) for b in range(B)) if self.slots > 1 else ())
-      pv, sv = self._v_rows[B]
-      jit(*[v.bind(p) for v, p in zip(pv, pos)], *[v.bind(s) for v, s in zip(sv, rows)])
+    self.captures.jit(("rows", B, structure), functools.partial(self._step_rows, B, structure))(*self.row_vars(pos, rows))
     self._reads = self._reads[1:] + self._reads[:1]   # two in turn: a step's read is queued before the next step overwrites _row_out
     read = self._reads[0]
     read.capture()
     for s in slots: self._pending[s] += 1
     self._launched += 1
     return Step(slots, read)
+
+  def row_vars(self, pos: Sequence[int], rows: Sequence[int]) -> tuple[UOp, ...]:
+    """_step_rows' row_vars for rows in slots `rows` at positions `pos`, bound: none where the hand-written attention reads
+    them from _row_pos, else each row's position and slot (the tensor ops slice the caches with them)."""
+    if self.blocks[0].hand_written(self.device): return ()
+    B = len(rows)
+    if B not in self._v_rows:
+      self._v_rows[B] = (tuple(UOp.variable(f"row_pos_{b}", 0, self.max_context - 1) for b in range(B)),
+                         tuple(UOp.variable(f"row_slot_{b}", 0, self.slots - 1) for b in range(B)) if self.slots > 1 else ())
+    pv, sv = self._v_rows[B]
+    return (*[v.bind(p) for v, p in zip(pv, pos)], *[v.bind(s) for v, s in zip(sv, rows)])
 
   def forget_steps(self) -> None:
     """Forget the launched steps that will not be collected (after a failure): every slot can start again."""

@@ -217,6 +217,22 @@ def test_profile_attributes_kernels_to_parts(bench):
   assert any(r.part == "norms" and r.how == "norms-consumer" for r in rows)  # the rms reductions
   assert "experts" in "\n".join(profile.report(res))
 
+def test_profile_batched_step():
+  """`tools.profile --batch N`: the batched decode step (Transformer.step's capture) of N sequences at --pos, each in its slot:
+  one step writes a token a row (two rows of the same token, position and empty cache: the same token), and the profile
+  attributes its kernels to the model's parts."""
+  m = bb.load_model(bb.resolve_model(PRESET), 64, bb.DEFAULT_SPLIT_MASK, slots=2)
+  bench = bb.Bench(m, 16, 2, rows=2)
+  step = bench.step("decode")
+  assert step.per == "step" and step.tokens == 2 and step.cache == 2 * bb.cache_bytes(m, m.cfg.n_layer, 16)
+  step.fn(*step.args(0))
+  a, b = m._row_out[:2].tolist()
+  assert a == b and 0 <= a < m.cfg.vocab_size
+  from tools import profile
+  res = profile.profile(bench, "decode", repeat=1, count=1)
+  assert len(res["rows"]) == res["kernels"] and {"attention", "experts", "output", "sampling"} <= {r.part for r in res["rows"]}
+  with pytest.raises(SystemExit, match="3 rows need a model of as many slots"): bb.Bench(m, 16, 2, rows=3)
+
 def test_profile_takes_nsight_compute_times(bench, tmp_path):
   """--ncu-csv: each program's time and DRAM bytes come from the CSV, in launch order; copies are not in the CSV."""
   from tools import profile

@@ -288,6 +288,19 @@ def test_emulated_integer_x_blocks(tmp_path, typ):
   assert relerr(out, ref) < BOUND(K), relerr(out, ref)
   assert 20 * relerr(out, ref) < min(relerr(out, other), relerr(out, x.astype(np.float64) @ W.T))
 
+@pytest.mark.parametrize("typ", [t for t in TYPES if matvec.TYPES[t].xint], ids=lambda t: t.name)
+def test_emulated_integer_products_are_exact(tmp_path, typ):
+  """Given x rounded to 24 bits, the integer kernels' block products are exact integers (the sums of x's bytes that the
+  nibbles' offset needs included): what remains is the fp32 sum of a row's blocks, far inside the float kernels' bound.
+  A sum of x's low bytes over half a block, off by ~1e-5 of the result, is inside that looser bound, not inside this one."""
+  rng = np.random.default_rng(16)
+  K, N, B = 1024, 24, 2
+  raw = random_tensor(typ, (K, N), rng)
+  W = ref_weight(raw, typ, (K, N)).astype(np.float64)
+  x = rng.standard_normal((B, K)).astype(np.float32)
+  out = emulated(matvec.MatvecShape("linear", typ, B, 1, N, K, 1, False), 2, "CUDA", raw, (K, N), x, work=tmp_path)
+  assert relerr(out, seen(typ, x) @ W.T) < fp32_bound(K // 32), relerr(out, seen(typ, x) @ W.T)
+
 @pytest.mark.parametrize("typ", [GGMLType.Q4_0, GGMLType.Q6_K], ids=lambda t: t.name)
 def test_emulated_x_stride(tmp_path, typ):
   """x rows (slots) wider than K: the kernel reads the first K of each, in place (a stacked layer's output; q_nope in q)."""

@@ -238,6 +238,7 @@ def main(argv: Sequence[str] | None = None) -> int:
   ap.add_argument("--count", type=int, default=10, help="timed replays of the step as run")
   ap.add_argument("--top", type=int, default=12, help="kernels listed per part")
   ap.add_argument("--chunk", type=int, default=None, help="fill, prompt: the prefill chunk length (default: the model's shortest)")
+  ap.add_argument("--batch", type=int, default=1, help="decode: a batched step of this many sequences (Transformer.step), each at --pos")
   ap.add_argument("--kernels", default="hand", choices=KERNEL_PATHS, help="hand-written kernels where the device has them, or generated only")
   ap.add_argument("--json", action="store_true")
   ap.add_argument("--ncu", action="store_true", help="run one more pass inside the CUDA profiler range (run under ncu)")
@@ -256,11 +257,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.error("--chunk is a positive chunk length, for --target fill or prompt")
   a.model = a.model or bb.default_model()
   path = bb.resolve_model(a.model, a.mix)
-  m = bb.load_model(path, max(a.max_context, a.pos + 1), a.mask, kernels=a.kernels)
+  if a.batch < 1 or (a.batch > 1 and a.target != "decode"): ap.error("--batch is a positive number of sequences, for --target decode")
+  m = bb.load_model(path, max(a.max_context, a.pos + 1), a.mask, kernels=a.kernels, slots=a.batch)
   if a.chunk is not None: m.set_prefill_chunks(a.chunk)
-  bench = bb.Bench(m, a.pos, a.bank)
+  bench = bb.Bench(m, a.pos, a.bank, rows=a.batch)
   res = profile(bench, a.target, a.repeat, a.count, a.ncu)
-  h = bb.header(m, path, pos=a.pos, target=a.target)
+  h = bb.header(m, path, pos=a.pos, target=a.target, batch=a.batch)
   if a.json:
     print(json.dumps({"header": h, **{k: v for k, v in res.items() if k != "rows"}, "rows": [{**asdict(r), "bytes": r.bytes} for r in res["rows"]],
                       "grouped": grouped(res["rows"])}, default=str))
