@@ -46,7 +46,7 @@ from tinygrad.uop.ops import Ops
 from apps.gguf import GGUFError
 from apps.mla import SPLIT_POINTS, DEFAULT_SPLIT_MASK, Block
 from apps.model import Transformer
-from apps.readback import upload, upload_many
+from apps.readback import upload
 from apps import KERNEL_PATHS
 from apps.quantized import QuantizedLinear, QuantizedExpertWeights, QuantizedEmbedding
 from apps.packed import PackedTensor
@@ -227,11 +227,10 @@ class Bench:
                   cache_bytes(m, len(m.blocks), self.pos), "token")
     if target == "decode" and self.rows > 1:
       # a batched step (Transformer.step) of `rows` sequences, slot b's at pos, greedy: what the server runs for as many requests
-      B, pad = self.rows, [0] * (m.slots - self.rows)
+      B = self.rows
       for b in range(B): m.sampler.configure(sampling.Params(), [], b)
-      upload_many([(m._row_slots, list(range(B)) + pad), (m._row_pos, [[self.pos, b * m.max_context] for b in range(B)] + [[0, 0]] * len(pad))])
+      row_vars = m.place_rows([self.pos] * B, list(range(B)))
       step = TinyJit(functools.partial(m._step_rows, B, sampling.Params().structure))
-      row_vars = m.row_vars([self.pos] * B, list(range(B)))
       return Step(target, step, lambda i: row_vars, sync_dev, len(m.blocks), active_weight_bytes(m), B * cache_bytes(m, len(m.blocks), self.pos),
                   "step", B)
     if target == "decode":

@@ -469,10 +469,8 @@ class Transformer:
       self._check_fits(pos[-1] + 1)
     B = next(b for b in self.step_sizes if b >= len(slots))
     rows, pos = slots + [slots[0]] * (B - len(slots)), pos + [pos[0]] * (B - len(slots))
-    pad = [0] * (self.slots - B)
-    upload_many([(self._row_slots, rows + pad), (self._row_pos, [[p, s * self.max_context] for p, s in zip(pos, rows)] + [[0, 0]] * len(pad))])
     structure = sampling.merged([self.sampler.params[s].structure for s in slots])
-    self.captures.jit(("rows", B, structure), functools.partial(self._step_rows, B, structure))(*self.row_vars(pos, rows))
+    self.captures.jit(("rows", B, structure), functools.partial(self._step_rows, B, structure))(*self.place_rows(pos, rows))
     self._reads = self._reads[1:] + self._reads[:1]   # two in turn: a step's read is queued before the next step overwrites _row_out
     read = self._reads[0]
     read.capture()
@@ -480,11 +478,13 @@ class Transformer:
     self._launched += 1
     return Step(slots, read)
 
-  def row_vars(self, pos: Sequence[int], rows: Sequence[int]) -> tuple[UOp, ...]:
-    """_step_rows' row_vars for rows in slots `rows` at positions `pos`, bound: none where the hand-written attention reads
-    them from _row_pos, else each row's position and slot (the tensor ops slice the caches with them)."""
+  def place_rows(self, pos: Sequence[int], rows: Sequence[int]) -> tuple[UOp, ...]:
+    """Set up a step of len(rows) rows, row b continuing slot rows[b] at position pos[b]: the tables _step_rows reads
+    (_row_slots, _row_pos) uploaded, and its row_vars returned bound: none where the hand-written attention reads the
+    table, else each row's position and slot (the tensor ops slice the caches with them)."""
+    B, pad = len(rows), [0] * (self.slots - len(rows))
+    upload_many([(self._row_slots, list(rows) + pad), (self._row_pos, [[p, s * self.max_context] for p, s in zip(pos, rows)] + [[0, 0]] * len(pad))])
     if self.blocks[0].hand_written(self.device): return ()
-    B = len(rows)
     if B not in self._v_rows:
       self._v_rows[B] = (tuple(UOp.variable(f"row_pos_{b}", 0, self.max_context - 1) for b in range(B)),
                          tuple(UOp.variable(f"row_slot_{b}", 0, self.slots - 1) for b in range(B)) if self.slots > 1 else ())
