@@ -80,7 +80,7 @@ def rope_tables(cfg: Config, n: int) -> tuple[np.ndarray, np.ndarray]:
 
 class Transformer:
   def __init__(self, gf: GGUFFile, max_context: int | str | None = None, device: str | None = None, split_mask: int = DEFAULT_SPLIT_MASK,
-               prefill_chunks: Sequence[int] = (512, 128), progress: Callable[[int, int], None] | None = None, kernels: str = "hand",
+               prefill_chunks: Sequence[int] = (512, 128, 32), progress: Callable[[int, int], None] | None = None, kernels: str = "hand",
                fusions: Fusions = Fusions(), kernel_modules: KernelModules | None = None, capture_dir: Path | None = None,
                cache_type: str = "f32", slots: int = 1):
     if cache_type not in CACHE_TYPES: raise ValueError(f"cache type {cache_type!r}: choose one of {', '.join(CACHE_TYPES)}")
@@ -175,8 +175,10 @@ class Transformer:
   def set_prefill_chunks(self, *lengths: int) -> None:
     """Prefill prompts in chunks of these lengths: the longest that the tokens left fill, and the rest, shorter than all of
     them, as one chunk of the shortest (padded to it: a chunk's kernels run its length's bound). The long chunk reads each
-    expert's weights once per 512 tokens (DeepSeek-V2-Lite +18% on a 512-token prompt), the short one keeps a short prompt
-    from paying for 512 (OPTIMIZATION_JOURNAL.md). Each length has its own captured steps; the captures are redone."""
+    expert's weights once per 512 tokens (DeepSeek-V2-Lite +18% on a 512-token prompt), the short ones keep a short prompt
+    from paying for 512 or 128 (on a CPU a 16-token prompt's chunk of 32 takes a third of the time of one of 128:
+    OPTIMIZATION_JOURNAL.md). Each length has its own captured steps, made when a prompt first needs it; the captures are
+    redone."""
     if not lengths or min(lengths) < 1: raise ValueError(f"prefill chunks {lengths}: need lengths of at least 1 token")
     self.prefill_chunks = tuple(sorted({min(n, self.max_context) for n in lengths}, reverse=True))
     self._v_len = {n: UOp.variable(f"n_tokens_{n}", 1, n) for n in self.prefill_chunks}

@@ -39,6 +39,26 @@ def test_apply_then_rerun_is_a_noop(repo):
   assert again.returncode == 0 and "up to date" in again.stdout
   assert model.stat().st_mtime_ns == mtime, "a no-op re-run rewrote the tree"
 
+def test_tree_bytecode_written(repo):
+  """The tree's bytecode is written with the tree, and again where it went missing, even where the environment stops
+  Python writing any (PYTHONDONTWRITEBYTECODE): each later process then reads it instead of compiling tinygrad again."""
+  import importlib.util, os
+  env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+  run_env = lambda: subprocess.run([sys.executable, str(repo / "apply_patches.py")], capture_output=True, text=True, timeout=300, cwd=repo, env=env)
+  assert run_env().returncode == 0
+  tree = repo / "upstream" / "tinygrad"
+  sources = list(tree.rglob("*.py"))
+  missing = lambda: [f for f in sources if not Path(importlib.util.cache_from_source(str(f))).exists()]
+  assert len(sources) > 100 and not missing()
+  shutil.rmtree(tree / "runtime" / "autogen" / "__pycache__")
+  r = run_env()
+  assert r.returncode == 0 and "up to date" in r.stdout and not missing()
+  # a process under that environment imports tinygrad without compiling a source file (tinygrad compiles its patterns itself)
+  code = "import sys, builtins; calls = []; c = builtins.compile; builtins.compile = lambda *a, **k: calls.append(str(a[1])) or c(*a, **k); " \
+         "import tinygrad.runtime.ops_cpu; print(sum(f.endswith('.py') for f in calls))"
+  p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=repo / "upstream", env=env)
+  assert p.returncode == 0 and p.stdout.split()[-1] == "0", p.stdout + p.stderr
+
 def test_hand_edit_is_rebuilt(repo):
   assert run(repo).returncode == 0
   model = repo / "upstream" / "tinygrad" / "llm" / "model.py"
