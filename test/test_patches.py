@@ -739,3 +739,34 @@ print("ok")
 
 def test_0028_disk_cache_from_any_thread(trees, tmp_path):
   assert_patch_needed(trees, "0028", DISK_CACHE_FROM_A_THREAD, env={"CACHEDB": str(tmp_path / "cache.db")})
+
+INT8_TENSOR_CORES = """
+# an int8 matmul written exactly (both operands widened to int32 before the multiply) takes NVIDIA's int8 tensor cores: lowered
+# and compiled for sm_90 without a GPU, its source has the s8 mma; run on the sm_80 emulator it equals numpy's int64 product
+import numpy as np
+from tinygrad import Tensor, dtypes
+from tinygrad.renderer.cstyle import CUDARenderer
+from tinygrad.helpers import Target
+from tinygrad.codegen import to_program
+def mm(a, b): return a.cast(dtypes.int32) @ b.cast(dtypes.int32).T   # b as weights are stored: (out, in), contiguous along k
+a, b = Tensor.empty(64, 128, dtype=dtypes.int8, device="NULL"), Tensor.empty(32, 128, dtype=dtypes.int8, device="NULL")
+ast = mm(a, b).schedule_linear().src[-1].src[0]
+src = to_program(ast, CUDARenderer(Target(device="CUDA", arch="sm_90"), use_nvcc=True)).src[2].arg
+assert "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32" in src, src
+rng = np.random.default_rng(0)
+a, b = rng.integers(-128, 128, (64, 128), dtype=np.int8), rng.integers(-128, 128, (32, 128), dtype=np.int8)
+assert np.array_equal(mm(Tensor(a), Tensor(b)).numpy(), a.astype(np.int64) @ b.astype(np.int64).T)
+print("ok")
+"""
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc for the CUDA source compiled for sm_90 (nothing run)")
+def test_0029_int8_tensor_cores_on_cuda(trees):
+  assert_patch_needed(trees, "0029", INT8_TENSOR_CORES, env={"DEV": "PYTHON::sm_80", "CACHELEVEL": "0"})
+
+# the same product's operands load four bytes a load, none a byte a load
+INT8_VECTOR_LOADS = INT8_TENSOR_CORES.replace('assert "mma.sync',
+                                              'assert "*((signed_char4*)" in src and "signed char val" not in src, src\nassert "mma.sync')
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc for the CUDA source compiled for sm_90 (nothing run)")
+def test_0030_8_bit_loads_grouped_into_vector_loads(trees):
+  assert_patch_needed(trees, "0030", INT8_VECTOR_LOADS, env={"DEV": "PYTHON::sm_80", "CACHELEVEL": "0"})
