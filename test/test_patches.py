@@ -770,3 +770,33 @@ INT8_VECTOR_LOADS = INT8_TENSOR_CORES.replace('assert "mma.sync',
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc for the CUDA source compiled for sm_90 (nothing run)")
 def test_0030_8_bit_loads_grouped_into_vector_loads(trees):
   assert_patch_needed(trees, "0030", INT8_VECTOR_LOADS, env={"DEV": "PYTHON::sm_80", "CACHELEVEL": "0"})
+
+NESTED_INT8_TENSOR_CORES = """
+# a block-scaled int8 product (each block's int32 sum, times both blocks' scales, summed over the blocks: a nested reduction,
+# one kernel) takes the int8 tensor cores at TC_OPT=0: lowered and compiled for sm_90 without a GPU, its source has the s8
+# mma; run on the sm_80 emulator it equals numpy's float64 product
+import numpy as np
+from tinygrad import Tensor, dtypes
+from tinygrad.renderer.cstyle import CUDARenderer
+from tinygrad.helpers import Target
+from tinygrad.codegen import to_program
+T, N, B = 64, 16, 4
+def prod(xq, wq, sx, sw):
+  dots = (xq.reshape(T, 1, B, 32).cast(dtypes.int32) * wq.reshape(1, N, B, 32).cast(dtypes.int32)).sum(-1)
+  return (dots.cast(dtypes.float) * sx.reshape(T, 1, B) * sw.reshape(1, N, B)).sum(-1)
+e = lambda *s, dt=dtypes.int8: Tensor.empty(*s, dtype=dt, device="NULL")
+ast = prod(e(T, B, 32), e(N, B, 32), e(T, B, dt=dtypes.float), e(N, B, dt=dtypes.float)).schedule_linear().src[-1].src[0]
+src = to_program(ast, CUDARenderer(Target(device="CUDA", arch="sm_90"), use_nvcc=True)).src[2].arg
+assert "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32" in src, src
+rng = np.random.default_rng(0)
+xq, wq = rng.integers(-128, 128, (T, B, 32), dtype=np.int8), rng.integers(-8, 8, (N, B, 32), dtype=np.int8)
+sx, sw = rng.random((T, B), dtype=np.float32), rng.random((N, B), dtype=np.float32)
+got = prod(Tensor(xq), Tensor(wq), Tensor(sx), Tensor(sw)).numpy()
+ref = np.einsum("tbk,nbk,tb,nb->tn", xq.astype(np.float64), wq.astype(np.float64), sx.astype(np.float64), sw.astype(np.float64))
+assert np.abs(got - ref).max() / np.abs(ref).max() < 1e-6, np.abs(got - ref).max()
+print("ok")
+"""
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc for the CUDA source compiled for sm_90 (nothing run)")
+def test_0031_tensor_cores_for_the_innermost_reduce_of_nested_reductions(trees):
+  assert_patch_needed(trees, "0031", NESTED_INT8_TENSOR_CORES, env={"DEV": "PYTHON::sm_80", "CACHELEVEL": "0"})
