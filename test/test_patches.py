@@ -800,3 +800,42 @@ print("ok")
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc for the CUDA source compiled for sm_90 (nothing run)")
 def test_0031_tensor_cores_for_the_innermost_reduce_of_nested_reductions(trees):
   assert_patch_needed(trees, "0031", NESTED_INT8_TENSOR_CORES, env={"DEV": "PYTHON::sm_80", "CACHELEVEL": "0"})
+
+TC_SYMBOLIC_UPCAST = """
+# tensor-core kernels upcast a symbolic M: a block-scaled int8 product over a symbolic number of tokens (a prompt chunk of up
+# to 128) takes 4x4 tensor-core tiles a warp, as at a constant 128, not 1x4 (each weight fragment then serves four tiles of
+# tokens). Lowered for sm_90 without a GPU, its mma counted; run on the sm_80 emulator (DEV=PYTHON::sm_80) at token counts
+# that are no multiple of the tiles, against numpy
+import numpy as np
+from tinygrad import Tensor, UOp, TinyJit, dtypes
+from tinygrad.renderer.cstyle import CUDARenderer
+from tinygrad.helpers import Target
+from tinygrad.codegen import to_program
+T, N, B = 128, 64, 2
+S = UOp.variable("S", 1, T)
+def prod(xq, wq, sx, sw):
+  dots = (xq.reshape(-1, 1, B, 32).cast(dtypes.int32) * wq.reshape(1, N, B, 32).cast(dtypes.int32)).sum(-1)
+  return (dots.cast(dtypes.float) * sx.reshape(-1, 1, B) * sw.reshape(1, N, B)).sum(-1)
+e = lambda *s, dt=dtypes.int8: Tensor.empty(*s, dtype=dt, device="NULL")
+def mmas(rows):
+  ast = prod(e(T, B, 32)[:rows], e(N, B, 32), e(T, B, dt=dtypes.float)[:rows], e(N, B, dt=dtypes.float)).linear_with_vars()[0].src[-1].src[0]
+  return to_program(ast, CUDARenderer(Target(device="CUDA", arch="sm_90"), use_nvcc=True)).src[2].arg.count("__WMMA_8_16_32_signed_char_int(") - 1
+assert mmas(T) == mmas(S.bind(40)) == 16, (mmas(T), mmas(S.bind(40)))
+rng = np.random.default_rng(0)
+xq, wq = rng.integers(-128, 128, (T, B, 32), dtype=np.int8), rng.integers(-8, 8, (N, B, 32), dtype=np.int8)
+sx, sw = rng.random((T, B), dtype=np.float32), rng.random((N, B), dtype=np.float32)
+X, W, SX, SW = Tensor(xq).realize(), Tensor(wq).realize(), Tensor(sx).realize(), Tensor(sw).realize()
+out = Tensor.zeros(T, N).contiguous().realize()
+@TinyJit
+def f(s): out[:s].assign(prod(X[:s], W, SX[:s], SW)).realize()
+for s in (70, 5, 128, 33):
+  f(S.bind(s))
+  ref = np.einsum("tbk,nbk,tb,nb->tn", xq[:s].astype(np.float64), wq.astype(np.float64), sx[:s].astype(np.float64), sw.astype(np.float64))
+  got = out.numpy()[:s]
+  assert np.abs(got - ref).max() / np.abs(ref).max() < 1e-6, (s, np.abs(got - ref).max())
+print("ok")
+"""
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc for the CUDA source compiled for sm_90 (nothing run)")
+def test_0032_tensor_core_kernels_upcast_a_symbolic_dim(trees):
+  assert_patch_needed(trees, "0032", TC_SYMBOLIC_UPCAST, env={"DEV": "PYTHON::sm_80", "CACHELEVEL": "0"})
