@@ -2,7 +2,7 @@
 integer tensor-core GEMM), packed (today's generated path: dequantized inside the product, fp32 CUDA cores) and i8 (tensor
 ops: x rounded per block to 24 bits as three int8 parts, W's quants as int8, the block products on the int8 tensor cores of
 patch 0029, the scales applied per block). Prints us per product (x's rounding and W's int8 quants included) and the
-relative L2 error against float64. i8 needs TC_OPT=1 (the product is a nested reduction) unless a heuristic patch gives it."""
+relative L2 error against float64. blk: apps.quantized.block_product as the model runs it. i8 needs TC_OPT=1 (the product is a nested reduction) unless a heuristic patch gives it."""
 import math, os, sys, time
 import numpy as np
 import apps  # noqa: F401
@@ -75,6 +75,9 @@ def int8_matmul(x:Tensor, wq:Tensor) -> Tensor: return (x.cast(dtypes.int32) @ w
 
 def product(form, l, x):
   if form in ("hand", "packed"): return l(x)
+  if form == "blk":                                   # apps.quantized.block_product (a Q4_0 block's parts summed in int32)
+    from apps.quantized import block_product
+    return block_product(l.w, x)
   return i8b_product(l.w, x) if form == "i8b" else i8_product(l.w, x)
 
 for name, N, K in SHAPES:
