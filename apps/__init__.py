@@ -40,6 +40,15 @@ if "CACHEDB" not in os.environ:
 # the logits do not survive. Set before tinygrad is imported, as its ContextVars read the environment then
 os.environ.setdefault("ALLOW_TF32", "2")
 
+# GPU device nodes (NVIDIA, AMD's kfd, DRM render nodes: Intel / AMD / Qualcomm, WSL's dxg). tinygrad picks its default
+# device by opening each backend in turn (METAL, AMD, NV, CUDA, QCOM, CL, then CPU), importing their driver bindings: ~0.4 s
+# of every process on a machine without a GPU, where none of them can open. There the CPU is named directly; DEV wins.
+GPU_NODES = ("/dev/nvidiactl", "/dev/kfd", "/dev/dri", "/dev/dxg", "/dev/kgsl-3d0")
+def default_device(env: dict, platform: str = sys.platform, exists=os.path.exists) -> str | None:
+  """The DEV to set before tinygrad is imported: None (tinygrad's own probe) where DEV is set or a GPU may be present."""
+  return None if "DEV" in env or platform == "darwin" or any(exists(p) for p in GPU_NODES) else "CPU"
+if (_dev := default_device(os.environ)) is not None: os.environ["DEV"] = _dev
+
 # Which kernels compute the model (Transformer(kernels=...), --kernels): "hand", the hand-written kernels where the device
 # compiles them (CUDA, Metal; elsewhere the portable kernels with the optimizations apps.dispatch.plan_opts picks), or
 # "generated", tinygrad's own code generator for every kernel (heuristics, or BEAM), as on a device without hand-written ones

@@ -105,3 +105,21 @@ def test_old_series_cachedbs_are_pruned(tmp_path):
   (tmp_path / "other.db").write_bytes(b"")
   prune_cachedbs(tmp_path)
   assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["other.db"] + [f"cache-{i}.db{s}" for i in (2, 3, 4, 5) for s in ("", "-wal", "-shm")])
+
+def test_the_cpu_is_named_directly_only_without_gpu_device_nodes():
+  from apps import default_device, GPU_NODES
+  none, only = (lambda p: False), (lambda node: (lambda p: p == node))
+  assert default_device({}, "linux", none) == "CPU"
+  assert all(default_device({}, "linux", only(n)) is None for n in GPU_NODES)
+  assert default_device({}, "darwin", none) is None and default_device({"DEV": "CUDA"}, "linux", none) is None
+
+@pytest.mark.skipif(any(os.path.exists(p) for p in ("/dev/nvidiactl", "/dev/kfd", "/dev/dri", "/dev/dxg", "/dev/kgsl-3d0")),
+                    reason="a GPU device node exists: tinygrad's own probe picks the device")
+def test_a_process_without_a_gpu_opens_no_gpu_backend():
+  # tinygrad's default-device probe imports each GPU backend's driver bindings (~0.4 s); without GPU nodes apps skips it
+  code = ("import apps, sys; from tinygrad import Device; print(Device.DEFAULT, "
+          "sorted(m for m in sys.modules if m.startswith('tinygrad.runtime.ops_')))")
+  env = {k: v for k, v in os.environ.items() if k != "DEV"}
+  r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+  assert r.returncode == 0, r.stderr[-2000:]
+  assert r.stdout.split()[0] == "CPU" and "ops_nv" not in r.stdout and "ops_amd" not in r.stdout and "ops_cuda" not in r.stdout, r.stdout

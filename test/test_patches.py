@@ -839,3 +839,26 @@ print("ok")
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc for the CUDA source compiled for sm_90 (nothing run)")
 def test_0032_tensor_core_kernels_upcast_a_symbolic_dim(trees):
   assert_patch_needed(trees, "0032", TC_SYMBOLIC_UPCAST, env={"DEV": "PYTHON::sm_80", "CACHELEVEL": "0"})
+
+CPU_HELPERS_CACHED = """
+# the CPU device's four helper programs (signal, wait, timestamp, worker) are lowered by the first process only: a second one
+# with the same disk cache opens the device, and runs a kernel, lowering none of them
+import os, subprocess, sys, tempfile
+child = '''
+import tinygrad.runtime.ops_cpu as cpu
+from tinygrad import Device, Tensor
+lowered, lower = [], cpu.do_to_program
+cpu.do_to_program = lambda *a: lowered.append(a) or lower(*a)
+Device["CPU"]
+assert (Tensor([1.0, 2.0]) * 3).tolist() == [3.0, 6.0]
+print(len(lowered))
+'''
+env = {**os.environ, "DEV": "CPU", "CACHEDB": os.path.join(tempfile.mkdtemp(), "cache.db")}
+runs = [subprocess.run([sys.executable, "-c", child], env=env, capture_output=True, text=True) for _ in range(2)]
+assert all(r.returncode == 0 for r in runs), [r.stderr[-2000:] for r in runs]
+assert [r.stdout.split()[-1] for r in runs] == ["4", "0"], [r.stdout for r in runs]
+print("ok")
+"""
+
+def test_0033_cpu_helper_programs_from_the_disk_cache(trees):
+  assert_patch_needed(trees, "0033", CPU_HELPERS_CACHED, env={"DEV": "CPU"})
