@@ -131,8 +131,12 @@ class Captures:
 
   def _read(self, p: Path) -> CapturedJit:
     with open(p, "rb") as f:
-      ret, linear, names, info = _Unpickler(f, {n: b for b, n in state_buffers(self.model).items()}).load()
-    return CapturedJit(Tensor(ret), linear, names, info)
+      ret, linear, names, info, written = _Unpickler(f, {n: b for b, n in state_buffers(self.model).items()}).load()
+    cj = CapturedJit(Tensor(ret), linear, names, info)
+    # the buffers the step writes, as saved: finding them again walks every kernel's arguments (~0.5 s of a second process's
+    # first step for a model of a thousand kernels)
+    cj.__dict__["_written_uops"] = written
+    return cj
 
   def save(self) -> None:
     """Write every step captured and not saved yet (atomically: a reader sees a whole file or none)."""
@@ -146,7 +150,8 @@ class Captures:
         for other in p.parent.parent.iterdir():
           if other.is_dir() and other != p.parent: shutil.rmtree(other, ignore_errors=True)
         buf = io.BytesIO()
-        _Pickler(buf, state_buffers(self.model), cj._written_uops).dump((cj.ret.uop, cj._linear, cj.expected_names, cj.expected_input_info))
+        _Pickler(buf, state_buffers(self.model), cj._written_uops).dump((cj.ret.uop, cj._linear, cj.expected_names, cj.expected_input_info,
+                                                                         cj._written_uops))
         fd, tmp = tempfile.mkstemp(dir=p.parent, suffix=".tmp")
         with os.fdopen(fd, "wb") as f: f.write(buf.getvalue())
         os.replace(tmp, p)

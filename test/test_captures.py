@@ -5,6 +5,7 @@ import json, os, subprocess, sys
 import numpy as np
 import pytest
 from apps import synth, captures
+from tinygrad.engine.jit import CapturedJit
 from apps.model import Transformer
 from tools.make_model_goldens import N_GREEDY, load_golden
 
@@ -27,6 +28,10 @@ def test_a_second_model_replays_the_first_ones_captures(tmp_path, gold):
   b = model(tmp_path)
   assert list(b.generate(prompt, N_GREEDY)) == want and b.captures.loaded == 2
   assert all(j.captured is not None for j in b.captures.jits.values())
+  # a step read from its file brings the buffers it writes (the loading model's own and its scratch): the set its kernels give
+  for p in tmp_path.rglob("*.pkl"):
+    cj = b.captures._read(p)
+    assert "_written_uops" in cj.__dict__ and cj._written_uops and cj._written_uops == CapturedJit._written_uops.func(cj)
   # b's replays wrote b's caches, not a's: the loaded steps hold b's buffers
   assert np.array_equal(a.caches[0].numpy(), cache_a) and not np.array_equal(b.caches[0].numpy(), np.zeros_like(cache_a))
   assert np.array_equal(b.caches[0].numpy()[:len(prompt)], cache_a[:len(prompt)])
