@@ -6,7 +6,7 @@ One server (one model load, SLOTS requests at once) serves the module. Expected 
 same model alone on a fresh context (Transformer.generate, not the batched step), computed before the server starts:
 greedy and seeded replies must be the same tokens whether a request runs alone or batched with others.
 """
-import http.client, json, signal, socket, subprocess, sys, threading, time
+import gc, http.client, json, signal, socket, subprocess, sys, threading, time
 from pathlib import Path
 import pytest
 from apps.engine import Engine, resolve_model
@@ -227,6 +227,7 @@ def test_storm_of_mixed_and_abandoned_requests(srv):
   from tinygrad import GlobalCounters
   rng, port = random.Random(5), srv.server_address[1]
   srv.scheduler.warmup([Params(), Params(temperature=0.8)])   # every batch size's step of the storm's samplers exists (the server is idle)
+  gc.collect()   # other tests' garbage (this worker may have run them) would be freed during the storm and read as less memory
   mem0 = GlobalCounters.mem_used
   def client(i: int) -> None:
     kind = rng.choice(["whole", "stream", "abandon_stream", "abandon", "malformed"])
@@ -251,6 +252,7 @@ def test_storm_of_mixed_and_abandoned_requests(srv):
   assert sorted(srv.scheduler.free) == list(range(SLOTS))
   health = json.loads(request(port, "GET", "/health")[2])
   assert health["slots_busy"] == 0 and health["waiting"] == 0
+  gc.collect()
   assert GlobalCounters.mem_used == mem0
   status, _, payload = chat(srv, {"messages": MSG_A, "max_tokens": 12, "temperature": 0})
   assert status == 200 and json.loads(payload)["choices"][0]["message"]["content"] == srv.engine.refs["A"]
