@@ -42,11 +42,12 @@ os.environ.setdefault("ALLOW_TF32", "2")
 
 # GPU device nodes (NVIDIA, AMD's kfd, DRM render nodes: Intel / AMD / Qualcomm, WSL's dxg). tinygrad picks its default
 # device by opening each backend in turn (METAL, AMD, NV, CUDA, QCOM, CL, then CPU), importing their driver bindings: ~0.4 s
-# of every process on a machine without a GPU, where none of them can open. There the CPU is named directly; DEV wins.
+# of every process on a machine without a GPU, where none of them can open. On Linux without these nodes the CPU is named
+# directly (elsewhere a GPU has no such node: tinygrad probes); DEV wins.
 GPU_NODES = ("/dev/nvidiactl", "/dev/kfd", "/dev/dri", "/dev/dxg", "/dev/kgsl-3d0")
 def default_device(env: dict, platform: str = sys.platform, exists=os.path.exists) -> str | None:
   """The DEV to set before tinygrad is imported: None (tinygrad's own probe) where DEV is set or a GPU may be present."""
-  return None if "DEV" in env or platform == "darwin" or any(exists(p) for p in GPU_NODES) else "CPU"
+  return None if "DEV" in env or not platform.startswith("linux") or any(exists(p) for p in GPU_NODES) else "CPU"
 if (_dev := default_device(os.environ)) is not None: os.environ["DEV"] = _dev
 
 # Which kernels compute the model (Transformer(kernels=...), --kernels): "hand", the hand-written kernels where the device

@@ -116,7 +116,8 @@ def test_the_cpu_is_named_directly_only_without_gpu_device_nodes():
   none, only = (lambda p: False), (lambda node: (lambda p: p == node))
   assert default_device({}, "linux", none) == "CPU"
   assert all(default_device({}, "linux", only(n)) is None for n in GPU_NODES)
-  assert default_device({}, "darwin", none) is None and default_device({"DEV": "CUDA"}, "linux", none) is None
+  assert default_device({}, "darwin", none) is None and default_device({}, "win32", none) is None
+  assert default_device({"DEV": "CUDA"}, "linux", none) is None
 
 @pytest.mark.skipif(any(os.path.exists(p) for p in ("/dev/nvidiactl", "/dev/kfd", "/dev/dri", "/dev/dxg", "/dev/kgsl-3d0")),
                     reason="a GPU device node exists: tinygrad's own probe picks the device")
