@@ -145,23 +145,29 @@ class Engine:
            capture_dir: Path | None = None, cache_type: str = "f32", slots: int = 1) -> Engine:
     """The model of `source` with `slots` sequences of cache (batched serving: apps/batching.py), its prefill and decode
     steps kept in capture_dir across processes (.cache/captures by default: apps/captures.py)."""
-    from apps.mla import Config
+    from apps.mla import Config, largest_upload
+    from apps.readback import Opening
     from apps.model import Transformer
     from apps import captures
     from tinygrad import GlobalCounters
-    with GGUFFile(source.path) as gf:  # one open file for all of it
-      Config.from_gguf(gf)  # the metadata, the tokenizer and the template first: their errors come before the slow part
-      tok = Tokenizer.from_gguf(gf)
-      tmpl = ChatTemplate.from_gguf(gf, tok)
-      if not quiet: note(f"loading {source.path} ({source.path.stat().st_size / 2**30:.2f} GiB)")
-      t0, tty, mem0 = time.perf_counter(), sys.stderr.isatty(), GlobalCounters.mem_used
-      def progress(i: int, n: int) -> None:  # redrawn on a terminal; only the last line otherwise
-        if quiet or (not tty and i < n): return
-        gib, s = (GlobalCounters.mem_used - mem0) / 2**30, time.perf_counter() - t0
-        sys.stderr.write(f"{chr(13) if tty else ''}llm: block {i}/{n} loaded ({gib:.2f} GiB, {s:.1f} s)" + ("\n" if i == n else ""))
-        sys.stderr.flush()
-      model = Transformer(gf, max_context, device, progress=progress, kernels=kernels, capture_dir=capture_dir or captures.default_dir(),
-                          cache_type=cache_type, slots=slots)
+    opening = Opening(device)   # the device opens while the file's vocabulary and the tokenizer are read
+    try:
+      with GGUFFile(source.path) as gf:  # one open file for all of it
+        Config.from_gguf(gf)  # the metadata, the tokenizer and the template first: their errors come before the slow part
+        opening.reserve(largest_upload(gf))
+        tok = Tokenizer.from_gguf(gf)
+        tmpl = ChatTemplate.from_gguf(gf, tok)
+        if not quiet: note(f"loading {source.path} ({source.path.stat().st_size / 2**30:.2f} GiB)")
+        t0, tty, mem0 = time.perf_counter(), sys.stderr.isatty(), GlobalCounters.mem_used
+        def progress(i: int, n: int) -> None:  # redrawn on a terminal; only the last line otherwise
+          if quiet or (not tty and i < n): return
+          gib, s = (GlobalCounters.mem_used - mem0) / 2**30, time.perf_counter() - t0
+          sys.stderr.write(f"{chr(13) if tty else ''}llm: block {i}/{n} loaded ({gib:.2f} GiB, {s:.1f} s)" + ("\n" if i == n else ""))
+          sys.stderr.flush()
+        opening.wait()
+        model = Transformer(gf, max_context, device, progress=progress, kernels=kernels, capture_dir=capture_dir or captures.default_dir(),
+                            cache_type=cache_type, slots=slots)
+    finally: opening.close()
     if not quiet:
       model.captures.on_new = _note_step
       model.captures.on_unsaved = lambda step, e: note(f"could not keep a captured step in {model.captures.dir} ({e}): "

@@ -273,6 +273,15 @@ SPLIT_POINTS = (
 )
 DEFAULT_SPLIT_MASK = 0
 
+def largest_upload(gf: GGUFFile) -> int:
+  """File bytes of the largest upload a model's load makes: a tensor, or two of a block's tensors of one type stacked
+  ([gate; up], [q_a; kv_a]; the two largest of a type, which those are where they stack). The staging slots are sized
+  for it before the first tensor (apps.readback.Opening)."""
+  groups: dict[tuple[str, int], list[int]] = {}
+  for t in gf.tensors.values():
+    groups.setdefault((t.name.split(".")[1] if t.name.startswith("blk.") else t.name, t.type), []).append(t.nbytes)
+  return max((sum(sorted(v)[-2:]) for v in groups.values()), default=0)
+
 def _stackable(gf: GGUFFile, names: list[str]) -> bool:
   infos = [gf.tensor(n) for n in names]
   return all(len(i.ne) == 2 and i.ne[0] == infos[0].ne[0] and i.type == infos[0].type for i in infos)

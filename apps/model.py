@@ -23,7 +23,7 @@ from apps import KERNEL_PATHS, CACHE_TYPES
 from apps.kernels import Fusions, KernelModules
 from apps.quantized import QuantizedEmbedding, QuantizedExpertWeights, QuantizedLinear, load_tensor
 from apps import sampling
-from apps.readback import Readback, trim, upload, upload_many
+from apps.readback import Readback, device_full, to_device, trim, upload, upload_many
 from apps import captures
 
 class ContextOverflow(ValueError):
@@ -108,22 +108,19 @@ class Transformer:
     else: self.max_context = min(max_context or 4096, cfg.context_length)
     # the latent cache of every block: `slots` sequences of max_context rows each, one after the other
     self.slots = slots
-    self.caches = [Tensor.zeros(slots * self.max_context, cfg.kv_lora_rank + cfg.qk_rope, dtype=self.cache_dtype, device=self.device).contiguous()
-                   for _ in self.blocks]
+    # the model's state, made without a schedule (readback.device_full): a second process's first step replays its
+    # captured steps and would otherwise schedule for the first time here
+    zeros = lambda *shape, dtype=dtypes.int32: device_full(shape, 0, dtype, self.device)
+    self.caches = [zeros(slots * self.max_context, cfg.kv_lora_rank + cfg.qk_rope, dtype=self.cache_dtype) for _ in self.blocks]
     cos, sin = rope_tables(cfg, self.max_context)
-    self.rope_cos, self.rope_sin = Tensor(cos, device=self.device), Tensor(sin, device=self.device)
-    self._pos_zero = Tensor.zeros(2, dtype=dtypes.int32, device=self.device).contiguous()
+    self.rope_cos, self.rope_sin = to_device(cos, self.device), to_device(sin, self.device)
+    self._pos_zero = zeros(2)
     # the last sampled id lives on the device: the decode step reads it and overwrites it (a JIT input would be copied)
-    self.token = Tensor.zeros(1, dtype=dtypes.int32, device=self.device).contiguous()
-    self._tokens = Tensor.zeros(self.max_context, dtype=dtypes.int32, device=self.device).contiguous()  # a prompt, padded
+    self.token = zeros(1)
+    self._tokens = zeros(self.max_context)  # a prompt, padded
     # batched decode (step()): each slot's last sampled id, and a step's rows: their slots and [position, first cache row]
-    self.slot_tokens = Tensor.zeros(slots, dtype=dtypes.int32, device=self.device).contiguous()
-    self._row_slots = Tensor.zeros(slots, dtype=dtypes.int32, device=self.device).contiguous()
-    self._row_pos = Tensor.zeros(slots, 2, dtype=dtypes.int32, device=self.device).contiguous()
-    self._row_out = Tensor.zeros(slots, dtype=dtypes.int32, device=self.device).contiguous()
+    self.slot_tokens, self._row_slots, self._row_pos, self._row_out = zeros(slots), zeros(slots), zeros(slots, 2), zeros(slots)
     self._read: Readback | None = None  # made on the first generate()
-    Tensor.realize(*self.caches, self.rope_cos, self.rope_sin, self._pos_zero, self.token, self._tokens, self.slot_tokens, self._row_slots,
-                   self._row_pos, self._row_out)
     self.slot_cached: list[list[int]] = [[] for _ in range(slots)]  # per slot: tokens whose latents are in its cache rows, in order
     self.slot_last: list[int | None] = [None] * slots                # per slot: its last sampled token (not in the cache yet)
     self._v_pos = UOp.variable("start_pos", 0, self.max_context - 1)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 import numpy as np
 from tinygrad import Tensor, dtypes
-from apps.readback import upload_rows
+from apps.readback import device_full, upload_rows
 
 @dataclass(frozen=True)
 class Params:
@@ -80,11 +80,10 @@ class Sampler:
   def __init__(self, vocab_size: int, device: str, slots: int = 1):
     self.vocab_size, self.device, self.slots = vocab_size, device, slots
     self.params = [Params()] * slots
-    f = lambda v, dt=dtypes.float32: Tensor.full((slots,), v, dtype=dt, device=device).contiguous()
+    f = lambda v, dt=dtypes.float32: device_full((slots,), v, dt, device)
     self.temperature, self.top_p, self.min_p, self.penalty = f(0.0), f(1.0), f(0.0), f(1.0)
     self.top_k, self.seed, self.counter, self.window = f(0, dtypes.uint32), f(0, dtypes.uint32), f(0, dtypes.uint32), f(0, dtypes.int32)
-    self.recent = Tensor.full((slots, RING), -1, dtype=dtypes.int32, device=device).contiguous()
-    Tensor.realize(self.temperature, self.top_p, self.min_p, self.penalty, self.top_k, self.seed, self.counter, self.window, self.recent)
+    self.recent = device_full((slots, RING), -1, dtypes.int32, device)
 
   @property
   def structure(self) -> tuple[bool, ...]: return self.params[0].structure

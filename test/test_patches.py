@@ -862,3 +862,34 @@ print("ok")
 
 def test_0033_cpu_helper_programs_from_the_disk_cache(trees):
   assert_patch_needed(trees, "0033", CPU_HELPERS_CACHED, env={"DEV": "CPU"})
+
+GRAPH_ESTIMATES = """
+# a graph of 150 kernels over symbolic lengths of p and n: its estimates are a short linear form equal to the kernels' own sum
+from tinygrad import Tensor, TinyJit, UOp
+from tinygrad.uop.ops import Ops
+from tinygrad.engine.jit import GraphRunner
+from tinygrad.engine.realize import estimate_uop
+p, n = UOp.variable("p", 0, 32), UOp.variable("n", 1, 32)
+@TinyJit
+def f(c:Tensor, p:UOp, n:UOp) -> Tensor:
+  y = Tensor.zeros(4).contiguous()
+  for i in range(150):
+    rows = (p + n, n, p + 2 * n)[i % 3]
+    y = (y + (c[:rows] * (i + 2)).sum(0)).contiguous()
+  return y.realize()
+c = Tensor.ones(128, 4).contiguous().realize()
+for v in (8, 9, 10): f(c, p.bind(v), n.bind(3))
+linear = f.captured.linear
+gr = GraphRunner(UOp(Ops.LINEAR, src=(linear,)), (c.uop.base,))
+ops = gr.estimates.ops
+for vv in ({"p": 0, "n": 1}, {"p": 17, "n": 5}, {"p": 32, "n": 32}):
+  want = sum(e if isinstance(e, int) else e.sym_infer(vv) for e in (estimate_uop(k).ops for k in linear.src))
+  assert ops.sym_infer(vv) == want, (vv, ops.sym_infer(vv), want)
+size = len(ops.toposort())
+print(len(linear.src), "calls,", size, "nodes")
+assert size < 20, size
+print("ok")
+"""
+
+def test_0034_graph_estimates_summed_as_a_short_linear_form(trees):
+  assert_patch_needed(trees, "0034", GRAPH_ESTIMATES, env={"DEV": "CPU"})

@@ -129,3 +129,36 @@ def test_split_kernel_arguments_are_packed_in_order():
   c_args, _ = encode_args((0x1000, 0x2000), vals, R._SPLIT_SIG)
   raw = ctypes.string_at(ctypes.addressof(c_args), ctypes.sizeof(c_args))
   assert raw == np.array([0x1000, 0x2000], np.uint64).tobytes() + np.array(vals, np.uint32).tobytes()
+
+def test_reserve_sizes_both_slots_once():
+  st, cu = staging()
+  allocs = []
+  cu.alloc = (lambda alloc: lambda n, spec: allocs.append(n) or alloc(n, spec))(cu.alloc)
+  st.reserve(4096)
+  assert sorted(allocs) == [4096, 4096]
+  for n in (4096, 100, 4096):   # uploads up to the reserved size take a slot as it is
+    st.lend(n); st.give_back()
+    st.copy([(DEVICE_BUFFER, np.zeros(n, np.uint8))])
+  assert len(allocs) == 2
+
+def test_device_full_writes_every_element_without_a_kernel():
+  from tinygrad import GlobalCounters, dtypes
+  before = GlobalCounters.kernel_count
+  for shape, v, dt in (((3, 5), 0, dtypes.float32), ((7,), 1.0, dtypes.float32), ((4, 9), -1, dtypes.int32), ((5,), 7, dtypes.uint32),
+                       ((6, 3), 0.5, dtypes.float16)):
+    t = R.device_full(shape, v, dt)
+    assert t.uop.is_realized and t.shape == shape and t.dtype == dt and (t.numpy() == v).all()
+  assert GlobalCounters.kernel_count == before
+
+def test_a_failed_load_leaves_no_worker_waiting(tmp_path, monkeypatch):
+  """Engine.load opens the device on a worker while it parses the file (readback.Opening), which on CUDA then waits for
+  the staging size: a file that fails to parse must not leave it waiting (the weights' host copies run on the same
+  workers). The CPU taken for CUDA here up to that wait (no upload happens)."""
+  import threading
+  monkeypatch.setattr(R, "staged", lambda device: True)
+  from apps.engine import Engine, Source
+  from apps.gguf import GGUFError
+  (bad := tmp_path / "bad.gguf").write_bytes(b"GGUF" + b"\x03\x00\x00\x00" + b"\xff" * 32)
+  with pytest.raises(GGUFError): Engine.load(Source(bad, "bad", "file"), quiet=True)
+  barrier = threading.Barrier(R.POOL._max_workers)
+  assert all(f.result(timeout=20) is not None for f in [R.POOL.submit(barrier.wait, 20) for _ in range(R.POOL._max_workers)])
