@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# One GPU call: a second process's start, A (da592b5: A/ holds its versions of the apps files changed since, and the series
-# without patch 34) against B (the checkout: the model's state without a schedule, patch 34), interleaved A B A B, fresh processes
+# One GPU call: a second process's start, A (da592b5: the checkout with change.diff, the apps part of a1ef0b4, reversed,
+# and the series without patch 34) against B (the checkout: the model's state without a schedule, patch 34), interleaved A B A B, fresh processes
 # (tools.start_time), the bytecode written at set-up as ./run does. First: device_full on CUDA against numpy.
 #   PRESETS=youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash bash runs/2026-11-28-start2/run1.sh
 cd "$(dirname "$0")/../.."
@@ -20,7 +20,7 @@ print("device_full ok")
 PY
 ( time python3 apply_patches.py; time python3 -m compileall -q apps tools ) > $OUT/apply_B.txt 2>&1
 rm -rf /tmp/A && mkdir /tmp/A && tar --exclude=./.cache -cf - . | (cd /tmp/A && tar xf -) && ln -s "$PWD/.cache" /tmp/A/.cache
-cp runs/2026-11-28-start2/A/*.py /tmp/A/apps/
+(cd /tmp/A && patch -R -s -p1 < runs/2026-11-28-start2/change.diff)
 sed -i '/^0034-/d' /tmp/A/patches/series && rm /tmp/A/patches/0034-*
 (cd /tmp/A && rm -rf $(find apps tools -name __pycache__) && ( time python3 apply_patches.py; time python3 -m compileall -q apps tools ) > $OUT/apply_A.txt 2>&1)
 python3 -c "from apps import synth; [synth.generate(p, 'release', progress=False) for p in '${PRESETS}'.split(',')]" && sync
