@@ -253,8 +253,8 @@ def _staging(device: str) -> _Staging:
 
 class Opening:
   """A device opened, and on CUDA its staging slots sized for a model's largest upload, on a worker thread while the caller
-  parses the model file: the CUDA context (~0.3 s on the H100's host) and the pinned slots (~0.2 s for two of 150 MB)
-  overlap the vocabulary's parse and the tokenizer. `reserve(nbytes)` once the size is known, `wait()` before the first
+  parses the model file: the CUDA context (~0.3 s on the H200's host) and the pinned slots (~0.4 s for two of 150 MB,
+  cProfile) overlap the vocabulary's parse and the tokenizer. `reserve(nbytes)` once the size is known, `wait()` before the first
   tensor (tinygrad's devices are not opened from two threads at once), `close()` in any case (a caller that failed)."""
   def __init__(self, device: str | None):
     self.device, self.size = Device.canonicalize(device), Future()
