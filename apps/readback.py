@@ -97,7 +97,7 @@ def device_full(shape: tuple[int, ...], value, dtype, device: str | None = None)
   """A realized device tensor of shape and dtype, every element `value`, without a schedule (a model's state at load: a
   realize of Tensor.full is the process's only schedule before its first step, and on a second process that replays its
   captured steps, scheduling for the first time costs ~0.2 s). On CUDA a memset queued on the stream (a latent cache
-  can be gigabytes); elsewhere the values copied in from the host."""
+  can be gigabytes); elsewhere the values copied in from the host, 16 MiB at a time (no host copy of the whole)."""
   t = device_empty(shape, dtype, device)
   buf, arr = t.uop.buffer, np.full(1, value, dtype=_to_np_dtype(dtype))
   if staged(buf.device) and arr.itemsize in (1, 2, 4):
@@ -106,7 +106,12 @@ def device_full(shape: tuple[int, ...], value, dtype, device: str | None = None)
     memset = {1: cuda.cuMemsetD8Async, 2: cuda.cuMemsetD16Async, 4: cuda.cuMemsetD32Async}[arr.itemsize]
     check(cuda.cuCtxSetCurrent(Device[buf.device].context))
     check(memset(buf._buf, int(arr.view({1: np.uint8, 2: np.uint16, 4: np.uint32}[arr.itemsize])[0]), buf.size, None))
-  else: _copy_in([(buf, np.full(buf.size, value, dtype=arr.dtype))])
+  else:
+    step = max(1, (16 << 20) // arr.itemsize)
+    piece = np.full(min(step, buf.size), value, dtype=arr.dtype)
+    for at in range(0, buf.size, step):
+      n = min(step, buf.size - at)
+      _copy_in([(buf if n == buf.size else buf.view(n, dtype, at * arr.itemsize).ensure_allocated(), piece[:n])])
   return t
 
 def to_device_stacked(arrs: list[np.ndarray], axis: int, device: str | None = None) -> Tensor:

@@ -145,7 +145,7 @@ def test_device_full_writes_every_element_without_a_kernel():
   from tinygrad import GlobalCounters, dtypes
   before = GlobalCounters.kernel_count
   for shape, v, dt in (((3, 5), 0, dtypes.float32), ((7,), 1.0, dtypes.float32), ((4, 9), -1, dtypes.int32), ((5,), 7, dtypes.uint32),
-                       ((6, 3), 0.5, dtypes.float16)):
+                       ((6, 3), 0.5, dtypes.float16), ((3, 2_000_001), 2.0, dtypes.float32)):   # the last in two pieces
     t = R.device_full(shape, v, dt)
     assert t.uop.is_realized and t.shape == shape and t.dtype == dt and (t.numpy() == v).all()
   assert GlobalCounters.kernel_count == before
