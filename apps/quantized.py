@@ -29,7 +29,7 @@ import math
 from typing import Sequence
 import numpy as np
 from apps.gguf import GGUFFile, GGMLType, GGUFError
-from tinygrad import Tensor, dtypes
+from tinygrad import Tensor, Device, dtypes
 from tinygrad.dtype import DType
 from tinygrad.helpers import prod
 from tinygrad.uop.ops import sint
@@ -40,6 +40,50 @@ from apps.dispatch import KernelSpec, KernelCall, base_device
 from apps.kernels import Fusions, KernelModules, to_bound
 
 # ---------------------------------------------------------------- the layers
+
+# A chunk's products of 32-weight blocks on the generated path, where the device has int8 tensor cores (NVIDIA sm_80+, patches
+# 0029-0032): tensor ops that compute what the hand-written integer GEMM computes, in kernels of tinygrad's own.
+BLOCK_PRODUCT_TYPES = (GGMLType.Q4_0, GGMLType.Q8_0)
+BLOCK_PRODUCT_ROWS = 64   # tokens of a chunk from which its products are block products (a decode step's stay matvecs)
+
+def int8_tensor_cores(device: str) -> bool:
+  """Whether `device`'s renderer has a tensor core for int8 operands with int32 sums."""
+  return any(tc.dtype_in == dtypes.int8 and tc.dtype_out == dtypes.int32 for tc in Device[device].renderer.tensor_cores)
+
+def x_parts(x: Tensor) -> tuple[Tensor, Tensor]:
+  """x (T, K) rounded per block of 32 to 24-bit integers X, as the hand-written integer kernels round it (x24 in the tests),
+  as three int8 parts a block (T, K/32, 3, 32) with X = 65536 h + 256 m + l, and the blocks' scales (T, K/32)."""
+  T, K = x.shape
+  xb = x.reshape(T, K // 32, 32)
+  sx = xb.abs().max(-1) / 8323072                          # 127 * 65536: h stays within int8
+  v = xb * (sx == 0).where(0.0, sx.reciprocal()).unsqueeze(-1)
+  X = (v.sign() * (v.abs() + 0.5).floor()).cast(dtypes.int32)   # half away from zero
+  l = ((X + 128) & 255) - 128
+  Y = (X - l) >> 8
+  m = ((Y + 128) & 255) - 128
+  return Tensor.stack((Y - m) >> 8, m, l, dim=2).cast(dtypes.int8).contiguous(), sx.contiguous()
+
+def int8_quants(w: PackedTensor) -> Tensor:
+  """A Q4_0 / Q8_0 weight's quants as int8 (N, K/32, 32), the block's scale left out."""
+  if w.type == GGMLType.Q8_0: return w.parts["qs"].bitcast(dtypes.int8)
+  b = w.parts["qs"].bitcast(dtypes.uint8)                   # Q4_0: element i in the low nibble of byte i, 16 + i in the high
+  return (Tensor.cat(b & 15, b >> 4, dim=-1).cast(dtypes.int8) - 8).contiguous()
+
+def block_product(w: PackedTensor, x: Tensor) -> Tensor:
+  """x @ W.T (..., out) for a Q4_0 / Q8_0 weight as integer tensor ops: each block's int32 sums of x's three parts against its
+  quants (the innermost reduction, one block: the tensor cores take it), combined and scaled by both blocks' scales in fp32,
+  summed over the blocks. Exact but for x's 24-bit rounding and the fp32 sums."""
+  lead, K, N = x.shape[:-1], w.in_features, w.rows[0]
+  xq, sx = x_parts(x.reshape(prod(lead), K))
+  T, nb = xq.shape[0], K // 32
+  dots = (xq.reshape(T, 1, nb, 3, 32).cast(dtypes.int32) * int8_quants(w).reshape(1, N, nb, 1, 32).cast(dtypes.int32)).sum(-1)
+  # the parts' weights 65536, 256, 1 from an arange: constants in the kernel (a tensor of them would be a host upload, which
+  # splits a captured chunk's graph). Q4_0's |q| <= 8 keeps a block's X within int32 (65536 * 32512 + 257 * 32768 < 2^31),
+  # so it is summed in integers and converted once a block (a quarter-rate instruction on the GPUs); Q8_0's parts in fp32
+  p = Tensor.arange(3).to(x.device)
+  coef = (p == 0).where(65536, (p == 1).where(256, 1))
+  X = (dots * coef.cast(dtypes.int32)).sum(-1).cast(dtypes.float) if w.type == GGMLType.Q4_0 else (dots.cast(dtypes.float) * coef.float()).sum(-1)
+  return (X * sx.reshape(T, 1, nb) * w.parts["d"].float().reshape(1, N, nb)).sum(-1).reshape(*lead, N)
 
 def _check_device(w: PackedTensor, t: Tensor, what: str) -> None:
   if t.device != w.device: raise ValueError(f"{w.name}: {what} is on {t.device}, the weights on {w.device}")
@@ -105,6 +149,14 @@ class QuantizedLinear:
     _check_device(self.w, x, "the input")
     N = self.out_features // 2 if glu else self.out_features
     xs, B, Bmax = _flat(x, 1, self.w.name, self.fusions.slices)
+    if self.kernels == "generated" and Bmax >= BLOCK_PRODUCT_ROWS and self.type in BLOCK_PRODUCT_TYPES and int8_tensor_cores(x.device):
+      # x padded to its bound and the product made there in full, as the kernels take them: sliced back to a symbolic token
+      # count, the product's kernel would compute only those rows, its every load masked
+      xs = xs[:, :self.in_features] if stride else xs
+      y = block_product(self.w, rms_norm(xs, *norm).cast(x.dtype) if norm is not None else xs).contiguous()
+      if glu: y = y[..., :N].silu() * y[..., N:]
+      y = _unflat(y, B, Bmax, (*x.shape[:-1], N))
+      return y if residual is None else residual + y
     spec = KernelSpec("linear", self.w.fmt, Bmax, 1, N, self.in_features, 1, False, False, base_device(x.device),
                       norm=norm is not None, residual=residual is not None, glu=glu, eps=norm[1] if norm else 0.0, x_dtype=x.dtype,
                       x_stride=stride, kernels=self.kernels, fusions=self.fusions, modules=self.kernel_modules)

@@ -1,6 +1,8 @@
 """apps/quantized.py against gguf-py: on-device dequantization of every type, linear / expert / batched / embedding
 kernels vs a float64 numpy reference, TinyJit replay across expert selections, load-time memory, clear errors, and the
 CUDA kernels rendered and compiled (DEV=NULL:NVCC:sm_90) when nvcc is there."""
+import os, subprocess, sys
+from pathlib import Path
 import numpy as np
 import pytest
 from nvcc import needs_nvcc, run_nvcc_script
@@ -8,7 +10,7 @@ import gguf
 from hypothesis import given, settings, strategies as st
 from apps.gguf import GGUFFile, GGUFWriter, GGMLType, GGUFError, BLOCK, ValueType
 from apps.quantized import QuantizedLinear, QuantizedExpertWeights, QuantizedEmbedding, dequantize_rows, load_tensor, mul_mat_id, packed_bytes, \
-  expert_tiles
+  expert_tiles, block_product, BLOCK_PRODUCT_TYPES
 from apps.packed import PackedTensor, QUANT_FORMATS, format_for
 from apps.dispatch import kernel_for, register_kernel, KernelSpec
 import apps.dispatch as D
@@ -527,3 +529,54 @@ def test_to_bound_reads_a_sliced_output_in_place():
     got = b.numpy()
     assert b.shape[0] == 16 and not got[5:].any()
     np.testing.assert_array_equal(got[:5], want.reshape(5, -1))
+
+# ---------------------------------------------------------------- block products in integers (generated path, int8 tensor cores)
+
+@pytest.mark.parametrize("typ", BLOCK_PRODUCT_TYPES, ids=lambda t: t.name)
+def test_block_product_against_x24(typ):
+  # x rounded to 24 bits a block as the hand-written integer kernels round it, times the blocks' quants and scales
+  rng = np.random.default_rng(11)
+  T, K, N = 37, 96, 20
+  raw = random_tensor(typ, (K, N), rng)
+  W = ref_weight(raw, typ, (K, N)).astype(np.float64)
+  x = rng.standard_normal((T, K)).astype(np.float32)
+  x[3, 32:64] = 0   # a block of zeros: scale 0
+  out = block_product(PackedTensor.from_bytes(raw, typ, (K, N)), Tensor(x)).numpy()
+  assert out.shape == (T, N) and relerr(out, x24(x) @ W.T) < fp32_bound(K)
+
+BLOCK_PRODUCT_ON_TENSOR_CORES = """
+import numpy as np, apps
+from apps.gguf import GGMLType
+from apps.packed import PackedTensor
+from apps.quantized import QuantizedLinear, int8_tensor_cores
+from tinygrad import Tensor, Variable, dtypes
+from tinygrad.codegen import to_program_cache
+from tinygrad.uop.ops import Ops
+from tools.bench_quantized import random_raw
+from apps.quants import dequantize
+rng = np.random.default_rng(0)
+T, K, N = 64, 64, 16
+raw = random_raw(GGMLType.Q4_0, N * K, rng)
+lin = QuantizedLinear(PackedTensor.from_bytes(raw, GGMLType.Q4_0, (K, N)))
+lin.kernels = "generated"
+x = rng.standard_normal((T, K)).astype(np.float32)
+ref = x.astype(np.float64) @ dequantize(raw, GGMLType.Q4_0).reshape(N, K).astype(np.float64).T
+out = lin(Tensor(x)).numpy()
+assert int8_tensor_cores("PYTHON") and np.linalg.norm(out - ref) / np.linalg.norm(ref) < 1e-6
+# a chunk of a symbolic 40 of 64 tokens, as a captured prefill runs it: the product is made over the chunk's bound, every
+# program that has the int8 tensor cores over constant ranges (its result sliced back would shrink it to the symbolic rows)
+to_program_cache.clear()
+n = Variable("n_tokens", 1, T).bind(40)
+y = lin(Tensor(x)[:n] * 1.0)
+got = (y.pad(((0, T - n), (0, 0))) + 0).contiguous().realize().numpy()[:40]
+assert np.linalg.norm(got - ref[:40]) / np.linalg.norm(ref[:40]) < 1e-6
+tc = [p for p in to_program_cache.values() if any(u.op is Ops.WMMA and u.src[0].dtype == dtypes.int8 for u in p.toposort())]
+assert tc and not any(u.op is Ops.PARAM and getattr(u.arg, "name", None) for p in tc for u in p.toposort()), len(tc)   # no variable
+print("ok")
+"""
+
+def test_generated_chunk_product_on_int8_tensor_cores():
+  # a chunk's Q4_0 product on the generated path, on the sm_80 emulator: the int8 tensor cores take its blocks
+  env = {**os.environ, "DEV": "PYTHON::sm_80", "PARALLEL": "0", "CACHELEVEL": "0", "PYTHONPATH": str(Path(__file__).parent.parent)}
+  r = subprocess.run([sys.executable, "-c", BLOCK_PRODUCT_ON_TENSOR_CORES], env=env, capture_output=True, text=True, timeout=600)
+  assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
