@@ -32,12 +32,12 @@ from apps.gguf import GGUFFile, GGMLType, GGUFError
 from tinygrad import Tensor, Device, dtypes
 from tinygrad.dtype import DType
 from tinygrad.helpers import prod
-from tinygrad.uop.ops import sint
+from tinygrad.uop.ops import sint, UOp, Ops, AxisType, KernelInfo
 from apps.readback import to_device
 from apps.packed import PackedTensor, format_for
 from apps import dispatch
 from apps.dispatch import KernelSpec, KernelCall, base_device
-from apps.kernels import Fusions, KernelModules, to_bound
+from apps.kernels import Fusions, KernelModules, to_bound, cached
 
 # ---------------------------------------------------------------- the layers
 
@@ -84,6 +84,30 @@ def block_product(w: PackedTensor, x: Tensor) -> Tensor:
   coef = (p == 0).where(65536, (p == 1).where(256, 1))
   X = (dots * coef.cast(dtypes.int32)).sum(-1).cast(dtypes.float) if w.type == GGMLType.Q4_0 else (dots.cast(dtypes.float) * coef.float()).sum(-1)
   return (X * sx.reshape(T, 1, nb) * w.parts["d"].float().reshape(1, N, nb)).sum(-1).reshape(*lead, N)
+
+@cached
+def _tile_block_kernel(T: int, TL: int, N: int, nb: int, E: int, int_parts: bool):
+  """block_product for tiles of rows routed to one expert each: out[t, r] = x[t, r] @ W[expert[t]].T, W's int8 quants and
+  scales indexed by the tile's expert (tensor ops would gather by a one-hot sum)."""
+  def kernel(out: UOp, xq: UOp, sx: UOp, expert: UOp, wq: UOp, d: UOp) -> UOp:
+    t, r, n = UOp.range(T, 0), UOp.range(TL, 1), UOp.range(N, 2)
+    b, p, k = UOp.range(nb, 3, AxisType.REDUCE), UOp.range(3, 4, AxisType.REDUCE), UOp.range(32, 5, AxisType.REDUCE)
+    e, row = expert[t].cast(dtypes.weakint).maximum(0).minimum(E - 1), t * TL + r
+    dot = (xq[row, b, p, k].cast(dtypes.int32) * wq[e, n, b, k].cast(dtypes.int32)).reduce(k, arg=Ops.ADD)
+    coef = p.eq(0).where(UOp.const(65536, dtypes.int32), p.eq(1).where(UOp.const(256, dtypes.int32), UOp.const(1, dtypes.int32)))
+    X = (dot * coef).reduce(p, arg=Ops.ADD).cast(dtypes.float32) if int_parts else \
+        (dot.cast(dtypes.float32) * coef.cast(dtypes.float32)).reduce(p, arg=Ops.ADD)
+    acc = (X * sx[row, b] * d[e, n, b].cast(dtypes.float32)).reduce(b, arg=Ops.ADD)
+    return out[t, r, n].store(acc).end(t, r, n).sink(arg=KernelInfo(name=f"tile_block_product_{T}_{TL}_{N}_{nb * 32}"))
+  return kernel
+
+def tile_block_product(w: PackedTensor, xt: Tensor, expert: Tensor) -> Tensor:
+  """xt (T, TL, K) tiles of rows, expert int (T,) -> (T, TL, N): tile t times its expert's Q4_0 / Q8_0 weight, as
+  block_product computes a product."""
+  (T, TL, K), (E, N) = xt.shape, w.rows
+  xq, sx = x_parts(xt.reshape(T * TL, K))
+  fxn = _tile_block_kernel(T, TL, N, K // 32, E, w.type == GGMLType.Q4_0)
+  return Tensor.empty(T, TL, N, device=xt.device).custom_kernel(xq, sx, expert, int8_quants(w), w.parts["d"].reshape(E, N, K // 32), fxn=fxn)[0]
 
 def _check_device(w: PackedTensor, t: Tensor, what: str) -> None:
   if t.device != w.device: raise ValueError(f"{w.name}: {what} is on {t.device}, the weights on {w.device}")
@@ -268,9 +292,12 @@ class QuantizedExpertWeights:
     xt = dispatch.gather_rows(xs.reshape(Bmax * J, -1) if per_slot else xs, entry if per_slot else entry // J)
     T, ys = entry.shape[0] // TILE, []
     for w, n in zip(self.groups, self.outs):
-      spec = KernelSpec("experts", w.fmt, T, TILE, n, self.in_features, self.n_expert, True, True, base_device(xs.device),
-                        per_tile=True, kernels=self.kernels, fusions=self.fusions, modules=self.kernel_modules)
-      y = dispatch.launch(spec, Tensor.empty(T, TILE, n, dtype=xs.dtype, device=xs.device), xt.reshape(T, TILE, -1), expert, *w.part_list())
+      if w.type in BLOCK_PRODUCT_TYPES and int8_tensor_cores(xs.device):
+        y = tile_block_product(w, xt.reshape(T, TILE, -1), expert).cast(xs.dtype)
+      else:
+        spec = KernelSpec("experts", w.fmt, T, TILE, n, self.in_features, self.n_expert, True, True, base_device(xs.device),
+                          per_tile=True, kernels=self.kernels, fusions=self.fusions, modules=self.kernel_modules)
+        y = dispatch.launch(spec, Tensor.empty(T, TILE, n, dtype=xs.dtype, device=xs.device), xt.reshape(T, TILE, -1), expert, *w.part_list())
       ys.append(dispatch.gather_rows(y.reshape(T * TILE, n), slot).reshape(Bmax, J, n))
     return self._cat(ys)
 

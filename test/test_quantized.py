@@ -10,7 +10,7 @@ import gguf
 from hypothesis import given, settings, strategies as st
 from apps.gguf import GGUFFile, GGUFWriter, GGMLType, GGUFError, BLOCK, ValueType
 from apps.quantized import QuantizedLinear, QuantizedExpertWeights, QuantizedEmbedding, dequantize_rows, load_tensor, mul_mat_id, packed_bytes, \
-  expert_tiles, block_product, BLOCK_PRODUCT_TYPES
+  expert_tiles, block_product, tile_block_product, BLOCK_PRODUCT_TYPES
 from apps.packed import PackedTensor, QUANT_FORMATS, format_for
 from apps.dispatch import kernel_for, register_kernel, KernelSpec
 import apps.dispatch as D
@@ -544,6 +544,18 @@ def test_block_product_against_x24(typ):
   out = block_product(PackedTensor.from_bytes(raw, typ, (K, N)), Tensor(x)).numpy()
   assert out.shape == (T, N) and relerr(out, x24(x) @ W.T) < fp32_bound(K)
 
+@pytest.mark.parametrize("typ", BLOCK_PRODUCT_TYPES, ids=lambda t: t.name)
+def test_tile_block_product_against_x24(typ):
+  # tiles of rows, each times its own expert's weight (experts repeated, one unused), x rounded as block_product rounds it
+  rng = np.random.default_rng(12)
+  E, N, K, T, TL = 4, 24, 96, 5, 16
+  raw = random_tensor(typ, (K, N, E), rng)
+  W = ref_weight(raw, typ, (K, N, E)).astype(np.float64)
+  x = rng.standard_normal((T, TL, K)).astype(np.float32)
+  ex = np.array([2, 0, 0, 3, 2], np.int32)
+  out = tile_block_product(PackedTensor.from_bytes(raw, typ, (K, N, E)), Tensor(x), Tensor(ex)).numpy()
+  assert out.shape == (T, TL, N) and relerr(out, np.einsum("trk,tnk->trn", x24(x), W[ex])) < fp32_bound(K)
+
 BLOCK_PRODUCT_ON_TENSOR_CORES = """
 import numpy as np, apps
 from apps.gguf import GGMLType
@@ -572,11 +584,26 @@ got = (y.pad(((0, T - n), (0, 0))) + 0).contiguous().realize().numpy()[:40]
 assert np.linalg.norm(got - ref[:40]) / np.linalg.norm(ref[:40]) < 1e-6
 tc = [p for p in to_program_cache.values() if any(u.op is Ops.WMMA and u.src[0].dtype == dtypes.int8 for u in p.toposort())]
 assert tc and not any(u.op is Ops.PARAM and getattr(u.arg, "name", None) for p in tc for u in p.toposort()), len(tc)   # no variable
+# a chunk's routed entries in tiles an expert (24 tokens, 2 of 4 experts each): the tiles' products on the int8 tensor cores
+from apps.quantized import QuantizedExpertWeights
+E, B, J = 4, 24, 2
+rawe = random_raw(GGMLType.Q4_0, E * N * K, rng)
+ew = QuantizedExpertWeights([PackedTensor.from_bytes(rawe, GGMLType.Q4_0, (K, N, E))], [N])
+ew.kernels = "generated"
+sel = rng.integers(0, E, (B, J)).astype(np.int32)
+xe = rng.standard_normal((B, K)).astype(np.float32)
+to_program_cache.clear()
+oute = ew(Tensor(sel), Tensor(xe)).numpy()
+We = dequantize(rawe, GGMLType.Q4_0).reshape(E, N, K).astype(np.float64)
+refe = np.einsum("bk,bjnk->bjn", xe.astype(np.float64), We[sel])
+assert np.linalg.norm(oute - refe) / np.linalg.norm(refe) < 1e-6
+assert any(u.op is Ops.WMMA and u.src[0].dtype == dtypes.int8 for p in to_program_cache.values() for u in p.toposort())
 print("ok")
 """
 
 def test_generated_chunk_product_on_int8_tensor_cores():
-  # a chunk's Q4_0 product on the generated path, on the sm_80 emulator: the int8 tensor cores take its blocks
+  # a chunk's Q4_0 products on the generated path (a linear one, routed experts' tiles), on the sm_80 emulator: the int8
+  # tensor cores take their blocks
   env = {**os.environ, "DEV": "PYTHON::sm_80", "PARALLEL": "0", "CACHELEVEL": "0", "PYTHONPATH": str(Path(__file__).parent.parent)}
   r = subprocess.run([sys.executable, "-c", BLOCK_PRODUCT_ON_TENSOR_CORES], env=env, capture_output=True, text=True, timeout=600)
   assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
