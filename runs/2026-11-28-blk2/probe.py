@@ -21,17 +21,18 @@ forms = sys.argv[2].split(",") if len(sys.argv) > 2 else ["packed", "blk", "blkc
 only = sys.argv[3].split(",") if len(sys.argv) > 3 else None
 rng = np.random.default_rng(0)
 
-# TC_UP="un,um,ln": the tensor-core kernel takes these upcasts of N and M and local of N after the TC opt (the heuristics' pick is
-# 4,4,4 at 512 tokens); TC_UNR="p": it also unrolls its reduce of x's three parts; "pK": and the blocks' reduce by K
+# TC_UP="un,um,ln": the tensor-core kernel takes these upcasts of N and M and local of N after the TC opt, applied as the
+# heuristics apply it (TC axis 0, TC_OPT 0; their pick is 4,4,4 at 512 tokens); TC_UNR="p": then the reduce of x's three parts
+# is unrolled; "pK": and the blocks' reduce by K. Other kernels keep the heuristics' opts.
 if (tc_up := os.environ.get("TC_UP")) or os.environ.get("TC_UNR"):
   from tinygrad.codegen.opt import Opt, OptOps, KernelOptError
   import tinygrad.codegen.opt.heuristic as heuristic
   chosen, (un, um, ln) = heuristic.hand_coded_optimizations, (int(v) for v in (tc_up or "4,4,4").split(","))
   unr = os.environ.get("TC_UNR", "")
   def hand_coded_optimizations(k):
+    if not any(o.op is OptOps.TC for o in chosen(k).applied_opts): return chosen(k)
     tk = k.copy()
-    try: rngs = tk.apply_opt(Opt(OptOps.TC, 0, (-1, 2, 1)))
-    except KernelOptError: return chosen(k)
+    rngs = tk.apply_opt(Opt(OptOps.TC, 0, (-1, 0, 1)))
     for dim, sz in ((1, un), (0, um)):
       if sz > 1: rngs[dim] = tk.apply_opt(Opt(OptOps.UPCAST, tk.rngs.index(rngs[dim]), sz))[0]
     if ln > 1: tk.apply_opt(Opt(OptOps.LOCAL, tk.rngs.index(rngs[0]), ln))

@@ -9,10 +9,11 @@ nvidia-smi --query-gpu=name --format=csv,noheader >> $L
 FORMS=packed,blk,blkc v X=0
 v TC_UNR=p
 v TC_UNR=p2
-v TC_UNR=p TC_UP=2,2,4
-v TC_UNR=p TC_UP=4,2,4
+v TC_UP=2,2,4
+v TC_UP=4,2,4
+v TC_UP=2,4,4
+v TC_UP=4,4,2
+v TC_UP=2,2,2
 v TC_UNR=p TC_UP=2,4,4
-v TC_UNR=p TC_UP=4,4,2
-v TC_UNR=p TC_UP=2,2,2
 echo "== BEAM=2 blkc down,o" >> $L
 DEBUG=2 BEAM=2 timeout 200 python3 $P 512 blkc down,o 2>&1 | sed 's/\x1b\[[0-9;]*m//g' | grep -a 'TF\|opts' | grep -a 'TF\|r_' | cut -c1-400 | tail -8 >> $L
