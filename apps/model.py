@@ -21,7 +21,7 @@ from apps.gguf import GGUFFile
 from apps.mla import Block, Config, Rows, DEFAULT_SPLIT_MASK
 from apps import KERNEL_PATHS, CACHE_TYPES
 from apps.kernels import Fusions, KernelModules
-from apps.quantized import QuantizedEmbedding, QuantizedExpertWeights, QuantizedLinear, load_tensor
+from apps.quantized import QuantizedEmbedding, QuantizedExpertWeights, QuantizedLinear, load_tensor, block_product_bytes, int8_tensor_cores
 from apps import sampling
 from apps.readback import Readback, device_full, to_device, trim, upload, upload_many
 from apps import captures
@@ -104,7 +104,10 @@ class Transformer:
     trim(self.device)  # the staging memory the load grew goes back (before "fit" counts what is free)
     # "fit": the longest context the memory left after the weights holds (fit_context), else max_context or 4096
     if max_context == "fit":
-      self.max_context = fit_context(cfg, self.cache_dtype.itemsize, free_bytes(self.device), max(prefill_chunks), slots)
+      free = free_bytes(self.device)
+      # the generated path's chunk products on the int8 tensor cores make a block's weights as int8 quants each chunk
+      if free is not None and kernels == "generated" and int8_tensor_cores(self.device): free -= block_product_bytes(gf)
+      self.max_context = fit_context(cfg, self.cache_dtype.itemsize, free, max(prefill_chunks), slots)
     else: self.max_context = min(max_context or 4096, cfg.context_length)
     # the latent cache of every block: `slots` sequences of max_context rows each, one after the other
     self.slots = slots

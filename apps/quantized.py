@@ -85,6 +85,14 @@ def block_product(w: PackedTensor, x: Tensor) -> Tensor:
   X = (dots * coef.cast(dtypes.int32)).sum(-1).cast(dtypes.float) if w.type == GGMLType.Q4_0 else (dots.cast(dtypes.float) * coef.float()).sum(-1)
   return (X * sx.reshape(T, 1, nb) * w.parts["d"].float().reshape(1, N, nb)).sum(-1).reshape(*lead, N)
 
+def block_product_bytes(gf: GGUFFile) -> int:
+  """Device bytes a generated chunk's block products make for themselves at most: a block's Q4_0 / Q8_0 weights as int8
+  quants (int8_quants, one byte a weight, made each chunk), the largest block's."""
+  per: dict[str, int] = {}
+  for t in gf.tensors.values():
+    if t.name.startswith("blk.") and t.type in BLOCK_PRODUCT_TYPES: per[b] = per.get(b := t.name.split(".")[1], 0) + t.n_elements
+  return max(per.values(), default=0)
+
 @cached
 def _tile_block_kernel(T: int, TL: int, N: int, nb: int, E: int, int_parts: bool):
   """block_product for tiles of rows routed to one expert each: out[t, r] = x[t, r] @ W[expert[t]].T, W's int8 quants and

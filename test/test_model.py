@@ -263,6 +263,27 @@ def test_fit_context():
   assert fit_context(cfg, 2, free, 512) > 768 and fit_context(cfg, 4, 10 * 2**40, 512) == 8192
   with pytest.raises(ValueError, match="no room for a context"): fit_context(cfg, 4, 2**30, 512)
 
+def test_fit_context_counts_block_products(monkeypatch):
+  """On a device with int8 tensor cores the generated path's chunk products make a block's Q4_0 / Q8_0 weights as int8
+  quants: "fit" keeps those bytes back there (the hand-written path and other devices make none)."""
+  import apps.model as M
+  from apps.gguf import GGUFFile
+  from apps.quantized import block_product_bytes
+  path = synth.generate("youtu-llm-2b-tiny", "release", progress=False)
+  gf = GGUFFile(path)
+  bpb = block_product_bytes(gf)
+  q = [t for t in gf.tensors.values() if t.name.startswith("blk.0.") and t.type.name in ("Q4_0", "Q8_0")]
+  assert q and bpb == sum(t.n_elements for t in q)       # the blocks are alike: block 0's quantized weights, a byte each
+  cfg = M.Config.from_gguf(gf)
+  per_token = cfg.n_layer * (cfg.kv_lora_rank + cfg.qk_rope) * 4 + 4 * cfg.qk_rope + 4 + 2 * 4 * 512 * cfg.n_head
+  free = int((M.FIT_RESERVE + 768 * per_token) / 0.9) + 1  # exactly 768 tokens fit
+  monkeypatch.setattr(M, "free_bytes", lambda device: free)
+  monkeypatch.setattr(M, "int8_tensor_cores", lambda device: True)
+  assert Transformer.from_gguf(path, max_context="fit").max_context == 768
+  assert Transformer.from_gguf(path, max_context="fit", kernels="generated").max_context == 512
+  monkeypatch.setattr(M, "int8_tensor_cores", lambda device: False)
+  assert Transformer.from_gguf(path, max_context="fit", kernels="generated").max_context == 768
+
 def test_rope_tables_in_spans():
   """The rope tables made in spans on threads are the float64 formula's, rounded once, across the spans' edges."""
   from apps.model import rope_tables
