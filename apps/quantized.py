@@ -90,7 +90,9 @@ def block_product_bytes(gf: GGUFFile) -> int:
   quants (int8_quants, one byte a weight, made each chunk), the largest block's."""
   per: dict[str, int] = {}
   for t in gf.tensors.values():
-    if t.name.startswith("blk.") and t.type in BLOCK_PRODUCT_TYPES: per[b] = per.get(b := t.name.split(".")[1], 0) + t.n_elements
+    if not t.name.startswith("blk.") or t.type not in BLOCK_PRODUCT_TYPES: continue
+    block = t.name.split(".")[1]
+    per[block] = per.get(block, 0) + t.n_elements
   return max(per.values(), default=0)
 
 @cached
