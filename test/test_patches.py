@@ -893,3 +893,33 @@ print("ok")
 
 def test_0034_graph_estimates_summed_as_a_short_linear_form(trees):
   assert_patch_needed(trees, "0034", GRAPH_ESTIMATES, env={"DEV": "CPU"})
+
+PACKED_PRODUCT_ON_A_CPU = """
+# a product of packed 4-bit weights on the CPU (no local memory): the reduce over a word's 8 values and a block's 4 words is
+# unrolled whole, the 64 blocks stay a loop, and 8 outputs are upcast (4 without the patch, and only the 8 values unrolled);
+# the kernel's result equals numpy's
+import numpy as np
+from tinygrad import Tensor, Device, dtypes
+from tinygrad.codegen.opt import OptOps
+from tinygrad.codegen.opt.heuristic import hand_coded_optimizations
+from tinygrad.codegen.opt.postrange import Scheduler
+N, B = 2048, 64
+rng = np.random.default_rng(0)
+wn = rng.integers(0, 2**32, (N, B, 4), dtype=np.uint32)
+xn = rng.standard_normal((B, 4, 8)).astype(np.float32)
+w, x = Tensor(wn).realize(), Tensor(xn).realize()
+def product(): return (((w.unsqueeze(-1) >> (Tensor.arange(8) * 4).cast(dtypes.uint32)) & 15).float() * x).sum((1, 2, 3))
+got = product().numpy()
+k = Scheduler(product().linear_with_vars()[0].src[-1].src[0], Device["CPU"].renderer)
+k.convert_loop_to_global()
+opt = hand_coded_optimizations(k)
+assert [s for s, t in zip(opt.full_shape, opt.axis_types) if t.name == "REDUCE"] == [B], (opt.full_shape, opt.axis_types)
+assert sorted(s for s, t in zip(opt.full_shape, opt.axis_types) if t.name == "UNROLL") == [4, 8], opt.applied_opts
+assert np.prod([s for s, t in zip(opt.full_shape, opt.axis_types) if t.name == "UPCAST"]) == 8, opt.applied_opts
+ref = ((wn[..., None] >> (np.arange(8, dtype=np.uint32) * 4)) & 15).astype(np.float64).reshape(N, -1) @ xn.astype(np.float64).reshape(-1)
+assert np.abs(got - ref).max() < 1e-5 * np.abs(ref).max(), np.abs(got - ref).max()
+print("ok")
+"""
+
+def test_0035_packed_product_on_a_cpu_unrolls_a_block(trees):
+  assert_patch_needed(trees, "0035", PACKED_PRODUCT_ON_A_CPU, env={"DEV": "CPU", "CACHELEVEL": "0"})
