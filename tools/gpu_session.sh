@@ -9,7 +9,8 @@
 # a 512-token prompt's chunk instead of a decode token) and fill (a 512-token prompt's chunk at pos 0, head and sampling included,
 # kernel by kernel); abkernel needs A=<file>, variant A of
 # apps/kernels/matvec.py (MODULE=<name> for another module), e.g. `git show HEAD~1:apps/kernels/matvec.py > ab/A/matvec.py`.
-# abapps: [A=<dir>] [PRESETS=...] [KERNELS=hand] an apps change: the modules in A (default ab/A) against the checkout's.
+# abapps: [A=<dir>] [C=<dir>] [PRESETS=...] [KERNELS=hand] an apps change: the modules in A (default ab/A; C: a third variant) against
+# the checkout's.
 # abpatch: PATCH=<n> [PRESETS=...] [KERNELS=generated] [ROUNDS=1] the full-model numbers on the series without patch n (A) and with it (B).
 # variants: VARIANTS="NAME:UPTO[:ENV=V][:hand] ..." [PRESETS=...] the full-model numbers of each variant in turn: the series' first
 # UPTO patches (an empty UPTO: all), with ENV set, generated kernels unless :hand; logs $OUT/NAME.{log,json}.
@@ -93,8 +94,8 @@ for s in $steps; do
     variants) bench_variants ${VARIANTS:?variants needs VARIANTS="NAME:UPTO[:ENV=V][:hand] ..."} ;;
     abapps)  # A = the apps modules in ${A:-ab/A} (e.g. `git show HEAD~1:apps/mla.py > ab/A/mla.py`) over apps/, B = the checkout
              mkdir -p ab/B; for f in ${A:-ab/A}/*.py; do cp apps/$(basename $f) ab/B/; done
-             for v in B A; do
-               src=ab/B; [ $v = A ] && src=${A:-ab/A}
+             for v in B A ${C:+C}; do   # C=<dir>: a third variant, as A
+               src=ab/B; [ $v = A ] && src=${A:-ab/A}; [ $v = C ] && src=$C
                for f in $src/*.py; do cp $f apps/$(basename $f); done
                echo "-- $v"
                timeout ${LIMIT:-250} python3 -m tools.gpu_bench --kernels ${KERNELS:-generated} --presets "${PRESETS:-youtu-llm-2b,deepseek-v2-lite}" \
