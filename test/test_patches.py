@@ -923,3 +923,31 @@ print("ok")
 
 def test_0035_packed_product_on_a_cpu_unrolls_a_block(trees):
   assert_patch_needed(trees, "0035", PACKED_PRODUCT_ON_A_CPU, env={"DEV": "CPU", "CACHELEVEL": "0"})
+
+ATTENTION_SCORES_ON_A_CPU = """
+# a chunk's attention scores on the CPU (no local memory): queries x keys so far (a symbolic count); the upcast loop counts the
+# outputs along the keys at their bound and upcasts the keys (padded, masked, to 4) and the query rows: a 4 x 4 tile of
+# outputs a thread, not one (without the patch nothing is upcast and each output reloads both rows); the result equals numpy's
+import numpy as np
+from tinygrad import Tensor, Device, Variable
+from tinygrad.codegen.opt.heuristic import hand_coded_optimizations
+from tinygrad.codegen.opt.postrange import Scheduler
+H, Q, D, LM, n = 4, 32, 288, 512, 157
+rng = np.random.default_rng(0)
+qn, cn, vn = (rng.standard_normal(s).astype(np.float32) for s in ((H, Q, D), (LM, D), (LM, 64)))
+q, c, v = Tensor(qn).realize(), Tensor(cn).realize(), Tensor(vn).realize()
+L = Variable("L", 1, LM).bind(n)
+k = Scheduler((q @ c[:L].T).contiguous().linear_with_vars()[0].src[-1].src[0], Device["CPU"].renderer)
+k.convert_loop_to_global()
+opt = hand_coded_optimizations(k)
+up = [(o.axis, o.arg) for o in opt.applied_opts if o.op.name == "UPCAST"]
+assert len(up) == 2 and np.prod([a for _, a in up]) == 16, opt.applied_opts
+assert any(o.op.name == "PADTO" for o in opt.applied_opts), opt.applied_opts   # the keys, 157 of them, padded to 160
+got = ((q @ c[:L].T).contiguous() @ v[:L]).numpy()
+ref = (qn.astype(np.float64) @ cn[:n].T.astype(np.float64)) @ vn[:n].astype(np.float64)
+assert np.abs(got - ref).max() < 1e-4 * np.abs(ref).max(), np.abs(got - ref).max()
+print("ok")
+"""
+
+def test_0036_attention_scores_on_a_cpu_upcast_along_the_keys(trees):
+  assert_patch_needed(trees, "0036", ATTENTION_SCORES_ON_A_CPU, env={"DEV": "CPU", "CACHELEVEL": "0"})
