@@ -93,7 +93,7 @@ for s in $steps; do
              for r in $(seq ${ROUNDS:-1}); do bench_variants "abpatch_A$r:$((n - 1))" "abpatch_B$r:"; done ;;
     variants) bench_variants ${VARIANTS:?variants needs VARIANTS="NAME:UPTO[:ENV=V][:hand] ..."} ;;
     abapps)  # A = the apps modules in ${A:-ab/A} (e.g. `git show HEAD~1:apps/mla.py > ab/A/mla.py`) over apps/, B = the checkout
-             mkdir -p ab/B; for f in ${A:-ab/A}/*.py; do cp apps/$(basename $f) ab/B/; done
+             mkdir -p ab/B; for f in ${A:-ab/A}/*.py ${C:+$C/*.py}; do cp apps/$(basename $f) ab/B/; done   # B: every module A or C replaces
              for v in B A ${C:+C}; do   # C=<dir>: a third variant, as A
                src=ab/B; [ $v = A ] && src=${A:-ab/A}; [ $v = C ] && src=$C
                for f in $src/*.py; do cp $f apps/$(basename $f); done
