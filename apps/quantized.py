@@ -69,21 +69,28 @@ def int8_quants(w: PackedTensor) -> Tensor:
   b = w.parts["qs"].bitcast(dtypes.uint8)                   # Q4_0: element i in the low nibble of byte i, 16 + i in the high
   return (Tensor.cat(b & 15, b >> 4, dim=-1).cast(dtypes.int8) - 8).contiguous()
 
-def block_product(w: PackedTensor, x: Tensor) -> Tensor:
+def block_product(w: PackedTensor, x: Tensor, norm: tuple[Tensor, float] | None = None) -> Tensor:
   """x @ W.T (..., out) for a Q4_0 / Q8_0 weight as integer tensor ops: each block's int32 sums of x's three parts against its
   quants (the innermost reduction, one block: the tensor cores take it), combined and scaled by both blocks' scales in fp32,
-  summed over the blocks. Exact but for x's 24-bit rounding and the fp32 sums."""
-  lead, K, N = x.shape[:-1], w.in_features, w.rows[0]
-  xq, sx = x_parts(x.reshape(prod(lead), K))
-  T, nb = xq.shape[0], K // 32
-  dots = (xq.reshape(T, 1, nb, 3, 32).cast(dtypes.int32) * int8_quants(w).reshape(1, N, nb, 1, 32).cast(dtypes.int32)).sum(-1)
+  summed over the blocks. Exact but for x's 24-bit rounding and the fp32 sums. A weight of rows (J, N) (a weight a head)
+  takes x (..., J, in): head j's rows times weight j. norm=(w, eps): rms_norm(x) * w first; a row's 1 / rms scales all its
+  blocks alike, so it goes into x's block scales, not into x (as the hand-written GEMM applies it)."""
+  *heads, N = w.rows
+  K, nb, J = w.in_features, w.in_features // 32, prod(heads)
+  lead = x.shape[:x.ndim - 1 - len(heads)]
+  x = x.reshape(-1, K).float()
+  xq, sx = x_parts(x * norm[0] if norm is not None else x)
+  if norm is not None: sx = sx * (x.square().mean(-1, keepdim=True) + norm[1]).rsqrt()
+  T = xq.shape[0] // J
+  dots = (xq.reshape(T, J, 1, nb, 3, 32).cast(dtypes.int32) * int8_quants(w).reshape(1, J, N, nb, 1, 32).cast(dtypes.int32)).sum(-1)
   # the parts' weights 65536, 256, 1 from an arange: constants in the kernel (a tensor of them would be a host upload, which
   # splits a captured chunk's graph). Q4_0's |q| <= 8 keeps a block's X within int32 (65536 * 32512 + 257 * 32768 < 2^31),
   # so it is summed in integers and converted once a block (a quarter-rate instruction on the GPUs); Q8_0's parts in fp32
   p = Tensor.arange(3).to(x.device)
   coef = (p == 0).where(65536, (p == 1).where(256, 1))
   X = (dots * coef.cast(dtypes.int32)).sum(-1).cast(dtypes.float) if w.type == GGMLType.Q4_0 else (dots.cast(dtypes.float) * coef.float()).sum(-1)
-  return (X * sx.reshape(T, 1, nb) * w.parts["d"].float().reshape(1, N, nb)).sum(-1).reshape(*lead, N)
+  y = (X * sx.reshape(T, J, 1, nb) * w.parts["d"].float().reshape(1, J, N, nb)).sum(-1)
+  return y.reshape(*lead, *heads, N)
 
 def block_product_bytes(gf: GGUFFile) -> int:
   """Device bytes a generated chunk's block products make for themselves at most: a block's Q4_0 / Q8_0 weights as int8
@@ -187,7 +194,7 @@ class QuantizedLinear:
       # x padded to its bound and the product made there in full, as the kernels take them: sliced back to a symbolic token
       # count, the product's kernel would compute only those rows, its every load masked
       xs = xs[:, :self.in_features] if stride else xs
-      y = block_product(self.w, rms_norm(xs, *norm).cast(x.dtype) if norm is not None else xs).contiguous()
+      y = block_product(self.w, xs, norm).contiguous()
       if glu: y = y[..., :N].silu() * y[..., N:]
       y = _unflat(y, B, Bmax, (*x.shape[:-1], N))
       return y if residual is None else residual + y
@@ -330,6 +337,9 @@ class QuantizedExpertWeights:
       xs, B, Bmax = _flat(x, 2, self.name, self.fusions.slices)
       sliced, lead = (lambda: self.batched(x[..., :self.in_features])), x.shape[:-1]
     for w in self.groups: _check_device(w, x, "the input")
+    if self.kernels == "generated" and Bmax >= BLOCK_PRODUCT_ROWS and len(self.groups) == 1 and self.type in BLOCK_PRODUCT_TYPES \
+       and int8_tensor_cores(x.device):   # as QuantizedLinear's chunk products: at the chunk's bound, in full
+      return _unflat(block_product(self.groups[0], xs[..., :self.in_features] if stride else xs).contiguous(), B, Bmax, (*lead, self.out_features))
     specs = [KernelSpec("batched", w.fmt, Bmax, J, n, self.in_features, J, True, False, base_device(x.device),
                         x_stride=stride, kernels=self.kernels, fusions=self.fusions, modules=self.kernel_modules)
              for w, n in zip(self.groups, self.outs)]

@@ -951,3 +951,23 @@ print("ok")
 
 def test_0036_attention_scores_on_a_cpu_upcast_along_the_keys(trees):
   assert_patch_needed(trees, "0036", ATTENTION_SCORES_ON_A_CPU, env={"DEV": "CPU", "CACHELEVEL": "0"})
+
+EMULATED_FLOATS_WIDENED = """
+# every code of half, bfloat16, fp8e4m3 and fp8e5m2 widened to float on the CPU with the dtype emulated (as on a device that
+# lacks it): the denormals are their values, not zero (without the patch each of the four has its denormals at zero)
+import numpy as np
+from tinygrad import Tensor, dtypes
+from tinygrad.dtype import fp8_to_float
+def same(a, b): return bool(np.all((a == b) | (np.isnan(a) & np.isnan(b))))
+h = np.arange(65536, dtype=np.uint16)
+assert same(Tensor(h).bitcast(dtypes.half).float().numpy(), h.view(np.float16).astype(np.float32)), "half"
+assert same(Tensor(h).bitcast(dtypes.bfloat16).float().numpy(), (h.astype(np.uint32) << 16).view(np.float32)), "bfloat16"
+for fp8 in (dtypes.fp8e4m3, dtypes.fp8e5m2):
+  c = np.arange(256, dtype=np.uint8)
+  assert same(Tensor(c).bitcast(fp8).float().numpy(), np.array([fp8_to_float(int(i), fp8) for i in c], np.float32)), fp8
+print("ok")
+"""
+
+def test_0037_emulated_floats_widened_keep_their_denormals(trees):
+  env = {"DEV": "CPU", "CACHELEVEL": "0", "EMULATED_DTYPES": "half,bfloat16,fp8e4m3,fp8e5m2"}
+  assert_patch_needed(trees, "0037", EMULATED_FLOATS_WIDENED, env=env)

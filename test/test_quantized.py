@@ -544,6 +544,27 @@ def test_block_product_against_x24(typ):
   out = block_product(PackedTensor.from_bytes(raw, typ, (K, N)), Tensor(x)).numpy()
   assert out.shape == (T, N) and relerr(out, x24(x) @ W.T) < fp32_bound(K)
 
+def test_block_product_a_weight_a_head():
+  # rows (J, N): head j's rows of x times weight j (attn_k_b / attn_v_b of a chunk), x rounded as block_product rounds it
+  rng = np.random.default_rng(13)
+  J, N, K, T = 3, 24, 64, 20
+  raw = random_tensor(GGMLType.Q4_0, (K, N, J), rng)
+  W = ref_weight(raw, GGMLType.Q4_0, (K, N, J)).astype(np.float64)
+  x = rng.standard_normal((T, J, K)).astype(np.float32)
+  out = block_product(PackedTensor.from_bytes(raw, GGMLType.Q4_0, (K, N, J)), Tensor(x)).numpy()
+  assert out.shape == (T, J, N) and relerr(out, np.einsum("tjk,jnk->tjn", x24(x), W)) < fp32_bound(K)
+
+def test_block_product_normed():
+  # norm=(w, eps): rms_norm(x) * w as block_product rounds x, the rows' 1 / rms in x's block scales
+  rng = np.random.default_rng(14)
+  T, K, N, eps = 21, 96, 20, 1e-6
+  raw = random_tensor(GGMLType.Q8_0, (K, N), rng)
+  W = ref_weight(raw, GGMLType.Q8_0, (K, N)).astype(np.float64)
+  x, nw = rng.standard_normal((T, K)).astype(np.float32) * 3, rng.standard_normal(K).astype(np.float32)
+  xn = (x / np.sqrt((x.astype(np.float64) ** 2).mean(-1, keepdims=True) + eps) * nw).astype(np.float32)
+  out = block_product(PackedTensor.from_bytes(raw, GGMLType.Q8_0, (K, N)), Tensor(x), (Tensor(nw), eps)).numpy()
+  assert out.shape == (T, N) and relerr(out, x24(xn) @ W.T) < fp32_bound(K)
+
 @pytest.mark.parametrize("typ", BLOCK_PRODUCT_TYPES, ids=lambda t: t.name)
 def test_tile_block_product_against_x24(typ):
   # tiles of rows, each times its own expert's weight (experts repeated, one unused), x rounded as block_product rounds it
@@ -584,8 +605,25 @@ got = (y.pad(((0, T - n), (0, 0))) + 0).contiguous().realize().numpy()[:40]
 assert np.linalg.norm(got - ref[:40]) / np.linalg.norm(ref[:40]) < 1e-6
 tc = [p for p in to_program_cache.values() if any(u.op is Ops.WMMA and u.src[0].dtype == dtypes.int8 for u in p.toposort())]
 assert tc and not any(u.op is Ops.PARAM and getattr(u.arg, "name", None) for p in tc for u in p.toposort()), len(tc)   # no variable
-# a chunk's routed entries in tiles an expert (24 tokens, 2 of 4 experts each): the tiles' products on the int8 tensor cores
+# normed: rms_norm(x) * w first, the rows' 1 / rms in x's block scales
+nw, eps = rng.standard_normal(K).astype(np.float32), 1e-6
+xn = x.astype(np.float64) / np.sqrt((x.astype(np.float64) ** 2).mean(-1, keepdims=True) + eps) * nw
+refn = xn @ dequantize(raw, GGMLType.Q4_0).reshape(N, K).astype(np.float64).T
+outn = lin(Tensor(x), norm=(Tensor(nw), eps)).numpy()
+assert np.linalg.norm(outn - refn) / np.linalg.norm(refn) < 1e-6
+# a weight a head (attn_k_b / attn_v_b of a chunk): head j's rows times weight j
 from apps.quantized import QuantizedExpertWeights
+H = 3
+rawh = random_raw(GGMLType.Q4_0, H * N * K, rng)
+hw = QuantizedExpertWeights([PackedTensor.from_bytes(rawh, GGMLType.Q4_0, (K, N, H))], [N])
+hw.kernels = "generated"
+xh = rng.standard_normal((T, H, K)).astype(np.float32)
+to_program_cache.clear()
+outh = hw.batched(Tensor(xh)).numpy()
+refh = np.einsum("thk,hnk->thn", xh.astype(np.float64), dequantize(rawh, GGMLType.Q4_0).reshape(H, N, K).astype(np.float64))
+assert outh.shape == (T, H, N) and np.linalg.norm(outh - refh) / np.linalg.norm(refh) < 1e-6
+assert any(u.op is Ops.WMMA and u.src[0].dtype == dtypes.int8 for p in to_program_cache.values() for u in p.toposort())
+# a chunk's routed entries in tiles an expert (24 tokens, 2 of 4 experts each): the tiles' products on the int8 tensor cores
 E, B, J = 4, 24, 2
 rawe = random_raw(GGMLType.Q4_0, E * N * K, rng)
 ew = QuantizedExpertWeights([PackedTensor.from_bytes(rawe, GGMLType.Q4_0, (K, N, E))], [N])
@@ -602,8 +640,8 @@ print("ok")
 """
 
 def test_generated_chunk_product_on_int8_tensor_cores():
-  # a chunk's Q4_0 products on the generated path (a linear one, routed experts' tiles), on the sm_80 emulator: the int8
-  # tensor cores take their blocks
+  # a chunk's Q4_0 products on the generated path (a linear one, normed or not; a weight a head; routed experts' tiles), on
+  # the sm_80 emulator: the int8 tensor cores take their blocks
   env = {**os.environ, "DEV": "PYTHON::sm_80", "PARALLEL": "0", "CACHELEVEL": "0", "PYTHONPATH": str(Path(__file__).parent.parent)}
   r = subprocess.run([sys.executable, "-c", BLOCK_PRODUCT_ON_TENSOR_CORES], env=env, capture_output=True, text=True, timeout=600)
   assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
