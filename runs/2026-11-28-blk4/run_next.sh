@@ -2,7 +2,8 @@
 # calls that follow within 30 s). Step 1: where DeepSeek-V2-Lite's generated 512-token chunk goes, kernel by kernel (its
 # prefill is the furthest from the issue's 0.5x of llama.cpp: 0.32x). Step 2: the candidate tc-local-grid.patch (the TC
 # rule's local of N halved where the grid is small) as patch 38 against the series of 37, all three models (A and B ~130-200 s
-# each with GLM; two calls). Step 3: GLM-4.7-Flash's chunk, as step 1.
+# each with GLM; two calls). Step 3: GLM-4.7-Flash's chunk, as step 1. Step 4: BEAM=4 on Youtu-LLM-2B's generated decode
+# step (seeded with the heuristics' pick, patch 24; BEAM=2 was within 2% of BEAM=0), BEAM=0 beside it.
 cd "$(dirname "$0")/../.."
 export DEV=${DEV:-CUDA} PYTHONUNBUFFERED=1
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -17,4 +18,8 @@ case ${1:-1} in
   2g) cand; OUT=$OUT PRESETS=glm-4.7-flash LIMIT=280 VARIANTS="Ag:37 Bg:" bash tools/gpu_session.sh variants ;;
   3) timeout 590 python3 -m tools.profile --model glm-4.7-flash --kernels generated --target prompt --chunk 512 --pos 0 --top 40 > "$OUT/profile_glm_prompt.txt" 2>&1
      head -60 "$OUT/profile_glm_prompt.txt" ;;
+  4) python3 -c "from apps import synth; synth.generate('youtu-llm-2b', 'release', progress=False)"
+     bb() { timeout $1 python3 bench_block.py 30 --rounds 3 --model youtu-llm-2b --kernels generated --only decode --pos 32 2>&1 \
+              | grep -v "^upstream" | tee "$OUT/$2.txt" | tail -1; }
+     BEAM=0 bb 90 bb_beam0; SECONDS=0; BEAM=4 bb 480 bb_beam4; echo "($SECONDS s)" ;;
 esac
