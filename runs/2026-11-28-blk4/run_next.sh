@@ -3,7 +3,8 @@
 # prefill is the furthest from the issue's 0.5x of llama.cpp: 0.32x). Step 2: the candidate tc-local-grid.patch (the TC
 # rule's local of N halved where the grid is small) as patch 38 against the series of 37, all three models (A and B ~130-200 s
 # each with GLM; two calls). Step 3: GLM-4.7-Flash's chunk, as step 1. Step 4: BEAM=4 on Youtu-LLM-2B's generated decode
-# step (seeded with the heuristics' pick, patch 24; BEAM=2 was within 2% of BEAM=0), BEAM=0 beside it.
+# step (seeded with the heuristics' pick, patch 24; BEAM=2 was within 2% of BEAM=0), BEAM=0 beside it. Step 5: the block
+# products under larger tensor-core tiles than the heuristics try (upcasts of 8; locals of 1), probe.py as run_probe.sh runs it.
 cd "$(dirname "$0")/../.."
 export DEV=${DEV:-CUDA} PYTHONUNBUFFERED=1
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -22,4 +23,10 @@ case ${1:-1} in
      bb() { timeout $1 python3 bench_block.py 30 --rounds 3 --model youtu-llm-2b --kernels generated --only decode --pos 32 2>&1 \
               | grep -v "^upstream" | tee "$OUT/$2.txt" | tail -1; }
      BEAM=0 bb 90 bb_beam0; SECONDS=0; BEAM=4 bb 480 bb_beam4; echo "($SECONDS s)" ;;
+  5) L=$OUT/probe_tiles.txt
+     for t in 4,4,4 4,4,2 8,4,2 4,8,2 8,4,4 4,8,4 8,8,2 4,4,1 8,4,1; do
+       echo "== TC_UP=$t" >> $L
+       TC_UP=$t DEV=CUDA PYTHONPATH=. PARALLEL=0 CACHELEVEL=0 timeout 100 python3 runs/2026-11-28-blk2/probe.py 512 blkc 2>&1 \
+         | grep -v '^compil' | grep -v '^\s*$' | tail -8 >> $L
+     done; cat $L ;;
 esac
