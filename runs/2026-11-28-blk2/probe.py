@@ -31,6 +31,11 @@ if (tc_up := os.environ.get("TC_UP")) or os.environ.get("TC_UNR"):
   unr = os.environ.get("TC_UNR", "")
   def hand_coded_optimizations(k):
     if not any(o.op is OptOps.TC for o in chosen(k).applied_opts): return chosen(k)
+    try: return override(k)
+    except KernelOptError as e:   # a tiling that does not divide this product's shape: the heuristics' pick, said so
+      print(f"TC_UP={tc_up} TC_UNR={unr}: does not apply ({e}); the heuristics' pick", file=sys.stderr)
+      return chosen(k)
+  def override(k):
     tk = k.copy()
     rngs = tk.apply_opt(Opt(OptOps.TC, 0, (-1, 0, 1)))
     for dim, sz in ((1, un), (0, um)):

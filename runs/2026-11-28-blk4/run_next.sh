@@ -27,6 +27,6 @@ case ${1:-1} in
      for t in 4,4,4 4,4,2 8,4,2 4,8,2 8,4,4 4,8,4 8,8,2 4,4,1 8,4,1; do
        echo "== TC_UP=$t" >> $L
        TC_UP=$t DEV=CUDA PYTHONPATH=. PARALLEL=0 CACHELEVEL=0 timeout 100 python3 runs/2026-11-28-blk2/probe.py 512 blkc 2>&1 \
-         | grep -v '^compil' | grep -v '^\s*$' | tail -8 >> $L
+         | grep -v '^compil' | grep -v '^\s*$' | cut -c1-300 >> $L
      done; cat $L ;;
 esac
