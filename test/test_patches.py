@@ -952,22 +952,30 @@ print("ok")
 def test_0036_attention_scores_on_a_cpu_upcast_along_the_keys(trees):
   assert_patch_needed(trees, "0036", ATTENTION_SCORES_ON_A_CPU, env={"DEV": "CPU", "CACHELEVEL": "0"})
 
-EMULATED_FLOATS_WIDENED = """
-# every code of half, bfloat16, fp8e4m3 and fp8e5m2 widened to float on the CPU with the dtype emulated (as on a device that
-# lacks it): the denormals are their values, not zero (without the patch each of the four has its denormals at zero)
+EMULATED_FLOAT_DENORMALS = """
+# conversions of emulated floats on the CPU (the dtypes emulated, as on a device that lacks them) keep denormals: every code
+# of half, bfloat16, fp8e4m3 and fp8e5m2 widened to float, and float values at and between half's (ties included) narrowed to
+# half and the fp8s, equal numpy's / tinygrad's tables (without the patch the denormals are zero both ways)
 import numpy as np
 from tinygrad import Tensor, dtypes
-from tinygrad.dtype import fp8_to_float
+from tinygrad.dtype import fp8_to_float, float_to_fp8
 def same(a, b): return bool(np.all((a == b) | (np.isnan(a) & np.isnan(b))))
 h = np.arange(65536, dtype=np.uint16)
 assert same(Tensor(h).bitcast(dtypes.half).float().numpy(), h.view(np.float16).astype(np.float32)), "half"
 assert same(Tensor(h).bitcast(dtypes.bfloat16).float().numpy(), (h.astype(np.uint32) << 16).view(np.float32)), "bfloat16"
+c = np.arange(256, dtype=np.uint8)
 for fp8 in (dtypes.fp8e4m3, dtypes.fp8e5m2):
-  c = np.arange(256, dtype=np.uint8)
   assert same(Tensor(c).bitcast(fp8).float().numpy(), np.array([fp8_to_float(int(i), fp8) for i in c], np.float32)), fp8
+v = np.unique(h.view(np.float16)[np.isfinite(h.view(np.float16))].astype(np.float32))
+x = np.concatenate([v, ((v[:-1].astype(np.float64) + v[1:]) / 2).astype(np.float32)])
+assert np.array_equal(Tensor(x).cast(dtypes.half).bitcast(dtypes.uint16).numpy(), x.astype(np.float16).view(np.uint16)), "to half"
+small = x[np.abs(x) < 2 ** -5]   # the fp8s' denormals and their first normals
+for fp8 in (dtypes.fp8e4m3, dtypes.fp8e5m2):
+  got = Tensor(small).cast(fp8).bitcast(dtypes.uint8).numpy()
+  assert np.array_equal(got, np.array([float_to_fp8(float(f), fp8) for f in small], np.uint8)), f"to {fp8}"
 print("ok")
 """
 
-def test_0037_emulated_floats_widened_keep_their_denormals(trees):
+def test_0037_emulated_float_conversions_keep_denormals(trees):
   env = {"DEV": "CPU", "CACHELEVEL": "0", "EMULATED_DTYPES": "half,bfloat16,fp8e4m3,fp8e5m2"}
-  assert_patch_needed(trees, "0037", EMULATED_FLOATS_WIDENED, env=env)
+  assert_patch_needed(trees, "0037", EMULATED_FLOAT_DENORMALS, env=env)
