@@ -50,6 +50,11 @@ def int8_tensor_cores(device: str) -> bool:
   """Whether `device`'s renderer has a tensor core for int8 operands with int32 sums."""
   return any(tc.dtype_in == dtypes.int8 and tc.dtype_out == dtypes.int32 for tc in Device[device].renderer.tensor_cores)
 
+def takes_block_products(kernels: str, rows: int, typ: GGMLType, device: str) -> bool:
+  """Whether a product of `rows` rows of a `typ` weight is a block product: a chunk's, on the generated path, on int8 tensor
+  cores."""
+  return kernels == "generated" and rows >= BLOCK_PRODUCT_ROWS and typ in BLOCK_PRODUCT_TYPES and int8_tensor_cores(device)
+
 def x_parts(x: Tensor) -> tuple[Tensor, Tensor]:
   """x (T, K) rounded per block of 32 to 24-bit integers X, as the hand-written integer kernels round it (x24 in the tests),
   as three int8 parts a block (T, K/32, 3, 32) with X = 65536 h + 256 m + l, and the blocks' scales (T, K/32)."""
@@ -190,7 +195,7 @@ class QuantizedLinear:
     _check_device(self.w, x, "the input")
     N = self.out_features // 2 if glu else self.out_features
     xs, B, Bmax = _flat(x, 1, self.w.name, self.fusions.slices)
-    if self.kernels == "generated" and Bmax >= BLOCK_PRODUCT_ROWS and self.type in BLOCK_PRODUCT_TYPES and int8_tensor_cores(x.device):
+    if takes_block_products(self.kernels, Bmax, self.type, x.device):
       # x padded to its bound and the product made there in full, as the kernels take them: sliced back to a symbolic token
       # count, the product's kernel would compute only those rows, its every load masked
       xs = xs[:, :self.in_features] if stride else xs
@@ -337,8 +342,7 @@ class QuantizedExpertWeights:
       xs, B, Bmax = _flat(x, 2, self.name, self.fusions.slices)
       sliced, lead = (lambda: self.batched(x[..., :self.in_features])), x.shape[:-1]
     for w in self.groups: _check_device(w, x, "the input")
-    if self.kernels == "generated" and Bmax >= BLOCK_PRODUCT_ROWS and len(self.groups) == 1 and self.type in BLOCK_PRODUCT_TYPES \
-       and int8_tensor_cores(x.device):   # as QuantizedLinear's chunk products: at the chunk's bound, in full
+    if len(self.groups) == 1 and takes_block_products(self.kernels, Bmax, self.type, x.device):   # as QuantizedLinear's: in full
       return _unflat(block_product(self.groups[0], xs[..., :self.in_features] if stride else xs).contiguous(), B, Bmax, (*lead, self.out_features))
     specs = [KernelSpec("batched", w.fmt, Bmax, J, n, self.in_features, J, True, False, base_device(x.device),
                         x_stride=stride, kernels=self.kernels, fusions=self.fusions, modules=self.kernel_modules)
