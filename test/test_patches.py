@@ -1006,3 +1006,31 @@ print("ok")
 
 def test_0038_attention_values_on_a_cpu_upcast_one_axis(trees):
   assert_patch_needed(trees, "0038", VALUES_ON_A_CPU, env={"DEV": "CPU", "CACHELEVEL": "0"})
+
+TC_LOCAL_BY_GRID = """
+# the tensor-core rule's local of N follows the grid: a half matmul whose local of 4 would leave fewer than 256 workgroups
+# (512 x 2048: 128; 128 x 256: 4) takes a local of 2, a wide one (512 x 16384: 1,024) keeps 4; on the sm_80 emulator, the
+# small one's result equals numpy's
+import numpy as np
+from tinygrad import Tensor, Device, dtypes
+from tinygrad.codegen.opt.heuristic import hand_coded_optimizations
+from tinygrad.codegen.opt.postrange import Scheduler
+def local_n(a, b):
+  k = Scheduler((a @ b).float().linear_with_vars()[0].src[-1].src[0], Device[Device.DEFAULT].renderer)
+  k.convert_loop_to_global()
+  opts = hand_coded_optimizations(k).applied_opts
+  assert opts[0].op.name == "TC", opts
+  return [o.arg for o in opts if o.op.name == "LOCAL"]
+e = lambda *s: Tensor.empty(*s, dtype=dtypes.half)
+assert local_n(e(512, 64), e(64, 2048)) == [2] and local_n(e(512, 64), e(64, 16384)) == [4]
+rng = np.random.default_rng(0)
+an, bn = rng.standard_normal((128, 64)).astype(np.float16), rng.standard_normal((64, 256)).astype(np.float16)
+a, b = Tensor(an).realize(), Tensor(bn).realize()
+assert local_n(a, b) == [2]
+ref = an.astype(np.float64) @ bn.astype(np.float64)
+assert np.abs((a @ b).float().numpy() - ref).max() < 1e-2, "wrong result"
+print("ok")
+"""
+
+def test_0039_tensor_core_local_follows_the_grid(trees):
+  assert_patch_needed(trees, "0039", TC_LOCAL_BY_GRID, env={"DEV": "PYTHON::sm_80", "CACHELEVEL": "0"})
