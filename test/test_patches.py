@@ -1034,3 +1034,30 @@ print("ok")
 
 def test_0039_tensor_core_local_follows_the_grid(trees):
   assert_patch_needed(trees, "0039", TC_LOCAL_BY_GRID, env={"DEV": "PYTHON::sm_80", "CACHELEVEL": "0"})
+
+CPU_GRAPH = """
+# a captured CPU step replays its kernels through a graph (CPUGraph: their arguments resolved once), its results those of
+# numpy as the step's input buffers and a variable's value change from call to call
+import numpy as np
+from tinygrad import Tensor, TinyJit, Variable
+from tinygrad.uop.ops import Ops
+rng = np.random.default_rng(0)
+wn = rng.standard_normal((64, 64)).astype(np.float32)
+w = Tensor(wn).realize()
+@TinyJit
+def f(x, n):
+  h = (x @ w).relu()
+  return ((h[:n].sum(0) + (h * 2).max(0)) * 0.01).softmax().realize()
+for i in range(5):
+  xn, n = rng.standard_normal((64, 64)).astype(np.float32), 5 + 13 * i
+  got = f(Tensor(xn), Variable("n", 1, 64).bind(n)).numpy()
+  hn = np.maximum(xn.astype(np.float64) @ wn, 0)
+  e = np.exp((s := (hn[:n].sum(0) + 2 * hn.max(0)) * 0.01) - s.max())
+  assert np.abs(got - e / e.sum()).max() < 1e-6, (i, np.abs(got - e / e.sum()).max())
+calls = f.captured.linear.src
+assert any(c.src[0].op is Ops.CUSTOM_FUNCTION and c.src[0].arg == "graph" for c in calls), [c.src[0].op for c in calls]
+print("ok")
+"""
+
+def test_0040_cpu_steps_replay_through_a_graph(trees):
+  assert_patch_needed(trees, "0040", CPU_GRAPH, env={"DEV": "CPU", "CACHELEVEL": "0"})
