@@ -43,7 +43,9 @@ from apps.kernels import Fusions, KernelModules, to_bound, cached
 
 # A chunk's products of 32-weight blocks on the generated path, where the device has int8 tensor cores (NVIDIA sm_80+, patches
 # 0029-0032): tensor ops that compute what the hand-written integer GEMM computes, in kernels of tinygrad's own.
-BLOCK_PRODUCT_TYPES = (GGMLType.Q4_0, GGMLType.Q8_0)
+BLOCK_PRODUCT_TYPES = (GGMLType.Q4_0, GGMLType.Q4_1, GGMLType.Q5_0, GGMLType.Q5_1, GGMLType.Q8_0, GGMLType.Q4_K, GGMLType.Q5_K,
+                       GGMLType.Q6_K)
+TILE_BLOCK_PRODUCT_TYPES = (GGMLType.Q4_0, GGMLType.Q8_0)   # tile_block_product's: one scale a block, no min
 BLOCK_PRODUCT_ROWS = 64   # tokens of a chunk from which its products are block products (a decode step's stay matvecs)
 
 def int8_tensor_cores(device: str) -> bool:
@@ -68,38 +70,82 @@ def x_parts(x: Tensor) -> tuple[Tensor, Tensor]:
   m = ((Y + 128) & 255) - 128
   return Tensor.stack((Y - m) >> 8, m, l, dim=2).cast(dtypes.int8).contiguous(), sx.contiguous()
 
+def _bytes(w: PackedTensor, part: str) -> Tensor: return w.parts[part].bitcast(dtypes.uint8)
+
+def _fields(b: Tensor, n: int, width: int) -> Tensor:
+  """bytes (*lead, m) -> (*lead, n, m): field i of each byte, its bits width*i.. (ggml's planes of high bits)."""
+  return Tensor.stack(*[(b >> (width * i)) & ((1 << width) - 1) for i in range(n)], dim=-2)
+
 def int8_quants(w: PackedTensor) -> Tensor:
   """A Q4_0 / Q8_0 weight's quants as int8 (N, K/32, 32), the block's scale left out."""
   if w.type == GGMLType.Q8_0: return w.parts["qs"].bitcast(dtypes.int8)
-  b = w.parts["qs"].bitcast(dtypes.uint8)                   # Q4_0: element i in the low nibble of byte i, 16 + i in the high
+  b = _bytes(w, "qs")                                       # Q4_0: element i in the low nibble of byte i, 16 + i in the high
   return (Tensor.cat(b & 15, b >> 4, dim=-1).cast(dtypes.int8) - 8).contiguous()
 
+def block_quants(w: PackedTensor) -> tuple[Tensor, Tensor, Tensor | None]:
+  """w as weight = scale * q - min a block of 32: the quants q as int8 (*rows, K/32, 32), the scales (*rows, K/32, S) in fp32
+  (S = 2: Q6_K's two sub-blocks of 16 a block) and the mins (*rows, K/32), None where there are none. Each scale and min is
+  exact in fp32 (an fp16 times a small integer); the K-quants' q in natural order from ggml's nibble and high-bit planes."""
+  t, (*R, nB, _) = w.type, w.parts["qs" if "qs" in w.parts else "ql"].shape
+  f32 = lambda part, i: w.parts[part][..., i:i + 1].float()           # (*R, nB, 1)
+  if t in TILE_BLOCK_PRODUCT_TYPES: return int8_quants(w), f32("d", 0), None
+  if t in (GGMLType.Q4_1, GGMLType.Q5_0, GGMLType.Q5_1):
+    b = _bytes(w, "qs")
+    q = Tensor.cat(b & 15, b >> 4, dim=-1)                            # weight i: byte i's low nibble, 16 + i: its high
+    if t != GGMLType.Q4_1: q = q | (_fields(_bytes(w, "qh"), 8, 1).transpose(-1, -2).reshape(*R, nB, 32) << 4)   # qh's bit i
+    if t == GGMLType.Q5_0: return (q.cast(dtypes.int8) - 16).contiguous(), f32("d", 0), None
+    return q.cast(dtypes.int8).contiguous(), f32("dm", 0), -f32("dm", 1)[..., 0]
+  if t in (GGMLType.Q4_K, GGMLType.Q5_K):
+    b = _bytes(w, "qs").reshape(*R, nB, 4, 1, 32)                     # 64 weights a 32 bytes: the low nibbles, then the high
+    q = Tensor.cat(b & 15, b >> 4, dim=-2).reshape(*R, nB, 8, 32)
+    if t == GGMLType.Q5_K: q = q | (_fields(_bytes(w, "qh").reshape(*R, nB, 32), 8, 1) << 4)   # sub-block s: bit s of byte l
+    scm = _bytes(w, "scm").float()                                    # 8 six-bit scales, then 8 mins
+    scale, mins = f32("dm", 0) * scm[..., :8], f32("dm", 1) * scm[..., 8:]
+    return q.cast(dtypes.int8).reshape(*R, nB * 8, 32).contiguous(), scale.reshape(*R, nB * 8, 1), mins.reshape(*R, nB * 8)
+  if t == GGMLType.Q6_K:   # halves of 128: ql's 64 bytes (l, l + 32) low nibbles then high, qh's 32 bytes 2 bits a run of 32
+    ql = _bytes(w, "ql").reshape(*R, nB, 2, 2, 32)
+    q = Tensor.cat(ql & 15, ql >> 4, dim=-2) | (_fields(_bytes(w, "qh").reshape(*R, nB, 2, 32), 4, 2) << 4)
+    scale = f32("d", 0) * w.parts["sc"].bitcast(dtypes.int8).float()   # a scale a 16
+    return (q.cast(dtypes.int8) - 32).reshape(*R, nB * 8, 32).contiguous(), scale.reshape(*R, nB * 8, 2), None
+  raise ValueError(f"{w.name}: no block product for {t.name}")
+
 def block_product(w: PackedTensor, x: Tensor, norm: tuple[Tensor, float] | None = None) -> Tensor:
-  """x @ W.T (..., out) for a Q4_0 / Q8_0 weight as integer tensor ops: each block's int32 sums of x's three parts against its
-  quants (the innermost reduction, one block: the tensor cores take it), combined and scaled by both blocks' scales in fp32,
-  summed over the blocks. Exact but for x's 24-bit rounding and the fp32 sums. A weight of rows (J, N) (a weight a head)
-  takes x (..., J, in): head j's rows times weight j. norm=(w, eps): rms_norm(x) * w first; a row's 1 / rms scales all its
-  blocks alike, so it goes into x's block scales, not into x (as the hand-written GEMM applies it)."""
+  """x @ W.T (..., out) for a weight of 32-weight blocks (BLOCK_PRODUCT_TYPES) as integer tensor ops: each block's int32 sums
+  of x's three parts against its quants (the innermost reduction, one block: the tensor cores take it), combined and scaled by
+  both blocks' scales in fp32, less the block's min times x's block sum, summed over the blocks. Exact but for x's 24-bit
+  rounding and the fp32 sums. Two scales a block (Q6_K): x's parts twice, each copy zero outside one half. A weight of rows
+  (J, N) (a weight a head) takes x (..., J, in): head j's rows times weight j. norm=(w, eps): rms_norm(x) * w first; a row's
+  1 / rms scales all its blocks alike, so it goes into x's block scales, not into x (as the hand-written GEMM applies it)."""
   *heads, N = w.rows
   K, nb, J = w.in_features, w.in_features // 32, prod(heads)
   lead = x.shape[:x.ndim - 1 - len(heads)]
   x = x.reshape(-1, K).float()
-  xq, sx = x_parts(x * norm[0] if norm is not None else x)
-  if norm is not None: sx = sx * (x.square().mean(-1, keepdim=True) + norm[1]).rsqrt()
-  T = xq.shape[0] // J
-  dots = (xq.reshape(T, J, 1, nb, 3, 32).cast(dtypes.int32) * int8_quants(w).reshape(1, J, N, nb, 1, 32).cast(dtypes.int32)).sum(-1)
+  xw = x * norm[0] if norm is not None else x
+  xq, sx = x_parts(xw)
+  if norm is not None: sx = sx * (rs := (x.square().mean(-1, keepdim=True) + norm[1]).rsqrt())
+  T, (q, scale, mins) = xq.shape[0] // J, block_quants(w)
+  S = scale.shape[-1]
+  if S > 1:
+    half = ((Tensor.arange(32) // (32 // S)).unsqueeze(0) == Tensor.arange(S).unsqueeze(1)).to(x.device)
+    xq = half.reshape(1, 1, S, 1, 32).where(xq.reshape(T * J, nb, 1, 3, 32), 0).cast(dtypes.int8).contiguous()
+  dots = (xq.reshape(T, J, 1, nb, *(S,) * (S > 1), 3, 32).cast(dtypes.int32) *
+          q.reshape(1, J, N, nb, *(1,) * (S > 1), 1, 32).cast(dtypes.int32)).sum(-1)
   # the parts' weights 65536, 256, 1 from an arange: constants in the kernel (a tensor of them would be a host upload, which
   # splits a captured chunk's graph). Q4_0's |q| <= 8 keeps a block's X within int32 (65536 * 32512 + 257 * 32768 < 2^31),
-  # so it is summed in integers and converted once a block (a quarter-rate instruction on the GPUs); Q8_0's parts in fp32
+  # so it is summed in integers and converted once a block (a quarter-rate instruction on the GPUs); the others' parts in fp32
   p = Tensor.arange(3).to(x.device)
   coef = (p == 0).where(65536, (p == 1).where(256, 1))
   X = (dots * coef.cast(dtypes.int32)).sum(-1).cast(dtypes.float) if w.type == GGMLType.Q4_0 else (dots.cast(dtypes.float) * coef.float()).sum(-1)
-  y = (X * sx.reshape(T, J, 1, nb) * w.parts["d"].float().reshape(1, J, N, nb)).sum(-1)
-  return y.reshape(*lead, *heads, N)
+  X = X * sx.reshape(T, J, 1, nb, *(1,) * (S > 1))
+  y = (X * scale.reshape(1, J, N, nb, S)).sum(-1) if S > 1 else X * scale.reshape(1, J, N, nb)
+  if mins is not None:
+    xsum = xw.reshape(T, J, 1, nb, 32).sum(-1) * (rs.reshape(T, J, 1, 1) if norm is not None else 1)
+    y = y - xsum * mins.reshape(1, J, N, nb)
+  return y.sum(-1).reshape(*lead, *heads, N)
 
 def block_product_bytes(gf: GGUFFile) -> int:
-  """Device bytes a generated chunk's block products make for themselves at most: a block's Q4_0 / Q8_0 weights as int8
-  quants (int8_quants, one byte a weight, made each chunk), the largest block's."""
+  """Device bytes a generated chunk's block products make for themselves at most: a block's weights as int8 quants
+  (block_quants, one byte a weight, made each chunk), the largest block's."""
   per: dict[str, int] = {}
   for t in gf.tensors.values():
     if not t.name.startswith("blk.") or t.type not in BLOCK_PRODUCT_TYPES: continue
@@ -314,7 +360,7 @@ class QuantizedExpertWeights:
     xt = dispatch.gather_rows(xs.reshape(Bmax * J, -1) if per_slot else xs, entry if per_slot else entry // J)
     T, ys = entry.shape[0] // TILE, []
     for w, n in zip(self.groups, self.outs):
-      if w.type in BLOCK_PRODUCT_TYPES and int8_tensor_cores(xs.device):
+      if w.type in TILE_BLOCK_PRODUCT_TYPES and int8_tensor_cores(xs.device):
         y = tile_block_product(w, xt.reshape(T, TILE, -1), expert).cast(xs.dtype)
       else:
         spec = KernelSpec("experts", w.fmt, T, TILE, n, self.in_features, self.n_expert, True, True, base_device(xs.device),

@@ -10,7 +10,7 @@ import gguf
 from hypothesis import given, settings, strategies as st
 from apps.gguf import GGUFFile, GGUFWriter, GGMLType, GGUFError, BLOCK, ValueType
 from apps.quantized import QuantizedLinear, QuantizedExpertWeights, QuantizedEmbedding, dequantize_rows, load_tensor, mul_mat_id, packed_bytes, \
-  expert_tiles, block_product, tile_block_product, BLOCK_PRODUCT_TYPES
+  expert_tiles, block_product, tile_block_product, BLOCK_PRODUCT_TYPES, TILE_BLOCK_PRODUCT_TYPES
 from apps.packed import PackedTensor, QUANT_FORMATS, format_for
 from apps.dispatch import kernel_for, register_kernel, KernelSpec
 import apps.dispatch as D
@@ -534,9 +534,10 @@ def test_to_bound_reads_a_sliced_output_in_place():
 
 @pytest.mark.parametrize("typ", BLOCK_PRODUCT_TYPES, ids=lambda t: t.name)
 def test_block_product_against_x24(typ):
-  # x rounded to 24 bits a block as the hand-written integer kernels round it, times the blocks' quants and scales
+  # x rounded to 24 bits a block as the hand-written integer kernels round it, times the blocks' quants, scales and mins
+  # (a K-quant's from its nibble and high-bit planes)
   rng = np.random.default_rng(11)
-  T, K, N = 37, 96, 20
+  T, K, N = 37, 96 if BLOCK[typ][0] == 32 else 512, 20
   raw = random_tensor(typ, (K, N), rng)
   W = ref_weight(raw, typ, (K, N)).astype(np.float64)
   x = rng.standard_normal((T, K)).astype(np.float32)
@@ -554,18 +555,20 @@ def test_block_product_a_weight_a_head():
   out = block_product(PackedTensor.from_bytes(raw, GGMLType.Q4_0, (K, N, J)), Tensor(x)).numpy()
   assert out.shape == (T, J, N) and relerr(out, np.einsum("tjk,jnk->tjn", x24(x), W)) < fp32_bound(K)
 
-def test_block_product_normed():
-  # norm=(w, eps): rms_norm(x) * w as block_product rounds x, the rows' 1 / rms in x's block scales
+@pytest.mark.parametrize("typ", (GGMLType.Q8_0, GGMLType.Q5_K, GGMLType.Q6_K), ids=lambda t: t.name)
+def test_block_product_normed(typ):
+  # norm=(w, eps): rms_norm(x) * w as block_product rounds x, the rows' 1 / rms in x's block scales (and in its block sums,
+  # which the mins take)
   rng = np.random.default_rng(14)
-  T, K, N, eps = 21, 96, 20, 1e-6
-  raw = random_tensor(GGMLType.Q8_0, (K, N), rng)
-  W = ref_weight(raw, GGMLType.Q8_0, (K, N)).astype(np.float64)
+  T, K, N, eps = 21, 96 if typ == GGMLType.Q8_0 else 256, 20, 1e-6
+  raw = random_tensor(typ, (K, N), rng)
+  W = ref_weight(raw, typ, (K, N)).astype(np.float64)
   x, nw = rng.standard_normal((T, K)).astype(np.float32) * 3, rng.standard_normal(K).astype(np.float32)
   xn = (x / np.sqrt((x.astype(np.float64) ** 2).mean(-1, keepdims=True) + eps) * nw).astype(np.float32)
-  out = block_product(PackedTensor.from_bytes(raw, GGMLType.Q8_0, (K, N)), Tensor(x), (Tensor(nw), eps)).numpy()
+  out = block_product(PackedTensor.from_bytes(raw, typ, (K, N)), Tensor(x), (Tensor(nw), eps)).numpy()
   assert out.shape == (T, N) and relerr(out, x24(xn) @ W.T) < fp32_bound(K)
 
-@pytest.mark.parametrize("typ", BLOCK_PRODUCT_TYPES, ids=lambda t: t.name)
+@pytest.mark.parametrize("typ", TILE_BLOCK_PRODUCT_TYPES, ids=lambda t: t.name)
 def test_tile_block_product_against_x24(typ):
   # tiles of rows, each times its own expert's weight (experts repeated, one unused), x rounded as block_product rounds it
   rng = np.random.default_rng(12)
@@ -611,6 +614,17 @@ xn = x.astype(np.float64) / np.sqrt((x.astype(np.float64) ** 2).mean(-1, keepdim
 refn = xn @ dequantize(raw, GGMLType.Q4_0).reshape(N, K).astype(np.float64).T
 outn = lin(Tensor(x), norm=(Tensor(nw), eps)).numpy()
 assert np.linalg.norm(outn - refn) / np.linalg.norm(refn) < 1e-6
+# K-quants (a scale and a min a sub-block; Q6_K's two scales a block): the tensor cores take their blocks too
+for typ in (GGMLType.Q5_K, GGMLType.Q6_K):
+  rawk = random_raw(typ, N * 256, rng)
+  link = QuantizedLinear(PackedTensor.from_bytes(rawk, typ, (256, N)))
+  link.kernels = "generated"
+  xk = rng.standard_normal((T, 256)).astype(np.float32)
+  refk = xk.astype(np.float64) @ dequantize(rawk, typ).reshape(N, 256).astype(np.float64).T
+  to_program_cache.clear()
+  outk = link(Tensor(xk)).numpy()
+  assert np.linalg.norm(outk - refk) / np.linalg.norm(refk) < 1e-6, typ
+  assert any(u.op is Ops.WMMA and u.src[0].dtype == dtypes.int8 for p in to_program_cache.values() for u in p.toposort()), typ
 # a weight a head (attn_k_b / attn_v_b of a chunk): head j's rows times weight j
 from apps.quantized import QuantizedExpertWeights
 H = 3
@@ -640,8 +654,8 @@ print("ok")
 """
 
 def test_generated_chunk_product_on_int8_tensor_cores():
-  # a chunk's Q4_0 products on the generated path (a linear one, normed or not; a weight a head; routed experts' tiles), on
-  # the sm_80 emulator: the int8 tensor cores take their blocks
+  # a chunk's Q4_0 products on the generated path (a linear one, normed or not; a weight a head; routed experts' tiles) and
+  # K-quant ones, on the sm_80 emulator: the int8 tensor cores take their blocks
   env = {**os.environ, "DEV": "PYTHON::sm_80", "PARALLEL": "0", "CACHELEVEL": "0", "PYTHONPATH": str(Path(__file__).parent.parent)}
   r = subprocess.run([sys.executable, "-c", BLOCK_PRODUCT_ON_TENSOR_CORES], env=env, capture_output=True, text=True, timeout=600)
   assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
