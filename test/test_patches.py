@@ -1061,3 +1061,25 @@ print("ok")
 
 def test_0040_cpu_steps_replay_through_a_graph(trees):
   assert_patch_needed(trees, "0040", CPU_GRAPH, env={"DEV": "CPU", "CACHELEVEL": "0"})
+
+SMALL_UPCAST_WITHOUT_LOCALS = """
+# without local memory a small kernel's outputs upcast too: a matvec of 256 rows (under the 1024 outputs a GPU's upcast
+# needs) takes an upcast of its rows on the CPU, and its result equals numpy's
+import numpy as np
+from tinygrad import Tensor, Device
+from tinygrad.codegen.opt.heuristic import hand_coded_optimizations
+from tinygrad.codegen.opt.postrange import Scheduler
+def upcasts(t):
+  k = Scheduler(t.linear_with_vars()[0].src[-1].src[0], Device[Device.DEFAULT].renderer)
+  k.convert_loop_to_global()
+  return [o.arg for o in hand_coded_optimizations(k).applied_opts if o.op.name == "UPCAST"]
+rng = np.random.default_rng(0)
+an, xn = rng.standard_normal((256, 512)).astype(np.float32), rng.standard_normal(512).astype(np.float32)
+a, x = Tensor(an).realize(), Tensor(xn).realize()
+assert upcasts(a @ x) == [4], upcasts(a @ x)
+assert np.abs((a @ x).numpy() - an.astype(np.float64) @ xn).max() < 1e-4, "wrong result"
+print("ok")
+"""
+
+def test_0041_without_locals_small_kernels_upcast(trees):
+  assert_patch_needed(trees, "0041", SMALL_UPCAST_WITHOUT_LOCALS, env={"DEV": "CPU", "CACHELEVEL": "0"})
