@@ -145,10 +145,11 @@ def block_product(w: PackedTensor, x: Tensor, norm: tuple[Tensor, float] | None 
 
 def block_product_bytes(gf: GGUFFile) -> int:
   """Device bytes a generated chunk's block products make for themselves at most: a block's weights as int8 quants
-  (block_quants, one byte a weight, made each chunk), the largest block's."""
+  (block_quants, one byte a weight, made each chunk; the routed experts' only where their tiles take them), the largest
+  block's."""
   per: dict[str, int] = {}
   for t in gf.tensors.values():
-    if not t.name.startswith("blk.") or t.type not in BLOCK_PRODUCT_TYPES: continue
+    if not t.name.startswith("blk.") or t.type not in (TILE_BLOCK_PRODUCT_TYPES if "_exps." in t.name else BLOCK_PRODUCT_TYPES): continue
     block = t.name.split(".")[1]
     per[block] = per.get(block, 0) + t.n_elements
   return max(per.values(), default=0)

@@ -264,8 +264,9 @@ def test_fit_context():
   with pytest.raises(ValueError, match="no room for a context"): fit_context(cfg, 4, 2**30, 512)
 
 def test_fit_context_counts_block_products(monkeypatch):
-  """On a device with int8 tensor cores the generated path's chunk products make a block's Q4_0 / Q8_0 weights as int8
-  quants: "fit" keeps those bytes back there (the hand-written path and other devices make none)."""
+  """On a device with int8 tensor cores the generated path's chunk products make a block's quantized weights as int8 quants
+  (the routed experts' only where they are Q4_0 / Q8_0, which their tiles take): "fit" keeps those bytes back there (the
+  hand-written path and other devices make none)."""
   import apps.model as M
   from apps.gguf import GGUFFile
   from apps.quantized import block_product_bytes
@@ -274,6 +275,12 @@ def test_fit_context_counts_block_products(monkeypatch):
   bpb = block_product_bytes(gf)
   q = [t for t in gf.tensors.values() if t.name.startswith("blk.0.") and t.type.name in ("Q4_0", "Q8_0")]
   assert q and bpb == sum(t.n_elements for t in q)       # the blocks are alike: block 0's quantized weights, a byte each
+  # K-quants: every block's K-quant products are block products, but its Q4_K experts stay with the packed expert kernel
+  kq = GGUFFile(synth.generate("deepseek-v2-lite-tiny", "kquant", progress=False))
+  made = lambda t: t.type.name in ("Q4_0", "Q8_0") or (t.type.name in ("Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K") and "_exps." not in t.name)
+  blocks = {t.name.split(".")[1] for t in kq.tensors.values() if t.name.startswith("blk.")}
+  per = [sum(t.n_elements for t in kq.tensors.values() if t.name.startswith(f"blk.{b}.") and made(t)) for b in blocks]
+  assert any(t.type.name == "Q4_K" and "_exps." in t.name for t in kq.tensors.values()) and block_product_bytes(kq) == max(per)
   cfg = M.Config.from_gguf(gf)
   per_token = cfg.n_layer * (cfg.kv_lora_rank + cfg.qk_rope) * 4 + 4 * cfg.qk_rope + 4 + 2 * 4 * 512 * cfg.n_head
   free = int((M.FIT_RESERVE + 768 * per_token) / 0.9) + 1  # exactly 768 tokens fit
