@@ -2,13 +2,14 @@
 # The GPU-machine runs the open issues still need, in the order of their value, each with its own time limit and log
 # under $OUT (the device tool brings $OUT back). Run from the repo root on the GPU machine:
 #   bash tools/gpu_session.sh [step ...]      steps: glm check serve bench profile llama side batch load kernels ncu abprefill abkernel
-#                                             abfusions fill paths blocks generated abpatch variants abapps
+#                                             abfusions fill paths chunkpaths blocks generated abpatch variants abapps
 #                                             (default: the first five)
 # MODELS (default: youtu-llm-2b deepseek-v2-lite) picks the models of ncu (KERNELS=generated: that path's), abkernel, abfusions (OFF=<fusions A turns off>), abprefill
 # (A=<file>: another apps/kernels/gemm.py as variant A; ROUNDS=<n>, default 5: 2% differences need that many), ncu (PROMPT=1:
 # a 512-token prompt's chunk instead of a decode token) and fill (a 512-token prompt's chunk at pos 0, head and sampling included,
 # kernel by kernel); abkernel needs A=<file>, variant A of
 # apps/kernels/matvec.py (MODULE=<name> for another module), e.g. `git show HEAD~1:apps/kernels/matvec.py > ab/A/matvec.py`.
+# chunkpaths: [SPECS="preset:tokens ..."] the paths against each other over a prompt's first chunks at full size (path_check --pinned).
 # abapps: [A=<dir>] [C=<dir>] [PRESETS=...] [KERNELS=hand] an apps change: the modules in A (default ab/A; C: a third variant) against
 # the checkout's.
 # abpatch: PATCH=<n> [PRESETS=...] [KERNELS=generated] [ROUNDS=1] the full-model numbers on the series without patch n (A) and with it (B).
@@ -84,6 +85,11 @@ for s in $steps; do
              done ;;
     paths)   timeout 580 python3 -m tools.path_check --presets "${PRESETS:-glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b}" \
                --depth "${DEPTH:-0,600}" --floor --pinned 2>&1 | tee "$OUT/paths.log" | tail -6 ;;
+    chunkpaths) for spec in ${SPECS:-deepseek-v2-lite:544 glm-4.7-flash:128}; do   # preset:tokens, from position 0, the routing pinned
+               IFS=: read -r m n <<< "$spec"
+               timeout ${LIMIT:-280} python3 -m tools.path_check --presets $m --tokens $n --skip 0 --pinned > "$OUT/path_check_${m}_$n.txt" 2>&1
+               tail -1 "$OUT/path_check_${m}_$n.txt"
+             done ;;
     blocks)  for m in ${MODELS:-glm-4.7-flash deepseek-v2-lite}; do
                timeout 400 python3 -m tools.path_check --blocks $m 2>&1 | tee "$OUT/blocks_$m.txt" | tail -50
              done ;;

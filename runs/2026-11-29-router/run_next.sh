@@ -17,12 +17,7 @@ case ${1:-1} in
   1) synth deepseek-v2-lite && OUT=$OUT PRESETS=deepseek-v2-lite LIMIT=200 VARIANTS="A:41 B:42 C:" bash tools/gpu_session.sh variants ;;
   2) synth glm-4.7-flash && OUT=$OUT PRESETS=glm-4.7-flash LIMIT=280 VARIANTS="A:41 C:" bash tools/gpu_session.sh variants ;;
   3) synth glm-4.7-flash && OUT=$OUT PRESETS=glm-4.7-flash LIMIT=280 A=ab/T bash tools/gpu_session.sh abapps ;;
-  4) cp ab/T/quantized.py apps/quantized.py
-     for spec in deepseek-v2-lite:544:280 glm-4.7-flash:128:280; do
-       IFS=: read -r m n t <<< "$spec"
-       synth $m && timeout $t python3 -m tools.path_check --presets $m --tokens $n --skip 0 --pinned > "$OUT/path_check_${m}_$n.txt" 2>&1
-       tail -1 "$OUT/path_check_${m}_$n.txt"
-     done ;;
+  4) cp ab/T/quantized.py apps/quantized.py && synth deepseek-v2-lite && synth glm-4.7-flash && OUT=$OUT bash tools/gpu_session.sh chunkpaths ;;
   5) timeout 400 python3 -m tools.profile --model deepseek-v2-lite --kernels generated --target prompt --chunk 512 --pos 0 --top 40 \
        > "$OUT/profile_dsv2_prompt.txt" 2>&1; head -60 "$OUT/profile_dsv2_prompt.txt" ;;
 esac
