@@ -357,17 +357,18 @@ class QuantizedExpertWeights:
     product with its expert's weights (a weight dequantized once serves the tile, where a kernel an entry dequantizes it
     for each), the rows back in entry order after. Generated kernels only: the hand-written GEMMs group entries themselves."""
     Bmax, J = sels.shape
-    entry, expert, slot = expert_tiles(sels, self.n_expert, TILE)
+    tile = 2 * TILE if Bmax * J >= 2 * TILE * self.n_expert else TILE   # a wide tile where the experts average one
+    entry, expert, slot = expert_tiles(sels, self.n_expert, tile)
     xt = dispatch.gather_rows(xs.reshape(Bmax * J, -1) if per_slot else xs, entry if per_slot else entry // J)
-    T, ys = entry.shape[0] // TILE, []
+    T, ys = entry.shape[0] // tile, []
     for w, n in zip(self.groups, self.outs):
       if w.type in TILE_BLOCK_PRODUCT_TYPES and int8_tensor_cores(xs.device):
-        y = tile_block_product(w, xt.reshape(T, TILE, -1), expert).cast(xs.dtype)
+        y = tile_block_product(w, xt.reshape(T, tile, -1), expert).cast(xs.dtype)
       else:
-        spec = KernelSpec("experts", w.fmt, T, TILE, n, self.in_features, self.n_expert, True, True, base_device(xs.device),
+        spec = KernelSpec("experts", w.fmt, T, tile, n, self.in_features, self.n_expert, True, True, base_device(xs.device),
                           per_tile=True, kernels=self.kernels, fusions=self.fusions, modules=self.kernel_modules)
-        y = dispatch.launch(spec, Tensor.empty(T, TILE, n, dtype=xs.dtype, device=xs.device), xt.reshape(T, TILE, -1), expert, *w.part_list())
-      ys.append(dispatch.gather_rows(y.reshape(T * TILE, n), slot).reshape(Bmax, J, n))
+        y = dispatch.launch(spec, Tensor.empty(T, tile, n, dtype=xs.dtype, device=xs.device), xt.reshape(T, tile, -1), expert, *w.part_list())
+      ys.append(dispatch.gather_rows(y.reshape(T * tile, n), slot).reshape(Bmax, J, n))
     return self._cat(ys)
 
   def batched(self, x: Tensor, prefix: bool = False, slot_stride: int = 0) -> Tensor:

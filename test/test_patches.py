@@ -1083,3 +1083,58 @@ print("ok")
 
 def test_0041_without_locals_small_kernels_upcast(trees):
   assert_patch_needed(trees, "0041", SMALL_UPCAST_WITHOUT_LOCALS, env={"DEV": "CPU", "CACHELEVEL": "0"})
+
+TC_UPCASTS_BY_GRID = """
+# the tensor-core rule's upcasts keep 256 tiles in the grid: a half 512 x 128 times 128 x 64 (256 tiles of 16 x 8) takes
+# no upcast, a half 512 x 64 times 64 x 2048 (8,192 tiles) keeps 4 and 4; on the sm_80 emulator the small one's result
+# equals numpy's
+import numpy as np
+from tinygrad import Tensor, Device, dtypes
+from tinygrad.codegen.opt.heuristic import hand_coded_optimizations
+from tinygrad.codegen.opt.postrange import Scheduler
+def upcasts(a, b):
+  k = Scheduler((a @ b).float().linear_with_vars()[0].src[-1].src[0], Device[Device.DEFAULT].renderer)
+  k.convert_loop_to_global()
+  opts = hand_coded_optimizations(k).applied_opts
+  assert opts[0].op.name == "TC", opts
+  return [o.arg for o in opts if o.op.name == "UPCAST"]
+assert upcasts(Tensor.empty(512, 64, dtype=dtypes.half), Tensor.empty(64, 2048, dtype=dtypes.half)) == [4, 4]
+rng = np.random.default_rng(0)
+an, bn = rng.standard_normal((512, 128)).astype(np.float16), rng.standard_normal((128, 64)).astype(np.float16)
+a, b = Tensor(an).realize(), Tensor(bn).realize()
+assert upcasts(a, b) == [], upcasts(a, b)
+ref = an.astype(np.float64) @ bn.astype(np.float64)
+assert np.abs((a @ b).float().numpy() - ref).max() < 1e-2, "wrong result"
+print("ok")
+"""
+
+def test_0042_tensor_core_upcasts_keep_the_grid(trees):
+  assert_patch_needed(trees, "0042", TC_UPCASTS_BY_GRID, env={"DEV": "PYTHON::sm_80", "CACHELEVEL": "0"})
+
+GROUPED_FEW_THOUSAND = """
+# a grouped reduction for a few thousand outputs of a long reduction: an entry's rank among 3072 (3072 outputs of 3072) and
+# the row sums of 4096 x 1024 take GROUPTOP 16 on a GPU's renderer, 4096 x 512 and 16384 x 1024 keep the upcast; on the
+# sm_80 emulator the sums of 2304 x 1024 equal numpy's
+import numpy as np
+from tinygrad import Tensor, Device, dtypes
+from tinygrad.codegen.opt.heuristic import hand_coded_optimizations
+from tinygrad.codegen.opt.postrange import Scheduler
+def opts(t):
+  k = Scheduler(t.linear_with_vars()[0].src[-1].src[0], Device[Device.DEFAULT].renderer)
+  k.convert_loop_to_global()
+  return [(o.op.name, o.arg) for o in hand_coded_optimizations(k).applied_opts]
+def rank(e):
+  p = Tensor.arange(e.shape[0])
+  return ((e.unsqueeze(0) == e.unsqueeze(1)) & (p.unsqueeze(0) < p.unsqueeze(1))).sum(1)
+assert opts(rank(Tensor.empty(3072, dtype=dtypes.int32))) == [("GROUPTOP", 16)]
+assert opts(Tensor.empty(4096, 1024).sum(1)) == [("GROUPTOP", 16)]
+assert ("GROUPTOP", 16) not in opts(Tensor.empty(4096, 512).sum(1)) and ("GROUPTOP", 16) not in opts(Tensor.empty(16384, 1024).sum(1))
+xn = np.random.default_rng(0).integers(-64, 64, (2304, 1024)).astype(np.int32)
+x = Tensor(xn).realize()
+assert opts(x.sum(1)) == [("GROUPTOP", 16)]
+assert (x.sum(1).numpy() == xn.sum(1)).all(), "wrong sums"
+print("ok")
+"""
+
+def test_0043_grouped_reduction_for_a_few_thousand_outputs(trees):
+  assert_patch_needed(trees, "0043", GROUPED_FEW_THOUSAND, env={"DEV": "PYTHON::sm_80", "CACHELEVEL": "0"})

@@ -368,11 +368,13 @@ def test_expert_tiles_hold_each_entry_once(B, J, E, tile):
     assert (expert[slot // tile] == sel.reshape(-1)).all()                                # a tile holds its expert's entries
     assert (np.diff(expert) >= 0).all()                                                   # the experts in order
 
+@pytest.mark.parametrize("E, B, J", [(6, 20, 3), (2, 40, 2)], ids=["tile16", "tile32"])   # 10 entries an expert, 40
 @pytest.mark.parametrize("typ", [GGMLType.Q4_0, GGMLType.Q6_K, GGMLType.Q5_K], ids=lambda t: t.name)
-def test_experts_generated_chunk_in_tiles(tmp_path, typ):
-  """The generated path runs a chunk of 8 entries an expert or more as products of tiles of one expert's entries; the
-  same products as the reference, x shared by a token's slots or one a slot, at a concrete and a symbolic chunk length."""
-  K, N, E, B, J = QUANT_FORMATS[typ].block, 24, 6, 20, 3
+def test_experts_generated_chunk_in_tiles(tmp_path, typ, E, B, J):
+  """The generated path runs a chunk of 8 entries an expert or more as products of tiles of one expert's entries (of 32
+  where they average 32 or more); the same products as the reference, x shared by a token's slots or one a slot, at a
+  concrete and a symbolic chunk length."""
+  K, N = QUANT_FORMATS[typ].block, 24
   gf, W = expert_file(tmp_path, [("e", typ, (K, N, E))])
   ex = QuantizedExpertWeights.from_gguf(gf, "e")
   ex.kernels = "generated"
