@@ -3,7 +3,8 @@
 DeepSeek-V2 (arXiv:2405.04434) compresses keys and values into one latent c_kv (kv_lora_rank) plus a small shared
 RoPE key (qk_rope). With the up-projections absorbed into the query (attn_k_b) and the output (attn_v_b), as
 llama.cpp stores them, attention is multi-query attention over ONE cache row per token: [c_kv | k_rope].
-V is a view of that row's c_kv part, so there is no second cache. The feed-forward is dense for the leading
+V is a view of that row's c_kv part, so there is no second cache. A long prefill chunk's tensor-op attention instead expands
+the rows it reads into per-head keys and values (the form before absorption: fewer FLOPs there). The feed-forward is dense for the leading
 blocks and DeepSeekMoE (routed + shared experts) after them.
 
 Names follow the paper and the GGUF keys; the block math mirrors llama.cpp's src/models/deepseek2.cpp and
@@ -16,7 +17,7 @@ import numpy as np
 from tinygrad import Tensor, dtypes, UOp
 from tinygrad.uop.ops import resolve
 from apps.gguf import GGUFFile, GGUFError
-from apps.quantized import QuantizedLinear, QuantizedExpertWeights, load_tensor, rms_norm
+from apps.quantized import QuantizedLinear, QuantizedExpertWeights, dequantize_rows, load_tensor, rms_norm
 from apps.dispatch import KernelCall, run, run_sum
 from apps.kernels import Fusions, KernelModules, to_bound
 
@@ -220,26 +221,55 @@ def decode_attention_reference(q_lat: Tensor, q_raw: Tensor, kv_raw: Tensor, kv_
   scores = q.transpose(0, 1).float() @ keys.float().T * scale                 # (H, 1, S)
   return (scores.softmax(-1) @ values.float()).transpose(0, 1).reshape(n_head, kv_lora)
 
-def latent_attention(q: Tensor, cache: Tensor, start_pos: int | UOp, kv_lora: int, scale: float, slices: bool = True,
+def causal_attention(q: Tensor, keys: Tensor, values: Tensor, start_pos: int | UOp, max_keys: int, scale: float, slices: bool = True,
                      split=lambda x: x) -> Tensor:
-  """Causal attention from tensor ops of the queries q (T, H, kv_lora + rope) at positions start_pos.. over the cache rows
-  0..start_pos+T-1 (their own rows stored already): multi-query attention over one latent row a token, the keys the whole
-  row, the values its first kv_lora. (T, H, kv_lora) fp32. What the generated path and the CPU run for every T."""
+  """Causal attention from tensor ops of the queries q (T, H, D) at positions start_pos.. over the S = start_pos + T keys
+  (S, D) and values (S, Dv) one row a token for all heads, or (H, S, D) and (H, S, Dv) one a head; max_keys bounds S.
+  (T, H, Dv) fp32."""
   T = q.shape[0]
-  keys = cache[0:start_pos + T]                                                 # (S, kv_lora + rope): one row per token
-  values = keys[:, :kv_lora]                                                    # V is the latent part of the same row
   prefill = resolve(T != 1)  # (a symbolic chunk length counts as T > 1)
   # a prefill chunk's queries at its bound Tq: constant (head, query) dims, which tinygrad's heuristics tile (a key row read
   # once for several queries); the rows past T attend causally as well and are sliced off
   if prefill: (q,), _, Tq = to_bound(q, slices=slices)
   else: Tq = T
-  scores = q.transpose(0, 1).float() @ keys.float().T * scale                   # (H, Tq, S)
+  scores = q.transpose(0, 1).float() @ keys.float().transpose(-1, -2) * scale  # (H, Tq, S)
   if prefill:
     S = start_pos + T
     # key positions as a constant-length arange shrunk to S: an arange of symbolic length is a reduction kernel of S^2
-    causal = Tensor.arange(cache.shape[0])[:S].reshape(1, S) > (Tensor.arange(Tq) + start_pos).reshape(Tq, 1)
+    causal = Tensor.arange(max_keys)[:S].reshape(1, S) > (Tensor.arange(Tq) + start_pos).reshape(Tq, 1)
     scores = causal.where(float("-inf"), scores).contiguous()  # once: fused into the softmax, its reductions recompute q.k
   return (split(scores.softmax(-1)) @ values.float()).transpose(0, 1)[:T]
+
+def latent_attention(q: Tensor, cache: Tensor, start_pos: int | UOp, kv_lora: int, scale: float, slices: bool = True,
+                     split=lambda x: x) -> Tensor:
+  """Causal attention from tensor ops of the absorbed queries q (T, H, kv_lora + rope) at positions start_pos.. over the
+  cache rows 0..start_pos+T-1 (their own rows stored already): multi-query attention over one latent row a token, the keys
+  the whole row, the values its first kv_lora. (T, H, kv_lora) fp32. What the generated path and the CPU run for decode and
+  short chunks."""
+  keys = cache[0:start_pos + q.shape[0]]                                        # (S, kv_lora + rope): one row per token
+  return causal_attention(q, keys, keys[:, :kv_lora], start_pos, cache.shape[0], scale, slices, split)
+
+def expands_latents(cfg: Config, chunk: int) -> bool:
+  """Whether a prefill chunk of `chunk` queries attends over keys and values expanded per head from the latent rows (the
+  paper's form before absorption) rather than over the latent rows: fewer FLOPs at any depth. A key costs chunk x heads x
+  (kv_lora + rope + kv_lora) absorbed, chunk x heads x (qk_nope + rope + v_head) expanded plus its expansion, heads x
+  kv_lora x (qk_nope + v_head), which the absorbed form spends once a query instead (on q_nope and the output)."""
+  return chunk * (2 * cfg.kv_lora_rank - cfg.qk_nope - cfg.v_head) > cfg.kv_lora_rank * (cfg.qk_nope + cfg.v_head)
+
+def expanded_attention(q_nope: Tensor, q_pe: Tensor, cache: Tensor, start_pos: int | UOp, k_b: Tensor, v_b: Tensor, kv_lora: int,
+                       scale: float, slices: bool = True, split=lambda x: x) -> Tensor:
+  """Causal attention of the queries [q_nope | q_pe] (T, H, qk_nope + rope) at positions start_pos.. over the cache rows
+  0..start_pos+T-1 expanded per head: keys [c_kv @ k_b[h] | k_rope], values c_kv @ v_b[h].T, with k_b (H, kv_lora, qk_nope)
+  and v_b (H, v_head, kv_lora) as floats. (T, H, v_head) fp32: the output absorbed attention gets after v_b."""
+  H, S = q_nope.shape[1], start_pos + q_nope.shape[0]
+  rows = cache[0:S].float()
+  c_kv, k_pe = rows[:, :kv_lora].unsqueeze(0), rows[:, kv_lora:]
+  # k_b with kv_lora innermost, as v_b has it: both expansions reduce along rows of both operands; k_nope made on its own (a
+  # product whose output is a concatenation takes none of the heuristics' product opts), then joined with k_rope
+  k_nope = (c_kv @ k_b.transpose(-1, -2).contiguous().transpose(-1, -2)).contiguous()
+  keys = k_nope.cat(k_pe.unsqueeze(0).expand(H, S, k_pe.shape[-1]), dim=-1).contiguous()  # (H, S, qk_nope + rope)
+  values = (c_kv @ v_b.transpose(-1, -2)).contiguous()                                           # (H, S, v_head)
+  return causal_attention(q_nope.float().cat(q_pe.float(), dim=-1), keys, values, start_pos, cache.shape[0], scale, slices, split)
 
 @dataclass(frozen=True)
 class Rows:
@@ -371,7 +401,7 @@ class Block:
       return self.attn_output(out.reshape(T, cfg.n_head * cfg.v_head), residual=x)
     q = q[:, :cfg.n_head * kq].reshape(T, cfg.n_head, kq)
     q_nope, q_pe, kv = q[..., :cfg.qk_nope], q[..., cfg.qk_nope:], kv[:, kv_off:]
-    q_lat, q_pe = self.attn_k_b.batched(q_nope), apply_rope(q_pe, cos.unsqueeze(1), sin.unsqueeze(1)).cast(q_nope.dtype)
+    q_pe = apply_rope(q_pe, cos.unsqueeze(1), sin.unsqueeze(1)).cast(q_nope.dtype)
 
     c_kv = rms_norm(kv[:, :cfg.kv_lora_rank], self.attn_kv_a_norm, cfg.norm_eps)
     k_pe = apply_rope(kv[:, cfg.kv_lora_rank:].float(), cos, sin)
@@ -380,22 +410,29 @@ class Block:
     if rows is not None:
       # the tokens of T sequences, each stored at its own row and attending over its own rows (tensor ops, one at a time)
       cache = Tensor(cache.uop.after(*[cache[b + p:b + p + 1].uop.store(row[i:i + 1].uop) for i, (p, b) in enumerate(zip(rows.pos, rows.base))]))
-      q = q_lat.cat(q_pe, dim=-1)
+      q = self.attn_k_b.batched(q_nope).cat(q_pe, dim=-1)
       out = Tensor.cat(*[latent_attention(q[i:i + 1], cache[b:b + max_context], p, cfg.kv_lora_rank, cfg.kq_scale, slices=self.fusions.slices)
                          for i, (p, b) in enumerate(zip(rows.pos, rows.base))])
     else:
       cache = Tensor(cache.uop.after(cache[base + start_pos:base + start_pos + T].uop.store(row.uop)))
+      expand = expands_latents(cfg, T.vmax if isinstance(T, UOp) else T)
       if tables is not None and self.hand_written(x.device):
         # causal attention of the chunk over the cache: one kernel on the tensor cores (CUDA sm_80+), else a split of each
         # token's keys and their combine
+        q_lat = self.attn_k_b.batched(q_nope)
         out = self.kernel_modules.mla_attention.mla_prefill_attention(q_lat.float(), q_pe.float(), cache, tables[2], kv_lora=cfg.kv_lora_rank,
                                                                       qk_rope=cfg.qk_rope, scale=cfg.kq_scale, max_context=max_context,
                                                                       fusions=self.fusions)  # (T, H, kv_lora)
       else:
-        q = self.split(q_lat.cat(q_pe, dim=-1), "q")                           # (T, H, kv_lora + rope)
         view = cache if isinstance(base, int) and base == 0 and cache.shape[0] == max_context else cache[base:base + max_context]
-        out = latent_attention(q, view, start_pos, cfg.kv_lora_rank, cfg.kq_scale, slices=self.fusions.slices,
-                               split=lambda x: self.split(x, "attn_scores"))
+        scores = lambda x: self.split(x, "attn_scores")
+        if expand:
+          # a long chunk: keys and values expanded per head from the latent rows, the output already past v_b
+          k_b, v_b = (dequantize_rows(w.groups[0]) for w in (self.attn_k_b, self.attn_v_b))
+          out = expanded_attention(q_nope, q_pe, view, start_pos, k_b, v_b, cfg.kv_lora_rank, cfg.kq_scale, self.fusions.slices, scores)
+          return self.attn_output(self.split(out.cast(x.dtype).reshape(T, cfg.n_head * cfg.v_head), "attn_out"), residual=x)
+        q = self.split(self.attn_k_b.batched(q_nope).cat(q_pe, dim=-1), "q")   # (T, H, kv_lora + rope)
+        out = latent_attention(q, view, start_pos, cfg.kv_lora_rank, cfg.kq_scale, slices=self.fusions.slices, split=scores)
     out = self.attn_v_b.batched(out.cast(x.dtype))                              # (T, H, v_head)
     return self.attn_output(self.split(out.reshape(T, cfg.n_head * cfg.v_head), "attn_out"), residual=x)
 

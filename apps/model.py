@@ -18,7 +18,7 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 from tinygrad import Tensor, TinyJit, UOp, Device, GlobalCounters, dtypes
 from apps.gguf import GGUFFile
-from apps.mla import Block, Config, Rows, DEFAULT_SPLIT_MASK
+from apps.mla import Block, Config, Rows, DEFAULT_SPLIT_MASK, expands_latents
 from apps import KERNEL_PATHS, CACHE_TYPES
 from apps.kernels import Fusions, KernelModules
 from apps.quantized import QuantizedEmbedding, QuantizedExpertWeights, QuantizedLinear, load_tensor, block_product_bytes, int8_tensor_cores
@@ -59,10 +59,12 @@ def free_bytes(device: str) -> int | None:
 def fit_context(cfg: Config, cache_itemsize: int, free: int | None, chunk: int, slots: int = 1) -> int:
   """The longest context of each of `slots` sequences, up to the model's trained length, whose memory fits in `free` bytes
   (with FIT_RESERVE and a tenth kept back): every block's cache row of every slot, the rope tables' row and the prompt
-  buffer's entry a token, and the scores a prefill chunk's tensor-op attention holds per key (chunk x heads x fp32, twice:
-  the generated path's; the hand-written kernels hold none). 4096 where the free memory is unknown."""
+  buffer's entry a token, and what a prefill chunk's tensor-op attention holds per key (the generated path's; the
+  hand-written kernels hold none): its scores (chunk x heads x fp32, twice) and, where it expands the latent rows, their keys
+  and values (heads x (qk_nope + rope + v_head) x fp32). 4096 where the free memory is unknown."""
   if free is None: return min(4096, cfg.context_length)
   per_token = slots * cfg.n_layer * (cfg.kv_lora_rank + cfg.qk_rope) * cache_itemsize + 4 * cfg.qk_rope + 4 + 2 * 4 * chunk * cfg.n_head
+  if expands_latents(cfg, chunk): per_token += 4 * cfg.n_head * (cfg.qk_nope + cfg.qk_rope + cfg.v_head)
   n = (int(free * 0.9) - FIT_RESERVE) // per_token // 256 * 256
   if n < 256: raise ValueError(f"{free / 2**20:.0f} MiB free on the device after the weights: no room for a context (pass a smaller --max-context)")
   return min(n, cfg.context_length)

@@ -319,6 +319,35 @@ def test_latent_attention_partial_chunks_with_locals():
   # its kernels take the heuristics' locals, groups and padded symbolic reductions, which the CPU's do not
   assert run_script(LATENT_ON_PYTHON, "PYTHON").strip().endswith("ok")
 
+def test_expanded_attention_is_the_absorbed_one():
+  """A long chunk's attention over keys and values expanded per head from the latent rows (apps.mla.expanded_attention) is
+  the absorbed form's (q_nope through k_b, attention over the latent rows, the output through v_b), in float64, for chunks
+  at depth and shorter than their bound under TinyJit; the model's chunks of 512 take it, those of 128 do not."""
+  from apps.mla import Config, expands_latents, expanded_attention
+  s, MC, L, dv = AttentionShape(n_head=3, kv_lora=32, qk_nope=16, qk_rope=8), 64, 16, 12
+  rng = np.random.default_rng(7)
+  k_b, v_b = rng.standard_normal((s.n_head, s.kv_lora, s.qk_nope)), rng.standard_normal((s.n_head, dv, s.kv_lora))
+  v_pos, v_len = UOp.variable("start_pos", 0, MC - L), UOp.variable(f"n_tokens_{L}", 1, L)
+  out = Tensor.empty(L, s.n_head, dv).realize()
+  kb, vb = Tensor(k_b.astype(np.float32)).realize(), Tensor(v_b.astype(np.float32)).realize()
+  @TinyJit
+  def chunk(q_nope, q_pe, cache, p, n, scale):
+    y = expanded_attention(q_nope[:n], q_pe[:n], cache, p, kb, vb, s.kv_lora, scale)
+    return Tensor(out.uop.after(out[:n].uop.store(y.uop))).realize()
+  for P, T in ((0, 16), (20, 5), (40, 16), (47, 1)):
+    c = prefill_case(s, P, L, MC, seed=P)
+    q_nope, q_pe = rng.standard_normal((L, s.n_head, s.qk_nope)), c["q"][..., s.kv_lora:]
+    got = chunk(Tensor(q_nope.astype(np.float32)).realize(), Tensor(q_pe).realize(), Tensor(c["cache"]).realize(), v_pos.bind(P),
+                v_len.bind(T), float(c["scale"])).numpy()[:T]
+    q_lat = np.einsum("thd,hcd->thc", q_nope[:T], k_b)                          # the absorbed query
+    lat = numpy_prefill(s, dict(c, q=np.concatenate([q_lat, q_pe[:T]], -1)))    # (T, H, kv_lora)
+    want = np.einsum("thc,hvc->thv", lat, v_b)
+    assert rel_err(got, want) < 1e-5, (P, T, rel_err(got, want))
+  dsv2 = Config(n_layer=1, dim=1, n_head=16, vocab_size=1, norm_eps=1e-6, context_length=1, q_lora_rank=0, kv_lora_rank=512, qk_nope=128,
+                qk_rope=64, v_head=128, ffn_dim=1, n_dense_lead=1)
+  glm = Config(**{**vars(dsv2), "n_head": 20, "qk_nope": 192, "v_head": 256})
+  assert [expands_latents(c, n) for c in (dsv2, glm) for n in (512, 128)] == [True, False, True, False]
+
 # ---------------------------------------------------------------- prefill on the tensor cores (CUDA sm_80+)
 
 MMA_SMALL = AttentionShape(n_head=5, kv_lora=64, qk_nope=0, qk_rope=32)   # 4 warps; a 16-row tile spans 4 tokens

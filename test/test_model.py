@@ -252,14 +252,15 @@ def test_f16_cache():
 def test_fit_context():
   """max_context="fit": the longest context the free memory holds after the weights (a tenth and FIT_RESERVE kept back),
   in steps of 256, at most the trained length; 4096 where the device does not say; a clear error where nothing fits."""
-  from apps.model import fit_context, FIT_RESERVE, free_bytes
+  from apps.model import fit_context, FIT_RESERVE, free_bytes, expands_latents
   path = synth.generate("youtu-llm-2b-tiny", "release", progress=False)
   m = Transformer.from_gguf(path, max_context="fit")
   assert m.max_context == m.cfg.context_length == 8192 and free_bytes("CPU") > 2**30   # this machine holds the trained length
   cfg = m.cfg
   per_token = cfg.n_layer * (cfg.kv_lora_rank + cfg.qk_rope) * 4 + 4 * cfg.qk_rope + 4 + 2 * 4 * 512 * cfg.n_head
+  per_token += 4 * cfg.n_head * (cfg.qk_nope + cfg.qk_rope + cfg.v_head)   # a chunk of 512 expands the latent rows
   free = int((FIT_RESERVE + 1000 * per_token) / 0.9) + 1
-  assert fit_context(cfg, 4, free, 512) == 768 and fit_context(cfg, 4, None, 512) == 4096
+  assert expands_latents(cfg, 512) and fit_context(cfg, 4, free, 512) == 768 and fit_context(cfg, 4, None, 512) == 4096
   assert fit_context(cfg, 2, free, 512) > 768 and fit_context(cfg, 4, 10 * 2**40, 512) == 8192
   with pytest.raises(ValueError, match="no room for a context"): fit_context(cfg, 4, 2**30, 512)
 
@@ -283,6 +284,7 @@ def test_fit_context_counts_block_products(monkeypatch):
   assert any(t.type.name == "Q4_K" and "_exps." in t.name for t in kq.tensors.values()) and block_product_bytes(kq) == max(per)
   cfg = M.Config.from_gguf(gf)
   per_token = cfg.n_layer * (cfg.kv_lora_rank + cfg.qk_rope) * 4 + 4 * cfg.qk_rope + 4 + 2 * 4 * 512 * cfg.n_head
+  per_token += 4 * cfg.n_head * (cfg.qk_nope + cfg.qk_rope + cfg.v_head)   # a chunk of 512 expands the latent rows
   free = int((M.FIT_RESERVE + 768 * per_token) / 0.9) + 1  # exactly 768 tokens fit
   monkeypatch.setattr(M, "free_bytes", lambda device: free)
   monkeypatch.setattr(M, "int8_tensor_cores", lambda device: True)

@@ -10,8 +10,8 @@
 # kernel by kernel); abkernel needs A=<file>, variant A of
 # apps/kernels/matvec.py (MODULE=<name> for another module), e.g. `git show HEAD~1:apps/kernels/matvec.py > ab/A/matvec.py`.
 # chunkpaths: [SPECS="preset:tokens ..."] the paths against each other over a prompt's first chunks at full size (path_check --pinned).
-# abapps: [A=<dir>] [C=<dir>] [PRESETS=...] [KERNELS=hand] an apps change: the modules in A (default ab/A; C: a third variant) against
-# the checkout's.
+# abapps: [A=<dir>] [C=<dir>] [PRESETS=...] [KERNELS=hand] [DEPTHS=4096,16384: long prompts and decode deep, instead] an apps change:
+# the modules in A (default ab/A; C: a third variant) against the checkout's.
 # abpatch: PATCH=<n> [PRESETS=...] [KERNELS=generated] [ROUNDS=1] the full-model numbers on the series without patch n (A) and with it (B).
 # variants: VARIANTS="NAME:UPTO[:ENV=V][:hand] ..." [PRESETS=...] the full-model numbers of each variant in turn: the series' first
 # UPTO patches (an empty UPTO: all), with ENV set, generated kernels unless :hand; logs $OUT/NAME.{log,json}.
@@ -105,7 +105,7 @@ for s in $steps; do
                for f in $src/*.py; do cp $f apps/$(basename $f); done
                echo "-- $v"
                timeout ${LIMIT:-250} python3 -m tools.gpu_bench --kernels ${KERNELS:-generated} --presets "${PRESETS:-youtu-llm-2b,deepseek-v2-lite}" \
-                 --decode 32 --prefill 512 --json "$OUT/abapps_$v.json" 2>&1 | tee "$OUT/abapps_$v.log" | grep -v '^{' | tail -5
+                 --decode 32 --prefill 512 ${DEPTHS:+--depths $DEPTHS} --json "$OUT/abapps_$v.json" 2>&1 | tee "$OUT/abapps_$v.log" | grep -v '^{' | tail -8
              done
              for f in ab/B/*.py; do cp $f apps/$(basename $f); done ;;
     *) echo "unknown step $s" ;;
