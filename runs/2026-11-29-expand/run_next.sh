@@ -1,8 +1,8 @@
 # GPU, for the next lease: a long prefill chunk's tensor-op attention over keys and values expanded per head from the latent
-# rows (apps/mla.py expanded_attention; B, the checkout) against the absorbed form (A: the commit before it), on the generated
+# rows (apps/mla.py expanded_attention; B, the checkout) against the absorbed form (A: the commit before b2cd05b), on the generated
 # path (the hand-written path's prefill attention is unchanged; decode unchanged); then the same expanded attention on the
 # hand-written path's long prompts in place of its absorbed tensor-core kernel (C: hand-expanded.diff). Here, first:
-#   mkdir -p ab/X ab/Y && for f in mla model; do git show COMMIT~1:apps/$f.py > ab/X/$f.py; done
+#   mkdir -p ab/X ab/Y && for f in mla model; do git show b2cd05b~1:apps/$f.py > ab/X/$f.py; done
 #   cp apps/mla.py /tmp/mla.py && git apply runs/2026-11-29-expand/hand-expanded.diff && cp apps/mla.py ab/Y/ && cp /tmp/mla.py apps/mla.py
 # Step 1: Youtu-LLM-2B and DeepSeek-V2-Lite, B then A (~400 s). Step 2: GLM-4.7-Flash, B then A (B pays the compiles).
 # Step 3: the paths against each other at full size over a 512-token chunk and one of 32 (path_check --pinned).
