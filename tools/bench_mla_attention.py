@@ -5,7 +5,8 @@ math from tinygrad ops (the portable path apps/mla.py runs), at several context 
   DEV=CUDA python3 -m tools.bench_mla_attention --prefill 512,128 [--pos 0,1024]   (a prefill chunk's attention instead:
       the tensor-core kernel vs the CUDA-core one, chunks of those lengths at those start positions)
   [JITBEAM=2] python3 -m tools.bench_mla_attention --prefill 512 --pos 0 --kernels generated   (the generated path's chunk
-      attention kernel by kernel, with each kernel's opts)
+      attention kernel by kernel, with each kernel's opts: the absorbed form, and the form expanded per head, its expansions
+      included, which a long chunk takes)
 
 Each timed step is one TinyJit replay of `layers` blocks' attentions (separate caches, as in the model), so the host's
 dispatch cost is shared; the table shows microseconds per block and the kernels of a step (one more: the stack of the outputs). Runs with python3 +
@@ -22,6 +23,7 @@ from apps.kernels.mla_attention import mla_decode_attention
 from apps.mla import decode_attention_reference
 
 SHAPES = {"glm-4.7-flash": (20, 512, 192, 64, 1e-5), "deepseek-v2-lite / youtu-llm-2b": (16, 512, 128, 64, 1e-6)}
+V_HEAD = {"glm-4.7-flash": 256, "deepseek-v2-lite / youtu-llm-2b": 128}
 
 def kernels_per_step(jit: TinyJit) -> int:
   """Programs in the capture, graphs expanded (the stack of outputs included)."""
@@ -106,13 +108,12 @@ def bench_prefill(name: str, shape: tuple, tokens: int, start: int, layers: int,
     print(f"{name:32s} {tokens:6d} {start:6d} {tag:>13s} {us:10.1f} {outs['CUDA cores'][0] / us:8.2f} {err:9.1e}", flush=True)
 
 def bench_generated_prefill(name: str, shape: tuple, tokens: int, start: int, layers: int, iters: int, repeat: int = 3) -> None:
-  """The generated path's attention of one chunk (apps/mla.py `latent_attention`: tensor ops, tinygrad's kernels) at the
-  model's symbolic start and chunk length, per block as run (graphs) and kernel by kernel (graphs off), with the opts
-  each kernel got: the heuristics', or BEAM's under JITBEAM."""
-  import bench_block as bb
-  from apps.mla import latent_attention
-  from tools.profile import time_kernels, opts_of
-  from tinygrad.helpers import Context, ansistrip
+  """The generated path's attention of one chunk (apps/mla.py, tensor ops, tinygrad's kernels) at the model's symbolic start
+  and chunk length, per block as run (graphs) and kernel by kernel (graphs off), with the opts each kernel got: the
+  heuristics', or BEAM's under JITBEAM. Both forms: `latent_attention` (absorbed: q_nope's product with k_b and the output's
+  with v_b not included) and `expanded_attention` (k_b / v_b as floats; its expansions included, which stand in for those two
+  products)."""
+  from apps.mla import latent_attention, expanded_attention
   H, KV, NOPE, R, _ = shape
   mc, scale = start + tokens, 1 / math.sqrt(NOPE + R)
   rng = np.random.default_rng(0)
@@ -123,7 +124,20 @@ def bench_generated_prefill(name: str, shape: tuple, tokens: int, start: int, la
   def step(p: UOp, n: UOp) -> list[Tensor]:   # each block's output stored apart, as the model's blocks use theirs
     return Tensor.realize(*[Tensor(o.uop.after(o[:n].uop.store(latent_attention(q[:n], c, p, KV, scale).uop)))
                             for o, q, c in zip(outs, qs, caches)])
-  args = (v_pos.bind(start), v_len.bind(tokens))
+  _time_chunk(name, "absorbed", step, (v_pos.bind(start), v_len.bind(tokens)), tokens, start, layers, iters, repeat)
+  DV = V_HEAD[name]
+  k_b, v_b = (Tensor(rng.standard_normal(s).astype(np.float32) / 16).realize() for s in ((H, KV, NOPE), (H, DV, KV)))
+  qn = [Tensor(rng.standard_normal((tokens, H, NOPE)).astype(np.float32)).realize() for _ in range(layers)]
+  outs_e = [Tensor.empty(tokens, H, DV).realize() for _ in range(layers)]
+  def step_e(p: UOp, n: UOp) -> list[Tensor]:
+    return Tensor.realize(*[Tensor(o.uop.after(o[:n].uop.store(expanded_attention(a[:n], q[:n, :, KV:], c, p, k_b, v_b, KV, scale).uop)))
+                            for o, a, q, c in zip(outs_e, qn, qs, caches)])
+  _time_chunk(name, "expanded", step_e, (v_pos.bind(start), v_len.bind(tokens)), tokens, start, layers, iters, repeat)
+
+def _time_chunk(name: str, form: str, step, args: tuple, tokens: int, start: int, layers: int, iters: int, repeat: int) -> None:
+  import bench_block as bb
+  from tools.profile import time_kernels, opts_of
+  from tinygrad.helpers import Context, ansistrip
   graphed, flat = TinyJit(step), TinyJit(step)
   for _ in range(3): graphed(*args)
   Device[Device.DEFAULT].synchronize()
@@ -139,7 +153,7 @@ def bench_generated_prefill(name: str, shape: tuple, tokens: int, start: int, la
     if ast.op is not Ops.PROGRAM: continue
     row = per.setdefault(ansistrip(ast.arg.name), [0.0, 0, opts_of(ast)])
     row[0], row[1] = row[0] + t, row[1] + 1
-  print(f"{name:32s} {tokens:6d} {start:6d} {'generated':>13s} {us:10.1f}", flush=True)
+  print(f"{name:32s} {tokens:6d} {start:6d} {form:>13s} {us:10.1f}", flush=True)
   for k, (t, n, opts) in sorted(per.items(), key=lambda kv: -kv[1][0]):
     print(f"{'':34s}{t / layers * 1e6:9.1f} us/block  {n // layers} a block  {k}  opts {opts}", flush=True)
 
