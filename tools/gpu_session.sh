@@ -19,7 +19,8 @@
 # batch: [SIZES=1,4,8,16,32] [PRESETS=...] [LLAMA=1: llama-batched-bench too, after `llama`] aggregate decode of many sequences.
 # load: [MODELS=<one preset>] [CLIENTS=...] [FAULTS=n] the server with 32 slots under tools.load, then n requests with faults.
 # Carry: upstream/tinygrad upstream/.stamp upstream/.cache .cache/vocab (+ .cache/llama/llama-cpp-src.tar.xz for llama/side,
-# made here by `python3 -m tools.llama_bench pack`)
+# made here by `python3 -m tools.llama_bench pack`). A fresh checkout has no .cache/vocab, which synthesis needs and the GPU
+# machine cannot download: make it here first (`python3 -c 'from apps.vocab import vocab_file; vocab_file()'`).
 set -u
 export PYTHONUNBUFFERED=1 DEV=${DEV:-CUDA}
 OUT=${OUT:-out}; mkdir -p "$OUT"
