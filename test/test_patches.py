@@ -1007,18 +1007,26 @@ print("ok")
 def test_0038_attention_values_on_a_cpu_upcast_one_axis(trees):
   assert_patch_needed(trees, "0038", VALUES_ON_A_CPU, env={"DEV": "CPU", "CACHELEVEL": "0"})
 
-TC_LOCAL_BY_GRID = """
+# the opts tinygrad's heuristics pick for a tensor's last kernel (on the default device's renderer): what the heuristic patches'
+# programs check, put in front of them
+HEURISTIC_OPTS = """
+from tinygrad import Device
+from tinygrad.codegen.opt.heuristic import hand_coded_optimizations
+from tinygrad.codegen.opt.postrange import Scheduler
+def heuristic_opts(t):
+  k = Scheduler(t.linear_with_vars()[0].src[-1].src[0], Device[Device.DEFAULT].renderer)
+  k.convert_loop_to_global()
+  return hand_coded_optimizations(k).applied_opts
+"""
+
+TC_LOCAL_BY_GRID = HEURISTIC_OPTS + """
 # the tensor-core rule's local of N follows the grid: a half matmul whose local of 4 would leave fewer than 256 workgroups
 # (512 x 2048: 128; 128 x 256: 4) takes a local of 2, a wide one (512 x 16384: 1,024) keeps 4; on the sm_80 emulator, the
 # small one's result equals numpy's
 import numpy as np
-from tinygrad import Tensor, Device, dtypes
-from tinygrad.codegen.opt.heuristic import hand_coded_optimizations
-from tinygrad.codegen.opt.postrange import Scheduler
+from tinygrad import Tensor, dtypes
 def local_n(a, b):
-  k = Scheduler((a @ b).float().linear_with_vars()[0].src[-1].src[0], Device[Device.DEFAULT].renderer)
-  k.convert_loop_to_global()
-  opts = hand_coded_optimizations(k).applied_opts
+  opts = heuristic_opts((a @ b).float())
   assert opts[0].op.name == "TC", opts
   return [o.arg for o in opts if o.op.name == "LOCAL"]
 e = lambda *s: Tensor.empty(*s, dtype=dtypes.half)
@@ -1062,17 +1070,12 @@ print("ok")
 def test_0040_cpu_steps_replay_through_a_graph(trees):
   assert_patch_needed(trees, "0040", CPU_GRAPH, env={"DEV": "CPU", "CACHELEVEL": "0"})
 
-SMALL_UPCAST_WITHOUT_LOCALS = """
+SMALL_UPCAST_WITHOUT_LOCALS = HEURISTIC_OPTS + """
 # without local memory a small kernel's outputs upcast too: a matvec of 256 rows (under the 1024 outputs a GPU's upcast
 # needs) takes an upcast of its rows on the CPU, and its result equals numpy's
 import numpy as np
-from tinygrad import Tensor, Device
-from tinygrad.codegen.opt.heuristic import hand_coded_optimizations
-from tinygrad.codegen.opt.postrange import Scheduler
-def upcasts(t):
-  k = Scheduler(t.linear_with_vars()[0].src[-1].src[0], Device[Device.DEFAULT].renderer)
-  k.convert_loop_to_global()
-  return [o.arg for o in hand_coded_optimizations(k).applied_opts if o.op.name == "UPCAST"]
+from tinygrad import Tensor
+def upcasts(t): return [o.arg for o in heuristic_opts(t) if o.op.name == "UPCAST"]
 rng = np.random.default_rng(0)
 an, xn = rng.standard_normal((256, 512)).astype(np.float32), rng.standard_normal(512).astype(np.float32)
 a, x = Tensor(an).realize(), Tensor(xn).realize()
@@ -1084,18 +1087,14 @@ print("ok")
 def test_0041_without_locals_small_kernels_upcast(trees):
   assert_patch_needed(trees, "0041", SMALL_UPCAST_WITHOUT_LOCALS, env={"DEV": "CPU", "CACHELEVEL": "0"})
 
-TC_UPCASTS_BY_GRID = """
+TC_UPCASTS_BY_GRID = HEURISTIC_OPTS + """
 # the tensor-core rule's upcasts keep 256 tiles in the grid: a half 512 x 128 times 128 x 64 (256 tiles of 16 x 8) takes
 # no upcast, a half 512 x 64 times 64 x 2048 (8,192 tiles) keeps 4 and 4; on the sm_80 emulator the small one's result
 # equals numpy's
 import numpy as np
-from tinygrad import Tensor, Device, dtypes
-from tinygrad.codegen.opt.heuristic import hand_coded_optimizations
-from tinygrad.codegen.opt.postrange import Scheduler
+from tinygrad import Tensor, dtypes
 def upcasts(a, b):
-  k = Scheduler((a @ b).float().linear_with_vars()[0].src[-1].src[0], Device[Device.DEFAULT].renderer)
-  k.convert_loop_to_global()
-  opts = hand_coded_optimizations(k).applied_opts
+  opts = heuristic_opts((a @ b).float())
   assert opts[0].op.name == "TC", opts
   return [o.arg for o in opts if o.op.name == "UPCAST"]
 assert upcasts(Tensor.empty(512, 64, dtype=dtypes.half), Tensor.empty(64, 2048, dtype=dtypes.half)) == [4, 4]
@@ -1111,18 +1110,13 @@ print("ok")
 def test_0042_tensor_core_upcasts_keep_the_grid(trees):
   assert_patch_needed(trees, "0042", TC_UPCASTS_BY_GRID, env={"DEV": "PYTHON::sm_80", "CACHELEVEL": "0"})
 
-GROUPED_FEW_THOUSAND = """
+GROUPED_FEW_THOUSAND = HEURISTIC_OPTS + """
 # a grouped reduction for a few thousand outputs of a long reduction: an entry's rank among 3072 (3072 outputs of 3072) and
 # the row sums of 4096 x 1024 take GROUPTOP 16 on a GPU's renderer, 4096 x 512 and 16384 x 1024 keep the upcast; on the
 # sm_80 emulator the sums of 2304 x 1024 equal numpy's
 import numpy as np
-from tinygrad import Tensor, Device, dtypes
-from tinygrad.codegen.opt.heuristic import hand_coded_optimizations
-from tinygrad.codegen.opt.postrange import Scheduler
-def opts(t):
-  k = Scheduler(t.linear_with_vars()[0].src[-1].src[0], Device[Device.DEFAULT].renderer)
-  k.convert_loop_to_global()
-  return [(o.op.name, o.arg) for o in hand_coded_optimizations(k).applied_opts]
+from tinygrad import Tensor, dtypes
+def opts(t): return [(o.op.name, o.arg) for o in heuristic_opts(t)]
 def rank(e):
   p = Tensor.arange(e.shape[0])
   return ((e.unsqueeze(0) == e.unsqueeze(1)) & (p.unsqueeze(0) < p.unsqueeze(1))).sum(1)
