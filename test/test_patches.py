@@ -1132,3 +1132,45 @@ print("ok")
 
 def test_0043_grouped_reduction_for_a_few_thousand_outputs(trees):
   assert_patch_needed(trees, "0043", GROUPED_FEW_THOUSAND, env={"DEV": "PYTHON::sm_80", "CACHELEVEL": "0"})
+
+STORE_HAZARD_WITHOUT_WALK = """
+# a store's hazard checks do not walk its value's graph: scheduling k blocks, each storing a row of its cache and reading
+# the cache back into the value the next block stores, walks a number of nodes linear in k (each check walked every
+# earlier block); the checks still answer the same for targets that are a buffer, a param or an earlier assign (AFTER),
+# and a value that reads its target only inside a call's body does not read it
+from tinygrad import Tensor, dtypes
+from tinygrad.uop.ops import UOp
+from tinygrad.schedule.rangeify import fix_store_hazard
+from tinygrad.schedule.indexing import realize_store_after_src, IndexingContext
+walked, toposort = [0], UOp.toposort
+def counting(self, *a, **k):
+  walked[0] += len(r:=toposort(self, *a, **k))
+  return r
+UOp.toposort = counting
+def schedule_walk(k):
+  caches, h = [Tensor.zeros(4, 8).contiguous().realize() for _ in range(k)], Tensor.ones(8).contiguous().realize()
+  for c in caches:
+    c[1:2].assign(h.reshape(1, 8))
+    h = (h * 2 + c.sum(0)).relu()
+  walked[0] = 0
+  h.schedule_linear(*caches)
+  return walked[0]
+w16, w32, w64 = schedule_walk(16), schedule_walk(32), schedule_walk(64)
+assert w64 < 2.2 * w32 and w32 < 2.2 * w16, f"nodes walked for 16, 32, 64 blocks: {w16}, {w32}, {w64}"
+A, B = Tensor.empty(8, 8).uop, Tensor.empty(8, 8).uop
+for tgt in (A, A.after(A.store(B + 1)), UOp.param(0, dtypes.float, (8, 8), "CPU")):
+  assert fix_store_hazard(tgt, tgt.flip(0) + B) is not None, tgt.base.op
+  assert fix_store_hazard(tgt, B.flip(0) + 1) is None and fix_store_hazard(tgt, tgt + B) is None, tgt.base.op
+  ctx, srcs = IndexingContext(), [(tgt * 2).sum(1).reshape(8, 1).expand(8, 8), B * 2, (tgt * 2).call(B, ret_dtype=dtypes.float),
+                                  (B * 2).call(tgt.flip(0), ret_dtype=dtypes.float)]
+  for s in srcs: realize_store_after_src(ctx, tgt, s)
+  assert [s in ctx.realize_map for s in srcs] == [True, False, False, True], (tgt.base.op, [s in ctx.realize_map for s in srcs])
+# a value that reads its target through a flip is still copied out first: the result is numpy's
+a, b = Tensor.arange(64).reshape(8, 8).contiguous().realize(), Tensor.arange(64).reshape(8, 8).contiguous().realize()
+want = a.numpy()[::-1] + b.numpy()
+assert (a.assign(a.flip(0) + b).numpy() == want).all()
+print("ok")
+"""
+
+def test_0044_store_hazard_checks_without_a_graph_walk(trees):
+  assert_patch_needed(trees, "0044", STORE_HAZARD_WITHOUT_WALK, env={"DEV": "CPU", "CACHELEVEL": "0"})
