@@ -1174,3 +1174,38 @@ print("ok")
 
 def test_0044_store_hazard_checks_without_a_graph_walk(trees):
   assert_patch_needed(trees, "0044", STORE_HAZARD_WITHOUT_WALK, env={"DEV": "CPU", "CACHELEVEL": "0"})
+
+PROGRAM_SWAP_WITHOUT_WALK = """
+# a call of a kernel takes its compiled PROGRAM without a walk of the PROGRAM's graph: swapping the programs into a
+# schedule of k calls of one kernel walks a number of nodes that grows by a few a call, not by the program's size
+from tinygrad import Tensor
+from tinygrad.uop.ops import Ops, RewriteContext
+from tinygrad.engine.realize import lower_and_compile
+walked, rewrite = [0], RewriteContext.unified_rewrite
+def counting(self, root):
+  r = rewrite(self, root)
+  walked[0] += len(self.replace)
+  return r
+RewriteContext.unified_rewrite = counting
+def walk(k):
+  ys = [(Tensor.empty(256).contiguous().realize() * 2 + 1).exp2().sum() for _ in range(k)]
+  linear = ys[0].schedule_linear(*ys[1:])
+  lower_and_compile(linear)   # the one kernel lowered and compiled before counting
+  walked[0] = 0
+  out = lower_and_compile(linear)
+  assert len(calls:=[u for u in out.toposort() if u.op is Ops.CALL and u.src[0].op is Ops.PROGRAM]) == k, len(calls)
+  return walked[0], max(len(c.src[0].toposort()) for c in calls)
+(w8, size), (w32, _) = walk(8), walk(32)
+assert (per_call:=(w32 - w8) / 24) < size / 4, f"nodes walked a call {per_call:.0f}, the program has {size}"
+# the programs run: each sum is numpy's
+xs = [Tensor.arange(256).float().contiguous().realize() / 256 + i for i in range(3)]
+Tensor.realize(*(ys:=[(x * 2 + 1).exp2().sum() for x in xs]))
+got = [y.item() for y in ys]
+import numpy as np
+want = [float(np.exp2(x.numpy() * 2 + 1).sum()) for x in xs]
+assert np.allclose(got, want, rtol=1e-5), (got, want)
+print("ok")
+"""
+
+def test_0045_program_swap_without_a_walk(trees):
+  assert_patch_needed(trees, "0045", PROGRAM_SWAP_WITHOUT_WALK, env={"DEV": "CPU", "CACHELEVEL": "0"})
