@@ -1209,3 +1209,44 @@ print("ok")
 
 def test_0045_program_swap_without_a_walk(trees):
   assert_patch_needed(trees, "0045", PROGRAM_SWAP_WITHOUT_WALK, env={"DEV": "CPU", "CACHELEVEL": "0"})
+
+OPS_OF_A_SLICE_CACHED = """
+# asking whether an op is in a UOp's backward slice does not toposort the graph below it: asking for every node of a chain
+# of k nodes walks a number of nodes linear in k (each node's slice was walked whole); the answers are the walk's, a call's
+# body included
+import random
+from tinygrad import Tensor
+from tinygrad.uop.ops import UOp, Ops
+walked, toposort = [0], UOp.toposort
+def counting(self, *a, **k):
+  walked[0] += len(r:=toposort(self, *a, **k))
+  return r
+UOp.toposort = counting
+def walk(k):
+  x, chain = UOp.variable("x", 0, 100), []
+  for i in range(k): chain.append(x := (x * (i + 2) + 1) % 1000)
+  walked[0] = 0
+  assert not any(u.op_in_backward_slice_with_self(Ops.INDEX) for u in chain)
+  return walked[0]
+w100, w400 = walk(100), walk(400)
+assert w400 < 6 * w100, f"nodes walked for 100, 400 nodes: {w100}, {w400}"
+UOp.toposort = toposort
+random.seed(0)
+ops = [Ops.ADD, Ops.MUL, Ops.MAX, Ops.CMPLT, Ops.WHERE, Ops.INDEX]
+for trial in range(20):
+  a, b = Tensor.empty(8, 8).uop, Tensor.empty(8, 8).uop
+  nodes = [a, b, a.flip(0), b.permute(1, 0)]
+  for _ in range(30):
+    u, v = random.choice(nodes), random.choice(nodes)
+    if u.dtype != v.dtype or u.shape != v.shape: continue
+    nodes.append(random.choice([u + v, u * v, u.maximum(v)]))
+  body = nodes[-1]
+  nodes.append(body.call(a, ret_dtype=body.dtype) if body.op is not Ops.BUFFER else body)
+  for u in nodes:
+    for op in Ops:
+      assert u.op_in_backward_slice_with_self(op) == (op in {x.op for x in u.toposort()}), (u.op, op)
+print("ok")
+"""
+
+def test_0046_ops_of_a_backward_slice_cached(trees):
+  assert_patch_needed(trees, "0046", OPS_OF_A_SLICE_CACHED, env={"DEV": "CPU", "CACHELEVEL": "0"})
