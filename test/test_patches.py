@@ -1250,3 +1250,28 @@ print("ok")
 
 def test_0046_ops_of_a_backward_slice_cached(trees):
   assert_patch_needed(trees, "0046", OPS_OF_A_SLICE_CACHED, env={"DEV": "CPU", "CACHELEVEL": "0"})
+
+ESTIMATES_SHORT = """
+# a kernel's estimates over a symbolic range are a short linear form (they go into the kernel's KernelInfo, whose text is
+# part of the program's key): their text stays short, and they count what the unreduced sum counts
+from tinygrad import Tensor, UOp
+from tinygrad.uop.ops import Ops, sym_infer
+from tinygrad.engine.realize import lower_and_compile
+from tinygrad.renderer import Estimates
+n = UOp.variable("n", 1, 256)
+x = Tensor.empty(256, 64)[:n.bind(100)]
+y = x
+for i in range(12): y = (y * (i + 2) + 1).exp2().sin() + y
+out = lower_and_compile(y.sum(1).linear_with_vars()[0])
+prgs = [u for u in out.toposort() if u.op is Ops.PROGRAM]
+for p in prgs:
+  est, raw = p.src[0].arg.estimates, Estimates.from_uops(p.src[1].src, ignore_indexing=True)
+  for v in (1, 37, 256):
+    for a, b in ((est.ops, raw.ops), (est.lds, raw.lds), (est.mem, raw.mem)): assert sym_infer(a, {"n": v}) == sym_infer(b, {"n": v}), (v, a, b)
+  assert len(repr(est)) < 10000, f"the estimates' text is {len(repr(est))} characters"
+  assert len(repr(p.src[0].arg)) < 20000   # the whole KernelInfo's: name, opts, estimates
+print("ok", [len(repr(p.src[0].arg.estimates)) for p in prgs])
+"""
+
+def test_0047_kernel_estimates_as_a_short_linear_form(trees):
+  assert_patch_needed(trees, "0047", ESTIMATES_SHORT, env={"DEV": "CPU", "CACHELEVEL": "0"})
