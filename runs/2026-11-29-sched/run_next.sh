@@ -1,5 +1,6 @@
-# GPU, for the next lease: what patches 44-46 (a store's hazard checks without a graph walk, a call takes its compiled
-# program without a walk, the ops of a backward slice cached) save in a first process, and the profiles the next changes need. Here, first: make .cache/vocab
+# GPU, for the next lease: what patches 44-47 (a store's hazard checks without a graph walk, a call takes its compiled
+# program without a walk, the ops of a backward slice cached, a kernel's estimates kept short) save in a first and a second
+# process, and the profiles the next changes need. Here, first: make .cache/vocab
 # (tools/gpu_session.sh's header). Carry upstream/tinygrad upstream/.stamp upstream/.cache .cache/vocab.
 # Step 1 (~560 s): GLM-4.7-Flash's generated path, first process on an empty compile cache, the series of 43 (A) then the
 #   whole series (B): wall seconds of gpu_bench --decode 32 --prefill 512 (load, capture, compile, timing) and its numbers.
