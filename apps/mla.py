@@ -415,7 +415,6 @@ class Block:
                          for i, (p, b) in enumerate(zip(rows.pos, rows.base))])
     else:
       cache = Tensor(cache.uop.after(cache[base + start_pos:base + start_pos + T].uop.store(row.uop)))
-      expand = expands_latents(cfg, T.vmax if isinstance(T, UOp) else T)
       if tables is not None and self.hand_written(x.device):
         # causal attention of the chunk over the cache: one kernel on the tensor cores (CUDA sm_80+), else a split of each
         # token's keys and their combine
@@ -426,7 +425,7 @@ class Block:
       else:
         view = cache if isinstance(base, int) and base == 0 and cache.shape[0] == max_context else cache[base:base + max_context]
         scores = lambda x: self.split(x, "attn_scores")
-        if expand:
+        if expands_latents(cfg, T.vmax if isinstance(T, UOp) else T):
           # a long chunk: keys and values expanded per head from the latent rows, the output already past v_b
           k_b, v_b = (dequantize_rows(w.groups[0]) for w in (self.attn_k_b, self.attn_v_b))
           out = expanded_attention(q_nope, q_pe, view, start_pos, k_b, v_b, cfg.kv_lora_rank, cfg.kq_scale, self.fusions.slices, scores)

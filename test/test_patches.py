@@ -1133,7 +1133,17 @@ print("ok")
 def test_0043_grouped_reduction_for_a_few_thousand_outputs(trees):
   assert_patch_needed(trees, "0043", GROUPED_FEW_THOUSAND, env={"DEV": "PYTHON::sm_80", "CACHELEVEL": "0"})
 
-STORE_HAZARD_WITHOUT_WALK = """
+# the nodes every toposort visits, counted in walked[0]
+TOPOSORT_WALKED = """
+from tinygrad.uop.ops import UOp
+walked, toposort = [0], UOp.toposort
+def counting(self, *a, **k):
+  walked[0] += len(r:=toposort(self, *a, **k))
+  return r
+UOp.toposort = counting
+"""
+
+STORE_HAZARD_WITHOUT_WALK = TOPOSORT_WALKED + """
 # a store's hazard checks do not walk its value's graph: scheduling k blocks, each storing a row of its cache and reading
 # the cache back into the value the next block stores, walks a number of nodes linear in k (each check walked every
 # earlier block); the checks still answer the same for targets that are a buffer, a param or an earlier assign (AFTER),
@@ -1142,11 +1152,6 @@ from tinygrad import Tensor, dtypes
 from tinygrad.uop.ops import UOp
 from tinygrad.schedule.rangeify import fix_store_hazard
 from tinygrad.schedule.indexing import realize_store_after_src, IndexingContext
-walked, toposort = [0], UOp.toposort
-def counting(self, *a, **k):
-  walked[0] += len(r:=toposort(self, *a, **k))
-  return r
-UOp.toposort = counting
 def schedule_walk(k):
   caches, h = [Tensor.zeros(4, 8).contiguous().realize() for _ in range(k)], Tensor.ones(8).contiguous().realize()
   for c in caches:
@@ -1210,18 +1215,13 @@ print("ok")
 def test_0045_program_swap_without_a_walk(trees):
   assert_patch_needed(trees, "0045", PROGRAM_SWAP_WITHOUT_WALK, env={"DEV": "CPU", "CACHELEVEL": "0"})
 
-OPS_OF_A_SLICE_CACHED = """
+OPS_OF_A_SLICE_CACHED = TOPOSORT_WALKED + """
 # asking whether an op is in a UOp's backward slice does not toposort the graph below it: asking for every node of a chain
 # of k nodes walks a number of nodes linear in k (each node's slice was walked whole); the answers are the walk's, a call's
 # body included
 import random
 from tinygrad import Tensor
 from tinygrad.uop.ops import UOp, Ops
-walked, toposort = [0], UOp.toposort
-def counting(self, *a, **k):
-  walked[0] += len(r:=toposort(self, *a, **k))
-  return r
-UOp.toposort = counting
 def walk(k):
   x, chain = UOp.variable("x", 0, 100), []
   for i in range(k): chain.append(x := (x * (i + 2) + 1) % 1000)
