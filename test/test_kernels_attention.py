@@ -20,7 +20,7 @@ from apps.mla import decode_attention_reference
 from apps.kernels.mla_attention import (AttentionShape, attend_kernel, combine_kernel, mla_decode_attention,
                                         SPLITS, MIN_CHUNK, prefill_attend_kernel,
                                         mla_prefill_attention, prefill_splits, PREFILL_SPLITS, PREFILL_MIN_CHUNK,
-                                        prefill_mma_kernel, mma_warps)
+                                        prefill_mma_kernel, mma_warps, mma_group, MMA_GROUP)
 
 REPO = Path(__file__).resolve().parent.parent
 SMALL = AttentionShape(n_head=4, kv_lora=64, qk_nope=32, qk_rope=16)
@@ -352,13 +352,14 @@ def test_expanded_attention_is_the_absorbed_one():
 
 MMA_SMALL = AttentionShape(n_head=5, kv_lora=64, qk_nope=0, qk_rope=32)   # 4 warps; a 16-row tile spans 4 tokens
 
-def emulate_prefill_mma(s: AttentionShape, c: dict, work: Path, tokens: int | None = None, edit=lambda body: body) -> np.ndarray:
-  """The tensor-core prefill kernel on the emulator (its body through `edit` first)."""
+def emulate_prefill_mma(s: AttentionShape, c: dict, work: Path, tokens: int | None = None, edit=lambda body: body,
+                        group: int | None = None) -> np.ndarray:
+  """The tensor-core prefill kernel on the emulator (its body through `edit` first; `group` tiles a workgroup)."""
   T = c["q"].shape[0]
   tokens = tokens or T
   q = np.concatenate([c["q"], np.zeros((tokens - T, *c["q"].shape[1:]), np.float32)])
   out = np.full((tokens, s.n_head, s.kv_lora), np.nan, np.float32)
-  k = prefill_mma_kernel(s, c["scale"], tokens, c["cache"].shape[0], half=c["cache"].dtype == np.float16)
+  k = prefill_mma_kernel(s, c["scale"], tokens, c["cache"].shape[0], half=c["cache"].dtype == np.float16, group=group)
   k = SourceKernel(k.name, k.params, edit(k.body), k.global_size, k.local_size, trigger=k.trigger)
   emulate(k, "CUDA", [out, np.ascontiguousarray(q[..., :s.kv_lora]), np.ascontiguousarray(q[..., s.kv_lora:]), c["cache"], c["pos"]], work)
   return out
@@ -391,11 +392,34 @@ def test_prefill_mma_emulated_half_cache(shape, P, T, tmp_path):
   assert rel_err(emulate_prefill_mma(shape, c, tmp_path / "mma"), want) < 1e-5
   assert rel_err(emulate_prefill(shape, c, "CUDA", tmp_path / "cores"), want) < 1e-5
 
-def test_prefill_mma_two_workgroups_per_sm_from_two_tiles_per_sm():
-  """A chunk of two tiles per SM or more is compiled for two workgroups per SM (128 registers); one wave of tiles for one."""
-  big, one_wave = prefill_mma_kernel(DSV2, 0.1, 512, 1024), prefill_mma_kernel(DSV2, 0.1, 128, 1024)
+def test_prefill_mma_128_registers_from_two_tiles_per_sm():
+  """A chunk of two tiles per SM or more is compiled for 128 registers: two workgroups per SM of a tile each, or one of two
+  tiles; one wave of tiles for one workgroup per SM."""
+  big, grouped = prefill_mma_kernel(DSV2, 0.1, 512, 1024, group=1), prefill_mma_kernel(DSV2, 0.1, 512, 1024)
+  one_wave = prefill_mma_kernel(DSV2, 0.1, 128, 1024)
   assert big.global_size[0] == 512 and big.min_blocks == 2 and "__launch_bounds__(256, 2)" in render(big, "CUDA")
+  assert grouped.global_size[0] == 256 and grouped.min_blocks == 1 and "__launch_bounds__(512)" in render(grouped, "CUDA")
   assert one_wave.global_size[0] == 128 and one_wave.min_blocks == 1 and "__launch_bounds__(256)" in render(one_wave, "CUDA")
+
+# three tiles in groups of two: the last group (run first) holds the last tile and one of padded rows only, the first group
+# two tiles whose rows end at different positions (the earlier tile's rows masked past theirs); fp16 caches too
+@pytest.mark.parametrize("shape,P,T,half", [(MMA_SMALL, 40, 7, False), (MMA_SMALL, 150, 7, True), (DSV2, 9, 3, False), (GLM, 17, 2, True)],
+                         ids=lambda v: f"h{v.n_head}_kv{v.kv_lora}" if isinstance(v, AttentionShape) else str(v))
+def test_prefill_mma_emulated_groups(shape, P, T, half, tmp_path):
+  """Workgroups of two tiles on the same staged keys (a long chunk's) give the one-tile workgroups' result."""
+  c = prefill_case(shape, P, T, 1024, seed=P + T + 5)
+  if half: c["cache"] = c["cache"].astype(np.float16)
+  k = prefill_mma_kernel(shape, c["scale"], T, 1024, group=2)
+  assert k.global_size[0] == 2 and k.local_size[1] == 2 * mma_warps(shape)
+  out = emulate_prefill_mma(shape, c, tmp_path, group=2)
+  assert rel_err(out, numpy_prefill(shape, c)) < 1e-5
+  assert np.array_equal(out, emulate_prefill_mma(shape, c, tmp_path / "one", group=1))
+
+def test_prefill_mma_groups_from_two_per_sm():
+  """A chunk of two tiles per SM or more runs in groups of MMA_GROUP tiles where a tile is one token's heads; a shorter one,
+  or tiles across tokens (GLM-4.7-Flash's 20 heads), a tile a workgroup."""
+  assert [mma_group(DSV2, T) for T in (512, 2048, 128, 8)] == [MMA_GROUP, MMA_GROUP, 1, 1]
+  assert [mma_group(GLM, T) for T in (512, 2048)] == [1, 1]
 
 def test_prefill_mma_emulated_padded(tmp_path):
   """A chunk of 3 tokens run as its bound of 5: the padded tokens' rows share a tile with the real ones and reach cache

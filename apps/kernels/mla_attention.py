@@ -321,6 +321,7 @@ def prefill_attend_kernel(s: AttentionShape, scale: float, tokens: int, max_cont
 
 MMA_ROWS = 16   # (token, head) rows per workgroup: one m16 tile of mma.sync
 MMA_KEYS = 8    # keys per shared-memory stage: one n8 tile of the scores, one k8 step of the values
+MMA_GROUP = 2   # m16 tiles a workgroup of a long chunk runs on the same staged keys
 
 def _stage_pad(half: bool) -> int: return 8 if half else 4   # cache elements between a stage's rows past D: 16 bytes
 
@@ -329,26 +330,35 @@ def mma_warps(s: AttentionShape, half: bool = False) -> int:
   kv_lora + qk_rope dims (k-steps of 8) and of the kv_lora value columns (n-tiles of 8); 8 where both divide."""
   D = s.kv_lora + s.qk_rope
   nw = next((nw for nw in (8, 4, 2, 1) if D % 8 == 0 and (D // 8) % nw == 0 and s.kv_lora % 8 == 0 and (s.kv_lora // 8) % nw == 0), 0)
-  return nw if 2 * MMA_KEYS * (D + _stage_pad(half)) * _cache_dtype(half).itemsize + 32 * nw * 16 <= 48 * 1024 else 0   # two stages and the partial scores
+  fits = 2 * MMA_KEYS * (D + _stage_pad(half)) * _cache_dtype(half).itemsize + 32 * nw * 16 * MMA_GROUP <= 48 * 1024
+  return nw if fits else 0   # two stages and the partial scores of a workgroup of MMA_GROUP tiles
 
-def prefill_mma_kernel(s: AttentionShape, scale: float, tokens: int, max_context: int, half: bool = False) -> SourceKernel:
+def mma_group(s: AttentionShape, tokens: int) -> int:
+  """m16 tiles a workgroup of the tensor-core prefill kernel owns: MMA_GROUP from two tiles per SM on, where a tile is whole
+  tokens (each staged key then serves MMA_GROUP tiles: a chunk reads the cache from L2 once a group, not once a tile; the
+  SMs hold as many warps as with a workgroup a tile), else 1. Measured on the H200, a 512-token chunk at 0 / 4096 / 15872:
+  16 heads 5-8% faster in groups, 20 heads (tiles across tokens) 1-6% slower; a short chunk keeps its tiles on more SMs."""
+  return MMA_GROUP if s.n_head % MMA_ROWS == 0 and -(-tokens * s.n_head // MMA_ROWS) >= 2 * matvec.SMS else 1
+
+def prefill_mma_kernel(s: AttentionShape, scale: float, tokens: int, max_context: int, half: bool = False, group: int | None = None) -> SourceKernel:
   """The prefill attend kernel on the tensor cores, the same parameters and output as prefill_attend_kernel with one split
-  (out, q, qpe, cache, pos). Rows are the chunk's (token, head) pairs, r = token * n_head + head; a workgroup owns 16 of
-  them (one m16 tile; the last tile first: the most keys) and walks their keys 0..n - 1 (the last row's) 8 at a time
-  through shared memory (two stages, cp.async: the next stage loads while this one computes). Warp w computes the
-  scores of its slice of the dims (its queries in registers), the slices meet in shared memory, and every warp runs the
-  online softmax of the 16 x 8 tile (each row masked at its own token's position) and accumulates its slice of the value
-  columns from the same staged keys. Products are three tf32 mma.sync (hi hi + hi lo + lo hi: fp32 accuracy), a stage's
+  (out, q, qpe, cache, pos). Rows are the chunk's (token, head) pairs, r = token * n_head + head; a workgroup owns
+  `group` m16 tiles of them (mma_group; the last ones first: the most keys) and walks their keys 0..n - 1 (its last row's)
+  8 at a time through shared memory (two stages, cp.async: the next stage loads while this one computes). Each tile has
+  nw warps: warp w computes the scores of its slice of the dims (its queries in registers), the slices meet in shared
+  memory, and every warp of the tile runs the online softmax of the 16 x 8 tile (each row masked at its own token's
+  position) and accumulates its slice of the value columns from the same staged keys. Products are three tf32 mma.sync (hi hi + hi lo + lo hi: fp32 accuracy), a stage's
   values summed apart and added to the running output in fp32 (the tensor cores' sums truncate: over thousands of keys
   in one accumulator that shows). The cache rows up to the last token's position must hold finite numbers, a padded
   token's too: a row's zero weights still multiply the values of the keys past its own (the model's cache starts zeroed).
   half: the cache is fp16, whose values tf32 holds exactly: two products a pair (hi k + lo k, hi v + lo v), the keys
   staged as they are stored (half the bytes) and not split."""
-  nw = mma_warps(s, half)
-  assert nw and tokens > 0, s
+  nw, m = mma_warps(s, half), group or mma_group(s, tokens)
+  assert nw and tokens > 0 and 1 <= m <= MMA_GROUP, (s, m)
   D, KV = s.kv_lora + s.qk_rope, s.kv_lora
   rows = tokens * s.n_head
   tiles = -(-rows // MMA_ROWS)
+  groups = -(-tiles // m)
   keys = f"(min(p0 + (({{r}}) < ROWS ? ({{r}}) : ROWS - 1) / H, {max_context - 1}) + 1)"
   nk = D // nw // 8
   # hi = x rounded to tf32 (nearest, ties away: +half an ulp of tf32, truncate), lo = x - hi (exact; the mma truncates it)
@@ -367,30 +377,30 @@ def prefill_mma_kernel(s: AttentionShape, scale: float, tokens: int, max_context
   const int H = {s.n_head}, KV = {KV}, R = {s.qk_rope}, D = {D}, ST = {D + _stage_pad(half)}, ROWS = {rows};
   const int DW = {D // nw}, CW = {KV // nw}, NK = {nk}, NN = {KV // nw // 8};
   const float NEG = {NEG}, SCALE2 = {_f32(scale * math.log2(math.e))};
-  int lane = LID_X, w = LID_Y, g = lane >> 2, t = lane & 3;
-  int r0 = ({tiles - 1} - (int)GID_X) * {MMA_ROWS}, ra = r0 + g, rb = ra + 8;
+  int lane = LID_X, w = LID_Y, wd = w % {nw}, g = lane >> 2, t = lane & 3;   // warp w: dims slice wd of tile w / {nw}
+  int rg = ({groups - 1} - (int)GID_X) * {MMA_ROWS * m}, r0 = rg + w / {nw} * {MMA_ROWS}, ra = r0 + g, rb = ra + 8;
   int p0 = pos[0];
   cache += (long)pos[1] * D;                     // this sequence's rows of the cache
   // keys 0..n - 1 of row r: its token's position pos[0] + r / H (clamped to the context: a padded token), + 1
-  int na = {keys.format(r="ra")}, nb = {keys.format(r="rb")}, nmax = {keys.format(r=f"r0 + {MMA_ROWS - 1}")};
-  // this warp's dims DW*w.. of the 16 queries as A fragments (rows g, g + 8; dims t, t + 4 of each step of 8), scaled to
+  int na = {keys.format(r="ra")}, nb = {keys.format(r="rb")}, nmax = {keys.format(r=f"rg + {MMA_ROWS * m - 1}")};
+  // this warp's dims DW*wd.. of the 16 queries as A fragments (rows g, g + 8; dims t, t + 4 of each step of 8), scaled to
   // base-2 scores and split into tf32 hi + lo
   float qh[NK][4], ql[NK][4];
   for (int j = 0; j < NK; j++) for (int i = 0; i < 4; i++) {{
-    int r = (i & 1) ? rb : ra, d = DW*w + 8*j + t + 4*(i >> 1);
+    int r = (i & 1) ? rb : ra, d = DW*wd + 8*j + t + 4*(i >> 1);
     float x = r < ROWS ? (d < KV ? q[r*KV + d] : qpe[r*R + d - KV]) * SCALE2 : 0.0f;
     {split("x", "qh[j][i]", "ql[j][i]")}
   }}
   // two stages of 8 key rows, ST = D + 16 bytes apart: the score fragments (keys g, dims t) read 32 banks, the value
   // fragments (keys t, columns g) 16 (an unpadded row of 576 floats would put all 8 keys on one bank)
   SHARED float4 stage[2*{MMA_KEYS}*{st4}];
-  SHARED float4 part[{32 * nw}];                 // the warps' partial scores, in the order the A fragments of P read them
+  SHARED float4 part[{32 * nw * m}];              // the warps' partial scores, in the order the A fragments of P read them
   const {ct}* st = (const {ct}*)stage;
   float o[NN][4], ma = NEG, mb = NEG, la = 0.0f, lb = 0.0f;
   for (int n = 0; n < NN; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
-  // stage b <- key rows c0..c0 + 7 (past the last one: the last one again); warp w copies rows w, w + {nw}, ..
-  #define LOAD_STAGE(c0, b) for (int ii = 0; ii < {MMA_KEYS // nw}; ii++) {{ \
-    int i = w + {nw}*ii, key = (c0) + i < nmax ? (c0) + i : nmax - 1; \
+  // stage b <- key rows c0..c0 + 7 (past the last one: the last one again); warp w copies rows w, w + {nw * m}, ..
+  #define LOAD_STAGE(c0, b) for (int i = w; i < {MMA_KEYS}; i += {nw * m}) {{ \
+    int key = (c0) + i < nmax ? (c0) + i : nmax - 1; \
     const float4* src = (const float4*)(cache + key*D) + lane; float4* dst = stage + ((b)*{MMA_KEYS} + i)*{st4} + lane; \
     for (int j = 0; j < {d4 // 32}; j++) CP_ASYNC16(dst + 32*j, src + 32*j); \
     {tail}}}
@@ -404,7 +414,7 @@ def prefill_mma_kernel(s: AttentionShape, scale: float, tokens: int, max_context
     // two cross terms in two accumulators each for the even and the odd steps (four chains of dependent mma, not one)
     float sc2[2][2][4];
     for (int e = 0; e < 2; e++) for (int u = 0; u < 2; u++) for (int i = 0; i < 4; i++) sc2[e][u][i] = 0.0f;
-    const {ct}* kr = kb + g*ST + DW*w + t;
+    const {ct}* kr = kb + g*ST + DW*wd + t;
     for (int j = 0; j < NK; j++) {{
       {ct} k0_ = kr[8*j], k1_ = kr[8*j + 4];
       {elem("k0", "k0h", "k0l")}{elem("k1", "k1h", "k1l")}
@@ -419,7 +429,7 @@ def prefill_mma_kernel(s: AttentionShape, scale: float, tokens: int, max_context
     BARRIER();
     // the scores of rows a, b at keys c0 + t (s[0], s[1]) and c0 + t + 4 (s[2], s[3]): the A fragment of P
     float sc[4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
-    for (int v = 0; v < {nw}; v++) {{ float4 x = part[v*32 + lane]; sc[0] += x.x; sc[1] += x.y; sc[2] += x.z; sc[3] += x.w; }}
+    for (int v = w - wd; v < w - wd + {nw}; v++) {{ float4 x = part[v*32 + lane]; sc[0] += x.x; sc[1] += x.y; sc[2] += x.z; sc[3] += x.w; }}
     int k0i = c0 + t, k1i = k0i + 4;
     sc[0] = k0i < na ? sc[0] : NEG; sc[1] = k0i < nb ? sc[1] : NEG; sc[2] = k1i < na ? sc[2] : NEG; sc[3] = k1i < nb ? sc[3] : NEG;
     // online softmax: the row's max over the stage (its 8 keys sit in the lane's quad), rescale, weights
@@ -432,8 +442,8 @@ def prefill_mma_kernel(s: AttentionShape, scale: float, tokens: int, max_context
     float pr[4] = {{EXP2(sc[0] - xa), EXP2(sc[1] - xb), EXP2(sc[2] - xa), EXP2(sc[3] - xb)}}, ph[4], pl[4];
     la = la*aa + (pr[0] + pr[2]); lb = lb*ab + (pr[1] + pr[3]);
     for (int i = 0; i < 4; i++) {{ {split("pr[i]", "ph[i]", "pl[i]")} }}
-    // out = out * alpha + P . V over this warp's columns CW*w.. (B fragment: keys t, t + 4, column g)
-    const {ct}* vr = kb + t*ST + CW*w + g;
+    // out = out * alpha + P . V over this warp's columns CW*wd.. (B fragment: keys t, t + 4, column g)
+    const {ct}* vr = kb + t*ST + CW*wd + g;
     for (int n = 0; n < NN; n++) {{
       {ct} v0_ = vr[8*n], v1_ = vr[8*n + 4*ST];
       {elem("v0", "v0h", "v0l")}{elem("v1", "v1h", "v1l")}
@@ -446,16 +456,17 @@ def prefill_mma_kernel(s: AttentionShape, scale: float, tokens: int, max_context
   la += SHFL_XOR(la, 1); la += SHFL_XOR(la, 2); lb += SHFL_XOR(lb, 1); lb += SHFL_XOR(lb, 2);
   float ia = 1.0f / la, ib = 1.0f / lb;
   for (int n = 0; n < NN; n++) {{
-    int col = CW*w + 8*n + 2*t;
+    int col = CW*wd + 8*n + 2*t;
     if (ra < ROWS) {{ out[ra*KV + col] = o[n][0] * ia; out[ra*KV + col + 1] = o[n][1] * ia; }}
     if (rb < ROWS) {{ out[rb*KV + col] = o[n][2] * ib; out[rb*KV + col + 1] = o[n][3] * ib; }}
   }}"""
   params = (Param("out", dtypes.float32, True), Param("q", dtypes.float32), Param("qpe", dtypes.float32), Param("cache", _cache_dtype(half)),
             Param("pos", dtypes.int32))
-  # from two tiles per SM on, compiled to fit two workgroups per SM (128 registers, a few spill: H100, 512 tokens -13% per
-  # block); one wave of tiles (128 tokens) runs 13% faster with one and no spills
-  return SourceKernel(f"mla_prefill_mma_{tokens}_h{s.n_head}_kv{KV}_r{s.qk_rope}" + ("_f16" if half else ""), params, body, (tiles, 1, 1), (32, nw, 1),
-                      trigger=False, min_blocks=2 if tiles >= 2 * matvec.SMS else 1)
+  # from two tiles per SM on, compiled for 128 registers (a few spill: H100, 512 tokens -13% per block, with two workgroups
+  # per SM of one tile each); one wave of tiles (128 tokens) runs 13% faster with more and no spills
+  name = f"mla_prefill_mma_{tokens}_h{s.n_head}_kv{KV}_r{s.qk_rope}" + ("_f16" if half else "") + (f"_g{m}" if m > 1 else "")
+  return SourceKernel(name, params, body, (groups, 1, 1), (32, nw * m, 1), trigger=False,
+                      min_blocks=2 if m == 1 and tiles >= 2 * matvec.SMS else 1)
 
 def combine_kernel(s: AttentionShape, tokens: int = 0, max_context: int = 0, rows: int = 1) -> SourceKernel:
   """The partials of each decode row's splits (grid z: `rows` sequences' new tokens) into out (rows, H, kv_lora), or with

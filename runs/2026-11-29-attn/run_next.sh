@@ -1,0 +1,23 @@
+# GPU, for the next lease: the tensor-core prefill attention in workgroups of two m16 tiles on the same staged keys (B, the
+# checkout: MMA_GROUP = 2 from two tiles per SM on) against a workgroup a tile (A: ab/attn/mla_attention.py). Here, first:
+#   mkdir -p ab/attn && git show e4693f6:apps/kernels/mla_attention.py > ab/attn/mla_attention.py
+# Step 1 (~200 s): Youtu-LLM-2B's hand-written path, a 16384-token prompt and decode after it, B then A; then the attention
+# alone (both forms of the kernel and the CUDA-core one as the reference, DeepSeek-V2-Lite's and GLM-4.7-Flash's shapes) for
+# a 512-token chunk at positions 0, 4096 and 15872.
+cd "$(dirname "$0")/../.."
+export DEV=${DEV:-CUDA} PYTHONUNBUFFERED=1
+OUT=${OUT:-out}; mkdir -p "$OUT"
+synth() { python3 -c "from apps import synth; synth.generate('$1', 'release', progress=False)"; }
+case ${1:-1} in
+  1) synth youtu-llm-2b
+     cp apps/kernels/mla_attention.py /tmp/mla_attention_B.py
+     for v in B A; do
+       [ $v = A ] && cp ab/attn/mla_attention.py apps/kernels/mla_attention.py
+       echo "-- $v"
+       timeout 75 python3 -m tools.gpu_bench --kernels hand --presets youtu-llm-2b --decode 32 --prefill 512 --depths ${DEPTHS:-16384} \
+         --json "$OUT/depth_$v.json" 2>&1 | tee "$OUT/depth_$v.log" | grep -v '^{' | tail -4
+     done
+     cp /tmp/mla_attention_B.py apps/kernels/mla_attention.py
+     timeout 100 python3 -m tools.bench_mla_attention --prefill 512 --pos 15872,4096,0 --layers 4 --iters 10 --variants ab/attn/mla_attention.py \
+       2>&1 | tee "$OUT/attention_groups.txt" ;;
+esac
