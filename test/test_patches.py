@@ -1275,3 +1275,21 @@ print("ok", [len(repr(p.src[0].arg.estimates)) for p in prgs])
 
 def test_0047_kernel_estimates_as_a_short_linear_form(trees):
   assert_patch_needed(trees, "0047", ESTIMATES_SHORT, env={"DEV": "CPU", "CACHELEVEL": "0"})
+
+UPCAST_4_BEFORE_3 = HEURISTIC_OPTS + """
+# without local memory, where 3 and 4 both divide the rows: a matvec of 672 rows on the CPU upcasts them by 4 (256 of them,
+# as before, by 4 too), and its result equals numpy's
+import numpy as np
+from tinygrad import Tensor
+def upcasts(t): return [o.arg for o in heuristic_opts(t) if o.op.name == "UPCAST"]
+rng = np.random.default_rng(0)
+an, xn = rng.standard_normal((672, 512)).astype(np.float32), rng.standard_normal(512).astype(np.float32)
+a, x = Tensor(an).realize(), Tensor(xn).realize()
+assert upcasts(a @ x) == [4], upcasts(a @ x)
+assert upcasts(Tensor.empty(256, 512) @ Tensor.empty(512)) == [4]
+assert np.abs((a @ x).numpy() - an.astype(np.float64) @ xn).max() < 1e-4, "wrong result"
+print("ok")
+"""
+
+def test_0048_without_locals_an_upcast_of_4_before_3(trees):
+  assert_patch_needed(trees, "0048", UPCAST_4_BEFORE_3, env={"DEV": "CPU", "CACHELEVEL": "0"})
