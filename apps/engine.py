@@ -138,6 +138,7 @@ class Engine:
   def __init__(self, model, tok: Tokenizer, tmpl: ChatTemplate, source: Source, weight_bytes: int):
     self.model, self.tok, self.tmpl, self.source = model, tok, tmpl, source
     self.name, self.weight_bytes = source.name, weight_bytes
+    self.load_seconds: dict[str, float] = {}   # Engine.load's phases: metadata (with the tokenizer), device, weights
     self.stats = Stats()
 
   @staticmethod
@@ -149,7 +150,8 @@ class Engine:
     from apps.readback import Opening
     from apps.model import Transformer
     from apps import captures
-    from tinygrad import GlobalCounters
+    from tinygrad import GlobalCounters, Device
+    t_start = time.perf_counter()
     opening = Opening(device)   # the device opens while the file's vocabulary and the tokenizer are read
     try:
       with GGUFFile(source.path) as gf:  # one open file for all of it
@@ -165,18 +167,26 @@ class Engine:
           sys.stderr.write(f"{chr(13) if tty else ''}llm: block {i}/{n} loaded ({gib:.2f} GiB, {s:.1f} s)" + ("\n" if i == n else ""))
           sys.stderr.flush()
         opening.wait()
+        t_dev = time.perf_counter()
         model = Transformer(gf, max_context, device, progress=progress, kernels=kernels, capture_dir=capture_dir or captures.default_dir(),
                             cache_type=cache_type, slots=slots)
+        Device[model.device].synchronize()   # the uploads are done: the weights' time is theirs
     finally: opening.close()
+    t_end = time.perf_counter()
+    times = {"metadata": t0 - t_start, "device": t_dev - t0, "weights": t_end - t_dev}
+    weights_gb_s = model.weight_bytes() / max(times["weights"], 1e-9) / 1e9
     if not quiet:
       model.captures.on_new = _note_step
       model.captures.on_unsaved = lambda step, e: note(f"could not keep a captured step in {model.captures.dir} ({e}): "
                                                        "the next run captures it again")
       per_token = sum(c.nbytes() for c in model.caches) / model.max_context / slots  # the latent cache: every block's row of a token
       each = f" for each of {slots} sequences" if slots > 1 else ""
-      note(f"loaded {source.name} in {time.perf_counter() - t0:.1f} s on {model.device}, context {model.max_context} tokens{each} "
-           f"({per_token / 1024:.1f} KiB of {cache_type} latent cache a token, {per_token * model.max_context * slots / 2**20:.0f} MiB in all)")
-    return Engine(model, tok, tmpl, source, model.active_weight_bytes())
+      note(f"loaded {source.name} in {t_end - t0:.1f} s on {model.device} (weights at {weights_gb_s:.2f} GB/s), context "
+           f"{model.max_context} tokens{each} ({per_token / 1024:.1f} KiB of {cache_type} latent cache a token, "
+           f"{per_token * model.max_context * slots / 2**20:.0f} MiB in all)")
+    eng = Engine(model, tok, tmpl, source, model.active_weight_bytes())
+    eng.load_seconds = times
+    return eng
 
   @property
   def max_context(self) -> int: return self.model.max_context

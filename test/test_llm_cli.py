@@ -54,7 +54,18 @@ def test_prompt_completion_is_the_greedy_continuation(eng, capsys):
   assert rc == 0, err
   assert out == want + "\n"
   assert "block 5/5 loaded" in err  # loading shows progress
+  assert "(weights at " in err and " GB/s)" in err  # and how fast the weights went to the device
   assert "reply 12 tokens" in err or "finish: stop" in err
+
+def test_load_phases(eng):
+  """Engine.load times its phases (what tools.start_time reports): the metadata and tokenizer, the wait for the device
+  past them, the weights' upload; each took time and together they fit in the load."""
+  t0 = time.perf_counter()
+  e = Engine.load(eng.source, CTX, quiet=True)
+  wall = time.perf_counter() - t0
+  assert set(e.load_seconds) == {"metadata", "device", "weights"}
+  assert all(v >= 0 for v in e.load_seconds.values()) and e.load_seconds["metadata"] > 0 and e.load_seconds["weights"] > 0
+  assert sum(e.load_seconds.values()) <= wall
 
 def test_f16_cache_flag(capsys):
   """--cache-type f16 loads the model with an fp16 latent cache (the load line says so, with its size a token) and completes."""

@@ -1,6 +1,7 @@
 """Seconds from process start to the first token, in fresh processes: the first process ever (empty caches) and a second
 one (tinygrad's disk cache and the captured steps from the first), with the time to import, to load and to the first token
-of a 16-token prompt; llama.cpp's in the same run with --llama.
+of a 16-token prompt, and the second process's load by phase (Engine.load_seconds: metadata and tokenizer, the wait for the
+device past them, the weights' upload with its GB/s); llama.cpp's in the same run with --llama.
 
   python3 -m tools.start_time [--presets glm-4.7-flash-tiny,...] [--kernels hand] [--prompt 16] [--llama] [--json PATH]
 
@@ -30,7 +31,8 @@ def child(preset: str, kernels: str, n_prompt: int, capture_dir: str) -> None:
   first = next(eng.model.generate(ids, 1))
   t["first_token"] = time.time()
   print(json.dumps({**t, "token": first, "captures_loaded": eng.model.captures.loaded, "device": eng.model.device,
-                    "file_bytes": src.path.stat().st_size, "load_s": t["loaded"] - t["imported"]}), flush=True)
+                    "file_bytes": src.path.stat().st_size, "load_s": t["loaded"] - t["imported"], "phases": eng.load_seconds,
+                    "weight_bytes": eng.model.weight_bytes()}), flush=True)
 
 def run_child(preset: str, kernels: str, n_prompt: int, scratch: Path) -> dict:
   env = {**os.environ, "CACHEDB": str(scratch / "cache.db"), "PYTHONPATH": str(ROOT)}
@@ -41,7 +43,8 @@ def run_child(preset: str, kernels: str, n_prompt: int, scratch: Path) -> dict:
   r = json.loads(p.stdout.strip().splitlines()[-1])
   return {"import_s": r["imported"] - t0, "load_s": r["loaded"] - r["imported"], "first_token_s": r["first_token"] - t0,
           "to_first_token_after_load_s": r["first_token"] - r["loaded"], "captures_loaded": r["captures_loaded"], "token": r["token"],
-          "device": r["device"], "load_gb_s": r["file_bytes"] / max(r["loaded"] - r["imported"], 1e-9) / 1e9}
+          "device": r["device"], "load_gb_s": r["file_bytes"] / max(r["loaded"] - r["imported"], 1e-9) / 1e9,
+          "load_phases_s": r["phases"], "weights_gb_s": r["weight_bytes"] / max(r["phases"]["weights"], 1e-9) / 1e9}
 
 def llama_ttft(path: Path, n_prompt: int) -> float:
   from tools import llama_bench
@@ -80,6 +83,9 @@ def main(argv: list[str] | None = None) -> int:
           f"first token at {f['first_token_s']:.1f} s | second: import {s['import_s']:.1f} s, load {s['load_s']:.1f} s "
           f"({s['load_gb_s']:.2f} GB/s), first token at {s['first_token_s']:.1f} s ({s['captures_loaded']} captures loaded)"
           + (f" | llama.cpp {row['llama']['first']:.1f} / {row['llama']['second']:.1f} s" if a.llama else ""), flush=True)
+    ph = s["load_phases_s"]
+    print(f"{'':30s} second load: metadata and tokenizer {ph['metadata']:.2f} s, the device's opening past them {ph['device']:.2f} s, "
+          f"weights {ph['weights']:.2f} s ({s['weights_gb_s']:.2f} GB/s)", flush=True)
     if f["token"] != s["token"]: print(f"  the first token differs between the runs: {f['token']} vs {s['token']}", flush=True)
     if a.json: a.json.write_text(json.dumps(rows, indent=1))
   return 0
