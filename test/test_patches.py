@@ -1070,17 +1070,23 @@ print("ok")
 def test_0040_cpu_steps_replay_through_a_graph(trees):
   assert_patch_needed(trees, "0040", CPU_GRAPH, env={"DEV": "CPU", "CACHELEVEL": "0"})
 
-SMALL_UPCAST_WITHOUT_LOCALS = HEURISTIC_OPTS + """
-# without local memory a small kernel's outputs upcast too: a matvec of 256 rows (under the 1024 outputs a GPU's upcast
-# needs) takes an upcast of its rows on the CPU, and its result equals numpy's
+MATVEC_UPCASTS = HEURISTIC_OPTS + """
 import numpy as np
 from tinygrad import Tensor
 def upcasts(t): return [o.arg for o in heuristic_opts(t) if o.op.name == "UPCAST"]
-rng = np.random.default_rng(0)
-an, xn = rng.standard_normal((256, 512)).astype(np.float32), rng.standard_normal(512).astype(np.float32)
-a, x = Tensor(an).realize(), Tensor(xn).realize()
-assert upcasts(a @ x) == [4], upcasts(a @ x)
-assert np.abs((a @ x).numpy() - an.astype(np.float64) @ xn).max() < 1e-4, "wrong result"
+def matvec_upcasts(rows):
+  # a float matvec of rows x 512: the upcasts the heuristics give it, its result checked against numpy's first
+  rng = np.random.default_rng(0)
+  an, xn = rng.standard_normal((rows, 512)).astype(np.float32), rng.standard_normal(512).astype(np.float32)
+  a, x = Tensor(an).realize(), Tensor(xn).realize()
+  assert np.abs((a @ x).numpy() - an.astype(np.float64) @ xn).max() < 1e-4, "wrong result"
+  return upcasts(a @ x)
+"""
+
+SMALL_UPCAST_WITHOUT_LOCALS = MATVEC_UPCASTS + """
+# without local memory a small kernel's outputs upcast too: a matvec of 256 rows (under the 1024 outputs a GPU's upcast
+# needs) takes an upcast of its rows on the CPU, and its result equals numpy's
+assert (u := matvec_upcasts(256)) == [4], u
 print("ok")
 """
 
@@ -1276,18 +1282,11 @@ print("ok", [len(repr(p.src[0].arg.estimates)) for p in prgs])
 def test_0047_kernel_estimates_as_a_short_linear_form(trees):
   assert_patch_needed(trees, "0047", ESTIMATES_SHORT, env={"DEV": "CPU", "CACHELEVEL": "0"})
 
-UPCAST_4_BEFORE_3 = HEURISTIC_OPTS + """
+UPCAST_4_BEFORE_3 = MATVEC_UPCASTS + """
 # without local memory, where 3 and 4 both divide the rows: a matvec of 672 rows on the CPU upcasts them by 4 (256 of them,
 # as before, by 4 too), and its result equals numpy's
-import numpy as np
-from tinygrad import Tensor
-def upcasts(t): return [o.arg for o in heuristic_opts(t) if o.op.name == "UPCAST"]
-rng = np.random.default_rng(0)
-an, xn = rng.standard_normal((672, 512)).astype(np.float32), rng.standard_normal(512).astype(np.float32)
-a, x = Tensor(an).realize(), Tensor(xn).realize()
-assert upcasts(a @ x) == [4], upcasts(a @ x)
+assert (u := matvec_upcasts(672)) == [4], u
 assert upcasts(Tensor.empty(256, 512) @ Tensor.empty(512)) == [4]
-assert np.abs((a @ x).numpy() - an.astype(np.float64) @ xn).max() < 1e-4, "wrong result"
 print("ok")
 """
 
