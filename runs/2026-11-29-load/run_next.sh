@@ -10,6 +10,6 @@ timeout 200 python3 -m tools.start_time --presets youtu-llm-2b,deepseek-v2-lite,
   2>&1 | tee "$OUT/start.txt" | tail -6
 S=$(mktemp -d)
 for run in first second; do
-  CACHEDB=$S/cache.db timeout 120 python3 runs/2026-11-28-start/prof_start.py youtu-llm-2b $S/captures 60 > "$OUT/load_$run.txt" 2>&1
+  CACHEDB=$S/cache.db PYTHONPATH=. timeout 120 python3 runs/2026-11-28-start/prof_start.py youtu-llm-2b $S/captures 60 > "$OUT/load_$run.txt" 2>&1
   head -1 "$OUT/load_$run.txt"
 done
