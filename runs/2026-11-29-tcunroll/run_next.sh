@@ -1,7 +1,7 @@
 # GPU: patches/0049 (a tensor-core kernel unrolls a short reduce outside the tensor core's: the block products' three int8
-# (Patch 49 was rejected in step 2 and left the series; its file is rejected/. Step 3 ran as the series of 48 beside llama.cpp.)
 # parts) on the generated path, and the generated path beside llama.cpp in one run. Carry upstream/tinygrad upstream/.stamp
 # upstream/.cache .cache/vocab .cache/llama/llama-cpp-src.tar.xz.
+# (Patch 49 was rejected in step 2 and left the series; its file is rejected/. Step 3 ran as the series of 48 beside llama.cpp.)
 # Step 1 (~500 s): the three release-mix files and llama.cpp's build side by side, then the paths against each other at full
 #   size over DeepSeek-V2-Lite's first 544 tokens (path_check --pinned: the generated side with patch 49's kernels, the
 #   hand-written side with the attention in tile groups).
