@@ -175,6 +175,7 @@ def benchmark(engine: Engine, steps: int, prompt: str | None) -> BenchResult:
   note("warming up (the first run of a model compiles its kernels and captures its steps; later runs load them)")
   t0 = time.perf_counter()
   engine.warmup(greedy)
+  for _ in model.generate(ids, 2, greedy): pass   # the prompt's own chunks too: its timed prefill captures and loads nothing
   note(f"warm-up took {time.perf_counter() - t0:.1f} s; timing {steps} decode steps")
   model.reset()
   t0 = time.perf_counter()

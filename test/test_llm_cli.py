@@ -211,6 +211,17 @@ def test_benchmark_measures_the_decode_step(eng):
   assert rows["device"].startswith("CPU") and rows["model"].startswith(PRESET)
   assert "ms/token median" in rows["decode"] and "tok/s" in rows["decode"] and "GB/s" in rows["weights"]
 
+def test_benchmark_times_a_warm_prefill(eng, monkeypatch):
+  """The timed prompt makes no step (neither captures nor loads one): the warm-up ran every step the prompt uses, its
+  chunks of 32 and its last one."""
+  events = []
+  eng.model.captures.clear()   # every step is made again on its first use: loaded from its file or captured
+  monkeypatch.setattr(eng.model.captures, "on_new", lambda step, loaded: events.append(step))
+  monkeypatch.setattr(llm, "note", lambda msg: events.append("timing") if msg.startswith("warm-up took") else None)
+  r = llm.benchmark(eng, 3, None)
+  assert r.prompt_tokens > max(eng.model.prefill_chunks[-1], 1) and any(e[0] == "fill" for e in events if e != "timing")
+  assert events[-1] == "timing", events
+
 def test_benchmark_default_model_json(eng, capsys):
   rc, out, err = run_main(["--benchmark", "2", "--json", "--max-context", str(CTX)], capsys)
   assert rc == 0, err
