@@ -1,4 +1,5 @@
-# A loaded model's first prompt (steps on disk) against its second, no profiler: DEV=CPU PYTHONPATH=. python3 runs/2026-11-29-load/first_call.py <preset>
+# A loaded model's first prompt (its steps on disk) against its second, no profiler:
+#   DEV=CPU PYTHONPATH=. python3 runs/2026-11-29-load/first_call.py <preset>
 import time, sys
 sys.path.insert(0, '.')
 import apps  # noqa
