@@ -1292,3 +1292,41 @@ print("ok")
 
 def test_0048_without_locals_an_upcast_of_4_before_3(trees):
   assert_patch_needed(trees, "0048", UPCAST_4_BEFORE_3, env={"DEV": "CPU", "CACHELEVEL": "0"})
+
+LIBRARY_SEARCH_BY_NAME = """
+# a library searched for past a directory of 2,000 other files, then found in the next, is found with a stat of its own file
+# only: none of the others' (the search walks the first directory whole)
+import os, pathlib, tempfile
+from tinygrad.runtime.support.c import DLL
+stats, is_file = [0], pathlib.Path.is_file
+def counted(self):
+  stats[0] += 1
+  return is_file(self)
+with tempfile.TemporaryDirectory() as o, tempfile.TemporaryDirectory() as w:
+  others, d = pathlib.Path(o), pathlib.Path(w)
+  for i in range(2000): (others / f"libother{i}.so.1").write_bytes(b"\\x7fELF")
+  (d / "libwanted.so.1").write_bytes(b"\\x7fELF")
+  os.environ["LD_LIBRARY_PATH"] = f"{others}{os.pathsep}{d}"
+  pathlib.Path.is_file = counted
+  assert DLL.findlib("wanted", ["wanted"]) == str(d / "libwanted.so.1")
+  pathlib.Path.is_file = is_file
+assert stats[0] <= 4, stats[0]
+"""
+
+def test_0049_library_search_stats_only_matching_files(trees):
+  assert_patch_needed(trees, "0049", LIBRARY_SEARCH_BY_NAME)
+
+CUDA_COMPILER_LIBRARIES_LAZY = """
+# a CUDA or PTX renderer (which a CUDA device constructs when it opens) loads neither nvrtc nor nvJitLink; its compiler's cache
+# key, which finds programs in the disk cache, is the same
+import sys
+from tinygrad.helpers import Target
+from tinygrad.renderer.cstyle import CUDARenderer
+from tinygrad.renderer.ptx import PTXRenderer
+r, p = CUDARenderer(Target(device="CUDA", arch="sm_90")), PTXRenderer(Target(device="NV", arch="sm_90"))
+assert (r.compiler.cachekey, p.compiler.cachekey) == ("compile_cuda_sm_90", "compile_nv_ptx_sm_90")
+assert not [m for m in sys.modules if m.endswith((".nvrtc", ".nvjitlink"))], [m for m in sys.modules if "nv" in m]
+"""
+
+def test_0050_cuda_compiler_libraries_loaded_at_first_compile(trees):
+  assert_patch_needed(trees, "0050", CUDA_COMPILER_LIBRARIES_LAZY)
