@@ -1330,3 +1330,24 @@ assert not [m for m in sys.modules if m.endswith((".nvrtc", ".nvjitlink"))], [m 
 
 def test_0050_cuda_compiler_libraries_loaded_at_first_compile(trees):
   assert_patch_needed(trees, "0050", CUDA_COMPILER_LIBRARIES_LAZY)
+
+PICKLED_PROGRAM_KEY = """
+# a program pickled in one process and loaded in another has the first's key, and getting it computes no key below it (the
+# key of a node is a sha256 over its whole subtree)
+import pickle, subprocess, sys
+from tinygrad import Tensor, Device
+from tinygrad.codegen import to_program
+prg = to_program((Tensor.empty(8, 8) + 1).contiguous().schedule_linear().src[-1].src[0], Device["CPU"].renderer)
+load = '''
+import pickle, sys
+prg = pickle.loads(sys.stdin.buffer.read())
+key = prg.key
+assert not any("_RECURSIVE_PROPERTY_key" in s.__dict__ for s in prg.src), "a key was computed below the program"
+sys.stdout.write(key.hex())
+'''
+r = subprocess.run([sys.executable, "-c", load], input=pickle.dumps(prg), capture_output=True)
+assert r.returncode == 0 and r.stdout.decode() == prg.key.hex(), (r.stdout, r.stderr.decode()[-400:])
+"""
+
+def test_0051_pickled_program_keeps_its_key(trees):
+  assert_patch_needed(trees, "0051", PICKLED_PROGRAM_KEY)
