@@ -1351,3 +1351,31 @@ assert r.returncode == 0 and r.stdout.decode() == prg.key.hex(), (r.stdout, r.st
 
 def test_0051_pickled_program_keeps_its_key(trees):
   assert_patch_needed(trees, "0051", PICKLED_PROGRAM_KEY)
+
+PICKLED_GRAPH_DEVICE = """
+# a pickled graph of calls, loaded in another process: its device (which kernels it runs, which device's graph runs it) is the
+# one UOp.device gives, found without a device computed for the nodes of its programs
+import pickle, subprocess, sys
+from tinygrad import Tensor, TinyJit
+@TinyJit
+def f(x): return ((x + 1).contiguous() * 2).sum()
+for _ in range(3): f(Tensor.ones(16, 16).contiguous().realize())
+load = '''
+import pickle, sys
+from tinygrad.uop.ops import Ops
+from tinygrad.engine.realize import get_call_kernels
+cj = pickle.loads(sys.stdin.buffer.read())
+graphs = [c for c in cj.linear.src if c.src[0].op is Ops.CUSTOM_FUNCTION and c.src[0].arg == "graph"]
+assert graphs, [c.src[0].op for c in cj.linear.src]
+devs = [get_call_kernels(c)[0][0] for c in graphs]
+walked = sum("_RECURSIVE_PROPERTY_device" in u.__dict__ for c in graphs for u in c.src[0].toposort())
+nodes = sum(1 for c in graphs for u in c.src[0].toposort())
+assert walked < nodes // 10, (walked, nodes)
+assert devs == [c.src[0].device if isinstance(c.src[0].device, str) else c.src[0].device[0] for c in graphs] == ["CPU"], devs
+'''
+r = subprocess.run([sys.executable, "-c", load], input=pickle.dumps(f.captured), capture_output=True)
+assert r.returncode == 0, r.stderr.decode()[-600:]
+"""
+
+def test_0052_graph_device_without_a_walk(trees):
+  assert_patch_needed(trees, "0052", PICKLED_GRAPH_DEVICE, env={"DEV": "CPU"})

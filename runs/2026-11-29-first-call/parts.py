@@ -17,7 +17,9 @@ jit.unwrap_multi = timed("unwrap_multi", realize.unwrap_multi)
 Estimates.simplify = timed("estimates.simplify", Estimates.simplify)
 def get_graph_runtime(ast, input_uops=None):
   if (runtime:=realize.graph_cache.get(ast)) is None and input_uops is not None:
-    t = time.perf_counter(); dev = ast.device if isinstance(ast.device, str) else ast.device[0]; spent["graph ast.device"] += time.perf_counter() - t
+    t = time.perf_counter()   # the tree's own way to the graph's device (patches/0052's graph_device where it has it)
+    dev = realize.to_tuple(realize.graph_device(ast) if hasattr(realize, "graph_device") else ast.device)[0]
+    spent["graph ast.device"] += time.perf_counter() - t
     t = time.perf_counter(); realize.graph_cache[ast] = runtime = realize.Device[dev].graph(ast, input_uops=input_uops)
     spent["graph construction"] += time.perf_counter() - t
   return runtime
