@@ -1379,3 +1379,129 @@ assert r.returncode == 0, r.stderr.decode()[-600:]
 
 def test_0052_graph_device_without_a_walk(trees):
   assert_patch_needed(trees, "0052", PICKLED_GRAPH_DEVICE, env={"DEV": "CPU"})
+
+LANES_ALONG_THE_LAST_LOCAL = """
+# a kernel's lanes go along its last local dim, the innermost in memory: threadIdx.x (the SPECIAL lidx0) takes it, so a warp
+# stores one run of each row; a tensor-core kernel keeps its warp's lanes on lidx0 as it lays them out. Lowered for sm_90
+# without a GPU; both run on the sm_80 emulator against numpy
+import numpy as np
+from tinygrad import Tensor, dtypes
+from tinygrad.uop.ops import Ops, KernelInfo
+from tinygrad.codegen import full_rewrite_to_sink
+from tinygrad.codegen.opt import Opt, OptOps
+from tinygrad.renderer.cstyle import NVCCRenderer
+from tinygrad.helpers import Target
+ren = NVCCRenderer(Target(device="CUDA", arch="sm_90"))
+def lanes(t, opts=None):
+  ast = t.linear_with_vars()[0].src[-1].src[0]
+  if opts is not None: ast = ast.replace(arg=KernelInfo(opts_to_apply=opts))
+  return {u.arg: int(u.src[0].vmax) for u in full_rewrite_to_sink(ast, ren).toposort() if u.op is Ops.SPECIAL and u.arg.startswith("lidx")}
+x, y = Tensor.empty(64, 128), Tensor.empty(64, 1)
+l = lanes(x + y, (Opt(OptOps.LOCAL, 0, 8), Opt(OptOps.LOCAL, 1, 16)))   # as the heuristics apply them: outer first
+assert l == {"lidx0": 16, "lidx1": 8}, l
+mm = lanes((Tensor.empty(64, 64, dtype=dtypes.half) @ Tensor.empty(64, 64, dtype=dtypes.half)).float())
+assert mm["lidx0"] % 32 == 0 or mm["lidx0"] * mm.get("lidx1", 1) % 32 == 0, mm
+rng = np.random.default_rng(0)
+xn, yn = rng.standard_normal((64, 128)).astype(np.float32), rng.standard_normal((64, 1)).astype(np.float32)
+np.testing.assert_allclose((Tensor(xn) + Tensor(yn)).numpy(), xn + yn)
+an, bn = rng.standard_normal((64, 64)).astype(np.float16), rng.standard_normal((64, 64)).astype(np.float16)
+got = (Tensor(an) @ Tensor(bn)).float().numpy()
+assert np.abs(got - an.astype(np.float64) @ bn.astype(np.float64)).max() < 1e-1, "wrong tensor-core result"
+print("ok")
+"""
+
+def test_0053_lanes_along_the_last_local_dim(trees):
+  assert_patch_needed(trees, "0053", LANES_ALONG_THE_LAST_LOCAL, env={"DEV": "PYTHON::sm_80", "CACHELEVEL": "0"})
+
+GROUPED_OUTPUTS_SIDE_BY_SIDE = """
+# a grouped reduction of many outputs puts a few of them side by side in its workgroup: a rank of 3072 entries among
+# themselves (3072 outputs, each a count over 3072) and the row sums of 512 x 64 take a LOCAL beside their GROUPTOP of 16 for
+# sm_90, 128 and 32 threads a workgroup, while 2048 outputs keep 256 workgroups; few outputs (64 row sums) keep a workgroup
+# of one group. On the sm_80 emulator the row sums equal numpy's
+import numpy as np
+from tinygrad import Tensor, dtypes
+from tinygrad.codegen.opt import OptOps
+from tinygrad.codegen.opt.heuristic import hand_coded_optimizations
+from tinygrad.codegen.opt.postrange import Scheduler
+from tinygrad.renderer.cstyle import NVCCRenderer
+from tinygrad.helpers import Target
+def opts(t):
+  k = Scheduler(t.linear_with_vars()[0].src[-1].src[0], NVCCRenderer(Target(device="CUDA", arch="sm_90")))
+  k.convert_loop_to_global()
+  return [(o.op, o.arg) for o in hand_coded_optimizations(k).applied_opts]
+e = Tensor.empty(3072, dtype=dtypes.int32)
+p = Tensor.arange(3072)
+rank = ((e.unsqueeze(0) == e.unsqueeze(1)) & (p.unsqueeze(0) < p.unsqueeze(1))).sum(1)
+got = opts(rank), opts(Tensor.empty(512, 64).sum(1)), opts(Tensor.empty(64, 64).sum(1))
+assert got == ([(OptOps.GROUPTOP, 16), (OptOps.LOCAL, 8)], [(OptOps.GROUPTOP, 16), (OptOps.LOCAL, 2)], [(OptOps.GROUPTOP, 16)]), got
+xn = np.random.default_rng(0).standard_normal((512, 64)).astype(np.float32)
+np.testing.assert_allclose(Tensor(xn).sum(1).numpy(), xn.sum(1), rtol=1e-5, atol=1e-5)
+print("ok")
+"""
+
+def test_0054_grouped_outputs_side_by_side(trees):
+  assert_patch_needed(trees, "0054", GROUPED_OUTPUTS_SIDE_BY_SIDE, env={"DEV": "PYTHON::sm_80", "CACHELEVEL": "0"})
+
+MERGED_THREAD_DIM_WARP = """
+# a tensor-core kernel with more local dims than a GPU has thread dims (its warp of 32, then locals of 2, 2 and 2: four)
+# merges the warp with the local after it into threadIdx.x (64); the warp's 32 lanes must stay hardware lanes 0-31 of each
+# warp, or the mma multiplies the wrong fragments. Half tiles 4 x 32 x 64 times 4 x 64 x 256 under those opts on the sm_80
+# emulator (which runs the mma per hardware warp) against numpy
+import numpy as np
+from tinygrad import Tensor
+from tinygrad.uop.ops import KernelInfo, buffers
+from tinygrad.codegen.opt import Opt, OptOps
+from tinygrad.engine.realize import run_linear
+opts = (Opt(OptOps.TC, 0, (-1, 0, 1)), Opt(OptOps.UPCAST, 1, 2), Opt(OptOps.UPCAST, 1, 4), Opt(OptOps.LOCAL, 1, 4),
+        Opt(OptOps.UPCAST, 3, 2), Opt(OptOps.LOCAL, 0, 2), Opt(OptOps.LOCAL, 1, 2))
+rng = np.random.default_rng(0)
+an, bn = rng.standard_normal((4, 32, 64)).astype(np.float16), rng.standard_normal((4, 64, 256)).astype(np.float16)
+linear, var_vals = (Tensor(an).realize() @ Tensor(bn).realize()).float().linear_with_vars()
+call = linear.src[-1]
+call = call.replace(src=(call.src[0].replace(arg=KernelInfo(name="tiles", opts_to_apply=opts)), *call.src[1:]))
+run_linear(linear.replace(src=(*linear.src[:-1], call)), var_vals)
+got = buffers[call.src[1]].numpy().reshape(4, 32, 256).astype(np.float64)
+ref = an.astype(np.float64) @ bn.astype(np.float64)
+assert np.abs(got - ref).max() < 1e-2 * np.abs(ref).max(), np.abs(got - ref).max()
+print("ok")
+"""
+
+def test_0055_merged_thread_dim_keeps_the_warp(trees):
+  assert_patch_needed(trees, "0055", MERGED_THREAD_DIM_WARP, env={"DEV": "PYTHON::sm_80", "CACHELEVEL": "0"})
+
+TILES_TAKE_MORE_OF_N = """
+# a tensor-core kernel whose M is whole in each warp (tiles of 32 rows, one product a tile, as a gather-then-reduce makes
+# them) takes 2 more of N as an upcast and a workgroup of 2 tiles and 4 warps of N, where 256 workgroups remain (opts for
+# sm_90); a matmul of 512 rows keeps the heuristics' opts before. A smaller product of tiles under those opts runs on the
+# sm_80 emulator against numpy
+import numpy as np
+from tinygrad import Tensor, dtypes
+from tinygrad.uop.ops import KernelInfo, buffers
+from tinygrad.codegen.opt import Opt, OptOps
+from tinygrad.codegen.opt.heuristic import hand_coded_optimizations
+from tinygrad.codegen.opt.postrange import Scheduler
+from tinygrad.engine.realize import run_linear
+from tinygrad.renderer.cstyle import NVCCRenderer
+from tinygrad.helpers import Target
+def opts(t):
+  k = Scheduler(t.linear_with_vars()[0].src[-1].src[0], NVCCRenderer(Target(device="CUDA", arch="sm_90")))
+  k.convert_loop_to_global()
+  return hand_coded_optimizations(k).applied_opts
+h = lambda *s: Tensor.empty(*s, dtype=dtypes.half)
+tiles, plain = opts((h(160, 32, 256) @ h(160, 256, 2816)).float()), opts((h(512, 256) @ h(256, 2816)).float())
+assert tiles[0].op is OptOps.TC and tiles[-3:] == [Opt(OptOps.UPCAST, 3, 2), Opt(OptOps.LOCAL, 0, 2), Opt(OptOps.LOCAL, 1, 2)], tiles
+assert plain[0].op is OptOps.TC and [o.op for o in plain[1:]] == [OptOps.UPCAST, OptOps.UPCAST, OptOps.LOCAL], plain
+rng = np.random.default_rng(0)
+an, bn = rng.standard_normal((4, 32, 64)).astype(np.float16), rng.standard_normal((4, 64, 256)).astype(np.float16)
+linear, var_vals = (Tensor(an).realize() @ Tensor(bn).realize()).float().linear_with_vars()
+call = linear.src[-1]
+call = call.replace(src=(call.src[0].replace(arg=KernelInfo(name="tiles", opts_to_apply=tuple(tiles))), *call.src[1:]))
+run_linear(linear.replace(src=(*linear.src[:-1], call)), var_vals)
+got = buffers[call.src[1]].numpy().reshape(4, 32, 256).astype(np.float64)
+ref = an.astype(np.float64) @ bn.astype(np.float64)
+assert np.abs(got - ref).max() < 1e-2 * np.abs(ref).max(), np.abs(got - ref).max()
+print("ok")
+"""
+
+def test_0056_tiles_take_more_of_n(trees):
+  assert_patch_needed(trees, "0056", TILES_TAKE_MORE_OF_N, env={"DEV": "PYTHON::sm_80", "CACHELEVEL": "0"})
