@@ -1007,16 +1007,39 @@ print("ok")
 def test_0038_attention_values_on_a_cpu_upcast_one_axis(trees):
   assert_patch_needed(trees, "0038", VALUES_ON_A_CPU, env={"DEV": "CPU", "CACHELEVEL": "0"})
 
-# the opts tinygrad's heuristics pick for a tensor's last kernel (on the default device's renderer): what the heuristic patches'
-# programs check, put in front of them
+# the opts tinygrad's heuristics pick for a tensor's last kernel (on the default device's renderer, or sm_90's without a GPU):
+# what the heuristic patches' programs check, put in front of them
 HEURISTIC_OPTS = """
 from tinygrad import Device
 from tinygrad.codegen.opt.heuristic import hand_coded_optimizations
 from tinygrad.codegen.opt.postrange import Scheduler
-def heuristic_opts(t):
-  k = Scheduler(t.linear_with_vars()[0].src[-1].src[0], Device[Device.DEFAULT].renderer)
+from tinygrad.renderer.cstyle import NVCCRenderer
+from tinygrad.helpers import Target
+SM90 = NVCCRenderer(Target(device="CUDA", arch="sm_90"))
+def heuristic_opts(t, ren=None):
+  k = Scheduler(t.linear_with_vars()[0].src[-1].src[0], ren or Device[Device.DEFAULT].renderer)
   k.convert_loop_to_global()
   return hand_coded_optimizations(k).applied_opts
+"""
+
+# a tensor's last kernel run under the given opts instead of the heuristics' (the rest of its schedule as usual): its output;
+# and a small product of half tiles under given opts, its error against float64
+RUN_WITH_OPTS = """
+from tinygrad.uop.ops import KernelInfo, buffers
+from tinygrad.engine.realize import run_linear
+def run_with_opts(t, opts):
+  linear, var_vals = t.linear_with_vars()
+  call = linear.src[-1]
+  call = call.replace(src=(call.src[0].replace(arg=KernelInfo(name="forced", opts_to_apply=tuple(opts))), *call.src[1:]))
+  run_linear(linear.replace(src=(*linear.src[:-1], call)), var_vals)
+  return buffers[call.src[1]].numpy().reshape(t.shape)
+def tiles_error(opts):  # half tiles 4 x 32 x 64 times 4 x 64 x 256 under opts: the largest error over the largest value
+  import numpy as np
+  from tinygrad import Tensor
+  rng = np.random.default_rng(0)
+  an, bn = rng.standard_normal((4, 32, 64)).astype(np.float16), rng.standard_normal((4, 64, 256)).astype(np.float16)
+  ref = an.astype(np.float64) @ bn.astype(np.float64)
+  return np.abs(run_with_opts((Tensor(an).realize() @ Tensor(bn).realize()).float(), opts) - ref).max() / np.abs(ref).max()
 """
 
 TC_LOCAL_BY_GRID = HEURISTIC_OPTS + """
@@ -1413,7 +1436,7 @@ print("ok")
 def test_0053_lanes_along_the_last_local_dim(trees):
   assert_patch_needed(trees, "0053", LANES_ALONG_THE_LAST_LOCAL, env={"DEV": "PYTHON::sm_80", "CACHELEVEL": "0"})
 
-GROUPED_OUTPUTS_SIDE_BY_SIDE = """
+GROUPED_OUTPUTS_SIDE_BY_SIDE = HEURISTIC_OPTS + """
 # a grouped reduction of many outputs puts a few of them side by side in its workgroup: a rank of 3072 entries among
 # themselves (3072 outputs, each a count over 3072) and the row sums of 512 x 64 take a LOCAL beside their GROUPTOP of 16 for
 # sm_90, 128 and 32 threads a workgroup, while 2048 outputs keep 256 workgroups; few outputs (64 row sums) keep a workgroup
@@ -1421,14 +1444,7 @@ GROUPED_OUTPUTS_SIDE_BY_SIDE = """
 import numpy as np
 from tinygrad import Tensor, dtypes
 from tinygrad.codegen.opt import OptOps
-from tinygrad.codegen.opt.heuristic import hand_coded_optimizations
-from tinygrad.codegen.opt.postrange import Scheduler
-from tinygrad.renderer.cstyle import NVCCRenderer
-from tinygrad.helpers import Target
-def opts(t):
-  k = Scheduler(t.linear_with_vars()[0].src[-1].src[0], NVCCRenderer(Target(device="CUDA", arch="sm_90")))
-  k.convert_loop_to_global()
-  return [(o.op, o.arg) for o in hand_coded_optimizations(k).applied_opts]
+def opts(t): return [(o.op, o.arg) for o in heuristic_opts(t, SM90)]
 e = Tensor.empty(3072, dtype=dtypes.int32)
 p = Tensor.arange(3072)
 rank = ((e.unsqueeze(0) == e.unsqueeze(1)) & (p.unsqueeze(0) < p.unsqueeze(1))).sum(1)
@@ -1442,64 +1458,34 @@ print("ok")
 def test_0054_grouped_outputs_side_by_side(trees):
   assert_patch_needed(trees, "0054", GROUPED_OUTPUTS_SIDE_BY_SIDE, env={"DEV": "PYTHON::sm_80", "CACHELEVEL": "0"})
 
-MERGED_THREAD_DIM_WARP = """
+MERGED_THREAD_DIM_WARP = RUN_WITH_OPTS + """
 # a tensor-core kernel with more local dims than a GPU has thread dims (its warp of 32, then locals of 2, 2 and 2: four)
 # merges the warp with the local after it into threadIdx.x (64); the warp's 32 lanes must stay hardware lanes 0-31 of each
 # warp, or the mma multiplies the wrong fragments. Half tiles 4 x 32 x 64 times 4 x 64 x 256 under those opts on the sm_80
 # emulator (which runs the mma per hardware warp) against numpy
-import numpy as np
-from tinygrad import Tensor
-from tinygrad.uop.ops import KernelInfo, buffers
 from tinygrad.codegen.opt import Opt, OptOps
-from tinygrad.engine.realize import run_linear
 opts = (Opt(OptOps.TC, 0, (-1, 0, 1)), Opt(OptOps.UPCAST, 1, 2), Opt(OptOps.UPCAST, 1, 4), Opt(OptOps.LOCAL, 1, 4),
         Opt(OptOps.UPCAST, 3, 2), Opt(OptOps.LOCAL, 0, 2), Opt(OptOps.LOCAL, 1, 2))
-rng = np.random.default_rng(0)
-an, bn = rng.standard_normal((4, 32, 64)).astype(np.float16), rng.standard_normal((4, 64, 256)).astype(np.float16)
-linear, var_vals = (Tensor(an).realize() @ Tensor(bn).realize()).float().linear_with_vars()
-call = linear.src[-1]
-call = call.replace(src=(call.src[0].replace(arg=KernelInfo(name="tiles", opts_to_apply=opts)), *call.src[1:]))
-run_linear(linear.replace(src=(*linear.src[:-1], call)), var_vals)
-got = buffers[call.src[1]].numpy().reshape(4, 32, 256).astype(np.float64)
-ref = an.astype(np.float64) @ bn.astype(np.float64)
-assert np.abs(got - ref).max() < 1e-2 * np.abs(ref).max(), np.abs(got - ref).max()
+assert (err := tiles_error(opts)) < 1e-2, err
 print("ok")
 """
 
 def test_0055_merged_thread_dim_keeps_the_warp(trees):
   assert_patch_needed(trees, "0055", MERGED_THREAD_DIM_WARP, env={"DEV": "PYTHON::sm_80", "CACHELEVEL": "0"})
 
-TILES_TAKE_MORE_OF_N = """
+TILES_TAKE_MORE_OF_N = HEURISTIC_OPTS + RUN_WITH_OPTS + """
 # a tensor-core kernel whose M is whole in each warp (tiles of 32 rows, one product a tile, as a gather-then-reduce makes
 # them) takes 2 more of N as an upcast and a workgroup of 2 tiles and 4 warps of N, where 256 workgroups remain (opts for
 # sm_90); a matmul of 512 rows keeps the heuristics' opts before. A smaller product of tiles under those opts runs on the
 # sm_80 emulator against numpy
-import numpy as np
 from tinygrad import Tensor, dtypes
-from tinygrad.uop.ops import KernelInfo, buffers
 from tinygrad.codegen.opt import Opt, OptOps
-from tinygrad.codegen.opt.heuristic import hand_coded_optimizations
-from tinygrad.codegen.opt.postrange import Scheduler
-from tinygrad.engine.realize import run_linear
-from tinygrad.renderer.cstyle import NVCCRenderer
-from tinygrad.helpers import Target
-def opts(t):
-  k = Scheduler(t.linear_with_vars()[0].src[-1].src[0], NVCCRenderer(Target(device="CUDA", arch="sm_90")))
-  k.convert_loop_to_global()
-  return hand_coded_optimizations(k).applied_opts
+opts = lambda t: heuristic_opts(t, SM90)
 h = lambda *s: Tensor.empty(*s, dtype=dtypes.half)
 tiles, plain = opts((h(160, 32, 256) @ h(160, 256, 2816)).float()), opts((h(512, 256) @ h(256, 2816)).float())
 assert tiles[0].op is OptOps.TC and tiles[-3:] == [Opt(OptOps.UPCAST, 3, 2), Opt(OptOps.LOCAL, 0, 2), Opt(OptOps.LOCAL, 1, 2)], tiles
 assert plain[0].op is OptOps.TC and [o.op for o in plain[1:]] == [OptOps.UPCAST, OptOps.UPCAST, OptOps.LOCAL], plain
-rng = np.random.default_rng(0)
-an, bn = rng.standard_normal((4, 32, 64)).astype(np.float16), rng.standard_normal((4, 64, 256)).astype(np.float16)
-linear, var_vals = (Tensor(an).realize() @ Tensor(bn).realize()).float().linear_with_vars()
-call = linear.src[-1]
-call = call.replace(src=(call.src[0].replace(arg=KernelInfo(name="tiles", opts_to_apply=tuple(tiles))), *call.src[1:]))
-run_linear(linear.replace(src=(*linear.src[:-1], call)), var_vals)
-got = buffers[call.src[1]].numpy().reshape(4, 32, 256).astype(np.float64)
-ref = an.astype(np.float64) @ bn.astype(np.float64)
-assert np.abs(got - ref).max() < 1e-2 * np.abs(ref).max(), np.abs(got - ref).max()
+assert (err := tiles_error(tiles)) < 1e-2, err
 print("ok")
 """
 
