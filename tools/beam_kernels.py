@@ -24,6 +24,7 @@ from tools.profile import time_kernels, opts_of
 import tinygrad.engine.realize as realize
 from tinygrad.helpers import Context, ansistrip
 from tinygrad.uop.ops import Ops, UOp
+from tinygrad.dtype import _to_np_dtype
 from tinygrad.engine.jit import _prepare_jit_inputs
 from tinygrad.engine.realize import ExecContext, pm_exec, resolve_params, get_call_outs_ins
 
@@ -43,18 +44,19 @@ def capture_with_asts(bench: bb.Bench, target: str) -> tuple[bb.Step, dict[UOp, 
   finally: realize.to_program = to_program
   return step, seen
 
-def run_once(call: UOp, ctx: ExecContext, restore: list[tuple[object, bytes]]) -> float:
-  """Device time of one run of a call, its output buffers restored first (a kernel may read what it writes)."""
-  for buf, data in restore: buf.allocator._copyin(buf._buf, memoryview(bytearray(data)))
+def put_back(saved: list[tuple[object, bytes]]) -> None:
+  for buf, data in saved: buf.allocator._copyin(buf._buf, memoryview(bytearray(data)))
+
+def run_once(call: UOp, ctx: ExecContext, saved: list[tuple[object, bytes]]) -> float:
+  """Device time of one run of a call, its output buffers put back first (a kernel may read what it writes)."""
+  put_back(saved)
   return sum(e for e in (pm_exec.rewrite(call, ctx) or []) if e is not None)
 
 def outputs(call: UOp, ctx: ExecContext) -> list[np.ndarray]:
+  """The call's output buffers as float64 arrays."""
   outs, _ = get_call_outs_ins(call)
   bufs = [b.buffer for b in resolve_params(call, ctx.input_uops)]
-  return [np.frombuffer(bytes(bufs[i].as_memoryview()), dtype=np.uint8).copy() for i in outs]
-
-def as_values(raw: np.ndarray, dtype) -> np.ndarray:
-  return raw.view({1: np.int8, 2: np.float16, 4: np.float32, 8: np.float64}[dtype.itemsize]) if dtype.itemsize in (1, 2, 4, 8) else raw
+  return [np.frombuffer(bytes(bufs[i].as_memoryview()), dtype=_to_np_dtype(bufs[i].dtype)).astype(np.float64) for i in outs]
 
 def main(argv: Sequence[str] | None = None) -> int:
   ap = argparse.ArgumentParser(prog="python3 -m tools.beam_kernels", description=__doc__.split("\n\n")[0])
@@ -81,10 +83,11 @@ def main(argv: Sequence[str] | None = None) -> int:
   args = step.args(0)
   times = time_kernels(jit, args, a.repeat)
   calls = bb.program_calls(jit)
-  total, first = defaultdict(float), {}
+  total, count, first = defaultdict(float), defaultdict(int), {}
   for call, t in zip(calls, times):
     if call.src[0].op is Ops.PROGRAM and call.src[0] in seen:
       total[call.src[0]] += t
+      count[call.src[0]] += 1
       first.setdefault(call.src[0], call)
   input_uops, var_vals, _, _ = _prepare_jit_inputs(args, {})
   ctx = ExecContext(var_vals, input_uops, update_stats=False, jit=True, wait=True)
@@ -94,21 +97,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     call, (ast, ren) = first[prg], seen[prg]
     outs, _ = get_call_outs_ins(call)
     bufs = [b.buffer for b in resolve_params(call, ctx.input_uops)]
-    restore = [(bufs[i], bytes(bufs[i].as_memoryview())) for i in outs]
+    saved = [(bufs[i], bytes(bufs[i].as_memoryview())) for i in outs]
     beamed = realize.to_program(ast.replace(arg=replace(ast.arg, beam=a.beam)), ren)
     pick = call.replace(src=(beamed, *call.src[1:]))
-    run_once(call, ctx, restore); ref = outputs(call, ctx)
-    run_once(pick, ctx, restore); got = outputs(pick, ctx)
+    run_once(call, ctx, saved); ref = outputs(call, ctx)
+    run_once(pick, ctx, saved); got = outputs(pick, ctx)
     t_heur, t_beam = [], []
-    for _ in range(a.repeat): t_heur.append(run_once(call, ctx, restore)); t_beam.append(run_once(pick, ctx, restore))
+    for _ in range(a.repeat): t_heur.append(run_once(call, ctx, saved)); t_beam.append(run_once(pick, ctx, saved))
     t_heur, t_beam = float(np.median(t_heur)), float(np.median(t_beam))
-    for buf, data in restore: buf.allocator._copyin(buf._buf, memoryview(bytearray(data)))
-    diff = 0.0
-    for i, r, g in zip(outs, ref, got):
-      rv, gv = as_values(r, bufs[i].dtype).astype(np.float64), as_values(g, bufs[i].dtype).astype(np.float64)
-      diff = max(diff, float(np.nanmax(np.abs(gv - rv)) / max(float(np.nanmax(np.abs(rv))), 1e-30)))
-    name = ansistrip(prg.arg.name)
-    n = sum(1 for c in calls if c.src[0] is prg)
+    put_back(saved)
+    diff = max(float(np.nanmax(np.abs(g - r)) / max(float(np.nanmax(np.abs(r))), 1e-30)) for r, g in zip(ref, got))
+    name, n = ansistrip(prg.arg.name), count[prg]
     print(f"{name[:44]:44s} {n:5d} {total[prg] * 1e6:9.1f} {t_heur * 1e6:9.1f} {t_beam * 1e6:9.1f} {t_heur / t_beam:6.2f} {diff:12.2e}  "
           f"{opts_of(prg)} / {opts_of(beamed)}{'  WRONG' if diff > 1e-3 else ''}", flush=True)
   return 0
