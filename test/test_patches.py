@@ -1491,3 +1491,28 @@ print("ok")
 
 def test_0056_tiles_take_more_of_n(trees):
   assert_patch_needed(trees, "0056", TILES_TAKE_MORE_OF_N, env={"DEV": "PYTHON::sm_80", "CACHELEVEL": "0"})
+
+NARROW_STORES_UPCAST = HEURISTIC_OPTS + RUN_WITH_OPTS + """
+# an elementwise kernel whose threads store under 16 bytes each takes an UPCAST of 2 on its outermost global axis after its
+# locals, where 2^18 threads remain (opts for sm_90): 4-bit fields of 2^20 bytes unpacked to int8 (8 bytes a thread) and
+# fp32 values cast to fp16 (4 a thread, 8 bytes) take it; 2^14 bytes (too few threads) and fp32 outputs (16 bytes a thread)
+# do not. An unpacking of 4096 bytes with that upcast after its locals (the halves and 4 bytes upcast, as a packed
+# weight's unpacking takes them) runs on the sm_80 emulator against numpy
+import numpy as np
+from tinygrad import Tensor, dtypes
+from tinygrad.codegen.opt import Opt, OptOps
+opts = lambda t: heuristic_opts(t, SM90)
+unpack = lambda b: Tensor.cat(b & 15, b >> 4, dim=-1).cast(dtypes.int8) - 8
+big, small = opts(unpack(Tensor.empty(2**16, 16, dtype=dtypes.uint8))), opts(unpack(Tensor.empty(2**10, 16, dtype=dtypes.uint8)))
+f16, f32 = opts((Tensor.empty(2**20, 16) * 2).cast(dtypes.half)), opts(Tensor.empty(2**20, 16) * 2)
+assert big[-1] == Opt(OptOps.UPCAST, 0, 2) and big[:-1] == small, (big, small)
+assert f16[-1] == Opt(OptOps.UPCAST, 0, 2) and f16[:-1] == f32, (f16, f32)
+b = np.random.default_rng(0).integers(0, 256, (256, 16), dtype=np.uint8)
+want = np.concatenate([b & 15, b >> 4], axis=-1).astype(np.int8) - 8
+forced = [Opt(OptOps.UPCAST, 1, 0), Opt(OptOps.UPCAST, 1, 4), Opt(OptOps.LOCAL, 0, 16), Opt(OptOps.LOCAL, 1, 4), Opt(OptOps.UPCAST, 0, 2)]
+np.testing.assert_equal(run_with_opts(unpack(Tensor(b)), forced), want)
+print("ok")
+"""
+
+def test_0057_narrow_stores_upcast(trees):
+  assert_patch_needed(trees, "0057", NARROW_STORES_UPCAST, env={"DEV": "PYTHON::sm_80", "CACHELEVEL": "0"})
