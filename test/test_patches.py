@@ -1,5 +1,5 @@
 """One test per patch in patches/series: each check fails on the tree without that patch and passes with it."""
-import shutil
+import platform, shutil
 import pytest
 from patchtest import assert_patch_needed
 
@@ -1516,3 +1516,29 @@ print("ok")
 
 def test_0057_narrow_stores_upcast(trees):
   assert_patch_needed(trees, "0057", NARROW_STORES_UPCAST, env={"DEV": "PYTHON::sm_80", "CACHELEVEL": "0"})
+
+THREAD_PARTS_SIDE_BY_SIDE = """
+# a CPU kernel split by THREAD into two parts runs them on two threads: each part stores the thread pointer it ran on
+# (x86-64: the TCB's first word, its own address; arm64: tpidr_el0), and the two differ; a matmul the heuristics split into
+# parts equals numpy's
+import platform
+import numpy as np
+from tinygrad import Tensor, dtypes
+from tinygrad.uop.ops import UOp, Ops, KernelInfo
+from tinygrad.codegen.opt import Opt, OptOps
+asm = 'mov %%fs:0, %0' if platform.machine() == "x86_64" else 'mrs %0, tpidr_el0'
+TP = '({{ unsigned long t; __asm__ volatile("' + asm + '" : "=r"(t)); t; }})'
+def kernel(out):
+  i = UOp.range(2, 0)
+  return out[i].store(UOp(Ops.CUSTOMI, dtypes.uint64, arg=TP)).end(i).sink(
+    arg=KernelInfo(name="thread_pointer", opts_to_apply=(Opt(OptOps.THREAD, 0, 2),)))
+tp = Tensor.empty(2, dtype=dtypes.uint64).custom_kernel(fxn=kernel)[0].numpy()
+assert tp[0] != 0 and tp[1] != 0 and tp[0] != tp[1], tp
+a, b = (np.random.default_rng(i).standard_normal((256, 256)).astype(np.float32) for i in (0, 1))
+np.testing.assert_allclose((Tensor(a) @ Tensor(b)).numpy(), a @ b, rtol=1e-4, atol=1e-4)
+print("ok")
+"""
+
+def test_0058_thread_parts_side_by_side(trees):
+  if platform.machine() not in ("x86_64", "aarch64", "arm64"): pytest.skip("the thread pointer is read by x86-64 or arm64 assembly")
+  assert_patch_needed(trees, "0058", THREAD_PARTS_SIDE_BY_SIDE, env={"DEV": "CPU", "CACHELEVEL": "0", "NUM_CPU_THREADS": "2"})

@@ -5,6 +5,8 @@
 #      against the 2026-11-30 run's llama.cpp, measured a lease apart)
 #   3: patch 57's A/B on GLM-4.7-Flash (Youtu-LLM-2B and DeepSeek-V2-Lite: runs/2026-11-30-side/h200/call7)
 #   4: BEAM=2 on GLM-4.7-Flash's 6 slowest kernels of a generated 512-token chunk, picks checked
+#   5: what each kernel family of a generated decode token costs in its graph (Youtu-LLM-2B: 744 kernels, 2.39 ms as run; the
+#      all-hollow floor and the products' in-graph bandwidth say whether the step is its nodes or its matvecs)
 cd "$(dirname "$0")/../.."
 export DEV=${DEV:-CUDA} PYTHONUNBUFFERED=1 PYTHONPATH=.
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -20,4 +22,6 @@ case $1 in
   4) synth glm-4.7-flash
      timeout 580 python3 -m tools.beam_kernels --model glm-4.7-flash --kernels generated --target prompt --chunk 512 --pos 0 \
        --top 6 --beam 2 2>&1 | tee "$OUT/beam_pp_glm.txt" ;;
+  5) synth youtu-llm-2b
+     timeout 580 python3 -m tools.kernel_costs --model youtu-llm-2b --kernels generated --count 20 --rounds 2 2>&1 | tee "$OUT/costs_gen_youtu.txt" | tail -30 ;;
 esac
