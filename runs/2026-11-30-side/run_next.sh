@@ -1,7 +1,7 @@
 # The next lease's steps (from the repository root; carry upstream/tinygrad upstream/.stamp upstream/.cache .cache/vocab and
 # .cache/llama/llama-cpp-src.tar.xz):
 #   1: llama.cpp built in the lease (~240 s; exit 3 means stopped early: run it again) and the three release files synthesized
-#   2: the generated path (the series of 57) beside llama.cpp in one run: the 0.5x prefill target (0.484x / 0.495x / 0.540x
+#   2: the generated path (the series of 58; 58 changes no GPU kernel) beside llama.cpp in one run: the 0.5x prefill target (0.484x / 0.495x / 0.540x
 #      against the 2026-11-30 run's llama.cpp, measured a lease apart)
 #   3: patch 57's A/B on GLM-4.7-Flash (Youtu-LLM-2B and DeepSeek-V2-Lite: runs/2026-11-30-side/h200/call7)
 #   4: BEAM=2 on GLM-4.7-Flash's 6 slowest kernels of a generated 512-token chunk, picks checked
