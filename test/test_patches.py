@@ -1542,3 +1542,27 @@ print("ok")
 def test_0058_thread_parts_side_by_side(trees):
   if platform.machine() not in ("x86_64", "aarch64", "arm64"): pytest.skip("the thread pointer is read by x86-64 or arm64 assembly")
   assert_patch_needed(trees, "0058", THREAD_PARTS_SIDE_BY_SIDE, env={"DEV": "CPU", "CACHELEVEL": "0", "NUM_CPU_THREADS": "2"})
+
+REDUCTION_LANES_APART = """
+# without local memory a reduction unrolled over a loop in a chain of 32 terms a step keeps lanes apart: a CPU kernel of
+# 4 outputs a thread, its reduce's axes of 8 and 4 unrolled over a loop of 64 (a quantized product's block and its scale),
+# has 16 accumulators in its program (4 lanes of each output), not 4; under the heuristics' opts it equals numpy's
+import numpy as np
+from tinygrad import Tensor, Device
+from tinygrad.codegen import to_program
+from tinygrad.codegen.opt import Opt, OptOps
+from tinygrad.uop.ops import Ops, KernelInfo
+def product(x, w, s): return (x.transpose(-1, -2) * w * s).sum((-1, -2, -3))
+ast = product(Tensor.empty(1, 64, 4, 8), Tensor.empty(4096, 64, 8, 4), Tensor.empty(4096, 64, 1, 1)).linear_with_vars()[0].src[-1].src[0]
+ast = ast.replace(arg=KernelInfo(name="forced", opts_to_apply=(Opt(OptOps.UNROLL, 2, 0), Opt(OptOps.UNROLL, 1, 0), Opt(OptOps.UPCAST, 0, 4))))
+src = next(u.arg for u in to_program(ast, Device["CPU"].renderer).src if u.op is Ops.SOURCE)
+assert "float buf0[16];" in src, src
+rng = np.random.default_rng(0)
+x, w, s = (rng.standard_normal(sh).astype(np.float32) for sh in ((1, 64, 4, 8), (4096, 64, 8, 4), (4096, 64, 1, 1)))
+want = (x.transpose(0, 1, 3, 2) * w * s).sum((-1, -2, -3))
+np.testing.assert_allclose(product(Tensor(x), Tensor(w), Tensor(s)).numpy(), want, rtol=1e-4, atol=1e-3)
+print("ok")
+"""
+
+def test_0059_reduction_lanes_apart(trees):
+  assert_patch_needed(trees, "0059", REDUCTION_LANES_APART, env={"DEV": "CPU", "CACHELEVEL": "0"})
