@@ -39,3 +39,18 @@ case $1 in
   7) synth youtu-llm-2b deepseek-v2-lite
      OUT=$OUT PATCH=57 PRESETS=youtu-llm-2b,deepseek-v2-lite LIMIT=170 bash tools/gpu_session.sh abpatch ;;
 esac
+# The next lease: steps 1 and 2 (the series of 58 beside llama.cpp: 58 changes no GPU kernel; it settles the 0.5x prefill
+# target, 0.484x / 0.495x / 0.540x against this day's llama.cpp a lease apart), then
+#   8: patch 57's A/B on GLM-4.7-Flash (Youtu-LLM-2B and DeepSeek-V2-Lite: h200/call7)
+#   9: BEAM=2 on GLM-4.7-Flash's 6 slowest kernels of a generated 512-token chunk, picks checked
+#  10: what each kernel family of a generated decode token costs in its graph (Youtu-LLM-2B: 744 kernels, 2.39 ms as run; the
+#      all-hollow floor and the products' in-graph bandwidth say whether the step is its nodes or its matvecs)
+case $1 in
+  8) synth glm-4.7-flash
+     OUT=$OUT PATCH=57 PRESETS=glm-4.7-flash LIMIT=280 bash tools/gpu_session.sh abpatch ;;
+  9) synth glm-4.7-flash
+     timeout 580 python3 -m tools.beam_kernels --model glm-4.7-flash --kernels generated --target prompt --chunk 512 --pos 0 \
+       --top 6 --beam 2 2>&1 | tee "$OUT/beam_pp_glm.txt" ;;
+  10) synth youtu-llm-2b
+      timeout 580 python3 -m tools.kernel_costs --model youtu-llm-2b --kernels generated --count 20 --rounds 2 2>&1 | tee "$OUT/costs_gen_youtu.txt" | tail -30 ;;
+esac
