@@ -1,0 +1,27 @@
+# GPU steps of 2026-11-30 (afternoon), from the repository root; carry upstream/tinygrad upstream/.stamp upstream/.cache .cache/vocab
+# (+ .cache/llama/llama-cpp-src.tar.xz for step 1).
+#   1: llama.cpp built (~265 s) and the three release files synthesized
+#   3: the generated path beside llama.cpp in one run
+#   2: what each kernel family of a generated decode token costs in its graph (Youtu-LLM-2B), and a generated 512-token chunk
+#      kernel by kernel (Youtu-LLM-2B, the series of 59)
+cd "$(dirname "$0")/../.."
+export DEV=${DEV:-CUDA} PYTHONUNBUFFERED=1 PYTHONPATH=.
+OUT=${OUT:-out}; mkdir -p "$OUT"
+synth() { for m in "$@"; do python3 -c "from apps import synth; synth.generate('$m', 'release', progress=False)"; done; }
+case $1 in
+  1) python3 -m tools.llama_bench build --time-limit 400 2>&1 | tail -3
+     synth youtu-llm-2b deepseek-v2-lite glm-4.7-flash ;;
+  3) synth youtu-llm-2b deepseek-v2-lite glm-4.7-flash
+     timeout 570 python3 -m tools.gpu_bench --kernels generated --llama --decode 32 --prefill 512 --json "$OUT/side_gen.json" 2>&1 \
+       | tee "$OUT/side_gen.log" | grep -v '^{' | tail -12 ;;
+  2) synth youtu-llm-2b
+     timeout 330 python3 -m tools.kernel_costs --model youtu-llm-2b --kernels generated --pos 32 --count 20 --rounds 2 2>&1 | tee "$OUT/costs_gen_youtu.txt" | tail -40
+     timeout 150 python3 -m tools.profile --model youtu-llm-2b --kernels generated --target prompt --chunk 512 --pos 0 --top 40 2>&1 | tee "$OUT/prof_pp_youtu.txt" | sed -n 4p ;;
+esac
+# 4: Youtu-LLM-2B's five decode products (generated, Q4_0) under variants of their opts, timed in a graph of 64 chained calls
+case $1 in
+  4) H="R1:0,R2:0,R1:0"
+     timeout 560 python3 runs/2026-11-30-fuse/mv_probe.py 2048:6144:r 2048:2048:r 3072:1536 2112:2048 12288:2048 -- heur \
+       "$H,G0:32,U0:4,L0:4" "$H,G0:32,L0:4" "$H,G0:32,U0:2,L0:4,R0:2" "$H,G0:32,U0:2,L0:2" "$H,G0:16,U0:2,L0:4" \
+       "$H,G0:32,U0:2,L0:8" "$H,G0:32,U0:4,L0:2" 2>&1 | tee "$OUT/mv_probe.txt" ;;
+esac
