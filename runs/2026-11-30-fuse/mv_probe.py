@@ -1,10 +1,10 @@
-"""Generated Q4_0 decode products (y = x @ W.T [+ residual]) as the generated path builds them, under variants of their opts,
+"""Generated decode products of packed weights (y = x @ W.T [+ residual]) as the generated path builds them, under variants of their opts,
 timed in a graph: a TinyJit of 64 chained calls (each call's input the last one's output), so a call's time is what it costs
 inside a captured decode step (programmatic edges included), not alone.
 
-  DEV=CUDA python3 runs/2026-11-30-fuse/mv_probe.py N:K[:r] ... -- VARIANT ...
+  DEV=CUDA python3 runs/2026-11-30-fuse/mv_probe.py N:K[:r][:type] ... -- VARIANT ...   (r: + residual; type: q4_0 default)
 A variant: "heur" (tinygrad's heuristics) or an opts list "R1:0,R2:0,R1:0,G0:32,U0:2,L0:4" (R UNROLL, U UPCAST, L LOCAL,
-G GROUP, T GROUPTOP), applied instead of the heuristics. Each (shape, variant) runs in its own process."""
+G GROUP, T GROUPTOP, H THREAD), applied instead of the heuristics. Each (shape, variant) runs in its own process."""
 import os, sys, subprocess, time
 import numpy as np
 
@@ -17,21 +17,20 @@ def one(shape: str, variant: str, chain=64, count=40):
   from apps.packed import PackedTensor
   from apps.gguf import GGMLType
   from apps.quantized import QuantizedLinear
-  N, K, *r = shape.split(":"); N, K, residual = int(N), int(K), bool(r)
+  N, K, *r = shape.split(":"); N, K = int(N), int(K)
+  residual, typ = "r" in r, next((GGMLType[t.upper()] for t in r if t != "r"), GGMLType.Q4_0)
   if variant != "heur":
-    ops = {"U": OptOps.UPCAST, "L": OptOps.LOCAL, "R": OptOps.UNROLL, "G": OptOps.GROUP, "T": OptOps.GROUPTOP}
+    ops = {"U": OptOps.UPCAST, "L": OptOps.LOCAL, "R": OptOps.UNROLL, "G": OptOps.GROUP, "T": OptOps.GROUPTOP, "H": OptOps.THREAD}
     opts = tuple(Opt(ops[o[0]], int(o[1:].split(":")[0]), int(o.split(":")[1])) for o in variant.split(","))
     orig = dispatch._portable_kernel
     def pk(spec):
       f = orig(spec)
       return lambda *a: (s := f(*a)).replace(arg=KernelInfo(name=s.arg.name, opts_to_apply=opts))
     dispatch._portable_kernel = pk
+  from tools.bench_quantized import random_raw
   rng = np.random.default_rng(0)
-  nb = N * K // 32
-  raw = np.empty((nb, 18), np.uint8)
-  raw[:, 2:] = rng.integers(0, 256, (nb, 16), dtype=np.uint8)
-  raw[:, :2] = np.frombuffer(np.full(nb, 0.01, np.float16).tobytes(), np.uint8).reshape(nb, 2)
-  ws = [QuantizedLinear(PackedTensor.from_bytes(raw.reshape(-1), GGMLType.Q4_0, (K, N))) for _ in range(4)]  # 4 copies: L2 misses
+  raw = random_raw(typ, N * K, rng)
+  ws = [QuantizedLinear(PackedTensor.from_bytes(raw, typ, (K, N))) for _ in range(4)]  # 4 copies: fewer cache hits
   for w in ws: w.kernels = "generated"
   x0 = Tensor(rng.standard_normal((1, K)).astype(np.float32)).realize()
   res = Tensor(rng.standard_normal((1, N)).astype(np.float32)).realize()
@@ -49,7 +48,7 @@ def one(shape: str, variant: str, chain=64, count=40):
     t = time.perf_counter(); chain_fn(x0); Device[Device.DEFAULT].synchronize(); ts.append(time.perf_counter() - t)
   # the chain's copies between calls (N != K) are in the time; each variant of a shape carries the same ones
   print(f"RESULT {shape:14s} {variant:40s} {np.min(ts)/chain*1e6:7.2f} us (median {np.median(ts)/chain*1e6:7.2f})  "
-        f"{N*K*18/32/np.min(ts)*chain/1e9:5.0f} GB/s  y[:4] {np.round(y1[0, :4], 4).tolist()}", flush=True)
+        f"{ws[0].w.nbytes/np.min(ts)*chain/1e9:5.1f} GB/s  y[:4] {np.round(y1[0, :4], 4).tolist()}", flush=True)
 
 if __name__ == "__main__":
   if sys.argv[1] == "--one": one(sys.argv[2], sys.argv[3]); sys.exit(0)

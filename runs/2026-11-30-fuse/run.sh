@@ -25,3 +25,16 @@ case $1 in
        "$H,G0:32,U0:4,L0:4" "$H,G0:32,L0:4" "$H,G0:32,U0:2,L0:4,R0:2" "$H,G0:32,U0:2,L0:2" "$H,G0:16,U0:2,L0:4" \
        "$H,G0:32,U0:2,L0:8" "$H,G0:32,U0:4,L0:2" 2>&1 | tee "$OUT/mv_probe.txt" ;;
 esac
+# 5: the hand-written path beside llama.cpp in one run (after step 1 on the same machine)
+#   6: patch 57's A/B on GLM-4.7-Flash (the series of 56 against 57)
+case $1 in
+  5) timeout 580 python3 -m tools.gpu_bench --llama --decode 64 --prefill 512 --json "$OUT/side_hand.json" 2>&1 \
+       | tee "$OUT/side_hand.log" | grep -v '^{' | tail -12 ;;
+  6) synth glm-4.7-flash
+     OUT=$OUT PATCH=57 PRESETS=glm-4.7-flash LIMIT=280 bash tools/gpu_session.sh abpatch ;;
+esac
+# 7: start-up in fresh processes beside llama.cpp (after step 1 on the same machine)
+case $1 in
+  7) timeout 400 python3 -m tools.start_time --presets youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash --kernels hand --llama \
+       --json "$OUT/start.json" 2>&1 | tee "$OUT/start.txt" | tail -12 ;;
+esac
