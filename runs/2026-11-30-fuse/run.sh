@@ -38,3 +38,23 @@ case $1 in
   7) timeout 400 python3 -m tools.start_time --presets youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash --kernels hand --llama \
        --json "$OUT/start.json" 2>&1 | tee "$OUT/start.txt" | tail -12 ;;
 esac
+# 8: a second process's import, by module (python -X importtime), and its start under cProfile (Youtu-LLM-2B, the hand path)
+case $1 in
+  8) synth youtu-llm-2b
+     for i in 1 2; do python3 -X importtime -c "import apps; from apps import engine; from tinygrad import Device" 2> "$OUT/importtime_$i.txt"; done
+     sort -t'|' -k2 -n "$OUT/importtime_2.txt" | tail -25
+     D=$(mktemp -d); export CACHEDB=$D/cache.db
+     python3 -m tools.start_time --child youtu-llm-2b hand 16 $D/captures | tail -c 300; echo
+     python3 -m cProfile -o "$OUT/start_second.prof" -m tools.start_time --child youtu-llm-2b hand 16 $D/captures | tail -c 300; echo
+     python3 -c "import pstats; pstats.Stats('$OUT/start_second.prof').sort_stats('cumulative').print_stats(45)" > "$OUT/start_second.txt"
+     python3 -c "import pstats; pstats.Stats('$OUT/start_second.prof').sort_stats('tottime').print_stats(30)" >> "$OUT/start_second.txt"
+     head -80 "$OUT/start_second.txt" | tail -60 ;;
+esac
+# 9: start-up as the README's set-up leaves a machine (the bytecode of tinygrad and the apps written first; the calls above ran
+#    without it: the carry leaves __pycache__ out and the machine does not write it), without llama.cpp
+case $1 in
+  9) python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
+     synth youtu-llm-2b deepseek-v2-lite glm-4.7-flash
+     timeout 300 python3 -m tools.start_time --presets youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash --kernels hand \
+       --json "$OUT/start_pyc.json" 2>&1 | tee "$OUT/start_pyc.txt" | tail -12 ;;
+esac
