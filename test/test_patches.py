@@ -1566,3 +1566,34 @@ print("ok")
 
 def test_0059_reduction_lanes_apart(trees):
   assert_patch_needed(trees, "0059", REDUCTION_LANES_APART, env={"DEV": "CPU", "CACHELEVEL": "0"})
+
+WHOLE_BLOCK_FOUR_OUTPUTS = """
+# without local memory a product of packed 4-bit weights (a word's 2 x 4 nibbles, a scale a block) whose block of 4 words
+# unrolls whole keeps 4 outputs (8 without the patch), while one whose block of 8 words unrolls in part (a word's nibbles
+# unrolled, its words a loop) still takes 8; both equal numpy's
+import numpy as np
+from tinygrad import Tensor, Device, dtypes
+from tinygrad.codegen.opt.heuristic import hand_coded_optimizations
+from tinygrad.codegen.opt.postrange import Scheduler
+rng = np.random.default_rng(0)
+shifts = np.arange(2, dtype=np.uint32)[:, None] * 4 + np.arange(4, dtype=np.uint32)[None, :] * 8   # nibble h of byte b
+for words, unrolled, outputs in ((4, [2, 4, 4], 4), (8, [2, 4], 8)):
+  N, B = 2048, 2048 // (words * 8)
+  wn = rng.integers(0, 2**32, (N, B, words), dtype=np.uint32)
+  xn = rng.standard_normal((B, words, 2, 4)).astype(np.float32)
+  sn = rng.standard_normal((N, B, 1, 1, 1)).astype(np.float32)
+  w, x, sc = Tensor(wn).realize(), Tensor(xn).realize(), Tensor(sn).realize()
+  def product(): return (((w.reshape(N, B, words, 1, 1) >> Tensor(shifts)) & 15).float() * x * sc).sum((1, 2, 3, 4))
+  k = Scheduler(product().linear_with_vars()[0].src[-1].src[0], Device["CPU"].renderer)
+  k.convert_loop_to_global()
+  opt = hand_coded_optimizations(k)
+  assert sorted(s for s, t in zip(opt.full_shape, opt.axis_types) if t.name == "UNROLL") == unrolled, opt.applied_opts
+  assert np.prod([s for s, t in zip(opt.full_shape, opt.axis_types) if t.name == "UPCAST"]) == outputs, (words, opt.applied_opts)
+  ref = (((wn[..., None, None] >> shifts) & 15).astype(np.float64) * xn * sn).reshape(N, -1).sum(-1)
+  got = product().numpy()
+  assert np.abs(got - ref).max() < 1e-5 * np.abs(ref).max(), np.abs(got - ref).max()
+print("ok")
+"""
+
+def test_0060_whole_block_four_outputs(trees):
+  assert_patch_needed(trees, "0060", WHOLE_BLOCK_FOUR_OUTPUTS, env={"DEV": "CPU", "CACHELEVEL": "0"})
