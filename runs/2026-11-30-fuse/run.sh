@@ -58,3 +58,24 @@ case $1 in
      timeout 300 python3 -m tools.start_time --presets youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash --kernels hand \
        --json "$OUT/start_pyc.json" 2>&1 | tee "$OUT/start_pyc.txt" | tail -12 ;;
 esac
+# 10, 11 (the next lease, one machine): EXPERIMENT experiments/pdl-prefetch.diff: before its grid wait a generated kernel asks
+#    L2 for the lines of its first loop step (B: PDL_PREFETCH=1), and also triggers its dependents right after the wait (C:
+#    PDL_PREFETCH=2); A as the series is. Generated decode and prefill 512 of each, fresh caches per variant: 10 is round one
+#    (A B C), 11 round two (C B A) and greedy tokens of B against the references (tools.gpu_check). The diff is applied on the
+#    device's copy of the tree only.
+pf_round() {
+  for v in "$@"; do
+    echo "-- PDL_PREFETCH=$v"
+    CACHEDB=$(mktemp -d)/cache.db PDL_PREFETCH=$v timeout 180 python3 -m tools.gpu_bench --kernels generated --presets youtu-llm-2b,deepseek-v2-lite \
+      --decode 32 --prefill 512 --json "$OUT/pf_$v.json" 2>&1 | grep -v '^{' | sed -n 1,3p
+  done
+}
+case $1 in
+  10|11) synth youtu-llm-2b deepseek-v2-lite
+      grep -q _prefetch_before_wait upstream/tinygrad/renderer/cstyle.py || (cd upstream && patch -p1 < ../runs/2026-11-30-fuse/experiments/pdl-prefetch.diff) || exit 1 ;;
+esac
+case $1 in
+  10) pf_round 0 1 2 ;;
+  11) pf_round 2 1 0
+      CACHEDB=$(mktemp -d)/cache.db PDL_PREFETCH=1 timeout 150 python3 -m tools.gpu_check release --kernels generated 2>&1 | tail -4 ;;
+esac
