@@ -1,0 +1,52 @@
+# GPU steps of 2026-11-30 (evening), from the repository root; carry upstream/tinygrad upstream/.stamp upstream/.cache .cache/vocab.
+#   1: Youtu-LLM-2B's decode down product (Q4_0 2048 x 6144 + residual) under Nsight Compute (--set full): the generated
+#      kernel, the same with its block scale out of the block's sum (SCALE_SPLIT=1, EXPERIMENT), and the hand-written matvec;
+#      then SCALE_SPLIT 0 / 1 on three products in a graph (mv_probe) and on the generated decode and prefill 512
+cd "$(dirname "$0")/../.."
+export DEV=${DEV:-CUDA} PYTHONUNBUFFERED=1 PYTHONPATH=.
+OUT=${OUT:-out}; mkdir -p "$OUT"
+synth() { for m in "$@"; do python3 -c "from apps import synth; synth.generate('$m', 'release', progress=False)"; done; }
+case $1 in
+  1) python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
+     for v in generated:0 generated:1 hand:0; do
+       SCALE_SPLIT=${v#*:} timeout 100 ncu --profile-from-start off --set full python3 runs/2026-11-30-reduce/ncu_product.py 2048 6144 ${v%:*} \
+         > "$OUT/ncu_down_${v/:/_}.txt" 2>&1
+       grep -E "^  [a-z_0-9]+\(|Duration|Registers Per|Achieved Occupancy|DRAM Throughput|Memory Throughput|Warp Cycles Per Issued|Issue Slots Busy|Executed Ipc A|Theoretical Occ|Block Limit Reg|Grid Size|Block Size" "$OUT/ncu_down_${v/:/_}.txt" | head -16
+     done
+     for ss in 0 1; do echo "-- SCALE_SPLIT=$ss"; SCALE_SPLIT=$ss timeout 100 python3 runs/2026-11-30-fuse/mv_probe.py 2048:6144:r 12288:2048 2048:2048:r -- heur | cut -c1-90; done
+     synth youtu-llm-2b deepseek-v2-lite
+     for ss in 0 1; do
+       echo "-- SCALE_SPLIT=$ss"
+       CACHEDB=$(mktemp -d)/cache.db SCALE_SPLIT=$ss timeout 150 python3 -m tools.gpu_bench --kernels generated --presets youtu-llm-2b,deepseek-v2-lite \
+         --decode 32 --prefill 512 --json "$OUT/ss_$ss.json" 2>&1 | grep -v '^{' | tail -3
+     done ;;
+esac
+# 2: EXPERIMENT experiments/lanes-on-words.diff (the carried tree has it; A reverts it on the device's copy): the matvec rule puts
+#    a warp's lanes side by side on a packed block's words. Youtu-LLM-2B's five decode products alone in a graph (mv_probe) and
+#    the generated decode and prefill 512 of Youtu-LLM-2B and DeepSeek-V2-Lite, A then B, fresh kernel caches; B's greedy tokens
+#    against the references
+lanes() { (cd upstream && patch -s $1 -p1 < ../runs/2026-11-30-reduce/experiments/lanes-on-words.diff) || exit 1; }
+case $1 in
+  2) python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
+     synth youtu-llm-2b deepseek-v2-lite
+     lanes -R
+     for v in A B; do
+       [ $v = B ] && lanes ""
+       echo "-- $v"
+       CACHEDB=$(mktemp -d)/cache.db timeout 120 python3 runs/2026-11-30-fuse/mv_probe.py 2048:6144:r 12288:2048 3072:1536 2048:2048:r 2112:2048 -- heur | cut -c1-90
+       CACHEDB=$(mktemp -d)/cache.db timeout 150 python3 -m tools.gpu_bench --kernels generated --presets youtu-llm-2b,deepseek-v2-lite \
+         --decode 32 --prefill 512 --json "$OUT/lanes_$v.json" 2>&1 | grep -v '^{' | tail -2
+     done
+     CACHEDB=$(mktemp -d)/cache.db timeout 120 python3 -m tools.gpu_check release --kernels generated 2>&1 | tail -4 ;;
+esac
+# 3: the products of step 2 again with their weights streaming from DRAM (runs/2026-11-30-reduce/mv_probe.py: copies past
+#    150 MB; step 2's probe read a few MB products from L2): the heuristics without (A) and with (B) the lanes-on-words
+#    experiment, and A's opts varied
+case $1 in
+  3) lanes -R
+     P="runs/2026-11-30-reduce/mv_probe.py 2048:6144:r 12288:2048 2048:2048:r"
+     H="R1:0,R2:0,R1:0"
+     echo "-- A"; timeout 200 python3 $P -- heur "$H,G0:32,U0:4,L0:2" "$H,G0:32,L0:4" "$H,G0:32,U0:2,L0:2" "$H,G0:16,U0:2,L0:4" | cut -c1-100
+     lanes ""
+     echo "-- B"; timeout 60 python3 $P -- heur | cut -c1-100 ;;
+esac
