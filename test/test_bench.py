@@ -400,3 +400,16 @@ def test_prefill_probe_parts_add_up(capsys):
   for line in out.splitlines():
     if (pairs := re.findall(r"([\d.]+) \(\s*([\d.]+)\)", line)):
       assert len(pairs) == 3 and all(float(host) <= float(total) for total, host in pairs), line
+
+def test_bench_quantized_opts_variants():
+  """tools.bench_quantized times a generated product under variants of its opts in interleaved rounds: each variant a row
+  with a time per round and its output checked against float64; one whose opts do not apply is left out, said so."""
+  cmd = [sys.executable, "-m", "tools.bench_quantized", "--quick", "--types", "Q4_0", "--kernels", "generated", "--shapes", "128:256:r",
+         "--opts", "heur", "R1:0,R2:0,R1:0,U0:4", "U0:7", "--rounds", "2", "--dtype", "float"]
+  out = subprocess.run(cmd, cwd=ROOT, env={**os.environ, "DEV": "CPU"}, capture_output=True, text=True, timeout=300)
+  assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+  assert re.search(r"U0:7: left out \(KernelOptError", out.stdout)
+  rows = [l for l in out.stdout.splitlines() if l.startswith("  Q4_0  128x256+r") and "rounds" in l]
+  assert [l.split("rounds")[0].split()[-1] for l in rows] == ["heur", "R1:0,R2:0,R1:0,U0:4"]
+  assert all(len(l.split("rounds")[1].split()) == 2 for l in rows)
+  assert "all 2 shapes match the float64 reference" in out.stdout

@@ -5,6 +5,13 @@ correctness check of every shape against a float64 numpy reference (apps.quants.
   DEV=CUDA python -m tools.bench_quantized                 # the H100 baseline table
   DEV=CPU  python -m tools.bench_quantized --quick         # tiny run, checks that it works
   DEV=CUDA python -m tools.bench_quantized --load glm-4.7-flash   # load a full-size preset, device memory vs file bytes
+  DEV=CUDA python -m tools.bench_quantized --kernels generated --types Q4_0 --shapes 2048:6144:r,12288:2048 \
+      --opts heur R1:0,R2:0,R1:0,G0:32,U0:2,L0:2 --rounds 4       # the generated product under variants of its opts
+
+--opts: each variant is "heur" (tinygrad's heuristics) or a list of opts applied instead (R UNROLL, U UPCAST, L LOCAL, G GROUP,
+T GROUPTOP, H THREAD, P PADTO: "R1:0,G0:32,U0:2,L0:4"); every variant of a shape is captured first, then timed in --rounds
+interleaved rounds (a round: each variant's median over --iters), so a drift of the machine hits all of them alike.
+--shapes: dense products N:K (out x in), ":r" with a residual added in the product (the model's down and output products).
 
 Each timed call runs R kernels back to back in one TinyJit (one graph launch on CUDA) over weight copies that together
 exceed the L2 cache, so the time is DRAM-bound as in a real decode step and not the cache's; expert calls each take a
@@ -18,6 +25,7 @@ import apps  # noqa: F401  (the pinned tinygrad first on sys.path)
 from apps.gguf import GGMLType, BLOCK
 from apps.quants import dequantize
 from apps.quantized import QuantizedLinear, QuantizedExpertWeights, packed_bytes
+from apps import KERNEL_PATHS
 from apps.packed import PackedTensor, format_for
 from tinygrad import Tensor, TinyJit, Device, GlobalCounters, dtypes
 from tinygrad.helpers import Context
@@ -77,9 +85,31 @@ def copy_bandwidth(iters: int, mb: int) -> float:
   t = time_jit(f, [(a,)], iters)[1]
   return 2 * n * 4 / t
 
-def bench_shape(typ: GGMLType, name: str, shape: tuple[int, int], k: int, args, rng) -> dict:
+@contextlib.contextmanager
+def opts_of(variant: str):
+  """Generated products built inside take `variant`'s opts ("heur": the heuristics' own) instead of their planned ones."""
+  from apps import dispatch
+  from tinygrad.uop.ops import KernelInfo
+  from tinygrad.codegen.opt import Opt, OptOps
+  ops = {"U": OptOps.UPCAST, "L": OptOps.LOCAL, "R": OptOps.UNROLL, "G": OptOps.GROUP, "T": OptOps.GROUPTOP, "H": OptOps.THREAD,
+         "P": OptOps.PADTO}
+  opts = None if variant == "heur" else tuple(Opt(ops[o[0]], int(o[1:].split(":")[0]), int(o.split(":")[1])) for o in variant.split(","))
+  orig = dispatch._portable_kernel
+  def portable(spec):
+    f = orig(spec)
+    return lambda *a: (sk := f(*a)).replace(arg=KernelInfo(name=sk.arg.name, opts_to_apply=opts))
+  dispatch._portable_kernel = portable
+  dispatch.kernel_cached.cache_clear()
+  try: yield
+  finally:
+    dispatch._portable_kernel = orig
+    dispatch.kernel_cached.cache_clear()
+
+def bench_shape(typ: GGMLType, name: str, shape: tuple[int, int], k: int, args, rng, residual: bool = False) -> list[dict]:
+  """The shape's rows: one, or one per --opts variant (timed in interleaved rounds)."""
   N, K = shape
   act = dtypes.float16 if args.dtype == "half" else dtypes.float32
+  variants = args.opts or [None]
   if k == 0:
     ne = (K, N)
     w_bytes = packed_bytes(typ, ne)
@@ -88,19 +118,38 @@ def bench_shape(typ: GGMLType, name: str, shape: tuple[int, int], k: int, args, 
     layers = [QuantizedLinear(PackedTensor.from_bytes(raw, typ, ne))]
     w0 = layers[0].w  # identical copies in distinct memory: the timing reads DRAM, not L2
     layers += [QuantizedLinear(w) for w in weight_copies(w0, copies - 1)]
+    for l in layers: l.kernels = args.kernels
     xs = [Tensor(rng.standard_normal((1, K), dtype=np.float32)).cast(act).contiguous().realize() for _ in range(3)]
-    fn = TinyJit(lambda x: tuple(l(x).contiguous() for l in layers))
-    t = time_jit(fn, [(x,) for x in xs], args.iters)[1] / copies
-    outs = fn(xs[0])
+    r0 = Tensor(rng.standard_normal((1, N), dtype=np.float32)).cast(act).contiguous().realize() if residual else None
+    fns, ok = [], []
+    for v in variants:   # each variant captured before any is timed; one whose opts do not apply is left out, said so
+      try:
+        with opts_of(v) if v is not None else contextlib.nullcontext():
+          fn = TinyJit(lambda x: tuple(l(x, residual=r0).contiguous() for l in layers))
+          for x in xs: fn(x)
+      except Exception as e:
+        print(f"  {typ.name:5s} {name:13s} {v}: left out ({type(e).__name__}: {str(e).splitlines()[0][:120]})", flush=True)
+        continue
+      fns.append(fn)
+      ok.append(v)
+    variants = ok
+    ts = [[time_jit(fn, [(x,) for x in xs], args.iters)[1] / copies for fn in fns] for _ in range(args.rounds)]
+    outs = [[o.float().numpy() for o in fn(xs[0])] for fn in fns]
     ref = xs[0].float().numpy().astype(np.float64) @ dequantize(raw, typ).reshape(N, K).astype(np.float64).T
-    read = w_bytes + K * act.itemsize + N * act.itemsize
+    if residual: ref = ref + r0.float().numpy()
+    read = w_bytes + K * act.itemsize + N * act.itemsize * (2 if residual else 1)
     file_read = K * N // BLOCK[typ][0] * BLOCK[typ][1]
-    res = [o.float().numpy() for o in outs]
+    return [dict(type=typ.name, name=name, shape=f"{N}x{K}", variant=v or "", us=float(np.median([r[i] for r in ts])) * 1e6,
+                 rounds_us=[r[i] * 1e6 for r in ts], read=read, file_read=file_read,
+                 gbs=read / float(np.median([r[i] for r in ts])) / 1e9,
+                 err=max(float(np.linalg.norm(o - ref) / np.linalg.norm(ref)) for o in outs[i]))
+            for i, v in enumerate(variants)]
   else:
     E = args.experts
     ne = (K, N, E)
     raw = random_raw(typ, K * N * E, rng)
     ex = QuantizedExpertWeights([PackedTensor.from_bytes(raw, typ, ne)], [N])
+    ex.kernels = args.kernels
     R = 32  # calls per timed step, each with its own random selection
     sels = [[Tensor(rng.choice(E, (1, k), replace=False).astype(np.int32)).realize() for _ in range(R)] for _ in range(3)]
     x_shape = (1, K) if name.startswith("gate") else (1, k, K)
@@ -117,10 +166,9 @@ def bench_shape(typ: GGMLType, name: str, shape: tuple[int, int], k: int, args, 
     res = [o.float().numpy() for o in outs[:len(checked)]]
     read = k * N * row_bytes + int(np.prod(x_shape)) * act.itemsize + k * N * act.itemsize + k * 4
     file_read = k * N * K // BLOCK[typ][0] * BLOCK[typ][1]
-  refs = ref if isinstance(ref, list) else [ref] * len(res)
-  err = max(float(np.linalg.norm(r - f) / np.linalg.norm(f)) for r, f in zip(res, refs))
-  return dict(type=typ.name, name=name, shape=f"{k}x{N}x{K}" if k else f"{N}x{K}", us=t * 1e6, read=read, file_read=file_read,
-              gbs=read / t / 1e9, err=err)
+  err = max(float(np.linalg.norm(r - f) / np.linalg.norm(f)) for r, f in zip(res, ref))
+  return [dict(type=typ.name, name=name, shape=f"{k}x{N}x{K}", variant="", us=t * 1e6, rounds_us=[t * 1e6], read=read,
+               file_read=file_read, gbs=read / t / 1e9, err=err)]
 
 class RandomGGUF:
   """Stands in for a GGUFFile of a preset (apps.synth.plan: real names, shapes and quant mix) with random bytes made on
@@ -172,8 +220,13 @@ def main():
   ap.add_argument("--quick", action="store_true", help="tiny sizes for a smoke run (CPU)")
   ap.add_argument("--load", metavar="PRESET", help="instead: load every tensor of an apps.synth preset (random bytes) and check memory")
   ap.add_argument("--mix", default="release", help="quant mix of --load")
+  ap.add_argument("--kernels", default="hand", choices=KERNEL_PATHS, help="the hand-written kernels where the device has them, or generated")
+  ap.add_argument("--shapes", help="dense products N:K[:r] (out x in, r: a residual) instead of GLM-4.7-Flash's five, comma-separated")
+  ap.add_argument("--opts", nargs="+", metavar="VARIANT", help="generated products: variants of their opts (heur or an opts list)")
+  ap.add_argument("--rounds", type=int, default=1, help="interleaved rounds of the variants; a row's time is the median of its rounds")
   args = ap.parse_args()
   if args.load: return load_model(args.load, args.mix, np.random.default_rng(0))
+  if args.opts and args.kernels != "generated": ap.error("--opts applies to generated products: add --kernels generated")
   if args.quick: args.iters, args.experts, args.rotate_mb = 3, 6, 1
   rng = np.random.default_rng(0)
   dev = Device.DEFAULT
@@ -183,19 +236,22 @@ def main():
         f"{copy / 1e9:.0f} GB/s read+write), host cost of one TinyJit replay {jit_overhead(args.iters) * 1e6:.0f} us (not in the "
         f"times below: device time per kernel)")
   rows = []
+  shapes = [(f"{n}x{kk}" + ("+r" if r else ""), (int(n), int(kk)), 0, bool(r)) for n, kk, *r in (sh.split(":") for sh in args.shapes.split(","))] \
+    if args.shapes else [(name, shape, k, False) for name, shape, k in GLM_SHAPES]
   for tname in args.types.split(","):
     typ = GGMLType[tname]
-    for name, shape, k in GLM_SHAPES:
+    for name, shape, k, residual in shapes:
       if shape[1] % format_for(typ, shape[1]).block: continue
-      r = bench_shape(typ, name, shape, k, args, rng)
-      rows.append(r)
-      print(f"  {r['type']:5s} {r['name']:13s} {r['shape']:>12s} {r['us']:9.1f} us {r['read'] / 1e6:7.2f} MB {r['gbs']:7.1f} GB/s "
-            f"{100 * r['read'] / r['us'] / 1e-6 / bw:5.1f}% err {r['err']:.1e}", flush=True)
+      for r in bench_shape(typ, name, shape, k, args, rng, residual):
+        rows.append(r)
+        print(f"  {r['type']:5s} {r['name']:13s} {r['shape']:>12s} {r['us']:9.1f} us {r['read'] / 1e6:7.2f} MB {r['gbs']:7.1f} GB/s "
+              f"{100 * r['read'] / r['us'] / 1e-6 / bw:5.1f}% err {r['err']:.1e}" +
+              (f"  {r['variant']}  rounds {' '.join(f'{u:.1f}' for u in r['rounds_us'])}" if r["variant"] else ""), flush=True)
   print(f"\n{'type':5s} {'tensor':13s} {'shape':>12s} {'us':>8s} {'floor us':>8s} {'MB read':>8s} {'GGUF MB':>8s} {'GB/s':>7s} "
         f"{'% bw':>5s} {'relerr':>7s}")
   for r in rows:
     print(f"{r['type']:5s} {r['name']:13s} {r['shape']:>12s} {r['us']:8.1f} {r['read'] / bw * 1e6:8.1f} {r['read'] / 1e6:8.2f} "
-          f"{r['file_read'] / 1e6:8.2f} {r['gbs']:7.1f} {100 * r['read'] / (r['us'] * 1e-6) / bw:5.1f} {r['err']:7.1e}")
+          f"{r['file_read'] / 1e6:8.2f} {r['gbs']:7.1f} {100 * r['read'] / (r['us'] * 1e-6) / bw:5.1f} {r['err']:7.1e}  {r['variant']}")
   bound = 2e-3 if args.dtype == "half" else 1e-5
   bad = [r for r in rows if not r["err"] < bound]
   if bad:

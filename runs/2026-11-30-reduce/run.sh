@@ -39,14 +39,15 @@ case $1 in
      done
      CACHEDB=$(mktemp -d)/cache.db timeout 120 python3 -m tools.gpu_check release --kernels generated 2>&1 | tail -4 ;;
 esac
-# 3: the products of step 2 again with their weights streaming from DRAM (runs/2026-11-30-reduce/mv_probe.py: copies past
-#    150 MB; step 2's probe read a few MB products from L2): the heuristics without (A) and with (B) the lanes-on-words
-#    experiment, and A's opts varied
+# 3: the products of step 2 again with their weights streaming from DRAM (step 2's probe read a few MB products from L2): the
+#    heuristics without (A) and with (B) the lanes-on-words experiment, and A's opts varied. As run (the journal's numbers):
+#    runs/2026-11-30-reduce/mv_probe.py of 54d4c21 (runs/2026-11-30-fuse/mv_probe.py with its copies past 150 MB); the same
+#    measurement since, in interleaved rounds: tools.bench_quantized --opts
 case $1 in
   3) lanes -R
-     P="runs/2026-11-30-reduce/mv_probe.py 2048:6144:r 12288:2048 2048:2048:r"
+     P="-m tools.bench_quantized --kernels generated --types Q4_0 --dtype float --shapes 2048:6144:r,12288:2048,2048:2048:r --rounds 3"
      H="R1:0,R2:0,R1:0"
-     echo "-- A"; timeout 200 python3 $P -- heur "$H,G0:32,U0:4,L0:2" "$H,G0:32,L0:4" "$H,G0:32,U0:2,L0:2" "$H,G0:16,U0:2,L0:4" | cut -c1-100
+     echo "-- A"; timeout 250 python3 $P --opts heur "$H,G0:32,U0:4,L0:2" "$H,G0:32,L0:4" "$H,G0:32,U0:2,L0:2" "$H,G0:16,U0:2,L0:4" | tail -17
      lanes ""
-     echo "-- B"; timeout 60 python3 $P -- heur | cut -c1-100 ;;
+     echo "-- B"; timeout 100 python3 $P --opts heur | tail -5 ;;
 esac
