@@ -51,3 +51,15 @@ case $1 in
      lanes ""
      echo "-- B"; timeout 100 python3 $P --opts heur | tail -5 ;;
 esac
+# 4: EXPERIMENT experiments/split-k.diff (applied on the device's copy for B): the tensor-core GEMM splits K over workgroups
+#    for products of up to 32 tokens (a batched decode step's), the slices' sums added by a tensor op after it. Youtu-LLM-2B's
+#    batched decode at 16 and 32 sequences, A then B (fresh kernel caches)
+case $1 in
+  4) synth youtu-llm-2b
+     for v in A B; do
+       [ $v = B ] && { git apply runs/2026-11-30-reduce/experiments/split-k.diff || exit 1; }
+       echo "-- $v"
+       CACHEDB=$(mktemp -d)/cache.db timeout ${LIMIT:-80} python3 -m tools.gpu_bench --presets youtu-llm-2b --batch 16,32 --decode 32 \
+         --json "$OUT/split_$v.json" 2>&1 | grep -v '^{' | tail -4
+     done ;;
+esac
