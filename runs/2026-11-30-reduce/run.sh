@@ -57,7 +57,7 @@ esac
 case $1 in
   4) synth youtu-llm-2b
      for v in A B; do
-       [ $v = B ] && { git apply runs/2026-11-30-reduce/experiments/split-k.diff || exit 1; }
+       [ $v = B ] && { patch -s -p1 < runs/2026-11-30-reduce/experiments/split-k.diff || exit 1; }
        echo "-- $v"
        CACHEDB=$(mktemp -d)/cache.db timeout ${LIMIT:-80} python3 -m tools.gpu_bench --presets youtu-llm-2b --batch 16,32 --decode 32 \
          --json "$OUT/split_$v.json" 2>&1 | grep -v '^{' | tail -4
