@@ -63,3 +63,19 @@ case $1 in
          --json "$OUT/split_$v.json" 2>&1 | grep -v '^{' | tail -4
      done ;;
 esac
+# 5: step 4 on DeepSeek-V2-Lite (its shared expert's and attention's products split; the routed experts' are not)
+# 6: Youtu-LLM-2B at 2, 4 and 8 sequences: A, then C = the split GEMM for every product of 2 tokens or more (split-k.diff and
+#    matvec.MAX_ROWS 1: the decode matvecs keep one token)
+case $1 in
+  5|6) [ $1 = 5 ] && { M=deepseek-v2-lite; SIZES=16,32; } || { M=youtu-llm-2b; SIZES=2,4,8; }
+     synth $M
+     for v in A B; do
+       if [ $v = B ]; then
+         patch -s -p1 < runs/2026-11-30-reduce/experiments/split-k.diff || exit 1
+         [ $1 = 6 ] && { sed -i 's/^MAX_ROWS = 8 /MAX_ROWS = 1 /' apps/kernels/matvec.py; grep -q "^MAX_ROWS = 1 " apps/kernels/matvec.py || exit 1; }
+       fi
+       echo "-- $v"
+       CACHEDB=$(mktemp -d)/cache.db timeout ${LIMIT:-150} python3 -m tools.gpu_bench --presets $M --batch $SIZES --decode 32 \
+         --json "$OUT/split$1_$v.json" 2>&1 | grep -v '^{' | tail -5
+     done ;;
+esac
