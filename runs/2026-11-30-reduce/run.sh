@@ -90,3 +90,16 @@ case $1 in
          --shapes 2048:6144:r,12288:2048,3072:1536,2048:2048:r,2112:2048 | tail -7
      done ;;
 esac
+# 8: step 7's x-lanes.diff on the whole generated decode (QuantizedLinear.call hands the product x lane-major, a view the
+#    producer's kernel stores, or a copy where x is a buffer already: +2 kernels a block on Youtu-LLM-2B-tiny), X_LANES 0 1 1 0,
+#    Youtu-LLM-2B and DeepSeek-V2-Lite, fresh kernel caches; then the greedy tokens with X_LANES=1 against the references
+case $1 in
+  8) patch -s -p1 < runs/2026-11-30-reduce/experiments/x-lanes.diff || exit 1
+     synth youtu-llm-2b deepseek-v2-lite
+     for xl in 0 1 1 0; do
+       echo "-- X_LANES=$xl"
+       CACHEDB=$(mktemp -d)/cache.db X_LANES=$xl timeout 150 python3 -m tools.gpu_bench --kernels generated --presets youtu-llm-2b,deepseek-v2-lite \
+         --decode 32 --prefill 512 --json "$OUT/xl_${xl}_$RANDOM.json" 2>&1 | grep -v '^{' | tail -2
+     done
+     CACHEDB=$(mktemp -d)/cache.db X_LANES=1 timeout 120 python3 -m tools.gpu_check release --kernels generated 2>&1 | tail -4 ;;
+esac
