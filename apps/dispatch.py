@@ -54,6 +54,7 @@ class KernelSpec:
   kernels: str = "hand"     # KERNEL_PATHS: "generated" asks tinygrad's code generator alone (no source, no planned opts)
   fusions: Fusions = Fusions()  # the model's: side_by_side and sum decide run / run_sum, trigger the hand-written source
   modules: KernelModules = field(default_factory=KernelModules)  # the modules the hand-written matvecs and GEMMs come from
+  opts: tuple | None = None  # a tinygrad-generated product's opts instead of the heuristics' (a measurement's variants)
 
   @property
   def fused(self) -> bool: return self.norm or self.residual or self.glu or self.mix or bool(self.x_stride)
@@ -222,7 +223,7 @@ def _portable_kernel(spec: KernelSpec) -> KernelFn:
     if residual is not None: acc = acc + residual[outs].cast(dtypes.float32)
     sink = out[outs].store(acc.cast(out.dtype)).end(*outs).sink(arg=KernelInfo(name=name))
     if not planned: planned.append(plan_opts(spec, sink, **_PLAN_BY_TYPE.get(fmt.type, {})) if spec.kernels == "hand" else None)
-    return sink.replace(arg=KernelInfo(name=name, opts_to_apply=planned[0]))
+    return sink.replace(arg=KernelInfo(name=name, opts_to_apply=spec.opts if spec.opts is not None else planned[0]))
   return mv_kernel
 
 @cached

@@ -211,6 +211,7 @@ class QuantizedLinear:
   """y = x @ W.T for a GGUF 2D weight with ne = (in_features, out_features), W kept packed on the device."""
   # which kernels compute it (KERNEL_PATHS), with which fusions, from which kernel modules: the model sets them on its layers
   kernels = "hand"
+  opts: tuple | None = None   # the generated product's opts instead of the heuristics' (tools.bench_quantized's variants)
   fusions = Fusions()
   kernel_modules = KernelModules()
   def __init__(self, w: PackedTensor):
@@ -252,7 +253,7 @@ class QuantizedLinear:
       return y if residual is None else residual + y
     spec = KernelSpec("linear", self.w.fmt, Bmax, 1, N, self.in_features, 1, False, False, base_device(x.device),
                       norm=norm is not None, residual=residual is not None, glu=glu, eps=norm[1] if norm else 0.0, x_dtype=x.dtype,
-                      x_stride=stride, kernels=self.kernels, fusions=self.fusions, modules=self.kernel_modules)
+                      x_stride=stride, kernels=self.kernels, fusions=self.fusions, modules=self.kernel_modules, opts=self.opts)
     if stride and (dispatch.kernel_cached(spec) is None or not isinstance(B, int)): return self(x[..., :self.in_features], norm, residual, glu)
     if dispatch.kernel_cached(spec) is None:  # the same math as separate ops
       y = self(rms_norm(x, *norm).cast(x.dtype) if norm is not None else x)

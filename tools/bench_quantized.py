@@ -85,25 +85,12 @@ def copy_bandwidth(iters: int, mb: int) -> float:
   t = time_jit(f, [(a,)], iters)[1]
   return 2 * n * 4 / t
 
-@contextlib.contextmanager
-def opts_of(variant: str):
-  """Generated products built inside take `variant`'s opts ("heur": the heuristics' own) instead of their planned ones."""
-  from apps import dispatch
-  from tinygrad.uop.ops import KernelInfo
+def parse_opts(variant: str) -> tuple | None:
+  """A variant's opts ("heur": None, the heuristics' own)."""
   from tinygrad.codegen.opt import Opt, OptOps
   ops = {"U": OptOps.UPCAST, "L": OptOps.LOCAL, "R": OptOps.UNROLL, "G": OptOps.GROUP, "T": OptOps.GROUPTOP, "H": OptOps.THREAD,
          "P": OptOps.PADTO}
-  opts = None if variant == "heur" else tuple(Opt(ops[o[0]], int(o[1:].split(":")[0]), int(o.split(":")[1])) for o in variant.split(","))
-  orig = dispatch._portable_kernel
-  def portable(spec):
-    f = orig(spec)
-    return lambda *a: (sk := f(*a)).replace(arg=KernelInfo(name=sk.arg.name, opts_to_apply=opts))
-  dispatch._portable_kernel = portable
-  dispatch.kernel_cached.cache_clear()
-  try: yield
-  finally:
-    dispatch._portable_kernel = orig
-    dispatch.kernel_cached.cache_clear()
+  return None if variant == "heur" else tuple(Opt(ops[o[0]], int(o[1:].split(":")[0]), int(o.split(":")[1])) for o in variant.split(","))
 
 def bench_shape(typ: GGMLType, name: str, shape: tuple[int, int], k: int, args, rng, residual: bool = False) -> list[dict]:
   """The shape's rows: one, or one per --opts variant (timed in interleaved rounds)."""
@@ -123,10 +110,10 @@ def bench_shape(typ: GGMLType, name: str, shape: tuple[int, int], k: int, args, 
     r0 = Tensor(rng.standard_normal((1, N), dtype=np.float32)).cast(act).contiguous().realize() if residual else None
     fns, ok = [], []
     for v in variants:   # each variant captured before any is timed; one whose opts do not apply is left out, said so
+      for l in layers: l.opts = parse_opts(v) if v is not None else None   # the layer's switch: its spec, its own kernel
       try:
-        with opts_of(v) if v is not None else contextlib.nullcontext():
-          fn = TinyJit(lambda x: tuple(l(x, residual=r0).contiguous() for l in layers))
-          for x in xs: fn(x)
+        fn = TinyJit(lambda x: tuple(l(x, residual=r0).contiguous() for l in layers))
+        for x in xs: fn(x)
       except Exception as e:
         print(f"  {typ.name:5s} {name:13s} {v}: left out ({type(e).__name__}: {str(e).splitlines()[0][:120]})", flush=True)
         continue
