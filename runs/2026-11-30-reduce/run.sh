@@ -81,10 +81,11 @@ case $1 in
 esac
 # 7: EXPERIMENT experiments/x-lanes.diff: the generated decode products read x lane-major (float4 q of block b at (q nb + b) 4),
 #    so the lanes of a warp, a block apart, read neighbouring float4s (the Nsight Compute entry: 786,432 excess sectors of x) and
-#    keep their 16-byte weight loads. Youtu-LLM-2B's five products alone, weights past the L2, X_LANES 0 1 0 1 in turn
+#    keep their 16-byte weight loads. Youtu-LLM-2B's five products alone, weights past the L2, X_LANES 0 2 0 2 in turn (2: x
+#    handed to the product lane-major, no copy kernel in the time)
 case $1 in
   7) patch -s -p1 < runs/2026-11-30-reduce/experiments/x-lanes.diff || exit 1
-     for xl in 0 1 0 1; do
+     for xl in 0 2 0 2; do
        echo "-- X_LANES=$xl"
        X_LANES=$xl timeout 100 python3 -m tools.bench_quantized --kernels generated --types Q4_0 --dtype float --rounds 2 \
          --shapes 2048:6144:r,12288:2048,3072:1536,2048:2048:r,2112:2048 | tail -7
