@@ -81,14 +81,16 @@ case $1 in
 esac
 # 7: EXPERIMENT experiments/x-lanes.diff: the generated decode products read x lane-major (float4 q of block b at (q nb + b) 4),
 #    so the lanes of a warp, a block apart, read neighbouring float4s (the Nsight Compute entry: 786,432 excess sectors of x) and
-#    keep their 16-byte weight loads. Youtu-LLM-2B's five products alone, weights past the L2, X_LANES 0 2 0 2 in turn (2: x
-#    handed to the product lane-major, no copy kernel in the time)
+#    keep their 16-byte weight loads. Youtu-LLM-2B's five products alone, weights past the L2, X_LANES 0 then 2 (2: x handed
+#    to the product lane-major, no copy kernel in the time), each under the heuristics and three other opts in 3 rounds
 case $1 in
   7) patch -s -p1 < runs/2026-11-30-reduce/experiments/x-lanes.diff || exit 1
-     for xl in 0 2 0 2; do
+     H="R1:0,R2:0,R1:0"
+     for xl in 0 2; do   # with x coalesced, fewer rows a thread (more warps an SM: 12% occupancy under Nsight) may pay
        echo "-- X_LANES=$xl"
-       X_LANES=$xl timeout 100 python3 -m tools.bench_quantized --kernels generated --types Q4_0 --dtype float --rounds 2 \
-         --shapes 2048:6144:r,12288:2048,3072:1536,2048:2048:r,2112:2048 | tail -7
+       X_LANES=$xl timeout 280 python3 -m tools.bench_quantized --kernels generated --types Q4_0 --dtype float --rounds 3 \
+         --shapes 2048:6144:r,12288:2048,3072:1536,2048:2048:r,2112:2048 --opts heur "$H,G0:32,L0:4" "$H,G0:32,L0:8" "$H,G0:32,U0:2,L0:2" \
+         | tail -22
      done ;;
 esac
 # 8: step 7's x-lanes.diff on the whole generated decode (QuantizedLinear.call hands the product x lane-major, a view the
