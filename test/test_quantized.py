@@ -661,3 +661,19 @@ def test_generated_chunk_product_on_int8_tensor_cores():
   env = {**os.environ, "DEV": "PYTHON::sm_80", "PARALLEL": "0", "CACHELEVEL": "0", "PYTHONPATH": str(Path(__file__).parent.parent)}
   r = subprocess.run([sys.executable, "-c", BLOCK_PRODUCT_ON_TENSOR_CORES], env=env, capture_output=True, text=True, timeout=600)
   assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
+
+def test_layer_opts_reach_the_generated_kernel():
+  """QuantizedLinear.opts (a measurement's variant: tools.bench_quantized --opts) are the generated product's opts, in its
+  spec (so each variant is its own kernel): a variant that cannot apply fails, one that can gives the same product."""
+  from tinygrad.codegen.opt import Opt, OptOps, KernelOptError
+  rng = np.random.default_rng(3)
+  K, N = 256, 64
+  raw = random_tensor(GGMLType.Q4_0, (K, N), rng)
+  x = Tensor(rng.standard_normal((1, K)).astype(np.float32))
+  w = QuantizedLinear(PackedTensor.from_bytes(raw, GGMLType.Q4_0, (K, N)))
+  w.kernels = "generated"
+  ref = w(x).numpy()
+  w.opts = (Opt(OptOps.UPCAST, 0, 4),)
+  np.testing.assert_allclose(w(x).numpy(), ref, rtol=1e-5, atol=1e-5)
+  w.opts = (Opt(OptOps.UPCAST, 0, 7),)
+  with pytest.raises(KernelOptError): w(x).realize()
