@@ -24,7 +24,7 @@ from apps.gguf import GGMLType
 from apps.packed import PackedTensor
 from apps.kernels import program, gemm
 from apps.kernels.gemm import GemmShape, build_mma, mma_tile, _mma_steps, mma_supports, KB, XQ_WORDS
-from tools.bench_quantized import random_raw
+from tools.bench_quantized import random_raw, parse_opts
 
 Q4_0, Q5_K, Q6_K = GGMLType.Q4_0, GGMLType.Q5_K, GGMLType.Q6_K
 # (name, type, N, K, form): form "" linear, "glu", "res", "e<E>j<J>" routed experts (gate_up: glu; down: x per slot),
@@ -110,10 +110,8 @@ def bench_generated(model: str, name: str, typ: GGMLType, T: int, N: int, K: int
 
 def override_opts(plan: str) -> None:
   """The products' kernels take the opts of `plan` (e.g. U0:8,U1:4,R3:0,L1:32,L0:2) instead of the heuristics'."""
-  from tinygrad.codegen.opt import Opt, OptOps
   import tinygrad.codegen.opt.heuristic as heuristic
-  ops = {"U": OptOps.UPCAST, "L": OptOps.LOCAL, "R": OptOps.UNROLL, "G": OptOps.GROUP}
-  opts = [Opt(ops[o[0]], int(o[1:].split(":")[0]), int(o.split(":")[1])) for o in plan.split(",")]
+  opts = parse_opts(plan)
   chosen = heuristic.hand_coded_optimizations
   def hand_coded_optimizations(k):
     if "_linear_" not in (k.ast.arg.name if k.ast.arg is not None else ""): return chosen(k)

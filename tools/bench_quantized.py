@@ -110,7 +110,7 @@ def bench_shape(typ: GGMLType, name: str, shape: tuple[int, int], k: int, args, 
     r0 = Tensor(rng.standard_normal((1, N), dtype=np.float32)).cast(act).contiguous().realize() if residual else None
     fns, ok = [], []
     for v in variants:   # each variant captured before any is timed; one whose opts do not apply is left out, said so
-      for l in layers: l.opts = parse_opts(v) if v is not None else None   # the layer's switch: its spec, its own kernel
+      for l in layers: l.opts = parse_opts(v) if v else None   # the layer's switch: its spec, its own kernel
       try:
         fn = TinyJit(lambda x: tuple(l(x, residual=r0).contiguous() for l in layers))
         for x in xs: fn(x)
@@ -121,14 +121,14 @@ def bench_shape(typ: GGMLType, name: str, shape: tuple[int, int], k: int, args, 
       ok.append(v)
     variants = ok
     ts = [[time_jit(fn, [(x,) for x in xs], args.iters)[1] / copies for fn in fns] for _ in range(args.rounds)]
+    med = [float(np.median([r[i] for r in ts])) for i in range(len(fns))]
     outs = [[o.float().numpy() for o in fn(xs[0])] for fn in fns]
     ref = xs[0].float().numpy().astype(np.float64) @ dequantize(raw, typ).reshape(N, K).astype(np.float64).T
     if residual: ref = ref + r0.float().numpy()
     read = w_bytes + K * act.itemsize + N * act.itemsize * (2 if residual else 1)
     file_read = K * N // BLOCK[typ][0] * BLOCK[typ][1]
-    return [dict(type=typ.name, name=name, shape=f"{N}x{K}", variant=v or "", us=float(np.median([r[i] for r in ts])) * 1e6,
-                 rounds_us=[r[i] * 1e6 for r in ts], read=read, file_read=file_read,
-                 gbs=read / float(np.median([r[i] for r in ts])) / 1e9,
+    return [dict(type=typ.name, name=name, shape=f"{N}x{K}", variant=v or "", us=med[i] * 1e6, rounds_us=[r[i] * 1e6 for r in ts],
+                 read=read, file_read=file_read, gbs=read / med[i] / 1e9,
                  err=max(float(np.linalg.norm(o - ref) / np.linalg.norm(ref)) for o in outs[i]))
             for i, v in enumerate(variants)]
   else:
