@@ -241,6 +241,13 @@ def launch(spec: KernelSpec, out: Tensor, *srcs: Tensor) -> Tensor:
     xsrc = (srcs[0], srcs[nw]) if spec.norm else (srcs[0],)
     srcs = (Tensor.empty(size, dtype=dtype, device=out.device).custom_kernel(*xsrc, fxn=make)[0],
             *(srcs[1:nw] + srcs[nw + 1:] if spec.norm else srcs[1:]))
+  if (split := getattr(fxn, "split", None)) is not None:   # K in slices: their sums added up here, then SwiGLU and the residual
+    (S, rows), res = split, (srcs[1] if spec.residual else None)
+    part = Tensor.empty(S, spec.B, rows, device=out.device).custom_kernel(*srcs[:1], *srcs[1 + spec.residual:], fxn=fxn)[0]
+    y = part[..., :spec.N].sum(0).silu() * part[..., spec.N:].sum(0) if spec.glu else part.sum(0)
+    # a buffer of its own: the decode attention kernel reads [q_a; kv_a]'s output in place, and with the sum left lazy its
+    # rows past the first came out wrong on an H200 (the product alone was right; the cause is not isolated)
+    return (y + res.reshape(y.shape) if res is not None else y).reshape(out.shape).contiguous()
   return out.custom_kernel(*srcs, fxn=fxn)[0]
 
 @cached

@@ -5,7 +5,8 @@ the CUDA source compiles with nvcc here, apps/quantized.py's seam gives it the p
 import numpy as np
 from pathlib import Path
 import pytest
-from tinygrad import Tensor, Device
+from tinygrad import Tensor, Device, dtypes
+from tinygrad.uop.ops import UOp, KernelInfo
 from apps.gguf import GGMLType, BLOCK
 import apps.dispatch as D
 from apps.quantized import QuantizedLinear, QuantizedExpertWeights
@@ -239,6 +240,67 @@ def test_emulated_mma_experts_norm_and_glu(tmp_path, typ):
             tmp_path / str(tile[0]))
     assert relerr(out, want) < 4 * fp32_bound(K), (tile, relerr(out, want))
 
+@pytest.mark.parametrize("typ", [GGMLType.Q4_0, GGMLType.Q8_0, GGMLType.Q4_K, GGMLType.Q6_K], ids=lambda t: t.name)
+def test_emulated_mma_split(tmp_path, typ):
+  """K in slices (a batched decode step's few tokens): each slice's sums in out (split, T, rows of W), which add up to the
+  product; with SwiGLU's rows [gate; up] the slices keep W's row order (the gate and up sums apart, SwiGLU after)."""
+  T, N, K = 5, 72, 1024
+  rng = np.random.default_rng(12)
+  raw = random_tensor(typ, (K, 2 * N), rng)
+  W = ref_weight(raw, typ, (K, 2 * N)).astype(np.float64)
+  x = rng.standard_normal((T, K)).astype(np.float32)
+  fmt, host = PackedTensor.pack_host(raw, typ, (K, 2 * N))
+  parts = [np.ascontiguousarray(host[p]) for p, _, _ in fmt.parts]
+  for split, glu in ((2, False), (8, False), (4, True)):
+    shape = gemm.GemmShape(typ, T, N if glu else 2 * N, K, glu=glu, split=split)
+    out = np.full((split, T, 2 * N), np.nan, np.float32)
+    emulate(gemm.build_mma(shape), "CUDA", [out, xq_records(x, tmp_path / f"x{split}")] + parts, tmp_path / f"{split}{glu}")
+    assert relerr(out.sum(0), x24(x) @ W.T) < fp32_bound(K), (split, glu)
+    assert not np.allclose(out[0], out[1]) and not np.isnan(out).any()   # each slice its own part of K, every slot written
+
+def test_seam_adds_up_split_slices():
+  """A kernel that leaves its K slices' sums apart (`split` on the program: gemm.split_k's) gets them added up by the seam,
+  then SwiGLU over the [gate; up] halves and the residual, as the unsplit kernel would store them: a stand-in kernel whose
+  slice s of token t, row r holds (s + 1) (t + 1) (r + 1), on any device."""
+  S, T, N, K = 3, 2, 4, 64
+  def slices(rows):
+    def fxn(out, x, *parts):
+      s, t, r = UOp.range(S, 0), UOp.range(T, 1), UOp.range(rows, 2)
+      v = ((s + 1) * (t + 1) * (r + 1)).cast(dtypes.float32)
+      return out[s, t, r].store(v).end(s, t, r).sink(arg=KernelInfo(name=f"split_slices_{rows}"))
+    fxn.split = (S, rows)
+    return fxn
+  ts, rs = np.arange(1, T + 1, dtype=np.float64)[:, None], np.arange(1, 2 * N + 1, dtype=np.float64)[None, :]
+  total = S * (S + 1) / 2 * ts * rs   # the slices' sum, W's rows [gate; up]
+  rng = np.random.default_rng(5)
+  dev = Device.DEFAULT.split(":")[0]
+  res = rng.standard_normal((T, 2 * N)).astype(np.float32)
+  D.register_kernel(lambda spec: slices(spec.N * (2 if spec.glu else 1)) if spec.op == "linear" and spec.device == dev and spec.K == K else None)
+  D.kernel_cached.cache_clear()
+  try:
+    lin = QuantizedLinear(PackedTensor.from_bytes(random_tensor(GGMLType.Q4_0, (K, 2 * N), rng), GGMLType.Q4_0, (K, 2 * N)))
+    x = Tensor(rng.standard_normal((T, K)).astype(np.float32))
+    np.testing.assert_allclose(lin(x, residual=Tensor(res)).numpy(), total + res, rtol=1e-6)
+    gate, up = total[:, :N], total[:, N:]
+    np.testing.assert_allclose(lin(x, glu=True).numpy(), gate / (1 + np.exp(-gate)) * up, rtol=1e-5)
+  finally:
+    D._PROVIDERS.pop(0)
+    D.kernel_cached.cache_clear()
+
+def test_split_k_rule():
+  """A few tokens' plain product splits K until there are two workgroups an SM (Youtu-LLM-2B's down: 32 workgroups of 64 rows,
+  16 tokens in one tile, K in 16 slices); a chunk's products, experts and per-slot products are not split; slices are
+  whole steps, the residual goes to the slices' sum."""
+  q, S = GGMLType.Q4_0, gemm.GemmShape
+  down = gemm.split_k(S(q, 16, 2048, 6144, residual=True))
+  assert down.split == 16 and not down.residual and gemm.mma_tile(down) == (16, 64)
+  assert -(-2048 // 64) * down.split >= 2 * gemm.matvec.SMS
+  glu = gemm.split_k(S(q, 9, 6144, 2048, glu=True))   # a warp's 16 gate and 16 up rows: 96 workgroups
+  assert glu.split == 4 and gemm.mma_tile(glu) == (16, 128)
+  assert gemm.split_k(S(q, 64, 2048, 6144)).split == 1 and gemm.split_k(S(q, 16, 2816, 2048, 6, 64)).split == 1
+  assert gemm.split_k(S(q, 16, 512, 128, 16, 16, True, True)).split == 1
+  assert gemm.split_k(S(q, 16, 2048, 96)).split == 1   # 3 blocks: one step of K, nothing to split
+
 def test_mma_has_no_metal_rendering():
   k = gemm.build_mma(gemm.GemmShape(GGMLType.Q4_0, 64, 64, 256))
   with pytest.raises(ValueError, match="no Metal rendering"): render(k, "METAL")
@@ -319,7 +381,10 @@ list(pool.map(lambda s: ren.compiler.compile(render(gemm.build(s), "CUDA")), sha
 print("COMPILED", len(shapes))
 mma = shapes + [gemm.GemmShape(t, 512, 2048, 2048, residual=True) for t in gemm.TYPES] + \
       [gemm.GemmShape(t, 512, 512, 128, 16, 16, True, True) for t in gemm.MMA_TYPES if BLOCK[t][0] == 32] + \
-      [gemm.GemmShape(t, 128, 6144, 2048, glu=True) for t in gemm.MMA_TYPES]
+      [gemm.GemmShape(t, 128, 6144, 2048, glu=True) for t in gemm.MMA_TYPES] + \
+      [gemm.split_k(gemm.GemmShape(GGMLType.Q4_0, 16, 2048, 6144, residual=True)),
+       gemm.split_k(gemm.GemmShape(GGMLType.Q6_K, 9, 2816, 2048, glu=True))]
+assert all(s.split > 1 for s in mma[-2:])
 list(pool.map(lambda s: ren.compiler.compile(render(gemm.build_mma(s), "CUDA")), mma))
 xq = ((128, 2048, None), (768, 1408, None), (2048, 128, None), (128, 2048, 1e-6), (128, 1536, 1e-6))
 list(pool.map(lambda a: ren.compiler.compile(render(gemm.build_xq(*a), "CUDA")), xq))
@@ -347,7 +412,7 @@ def test_seam_routes_prefill_to_the_gemm_and_decode_to_the_matvecs():
 @needs_nvcc
 def test_cuda_sources_compile():
   out = run_nvcc_script(COMPILE)
-  assert f"COMPILED {3 * len(TYPES)}" in out and f"MMA COMPILED {5 * len(TYPES) + 2 + 5}" in out
+  assert f"COMPILED {3 * len(TYPES)}" in out and f"MMA COMPILED {5 * len(TYPES) + 2 + 5 + 2}" in out
 
 def test_metal_sources_render():
   for t in TYPES:

@@ -15,7 +15,11 @@ bound against x24(x) and gguf-py's dequantization; x24's rounding is about fp32'
 It has to be: at 16 bits (two mma.sync) the products moved full-size GLM-4.7-Flash's hidden state by 2e-4 over 22 blocks,
 enough to flip a near tie of a later router and move the prompt's logits by 6e-2 (OPTIMIZATION_JOURNAL.md). A linear
 product's rms norm goes into x's rounding (x * norm_w rounded, 1 / rms in dx) and its SwiGLU into the store (a warp's
-row blocks in gate / up pairs). x records reach shared memory by cp.async, two steps double-buffered.
+row blocks in gate / up pairs). x records reach shared memory by cp.async, two steps double-buffered. A product of at most
+32 tokens (a batched decode step's 16 or 32 sequences) splits K over workgroups (`split_k`): its tokens make one tile, so
+unsplit it would be N / 64 workgroups each streaming its rows' whole K with few loads in flight; the slices' sums are
+added up by a tensor op, which then applies SwiGLU and the residual (H200, Youtu-LLM-2B decode of 16 sequences: 2,658 ->
+5,395 tok/s, OPTIMIZATION_JOURNAL.md).
 
 The CUDA-core kernel (`build`, Metal and older CUDA): per step it dequantizes its rows' 32 weights exactly (as gguf-py:
 d * (q - offset), or (d * sc) * q - (dmin * m) for the K-quants, in fp32) and stages x in shared memory, both k-major as
@@ -38,7 +42,7 @@ Buffers: out (T, N) | (T, J, N), x (T, K) | (T, J, K) with x_per_slot (the tenso
 dm, scm, qs; Q5_K dm, scm, qh, qs; Q6_K ql, qh, sc, d).
 """
 from __future__ import annotations
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from tinygrad import dtypes
 from apps.gguf import GGMLType, BLOCK
 from apps.kernels import SourceKernel, Param, program, cached, language_of, has_mma, matvec
@@ -105,6 +109,8 @@ class GemmShape:
   batched: bool = False     # every slot j its own expert j (J = E, x (T, J, K), no sel): MLA's per-head k_b and v_b
   residual: bool = False    # linear: out = W . x + residual (T, N), the residual add in the store
   glu: bool = False         # linear / experts, tensor-core kernel: W's (an expert's) rows are [gate; up] (2N): out = silu(gate . x) * (up . x)
+  split: int = 1            # linear, tensor-core kernel: K in this many slices, a workgroup each (grid z); out (split, T, rows of W)
+                            # holds each slice's sums as they are (no residual, no SwiGLU: apps/dispatch.launch adds them up)
 
   @property
   def experts(self) -> bool: return self.E > 0 and not self.batched
@@ -360,6 +366,7 @@ def mma_tile(s: GemmShape) -> tuple[int, int]:
   of 64 (a last band of 128 half empty). 32 tokens beat 64 by 1.1-1.4x at 512 tokens where the 64-token tiles left one or
   two workgroups an SM (tools/bench_gemm.py --sweep tiles, OPTIMIZATION_JOURNAL.md)."""
   if s.experts: return (64, 128) if s.T * s.J >= 32 * s.E else (16, 256)
+  if s.split > 1: return (-(-s.T // 8) * 8, 128 if s.glu else 64)   # all the tokens in one tile, a row block a warp
   wgs = lambda tt, tn: -(-s.N * (2 if s.glu else 1) // tn) * -(-s.T // tt) * (s.E if s.batched else 1)
   if s.glu:   # a warp's row blocks in gate / up pairs: 128 rows of W, 64 of out
     tt = 64
@@ -385,6 +392,18 @@ def mma_shared_bytes(s: GemmShape, tile: tuple[int, int] | None = None, steps: i
   listing; the rule's tile and steps unless given."""
   tile = tile or mma_tile(s)
   return 2 * (steps or _mma_steps(s, tile)) * tile[0] * XQ_WORDS * 4 + _experts_bytes(s)
+
+def split_k(s: GemmShape) -> GemmShape:
+  """s with its K split where a plain product of a few tokens (a batched decode step's) leaves the GPU few workgroups: a 2048-row
+  product of 16 tokens is 32 workgroups of 64 rows, each streaming its rows' whole K with a few loads in flight. Slices
+  double until there are two workgroups an SM (at most 16 slices, each a whole number of steps)."""
+  if s.experts or s.batched or s.T > 32: return s
+  one = replace(s, split=2)
+  tile = mma_tile(one)
+  wgs, steps = -(-s.N * (2 if s.glu else 1) // tile[1]), s.K // KB // _mma_steps(one, tile)
+  split = 1
+  while split < 16 and wgs * split < 2 * matvec.SMS and steps % (2 * split) == 0: split *= 2
+  return replace(s, split=split, residual=False) if split > 1 else s
 
 def mma_supports(s: GemmShape, device: str | None = None) -> bool:
   """The tensor-core GEMM serves `s` (on `device`: a CUDA device of sm_80 or newer; None: any)."""
@@ -414,6 +433,8 @@ def build_mma(s: GemmShape, tile: tuple[int, int] | None = None, steps: int | No
   params = (Param("out", dtypes.float32, True), Param("xq", dtypes.uint32), *([Param("sel", dtypes.int32)] if s.experts else []),
             *([Param("residual", dtypes.float32)] if s.residual else []), *(Param(n, dt, weight=True) for n, dt in mt_.parts))
   listing, xrow, wrow0, ent, mloop = _entries(s, 128, TT)
+  assert s.split == 1 or not (s.experts or s.batched or s.residual) and (NS // SB) % s.split == 0, s
+  KS = NS // SB // s.split   # steps of a workgroup's slice of K: steps ks0 .. ks0 + KS
   def reg(code: str, idx: str, u: int | None = None) -> str:
     if u is not None: code = code.replace("@P", f"[{u & ~1}][m][h]").replace("U", str(u)).replace("SB", str(SB))
     return code.replace("@", idx)
@@ -456,10 +477,23 @@ def build_mma(s: GemmShape, tile: tuple[int, int] | None = None, steps: int | No
             MMA_K32(c, a[u][m], b.x, b.y); for (int i = 0; i < 4; i++) c[i] *= 256; MMA_K32(c, a[u][m], b.z, b.w);
             MMA_K32(l, a[u][m], bl[0], bl[1]);
             for (int i = 0; i < 4; i++) acc[m][n][i] += {term};"""
+  store = f"""#pragma unroll
+  for (int m = 0; m < {OM}; m++)
+#pragma unroll
+  for (int n = 0; n < {NTL}; n++)
+#pragma unroll
+  for (int i = 0; i < 4; i++) {{
+    int tk = 8*n + 2*t + (i & 1), row = n0 + 16*m + g + 8*(i >> 1);
+    if (tk >= mt || row >= N) continue;
+    int ent = {ent.format(t="tk")};
+    {f"float gv = acc[m][n][i], v = gv / (1.0f + exp(-gv)) * acc[m + {OM}][n][i];" if s.glu else "float v = acc[m][n][i];"}
+    out[ent * N + row] = v{" + residual[ent * N + row]" if s.residual else ""};
+  }}"""
   body = f"""  const int T = {s.T}, N = {s.N}, NB = {nb};
   (void)T;
   int tid = LID_X, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
   int n0 = GID_X * {TN // 2 if s.glu else TN} + warp * {16 * OM};   // the warp's first output row
+  const int ks0 = {"GID_Z * " + str(KS) if s.split > 1 else "0"};   // the workgroup's first step of K
   SHARED uint4 xs4[{2 * NX}];   // [step & 1][sub-step][token][5]: the tokens' x records of two steps
   const GLOBAL uint4* xq4 = (const GLOBAL uint4*)xq;
   GRID_WAIT();
@@ -472,13 +506,13 @@ def build_mma(s: GemmShape, tile: tuple[int, int] | None = None, steps: int | No
   float acc[{MW}][{NTL}][4];
   for (int m = 0; m < {MW}; m++) for (int n = 0; n < {NTL}; n++) for (int i = 0; i < 4; i++) acc[m][n][i] = 0.0f;
   {reg(mt_.regs, f"[{SB}][{MW}][2]")}
-  {load("0")}
-  for (int ks = 0; ks < {NS // SB}; ks++) {{
+  {load("ks0")}
+  for (int ks = ks0; ks < ks0 + {KS}; ks++) {{
     uint a[{SB}][{MW}][4]; float {", ".join(f"f{n}[{SB}][{MW}][2]" for n in mt_.scales)};
 {frag}
     CP_ASYNC_WAIT();
     BARRIER();   // step ks's x records are in; every warp is done with step ks - 1's buffer
-    if (ks + 1 < {NS // SB}) {load("ks + 1")}   // step ks + 1's loads: in flight during step ks's math
+    if (ks + 1 < ks0 + {KS}) {load("ks + 1")}   // step ks + 1's loads: in flight during step ks's math
     const int xo = (ks & 1) * {NX};
 #pragma unroll
     for (int u = 0; u < {SB}; u++)
@@ -496,24 +530,27 @@ def build_mma(s: GemmShape, tile: tuple[int, int] | None = None, steps: int | No
     }}
   }}
   BARRIER();   // the next tile's first records go to buffer 0, which the last step may have read
-#pragma unroll
-  for (int m = 0; m < {OM}; m++)
+{_split_store(s, OM, NTL) if s.split > 1 else store}
+  }}"""
+  name = f"gemm_mma_{s.type.name.lower()}_{s.T}_{s.N}_{s.K}" + (f"_e{s.E}_j{s.J}" + ("_xs" if s.x_per_slot else "") if s.experts else "") + \
+         (f"_batched{s.J}" if s.batched else "") + ("_residual" if s.residual else "") + ("_glu" if s.glu else "") + \
+         (f"_split{s.split}" if s.split > 1 else "")
+  ON = TN // 2 if s.glu else TN   # output rows per workgroup
+  grid = (-(-s.N // ON), 1, s.E) if s.experts else (-(-s.N // ON), -(-s.T // TT), s.E if s.batched else s.split)
+  return SourceKernel(name, params, body, grid, (128, 1, 1), _X24, trigger=False, min_blocks=min_blocks or 3)
+
+def _split_store(s: GemmShape, OM: int, NTL: int) -> str:
+  """A slice's sums into out (split, T, rows of W), W's row order (with glu, the up rows N on)."""
+  NR = 2 * s.N if s.glu else s.N
+  return f"""#pragma unroll
+  for (int m = 0; m < {2 * OM if s.glu else OM}; m++)
 #pragma unroll
   for (int n = 0; n < {NTL}; n++)
 #pragma unroll
   for (int i = 0; i < 4; i++) {{
-    int tk = 8*n + 2*t + (i & 1), row = n0 + 16*m + g + 8*(i >> 1);
-    if (tk >= mt || row >= N) continue;
-    int ent = {ent.format(t="tk")};
-    {f"float gv = acc[m][n][i], v = gv / (1.0f + exp(-gv)) * acc[m + {OM}][n][i];" if s.glu else "float v = acc[m][n][i];"}
-    out[ent * N + row] = v{" + residual[ent * N + row]" if s.residual else ""};
-  }}
+    int tk = 8*n + 2*t + (i & 1), row = n0 + 16*(m % {OM}) + g + 8*(i >> 1);
+    if (tk < mt && row < N) out[(GID_Z * T + m0 + tk) * {NR} + row + (m >= {OM} ? N : 0)] = acc[m][n][i];
   }}"""
-  name = f"gemm_mma_{s.type.name.lower()}_{s.T}_{s.N}_{s.K}" + (f"_e{s.E}_j{s.J}" + ("_xs" if s.x_per_slot else "") if s.experts else "") + \
-         (f"_batched{s.J}" if s.batched else "") + ("_residual" if s.residual else "") + ("_glu" if s.glu else "")
-  ON = TN // 2 if s.glu else TN   # output rows per workgroup
-  grid = (-(-s.N // ON), 1, s.E) if s.experts else (-(-s.N // ON), -(-s.T // TT), s.E if s.batched else 1)
-  return SourceKernel(name, params, body, grid, (128, 1, 1), _X24, trigger=False, min_blocks=min_blocks or 3)
 
 @cached
 def kernel(s: GemmShape, device: str, norm_eps: float | None = None):
@@ -525,6 +562,7 @@ def kernel(s: GemmShape, device: str, norm_eps: float | None = None):
   fxn = program(build_mma(s), device)
   R = s.T * s.J if (s.x_per_slot or s.batched) else s.T
   fxn.x_form = (s.K // KB * R * XQ_WORDS, dtypes.uint32, program(build_xq(R, s.K, norm_eps), device))
+  if s.split > 1: fxn.split = (s.split, 2 * s.N if s.glu else s.N)   # out is the slices' sums: apps/dispatch.launch adds them up
   return fxn
 
 def provider(spec):
@@ -540,5 +578,5 @@ def provider(spec):
   s = GemmShape(spec.fmt.type, spec.B, spec.N, spec.K, *((spec.J, spec.E, spec.x_per_slot) if spec.op == "experts" else
                                                          (spec.J, spec.E, True, True) if spec.op == "batched" else ()),
                 residual=spec.op == "linear" and spec.residual, glu=spec.glu)
-  if mma_supports(s, spec.device): return kernel(s, spec.device, *([spec.eps] if spec.norm else []))   # (one cache entry per form)
+  if mma_supports(s, spec.device): return kernel(split_k(s), spec.device, *([spec.eps] if spec.norm else []))   # (one cache entry per form)
   return kernel(s, spec.device) if not (spec.norm or spec.glu) and supports(s, language_of(spec.device)) else None
