@@ -51,13 +51,17 @@ case $1 in
      lanes ""
      echo "-- B"; timeout 100 python3 $P --opts heur | tail -5 ;;
 esac
+# Since e4d410e the split GEMM is in the tree (experiments/split-k-landed.diff: split-k.diff and the sum made contiguous):
+# steps 4-6 revert it for A and apply it again for B
+landed() { patch -s $1 -p1 < runs/2026-11-30-reduce/experiments/split-k-landed.diff || exit 1; }
 # 4: EXPERIMENT experiments/split-k.diff (applied on the device's copy for B): the tensor-core GEMM splits K over workgroups
 #    for products of up to 32 tokens (a batched decode step's), the slices' sums added by a tensor op after it. Youtu-LLM-2B's
 #    batched decode at 16 and 32 sequences, A then B (fresh kernel caches)
 case $1 in
   4) synth youtu-llm-2b
+     landed -R
      for v in A B; do
-       [ $v = B ] && { patch -s -p1 < runs/2026-11-30-reduce/experiments/split-k.diff || exit 1; }
+       [ $v = B ] && landed ""
        echo "-- $v"
        CACHEDB=$(mktemp -d)/cache.db timeout ${LIMIT:-80} python3 -m tools.gpu_bench --presets youtu-llm-2b --batch 16,32 --decode 32 \
          --json "$OUT/split_$v.json" 2>&1 | grep -v '^{' | tail -4
@@ -69,9 +73,10 @@ esac
 case $1 in
   5|6) [ $1 = 5 ] && { M=deepseek-v2-lite; SIZES=16,32; } || { M=youtu-llm-2b; SIZES=2,4,8; }
      synth $M
+     landed -R
      for v in A B; do
        if [ $v = B ]; then
-         patch -s -p1 < runs/2026-11-30-reduce/experiments/split-k.diff || exit 1
+         landed ""
          [ $1 = 6 ] && { sed -i 's/^MAX_ROWS = 8 /MAX_ROWS = 1 /' apps/kernels/matvec.py; grep -q "^MAX_ROWS = 1 " apps/kernels/matvec.py || exit 1; }
        fi
        echo "-- $v"
