@@ -245,8 +245,8 @@ def launch(spec: KernelSpec, out: Tensor, *srcs: Tensor) -> Tensor:
     (S, rows), res = split, (srcs[1] if spec.residual else None)
     part = Tensor.empty(S, spec.B, rows, device=out.device).custom_kernel(*srcs[:1], *srcs[1 + spec.residual:], fxn=fxn)[0]
     y = part[..., :spec.N].sum(0).silu() * part[..., spec.N:].sum(0) if spec.glu else part.sum(0)
-    # a buffer of its own: the decode attention kernel reads [q_a; kv_a]'s output in place, and with the sum left lazy its
-    # rows past the first came out wrong on an H200 (the product alone was right; the cause is not isolated)
+    # a buffer of its own, as the kernels' outputs are: [q_a; kv_a]'s is read whole by the decode attention kernel and sliced
+    # by q_b's (tinygrad 0.14 without patches/0061 handed such a slice of a lazy tensor the whole tensor's buffer)
     return (y + res.reshape(y.shape) if res is not None else y).reshape(out.shape).contiguous()
   return out.custom_kernel(*srcs, fxn=fxn)[0]
 

@@ -1597,3 +1597,28 @@ print("ok")
 
 def test_0060_whole_block_four_outputs(trees):
   assert_patch_needed(trees, "0060", WHOLE_BLOCK_FOUR_OUTPUTS, env={"DEV": "CPU", "CACHELEVEL": "0"})
+
+STRIDED_CUSTOM_KERNEL_SOURCE = """
+# a lazy y (elementwise or a reduce) read by one custom kernel whole and by another as the slice y[:, :6]: the slice's
+# kernel, which reads its source as a contiguous (3, 6) buffer, gets its rows (without the patch: y's buffer, rows 1-2 wrong)
+import numpy as np
+from tinygrad import Tensor
+from tinygrad.uop.ops import UOp, KernelInfo
+B, N, Q = 3, 10, 6
+def copy(W):
+  def fxn(out, src):
+    b, n = UOp.range(B, 0), UOp.range(W, 1)
+    return out[b, n].store(src[b, n]).end(b, n).sink(arg=KernelInfo(name=f"copy_{W}"))
+  return fxn
+a = np.arange(B * N, dtype=np.float32).reshape(B, N)
+for y, want in ((Tensor(a) + 1, a + 1), (Tensor(np.stack([a, a])).sum(0), 2 * a)):
+  part = Tensor.empty(B, Q).custom_kernel(y[:, :Q], fxn=copy(Q))[0]
+  whole = Tensor.empty(B, N).custom_kernel(y, fxn=copy(N))[0]
+  Tensor.realize(part, whole)
+  np.testing.assert_equal(whole.numpy(), want)
+  np.testing.assert_equal(part.numpy(), want[:, :Q])
+print("ok")
+"""
+
+def test_0061_strided_custom_kernel_source(trees):
+  assert_patch_needed(trees, "0061", STRIDED_CUSTOM_KERNEL_SOURCE, env={"DEV": "CPU"})
