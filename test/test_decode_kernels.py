@@ -93,9 +93,10 @@ def test_ab_fusions_variant_a_is_the_unfused_step(captures):
 
 @needs_nvcc
 def test_kernels_per_prefill_chunk(captures):
-  """A prefill chunk of GLM-4.7-Flash-tiny: per block one prefill attention kernel on the tensor cores (not the portable
-  scores, softmax and products), and the products of packed weights in tensor-core GEMMs (sm_90), the Q5_K / Q6_K shared
-  experts' and the per-head k_b / v_b included, the routed experts' gate_up with its norm and SwiGLU."""
+  """A prefill chunk of GLM-4.7-Flash-tiny (its shortest, 32 tokens): per block one prefill attention kernel on the tensor
+  cores (not the portable scores, softmax and products), and the products of packed weights in tensor-core GEMMs (sm_90),
+  the Q5_K / Q6_K shared experts' and the per-head k_b / v_b included, the routed experts' gate_up with its norm and SwiGLU.
+  At 32 tokens the plain products split K (gemm.split_k): the residual and SwiGLU come after the slices' sum."""
   r, L = captures["fill"], captures["glm-4.7-flash-tiny"]["n_layer"]
   names, moe = r["names"], r["n_moe"]
   count = lambda pat: sum(1 for n in names if re.search(pat, n))
@@ -103,11 +104,12 @@ def test_kernels_per_prefill_chunk(captures):
   assert count(r"^gemm_mma_q5_k_") == moe and count(r"^gemm_mma_q6_k_") == moe   # sm_90: the tensor-core GEMMs
   assert count(r"^gemm_mma_q4_0_.*_e\d+_j\d+") == 2 * moe              # the routed experts' gate_up and down
   assert count(r"^gemm_mma_.*_batched\d+$") == 2 * L                      # k_b and v_b, a product per head
-  assert count(r"^gemm_mma_q4_0_.*_residual$") == 2 * L - moe              # attn_output and a dense block's down: the residual in the store
+  # [q_a; kv_a], q_b, attn_output, the dense or shared gate_up and down of every block: K split, the residual added after
+  assert count(r"^gemm_mma_.*_split\d+$") == 5 * L and not count(r"_residual$")
   assert count(r"^gemm_xq_") == count(r"^gemm_mma_") and not count(r"^gemm_q")   # each with its x quantized first
   assert count(r"^route_") == moe                                          # the routing: one kernel per MoE block
-  assert count(r"^gemm_mma_.*_glu$") == L + moe                            # a dense or shared gate_up per block, a routed one per
-                                                                           # MoE block: SwiGLU in the store
+  assert count(r"^gemm_mma_.*_glu(_split\d+)?$") == L + moe                # a dense or shared gate_up per block, a routed one per
+                                                                           # MoE block: SwiGLU in the store or after the sum
   assert count(r"^gemm_xq_.*_norm$") == 3 * L + moe                        # their norms, [q_a; kv_a]'s and q_b's in x's quantization
   assert count(r"^E_\(n_tokens") <= 1                                      # (the embedding's) no one-thread residual adds
   assert not any(re.match(r"^q\d_(k_linear|0_batched)", n) for n in names)  # no portable K-quant or per-head product

@@ -68,10 +68,11 @@ case $1 in
      done ;;
 esac
 # 5: step 4 on DeepSeek-V2-Lite (its shared expert's and attention's products split; the routed experts' are not)
+# 16: step 4 on GLM-4.7-Flash (as 5)
 # 6: Youtu-LLM-2B at 2, 4 and 8 sequences: A, then C = the split GEMM for every product of 2 tokens or more (split-k.diff and
 #    matvec.MAX_ROWS 1: the decode matvecs keep one token)
 case $1 in
-  5|6) [ $1 = 5 ] && { M=deepseek-v2-lite; SIZES=16,32; } || { M=youtu-llm-2b; SIZES=2,4,8; }
+  5|6|16) case $1 in 5) M=deepseek-v2-lite; SIZES=16,32 ;; 16) M=glm-4.7-flash; SIZES=16,32 ;; *) M=youtu-llm-2b; SIZES=2,4,8 ;; esac
      synth $M
      landed -R
      for v in A B; do
@@ -205,5 +206,17 @@ p.write_text(s.replace(old, old + '  import os\\n  if os.environ.get(\\'SPLIT_N\
      for n in 2112 2112,3072,2048,6144; do
        echo "-- C SPLIT_N=$n"
        SPLIT_N=$n CACHEDB=$(mktemp -d)/cache.db timeout 70 python3 -m tools.gpu_bench --presets youtu-llm-2b --batch 16 --decode 8 2>&1 | grep -v '^{' | tail -2
+     done ;;
+esac
+# 15: x read lane-major's slow mode (the journal: X_LANES=1 processes decode Youtu-LLM-2B at ~500 or ~320 tok/s, all steps
+#     alike): five X_LANES=1 processes of tools.profile, each the step as run (its first line) and each kernel timed alone
+#     (the JSON rows): a slow process's kernels against a fast one's say whether a kernel or the graph is slow
+case $1 in
+  15) patch -s -p1 < runs/2026-11-30-reduce/experiments/x-lanes.diff || exit 1
+     synth youtu-llm-2b
+     for i in 1 2 3 4 5; do
+       CACHEDB=$(mktemp -d)/cache.db X_LANES=1 timeout 100 python3 -m tools.profile --kernels generated --model youtu-llm-2b --count 30 \
+         --json > "$OUT/xl15_$i.json" 2> "$OUT/xl15_$i.err"
+       python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(sys.argv[1], round(r['step_s']*1e3, 3), 'ms as run')" "$OUT/xl15_$i.json"
      done ;;
 esac
