@@ -4,6 +4,7 @@
 #include <string.h>
 void gen_kernel(float* restrict, float* restrict, __fp16* restrict, unsigned int* restrict, const int);
 void vec2_kernel(float* restrict, const float* restrict, const __fp16* restrict, const unsigned int* restrict, int, int, int);
+void vec3_kernel(float* restrict, const float* restrict, const __fp16* restrict, const unsigned int* restrict, int, int, int);
 void vec_kernel(float* restrict, const float* restrict, const float* restrict, const unsigned int* restrict, int, int);
 static double now() { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
 int main() {
@@ -26,13 +27,16 @@ int main() {
   vec_kernel(o2, x, df[0], qi[0], nb, N / 16);
   float* o3 = aligned_alloc(64, N * 4); vec2_kernel(o3, x, dh[0], qs[0], nb, 0, N);
   { double m3 = 0; for (int n = 0; n < N; n++) { double e = o1[n] - o3[n]; if (e < 0) e = -e; if (e > m3) m3 = e; } printf("vec2 max diff %g\n", m3); }
+  float* o4 = aligned_alloc(64, N * 4); vec3_kernel(o4, x, dh[0], qs[0], nb, 0, N);
+  { double m4 = 0; for (int n = 0; n < N; n++) { double e = o1[n] - o4[n]; if (e < 0) e = -e; if (e > m4) m4 = e; } printf("vec3 max diff %g\n", m4); }
   double md = 0; for (int n = 0; n < N; n++) { double e = o1[n] - o2[n]; if (e < 0) e = -e; if (e > md) md = e; }
   printf("max diff %g (o1[0] %g o2[0] %g)\n", md, o1[0], o2[0]);
   for (int r = 0; r < 3; r++) {
     double t0 = now(); for (int c = 0; c < C; c++) { gen_kernel(o1, x, dh[c], qs[c], 0); gen_kernel(o1, x, dh[c], qs[c], 1); }
     double t1 = now(); for (int c = 0; c < C; c++) vec_kernel(o2, x, df[c], qi[c], nb, N / 16);
     double t2 = now(); for (int c = 0; c < C; c++) vec2_kernel(o3, x, dh[c], qs[c], nb, 0, N);
-    double t3 = now(); printf("vec2 %.3f ms (%.1f GB/s)  ", (t3 - t2) / C * 1e3, (double)N * nb * 18 / ((t3 - t2) / C) / 1e9);
+    double t3 = now(); for (int c = 0; c < C; c++) vec3_kernel(o4, x, dh[c], qs[c], nb, 0, N);
+    double t4 = now(); printf("vec3 %.3f ms (%.1f GB/s)  ", (t4 - t3) / C * 1e3, (double)N * nb * 18 / ((t4 - t3) / C) / 1e9); printf("vec2 %.3f ms (%.1f GB/s)  ", (t3 - t2) / C * 1e3, (double)N * nb * 18 / ((t3 - t2) / C) / 1e9);
     double bytes = (double)N * nb * 18;
     printf("gen %.3f ms (%.1f GB/s)   vec %.3f ms (%.1f GB/s)   one thread\n", (t1 - t0) / C * 1e3, bytes / ((t1 - t0) / C) / 1e9, (t2 - t1) / C * 1e3, bytes / ((t2 - t1) / C) / 1e9);
   }
