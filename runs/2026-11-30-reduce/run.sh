@@ -152,18 +152,23 @@ case $1 in
      patch -s -R -p1 < runs/2026-11-30-reduce/experiments/x-lanes.diff || exit 1
      LIMIT=70 bash "$0" 4 ;;
 esac
+# steps 12-14 (run on 68c0a03, before the split GEMM landed): lines added to gemm.split_k after its first rule (which
+# products split), on the device's copy
+split_rule() { python3 - "$1" <<'PY' || exit 1
+import sys
+from pathlib import Path
+p = Path("apps/kernels/gemm.py"); s = p.read_text()
+old = "  if s.experts or s.batched or s.T > 32: return s\n"
+assert old in s
+p.write_text(s.replace(old, old + sys.argv[1]))
+PY
+}
 # 12: step 11's split-K batched decode agreed with the single-sequence tokens on row 0 only (agree 16,1,1,1): the split
 #     products on the device against float64 (split_check.py), then the batched decode at 16 with only some forms split
 #     (SPLIT_ONLY: res = a residual product, glu, plain = the rest), to find which one breaks the rows
 case $1 in
   12) patch -s -p1 < runs/2026-11-30-reduce/experiments/split-k.diff || exit 1
-     python3 - <<'PY'
-from pathlib import Path
-p = Path("apps/kernels/gemm.py"); s = p.read_text()
-old = "  if s.experts or s.batched or s.T > 32: return s\n"
-assert old in s
-p.write_text(s.replace(old, old + "  import os\n  if ('res' if s.residual else 'glu' if s.glu else 'plain') not in os.environ.get('SPLIT_ONLY', 'res,glu,plain').split(','): return s\n"))
-PY
+     split_rule $'  import os\n  if (\'res\' if s.residual else \'glu\' if s.glu else \'plain\') not in os.environ.get(\'SPLIT_ONLY\', \'res,glu,plain\').split(\',\'): return s\n'
      timeout 120 python3 runs/2026-11-30-reduce/split_check.py 2>&1 | tail -25
      synth youtu-llm-2b
      for only in res glu plain; do
@@ -176,14 +181,7 @@ esac
 #     a time (SPLIT_N: the products of these N; each split shape printed once)
 case $1 in
   13) patch -s -p1 < runs/2026-11-30-reduce/experiments/split-k.diff || exit 1
-     python3 - <<'PY'
-from pathlib import Path
-p = Path("apps/kernels/gemm.py"); s = p.read_text()
-old = "  if s.experts or s.batched or s.T > 32: return s\n"
-assert old in s
-p.write_text(s.replace(old, old + "  import os, sys\n  if os.environ.get('SPLIT_N') and str(s.N) not in os.environ['SPLIT_N'].split(','): return s\n"
-                                  "  print('SPLIT', s, file=sys.stderr)\n"))
-PY
+     split_rule $'  import os, sys\n  if os.environ.get(\'SPLIT_N\') and str(s.N) not in os.environ[\'SPLIT_N\'].split(\',\'): return s\n  print(\'SPLIT\', s, file=sys.stderr)\n'
      timeout 100 python3 runs/2026-11-30-reduce/split_check.py 2>&1 | grep -v "SPLIT" | tail -25
      synth youtu-llm-2b
      for n in 2112 3072; do
@@ -197,11 +195,7 @@ case $1 in
   14) patch -s -p1 < runs/2026-11-30-reduce/experiments/split-k.diff || exit 1
      sed -i 's/    return (y + res.reshape(y.shape) if res is not None else y).reshape(out.shape)/    return (y + res.reshape(y.shape) if res is not None else y).reshape(out.shape).contiguous()/' apps/dispatch.py
      grep -q "reshape(out.shape).contiguous()" apps/dispatch.py || exit 1
-     python3 -c "
-from pathlib import Path
-p = Path('apps/kernels/gemm.py'); s = p.read_text(); old = '  if s.experts or s.batched or s.T > 32: return s\\n'
-assert old in s
-p.write_text(s.replace(old, old + '  import os\\n  if os.environ.get(\\'SPLIT_N\\') and str(s.N) not in os.environ[\\'SPLIT_N\\'].split(\\',\\'): return s\\n'))" || exit 1
+     split_rule $'  import os\n  if os.environ.get(\'SPLIT_N\') and str(s.N) not in os.environ[\'SPLIT_N\'].split(\',\'): return s\n'
      synth youtu-llm-2b
      for n in 2112 2112,3072,2048,6144; do
        echo "-- C SPLIT_N=$n"
