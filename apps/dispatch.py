@@ -108,6 +108,15 @@ def _source_matvec(spec: KernelSpec) -> KernelFn | None:
   return None if (shape := _matvec_shape(spec)) is None else spec.modules.matvec.kernel(shape, spec.eps, spec.device, *_trigger(spec))
 _PROVIDERS.append(_source_matvec)
 
+def _source_cpu(spec: KernelSpec) -> KernelFn | None:
+  """The CPU's hand-written decode product (apps/kernels/cpu.py): one token's Q4_0 product, its residual in the store."""
+  from apps.kernels import cpu
+  if base_device(spec.device) != "CPU" or spec.op != "linear" or not (isinstance(spec.B, int) and spec.B == 1) or spec.fmt.type != GGMLType.Q4_0:
+    return None
+  if spec.norm or spec.glu or spec.mix or spec.x_stride or spec.x_dtype != dtypes.float32 or not cpu.supports(spec.N, spec.K): return None
+  return cpu.kernel(spec.N, spec.K, spec.residual, spec.device)
+_PROVIDERS.append(_source_cpu)
+
 def _source_gemm(spec: KernelSpec) -> KernelFn | None:
   """Hand-written prefill GEMMs (apps/kernels/gemm.py): the products of more tokens than the decode matvecs take (none
   where the model runs without a GEMM: KernelModules.gemm None). They never trigger their dependents early."""

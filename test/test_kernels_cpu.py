@@ -1,0 +1,39 @@
+"""The CPU's hand-written decode product (apps/kernels/cpu.py): one token's Q4_0 product with or without its residual,
+against gguf-py's dequantization in float64, alone and replayed in a TinyJit on new inputs; and the seam giving it the
+products it takes, and nothing else."""
+import shutil
+import numpy as np
+import pytest
+from tinygrad import Tensor, TinyJit
+from apps.gguf import GGMLType
+from apps.packed import PackedTensor, format_for
+from apps.quantized import QuantizedLinear
+from apps.dispatch import KernelSpec, kernel_for
+from apps.kernels import cpu
+from test_quantized import random_tensor, ref_weight, relerr, fp32_bound
+
+pytestmark = pytest.mark.skipif(shutil.which("clang") is None, reason="tinygrad's CPU device needs clang")
+
+@pytest.mark.parametrize("N,K", [(77, 256), (3, 128), (300, 1024)])   # rows not a multiple of the threads; 4 to 32 blocks
+def test_cpu_product(N, K):
+  rng = np.random.default_rng(N)
+  raw = random_tensor(GGMLType.Q4_0, (K, N), rng)
+  W = ref_weight(raw, GGMLType.Q4_0, (K, N)).astype(np.float64)
+  lin = QuantizedLinear(PackedTensor.from_bytes(raw, GGMLType.Q4_0, (K, N), device="CPU"))
+  assert cpu.kernel(N, K, False, "CPU") is kernel_for(KernelSpec("linear", lin.w.fmt, 1, 1, N, K, 1, False, False, "CPU"))
+  step = TinyJit(lambda x, r: lin(x, residual=r).contiguous())
+  for i in range(4):   # the first calls alone, then replays of the capture
+    x, r = rng.standard_normal((1, K)).astype(np.float32), rng.standard_normal((1, N)).astype(np.float32)
+    assert relerr(lin(Tensor(x, device="CPU")).numpy(), x.astype(np.float64) @ W.T) < fp32_bound(K)
+    assert relerr(step(Tensor(x, device="CPU"), Tensor(r, device="CPU")).numpy(), x.astype(np.float64) @ W.T + r) < fp32_bound(K), i
+
+def test_seam_gives_the_cpu_product_one_token_q4_0_products():
+  """Q4_0, one token, K a multiple of 128, the residual or none, on the CPU and the hand-written path: the CPU product;
+  more tokens, another type, a K of 3 blocks, a fused norm or SwiGLU, another device or the generated path: not it."""
+  q4, q8 = format_for(GGMLType.Q4_0, 256), format_for(GGMLType.Q8_0, 256)
+  spec = lambda fmt=q4, B=1, K=256, device="CPU", **kw: KernelSpec("linear", fmt, B, 1, 64, K, 1, False, False, device, **kw)
+  mine = lambda k: getattr(k, "__qualname__", "").startswith("kernel.<locals>") and k.__module__ == cpu.__name__
+  assert mine(kernel_for(spec())) and mine(kernel_for(spec(residual=True)))
+  for other in (spec(B=2), spec(fmt=q8), spec(fmt=format_for(GGMLType.Q4_0, 96), K=96), spec(norm=True, eps=1e-6), spec(glu=True),
+                spec(kernels="generated"), spec(device="NULL")):
+    assert not mine(kernel_for(other)), other
