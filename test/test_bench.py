@@ -236,14 +236,15 @@ def test_profile_batched_step():
 
 def test_beam_kernels_runs_each_pick_on_the_kernels_buffers(capsys):
   """`tools.beam_kernels`: a decode step's slowest kernel searched at BEAM=1 on the CPU and its pick run on the buffers of
-  the kernel's call: one row with both times, and the pick's outputs equal to the heuristics' from the same inputs."""
+  the kernel's call: one row with both times, and the pick's outputs the heuristics' from the same inputs, to fp32's rounding
+  of the product's 256 terms (which pick wins depends on the timings; one that splits the sum otherwise rounds otherwise)."""
   from tools import beam_kernels
   assert beam_kernels.main(["--model", PRESET, "--target", "decode", "--pos", "8", "--max-context", "64", "--top", "1",
                             "--beam", "1", "--repeat", "1", "--kernels", "generated"]) == 0
   out = capsys.readouterr().out.splitlines()
   row = out[out.index(next(line for line in out if line.startswith("kernel "))) + 1].split()
   heur_us, beam_us, diff = float(row[3]), float(row[4]), float(row[6])
-  assert heur_us > 0 and beam_us > 0 and diff == 0.0 and "WRONG" not in row, row
+  assert heur_us > 0 and beam_us > 0 and diff <= 4 * 256 ** 0.5 * 2.0 ** -24 + 2.0 ** -22 and "WRONG" not in row, row
 
 def test_profile_takes_nsight_compute_times(bench, tmp_path):
   """--ncu-csv: each program's time and DRAM bytes come from the CSV, in launch order; copies are not in the CSV."""

@@ -24,6 +24,7 @@ def supports(N: int, K: int) -> bool:
 def source(name: str, N: int, K: int, residual: bool, threads: int) -> str:
   nb, rows = K // 32, -(-N // threads)
   return f"""typedef unsigned int u16v __attribute__((ext_vector_type(16)));
+typedef unsigned int u16v_a4 __attribute__((ext_vector_type(16), aligned(4)));   /* the weights' loads: no alignment assumed */
 typedef float f16v __attribute__((ext_vector_type(16)));
 typedef float f4v __attribute__((ext_vector_type(4)));
 void {name}(float* restrict out, const float* restrict x, {"const float* restrict residual, " if residual else ""}const __fp16* restrict d,
@@ -39,7 +40,7 @@ void {name}(float* restrict out, const float* restrict x, {"const float* restric
     const __fp16* dn = d + (long)n * {nb};
     f16v acc = 0;
     for (int g = 0; g < {nb // 4}; g++) {{
-      u16v w = *(const u16v*)(q + g * 16);
+      u16v w = *(const u16v_a4*)(q + g * 16);
       const f16v* xv = (const f16v*)(xp + g * 128);
       f16v bacc = 0;
       for (int h = 0; h < 2; h++) for (int b = 0; b < 4; b++) {{
