@@ -6,8 +6,9 @@ workgroups-per-SM variant that fits, so a rule can be chosen from the table.
   DEV=CUDA python3 -m tools.bench_gemm --kernels generated [--opts U0:8,U1:4,R3:0,L1:32,L0:2]
 
 --kernels generated times instead the kernel tinygrad generates for each dense product (apps/quantized.py on the generated
-path: the weight dequantized inside the product, fp32 on the CUDA cores) with the heuristics' opts, or with --opts (one
-variant a process: tinygrad caches a kernel by its AST) in place of them: U/L/R/G = UPCAST/LOCAL/UNROLL/GROUP, axis:amount.
+path: the weight dequantized inside the product, fp32 on the CUDA cores) with the heuristics' opts, or with --opts in place
+of them (the layers' own switch, QuantizedLinear.opts; tools.bench_quantized's letters: U/L/R/G = UPCAST/LOCAL/UNROLL/GROUP,
+axis:amount).
 
 A timed step is one TinyJit replay of `copies` calls of the kernel on distinct weight copies (together past the L2 cache,
 as a chunk's products read weights the previous kernels evicted), one x and one output (so the graph runs the calls one
@@ -98,27 +99,15 @@ def bench(model: str, name: str, s: GemmShape, sweep: str, iters: int, rng, step
     print(f"{model:6s} {name:15s} {s.type.name:5s} {s.T:5d} {s.N:6d} {s.K:6d} {str(tile):>10s} {sb:3d} {mb:3d} {us:9.1f} "
           f"{flops / us / 1e6:8.1f} {base / us:6.3f}", flush=True)
 
-def bench_generated(model: str, name: str, typ: GGMLType, T: int, N: int, K: int, iters: int, rng) -> None:
+def bench_generated(model: str, name: str, typ: GGMLType, T: int, N: int, K: int, iters: int, rng, opts: str | None = None) -> None:
   from apps.quantized import QuantizedLinear
   from tools.bench_quantized import time_jit, weight_copies
   w0 = PackedTensor.from_bytes(random_raw(typ, N * K, rng), typ, (K, N))
   layers = [QuantizedLinear(w) for w in [w0, *weight_copies(w0, max(2, math.ceil(64 * 2**20 / (N * K // 32 * 18))) - 1)]]
-  for l in layers: l.kernels = "generated"   # as the model sets its layers (Transformer.set_kernels)
+  for l in layers: l.kernels, l.opts = "generated", parse_opts(opts) if opts else None   # as the model sets its layers; --opts
   xs = [Tensor(rng.standard_normal((T, K), dtype=np.float32)).realize() for _ in range(2)]
   us = time_jit(TinyJit(lambda x: [l(x).contiguous() for l in layers]), [(x,) for x in xs], iters)[1] / len(layers) * 1e6
   print(f"{model:6s} {name:15s} {typ.name:5s} {T:5d} {N:6d} {K:6d} {us:9.1f} {2 * T * N * K / us / 1e6:8.2f}", flush=True)
-
-def override_opts(plan: str) -> None:
-  """The products' kernels take the opts of `plan` (e.g. U0:8,U1:4,R3:0,L1:32,L0:2) instead of the heuristics'."""
-  import tinygrad.codegen.opt.heuristic as heuristic
-  opts = parse_opts(plan)
-  chosen = heuristic.hand_coded_optimizations
-  def hand_coded_optimizations(k):
-    if "_linear_" not in (k.ast.arg.name if k.ast.arg is not None else ""): return chosen(k)
-    k = k.copy()
-    for o in opts: k.apply_opt(o)
-    return k
-  heuristic.hand_coded_optimizations = hand_coded_optimizations
 
 def main() -> None:
   ap = argparse.ArgumentParser(prog="python3 -m tools.bench_gemm", description=__doc__.splitlines()[0])
@@ -136,12 +125,11 @@ def main() -> None:
   print(f"device {Device.DEFAULT}")
   rng = np.random.default_rng(0)
   if args.kernels == "generated":
-    if args.opts: override_opts(args.opts)
     print(f"{'model':6s} {'product':15s} {'type':5s} {'T':>5s} {'N':>6s} {'K':>6s} {'us':>9s} {'TFLOPS':>8s}   opts {args.opts or 'heuristics'}")
     for model in args.models.split(","):
       for name, typ, N, K, form in MODELS[model]:
         if (not args.only or name in args.only.split(",")) and form in ("", "glu", "res"):
-          bench_generated(model, name, typ, args.tokens, N * (2 if form == "glu" else 1), K, args.iters, rng)
+          bench_generated(model, name, typ, args.tokens, N * (2 if form == "glu" else 1), K, args.iters, rng, args.opts)
     return
   print(f"{'model':6s} {'product':15s} {'type':5s} {'T':>5s} {'N':>6s} {'K':>6s} {'tile':>10s} {'sb':>3s} {'mb':>3s} {'us':>9s} "
         f"{'int8 TOPS':>8s} {'x rule':>6s}")

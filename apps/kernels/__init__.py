@@ -56,7 +56,7 @@ from dataclasses import dataclass, field, fields, replace
 from types import ModuleType
 from typing import Callable, Sequence
 from tinygrad import Device, Tensor, dtypes
-from tinygrad.dtype import DType
+from tinygrad.dtype import DType, AddrSpace
 from tinygrad.uop.ops import UOp, Ops, ProgramInfo, KernelInfo
 from tinygrad.helpers import to_function_name
 
@@ -375,16 +375,22 @@ def program(k: SourceKernel, device: str, trigger: bool = True):
   language = language_of(device)
   if language is None: raise ValueError(f"{k.name}: device {device} compiles no hand-written source")
   if _rewrite is not None: k = _rewrite(k)
-  source = render(k if trigger else replace(k, trigger=False), language)
+  return source_program(k.name, k.params, render(k if trigger else replace(k, trigger=False), language), k.global_size, k.local_size, device)
+
+def source_program(name: str, params: Sequence[Param], source: str, global_size: tuple[int, int, int], local_size: tuple[int, int, int],
+                   device: str, core_id: int = 0):
+  """The custom_kernel body of a complete `source` whose function `name` takes the buffers `params` in order (then, with
+  core_id > 0, the CPU runtime's thread index in 0..core_id-1, the thread count being global_size[0])."""
   def fxn(*placeholders: UOp) -> UOp:
-    if len(placeholders) != len(k.params): raise ValueError(f"{k.name}: {len(placeholders)} buffers for {len(k.params)} parameters")
-    params = [_param(p) for p in placeholders]
-    for p, spec in zip(params, k.params):
-      if p.dtype != spec.dtype: raise ValueError(f"{k.name}: parameter {spec.name} is {spec.dtype}, got a {p.dtype} buffer")
-    slots = [p.arg.slot for p in params]
-    sink = UOp.sink(*params, arg=KernelInfo(name=k.name))
-    info = ProgramInfo(k.name, k.global_size, k.local_size, (), tuple(sorted(slots)),
-                       outs=tuple(sorted(s for s, q in zip(slots, k.params) if q.written)),
-                       ins=tuple(sorted(s for s, q in zip(slots, k.params) if not q.written)), target=Device[device].renderer.target)
-    return UOp(Ops.PROGRAM, src=(sink, UOp(Ops.LINEAR, src=(*params, sink)), UOp(Ops.SOURCE, arg=source)), arg=info)
+    if len(placeholders) != len(params): raise ValueError(f"{name}: {len(placeholders)} buffers for {len(params)} parameters")
+    ps = [_param(p) for p in placeholders]
+    for p, spec in zip(ps, params):
+      if p.dtype != spec.dtype: raise ValueError(f"{name}: parameter {spec.name} is {spec.dtype}, got a {p.dtype} buffer")
+    slots = [p.arg.slot for p in ps]
+    var = (UOp.param(len(ps), dtypes.int, vmin_vmax=(0, core_id - 1), name="core_id", addrspace=AddrSpace.ALU),) if core_id else ()
+    sink = UOp.sink(*ps, arg=KernelInfo(name=name))
+    info = ProgramInfo(name, global_size, local_size, var, tuple(sorted(slots)),
+                       outs=tuple(sorted(s for s, q in zip(slots, params) if q.written)),
+                       ins=tuple(sorted(s for s, q in zip(slots, params) if not q.written)), target=Device[device].renderer.target)
+    return UOp(Ops.PROGRAM, src=(sink, UOp(Ops.LINEAR, src=(*ps, sink)), UOp(Ops.SOURCE, arg=source)), arg=info)
   return fxn

@@ -12,10 +12,8 @@ qs (N, nb, 4) words, byte i of a block in bits 8 (i % 4) of word i / 4); the row
 """
 from __future__ import annotations
 import functools
-from tinygrad import Device, dtypes, UOp
-from tinygrad.dtype import AddrSpace
-from tinygrad.uop.ops import Ops, KernelInfo, ProgramInfo
-from apps.kernels import _param
+from tinygrad import Device, dtypes
+from apps.kernels import Param, source_program
 
 def supports(N: int, K: int) -> bool:
   """Shapes the product takes: whole groups of 4 blocks along K, x on the stack (K fp32 values)."""
@@ -63,17 +61,6 @@ def kernel(N: int, K: int, residual: bool, device: str):
   """A custom_kernel body (out, x, [residual], d, qs) running the product on `device` (a CPU device) on all its threads."""
   threads = max(1, min(Device[device].renderer.global_max[0], N))
   name = f"cpu_q4_0_linear_{N}_{K}" + ("_residual" if residual else "")
-  src = source(name, N, K, residual, threads)
-  dts = (dtypes.float32, dtypes.float32, *([dtypes.float32] if residual else []), dtypes.float16, dtypes.uint32)
-  def fxn(*placeholders: UOp) -> UOp:
-    if len(placeholders) != len(dts): raise ValueError(f"{name}: {len(placeholders)} buffers for {len(dts)} parameters")
-    params = [_param(p) for p in placeholders]
-    for p, dt in zip(params, dts):
-      if p.dtype != dt: raise ValueError(f"{name}: a {p.dtype} buffer where {dt} goes")
-    slots = [p.arg.slot for p in params]
-    core_id = UOp.param(len(params), dtypes.int, vmin_vmax=(0, threads - 1), name="core_id", addrspace=AddrSpace.ALU)
-    sink = UOp.sink(*params, arg=KernelInfo(name=name))
-    info = ProgramInfo(name, (threads, 1, 1), (1, 1, 1), (core_id,), tuple(sorted(slots)), outs=(slots[0],), ins=tuple(sorted(slots[1:])),
-                       target=Device[device].renderer.target)
-    return UOp(Ops.PROGRAM, src=(sink, UOp(Ops.LINEAR, src=(*params, sink)), UOp(Ops.SOURCE, arg=src)), arg=info)
-  return fxn
+  params = (Param("out", dtypes.float32, True), Param("x", dtypes.float32), *([Param("residual", dtypes.float32)] if residual else []),
+            Param("d", dtypes.float16), Param("qs", dtypes.uint32))
+  return source_program(name, params, source(name, N, K, residual, threads), (threads, 1, 1), (1, 1, 1), device, core_id=threads)
