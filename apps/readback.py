@@ -139,6 +139,7 @@ class _Staging:
     from tinygrad.runtime.ops_cuda import check
     self.cu, self.check, self.dev = cuda, check, Device[device]
     self.slots = []   # [pinned host pointer or None, its size, its event, whether copies from it were queued]
+    check(cuda.cuCtxSetCurrent(self.dev.context))   # made on any thread: the CLI opens the device before Opening's worker runs
     for _ in range(2):
       ev = cuda.CUevent()
       check(cuda.cuEventCreate(ctypes.byref(ev), cuda.CU_EVENT_DISABLE_TIMING))

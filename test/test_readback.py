@@ -130,6 +130,18 @@ def test_split_kernel_arguments_are_packed_in_order():
   raw = ctypes.string_at(ctypes.addressof(c_args), ctypes.sizeof(c_args))
   assert raw == np.array([0x1000, 0x2000], np.uint64).tobytes() + np.array(vals, np.uint32).tobytes()
 
+def test_staging_made_on_another_thread_sets_the_context_first(monkeypatch):
+  """The slots' events are created with the device's context current: the thread that makes the staging (Opening's worker)
+  is not the one that opened the device where the CLI opened it first, and CUDA then answers 201 (invalid context)."""
+  import tinygrad.runtime.autogen.cuda as cuda, tinygrad.runtime.ops_cuda as ops_cuda
+  calls = []
+  monkeypatch.setattr(cuda, "cuCtxSetCurrent", lambda ctx: calls.append(("current", ctx)) or 0, raising=False)
+  monkeypatch.setattr(cuda, "cuEventCreate", lambda ev, flags: calls.append(("event", None)) or 0, raising=False)
+  monkeypatch.setattr(ops_cuda, "check", lambda r: None)
+  monkeypatch.setattr(R, "Device", {"CUDA": SimpleNamespace(context="ctx")})
+  R._Staging("CUDA")
+  assert calls and calls[0] == ("current", "ctx") and calls.count(("event", None)) == 2, calls
+
 def test_reserve_sizes_both_slots_once():
   st, cu = staging()
   allocs = []
