@@ -402,12 +402,20 @@ spec = lambda B: KernelSpec("linear", fmt, B, 1, 512, 2048, 1, False, False, "NU
 print("PREFILL", kernel_for(spec(64)) is gemm.kernel(gemm.GemmShape(GGMLType.Q4_0, 64, 512, 2048), "NULL"))
 print("MMA", hasattr(kernel_for(spec(64)), "x_form"))   # sm_90: the tensor-core GEMM, x quantized first
 print("DECODE", kernel_for(spec(1)) is matvec.kernel(matvec.MatvecShape("linear", GGMLType.Q4_0, 1, 1, 512, 2048, 1, False), 0.0, "NULL"))
+# a batched step of 5-8 sequences: plain and per-slot products on the tensor cores, routed experts on the matvecs
+experts = lambda B: KernelSpec("experts", fmt, B, 6, 512, 2048, 64, False, True, "NULL")
+batched = lambda B: KernelSpec("batched", format_for(GGMLType.Q8_0, 128), B, 4, 512, 128, 4, True, False, "NULL")
+on = lambda f: getattr(f, "x_form", None) is not None
+print("FEW", [(on(kernel_for(spec(B))), on(kernel_for(batched(B))), on(kernel_for(experts(B)))) for B in (4, 5, 8, 9)])
+print("SPLIT", getattr(kernel_for(spec(8)), "split", None))
 """
 
 @needs_nvcc
 def test_seam_routes_prefill_to_the_gemm_and_decode_to_the_matvecs():
   out = run_nvcc_script(SEAM)
   assert "PREFILL True" in out and "DECODE True" in out and "MMA True" in out, out
+  assert "FEW [(False, False, False), (True, True, False), (True, True, False), (True, True, True)]" in out, out
+  assert "SPLIT (16, 512)" in out, out
 
 @needs_nvcc
 def test_cuda_sources_compile():

@@ -565,6 +565,13 @@ def kernel(s: GemmShape, device: str, norm_eps: float | None = None):
   if s.split > 1: fxn.split = (s.split, 2 * s.N if s.glu else s.N)   # out is the slices' sums: apps/dispatch.launch adds them up
   return fxn
 
+# Tokens up to which every product takes the decode matvecs. Past them a plain or per-slot product takes the tensor-core GEMM
+# (the plain ones with K split: split_k) where the device has one; routed experts keep their matvecs up to matvec.MAX_ROWS
+# (a few tokens' entries spread over the experts: a tile each, nearly empty). A batched step of 5-8 sequences runs the
+# step of 8, where the split GEMM's step costs what it costs at 2 or 4 tokens and the matvecs' grows with the tokens
+# (OPTIMIZATION_JOURNAL.md, H200: Youtu-LLM-2B's step of 8 sequences 4.60 -> 2.46 ms); at 4 the matvecs were as fast or faster.
+FEW_TOKENS = 4
+
 def provider(spec):
   """A kernel provider for apps/dispatch.register_kernel: linear (with or without a residual), routed-expert and per-slot
   (batched) products of more tokens than the decode matvecs take, on devices that compile CUDA or Metal source, and where
@@ -574,9 +581,10 @@ def provider(spec):
   refused = spec.mix or spec.x_stride or (spec.op != "linear" and spec.residual) or (spec.residual and spec.glu) or \
             (spec.op == "batched" and (spec.norm or spec.glu)) or (spec.norm and spec.x_per_slot)
   if spec.op not in ("linear", "experts", "batched") or refused or spec.x_dtype != dtypes.float32 or not isinstance(spec.B, int): return None
-  if spec.B <= matvec.MAX_ROWS or spec.fmt.type not in TYPES or spec.fmt.block != BLOCK[spec.fmt.type][0] or not matvec.available(spec.device): return None
+  if spec.B <= FEW_TOKENS or spec.fmt.type not in TYPES or spec.fmt.block != BLOCK[spec.fmt.type][0] or not matvec.available(spec.device): return None
   s = GemmShape(spec.fmt.type, spec.B, spec.N, spec.K, *((spec.J, spec.E, spec.x_per_slot) if spec.op == "experts" else
                                                          (spec.J, spec.E, True, True) if spec.op == "batched" else ()),
                 residual=spec.op == "linear" and spec.residual, glu=spec.glu)
+  if spec.B <= matvec.MAX_ROWS and (spec.op == "experts" or not mma_supports(s, spec.device)): return None   # the matvecs'
   if mma_supports(s, spec.device): return kernel(split_k(s), spec.device, *([spec.eps] if spec.norm else []))   # (one cache entry per form)
   return kernel(s, spec.device) if not (spec.norm or spec.glu) and supports(s, language_of(spec.device)) else None

@@ -45,7 +45,7 @@ from tinygrad import dtypes
 from apps.gguf import GGMLType, BLOCK
 from apps.kernels import SourceKernel, Param, program, cached, language_of, side_by_side
 
-MAX_ROWS = 8    # tokens (rows of x) a matvec takes; more go to the GEMMs (apps/kernels/gemm.py): past 8 the GEMM is faster
+MAX_ROWS = 8    # tokens (rows of x) a matvec takes; more go to the GEMMs, and so do 5-8 where gemm.FEW_TOKENS says
 
 # ---- per type: packed parts (name, element type), weights per lane step (CH), weights per packed block, the loads of one
 # lane step and their math. In `load` and `math`, `@` is the item's suffix: the load sees `bi@` (packed block index) and
