@@ -53,7 +53,10 @@ case $1 in
 esac
 # Since e4d410e the split GEMM is in the tree (experiments/split-k-landed.diff: split-k.diff and the sum made contiguous):
 # steps 4-6 revert it for A and apply it again for B
-landed() { patch -s $1 -p1 < runs/2026-11-30-reduce/experiments/split-k-landed.diff || exit 1; }
+# (the diff no longer reverses onto the tree: A turns gemm.split_k off, B is the tree as it is)
+landed() { if [ "$1" = -R ]; then sed -i 's/^  if s.experts or s.batched or s.T > 32: return s$/  if True: return s  # A: no split/' apps/kernels/gemm.py
+           grep -q "# A: no split" apps/kernels/gemm.py || exit 1
+           else sed -i 's/^  if True: return s  # A: no split$/  if s.experts or s.batched or s.T > 32: return s/' apps/kernels/gemm.py; fi; }
 # 4: EXPERIMENT experiments/split-k.diff (applied on the device's copy for B): the tensor-core GEMM splits K over workgroups
 #    for products of up to 32 tokens (a batched decode step's), the slices' sums added by a tensor op after it. Youtu-LLM-2B's
 #    batched decode at 16 and 32 sequences, A then B (fresh kernel caches)
@@ -203,14 +206,62 @@ case $1 in
      done ;;
 esac
 # 15: x read lane-major's slow mode (the journal: X_LANES=1 processes decode Youtu-LLM-2B at ~500 or ~320 tok/s, all steps
-#     alike): five X_LANES=1 processes of tools.profile, each the step as run (its first line) and each kernel timed alone
-#     (the JSON rows): a slow process's kernels against a fast one's say whether a kernel or the graph is slow
+#     alike): six X_LANES=1 processes of xl_order.py (one kernel cache), each three captures of the step, each its time as
+#     run and its graph's kernel order; then A (X_LANES=0) twice
 case $1 in
-  15) patch -s -p1 < runs/2026-11-30-reduce/experiments/x-lanes.diff || exit 1
+  15) python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
+     patch -s -p1 < runs/2026-11-30-reduce/experiments/x-lanes.diff || exit 1
      synth youtu-llm-2b
-     for i in 1 2 3 4 5; do
-       CACHEDB=$(mktemp -d)/cache.db X_LANES=1 timeout 100 python3 -m tools.profile --kernels generated --model youtu-llm-2b --count 30 \
-         --json > "$OUT/xl15_$i.json" 2> "$OUT/xl15_$i.err"
-       python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(sys.argv[1], round(r['step_s']*1e3, 3), 'ms as run')" "$OUT/xl15_$i.json"
+     export CACHEDB=$(mktemp -d)/cache.db
+     for i in 1 2 3 4 5 6; do echo "-- X_LANES=1 process $i"; X_LANES=1 timeout 120 python3 runs/2026-11-30-reduce/xl_order.py youtu-llm-2b "$OUT/xo_$i.json" 2>&1 | tail -3; done
+     for i in 7 8; do echo "-- X_LANES=0 process $i"; X_LANES=0 timeout 120 python3 runs/2026-11-30-reduce/xl_order.py youtu-llm-2b "$OUT/xo_$i.json" 2>&1 | tail -3; done ;;
+esac
+# 17: which products of 2-8 tokens take the split GEMM: A (the tree: matvecs up to 8 tokens), C (every product of 2 or more
+#     tokens on the GEMMs: matvec.MAX_ROWS 1, as step 6's B) and L (plain products alone: experts and per-slot products keep
+#     their matvecs), batched decode of 2, 4 and 8 sequences on the three models, fresh kernel caches
+case $1 in
+  17) synth youtu-llm-2b deepseek-v2-lite glm-4.7-flash
+     for v in A C L; do
+       case $v in
+         C) sed -i 's/^MAX_ROWS = 8 /MAX_ROWS = 1 /' apps/kernels/matvec.py; grep -q "^MAX_ROWS = 1 " apps/kernels/matvec.py || exit 1 ;;
+         L) sed -i 's/^MAX_ROWS = 1 /MAX_ROWS = 8 /' apps/kernels/matvec.py
+            sed -i 's/if t.type not in TYPES or t.B > MAX_ROWS: return False/if t.type not in TYPES or t.B > (1 if t.op == "linear" else MAX_ROWS): return False/' apps/kernels/matvec.py
+            sed -i 's/if spec.B <= matvec.MAX_ROWS or/if spec.B <= (1 if spec.op == "linear" else matvec.MAX_ROWS) or/' apps/kernels/gemm.py
+            grep -q '1 if t.op == "linear"' apps/kernels/matvec.py && grep -q '1 if spec.op == "linear"' apps/kernels/gemm.py || exit 1 ;;
+       esac
+       echo "-- $v"
+       CACHEDB=$(mktemp -d)/cache.db timeout 240 python3 -m tools.gpu_bench --presets youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash --batch 2,4,8 \
+         --decode 32 --json "$OUT/rows17_$v.json" 2>&1 | grep -v '^{' | tail -11
+     done ;;
+esac
+# 18: gemm.FEW_TOKENS as committed (a batched step of 5-8 sequences: plain and per-slot products on the split GEMM, routed
+#     experts on the matvecs) against A (FEW_TOKENS 8: every product of up to 8 tokens on the matvecs), a step of 8
+#     sequences on the three models, A B A B, fresh kernel caches
+case $1 in
+  18) synth youtu-llm-2b deepseek-v2-lite glm-4.7-flash
+     i=0
+     for v in A B A B; do
+       i=$((i + 1))
+       if [ $v = A ]; then sed -i 's/^FEW_TOKENS = 4$/FEW_TOKENS = 8/' apps/kernels/gemm.py; grep -q "^FEW_TOKENS = 8$" apps/kernels/gemm.py || exit 1
+       else sed -i 's/^FEW_TOKENS = 8$/FEW_TOKENS = 4/' apps/kernels/gemm.py; grep -q "^FEW_TOKENS = 4$" apps/kernels/gemm.py || exit 1; fi
+       echo "-- $v"
+       CACHEDB=$(mktemp -d)/cache.db timeout 150 python3 -m tools.gpu_bench --presets youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash --batch 8 \
+         --decode 32 --json "$OUT/few18_$i$v.json" 2>&1 | grep -v '^{' | tail -4
+     done ;;
+esac
+# 19: the committed rule (B) against D = B and the matvecs also leave the products of 5-8 tokens that the GEMM does not
+#     take (everything but routed experts; then tinygrad's generated kernel takes them, as step 17's C did), a step of 8
+#     sequences on the three models, B D B D
+case $1 in
+  19) synth youtu-llm-2b deepseek-v2-lite glm-4.7-flash
+     i=0
+     for v in B D B D; do
+       i=$((i + 1))
+       if [ $v = D ]; then sed -i 's/if t.type not in TYPES or t.B > MAX_ROWS: return False/if t.type not in TYPES or t.B > (MAX_ROWS if t.op == "experts" else 4): return False/' apps/kernels/matvec.py
+         grep -q 'MAX_ROWS if t.op == "experts" else 4' apps/kernels/matvec.py || exit 1
+       else sed -i 's/if t.type not in TYPES or t.B > (MAX_ROWS if t.op == "experts" else 4): return False/if t.type not in TYPES or t.B > MAX_ROWS: return False/' apps/kernels/matvec.py; fi
+       echo "-- $v"
+       CACHEDB=$(mktemp -d)/cache.db timeout 150 python3 -m tools.gpu_bench --presets youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash --batch 8 \
+         --decode 32 --json "$OUT/few19_$i$v.json" 2>&1 | grep -v '^{' | tail -4
      done ;;
 esac
