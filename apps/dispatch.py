@@ -109,12 +109,15 @@ def _source_matvec(spec: KernelSpec) -> KernelFn | None:
 _PROVIDERS.append(_source_matvec)
 
 def _source_cpu(spec: KernelSpec) -> KernelFn | None:
-  """The CPU's hand-written decode product (apps/kernels/cpu.py): one token's Q4_0 product, its residual in the store."""
+  """The CPU's hand-written decode product (apps/kernels/cpu.py): one token's Q4_0 product, its residual in the store, or
+  its per-slot product (slot j's own weights and input, the input's slots x_stride apart)."""
   from apps.kernels import cpu
-  if base_device(spec.device) != "CPU" or spec.op != "linear" or not (isinstance(spec.B, int) and spec.B == 1) or spec.fmt.type != GGMLType.Q4_0:
-    return None
-  if spec.norm or spec.glu or spec.mix or spec.x_stride or spec.x_dtype != dtypes.float32 or not cpu.supports(spec.N, spec.K): return None
-  return cpu.kernel(spec.N, spec.K, spec.residual, spec.device)
+  if base_device(spec.device) != "CPU" or not (isinstance(spec.B, int) and spec.B == 1) or spec.fmt.type != GGMLType.Q4_0: return None
+  if spec.norm or spec.glu or spec.mix or spec.x_dtype != dtypes.float32 or not cpu.supports(spec.N, spec.K): return None
+  if spec.op == "linear": return cpu.kernel(spec.N, spec.K, spec.residual, spec.device)   # (x_stride: one row, its first K)
+  if spec.op == "batched" and spec.J == spec.E and spec.x_per_slot and not spec.residual:
+    return cpu.kernel(spec.N, spec.K, False, spec.device, spec.J, spec.x_stride)
+  return None
 _PROVIDERS.append(_source_cpu)
 
 def _source_gemm(spec: KernelSpec) -> KernelFn | None:

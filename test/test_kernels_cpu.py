@@ -1,4 +1,5 @@
-"""The CPU's hand-written decode product (apps/kernels/cpu.py): one token's Q4_0 product with or without its residual,
+"""The CPU's hand-written decode product (apps/kernels/cpu.py): one token's Q4_0 product with or without its residual, and
+its per-slot product (MLA's per-head k_b / v_b: each head its weights and input, the input read in place from a longer row),
 against gguf-py's dequantization in float64, alone and replayed in a TinyJit on new inputs; and the seam giving it the
 products it takes, and nothing else."""
 import shutil
@@ -7,10 +8,10 @@ import pytest
 from tinygrad import Tensor, TinyJit
 from apps.gguf import GGMLType
 from apps.packed import PackedTensor, format_for
-from apps.quantized import QuantizedLinear
+from apps.quantized import QuantizedLinear, QuantizedExpertWeights
 from apps.dispatch import KernelSpec, kernel_for
 from apps.kernels import cpu
-from test_quantized import random_tensor, ref_weight, relerr, fp32_bound
+from test_quantized import random_tensor, ref_weight, relerr, fp32_bound, expert_file
 
 pytestmark = pytest.mark.skipif(shutil.which("clang") is None, reason="tinygrad's CPU device needs clang")
 
@@ -26,6 +27,25 @@ def test_cpu_product(N, K):
     x, r = rng.standard_normal((1, K)).astype(np.float32), rng.standard_normal((1, N)).astype(np.float32)
     assert relerr(lin(Tensor(x, device="CPU")).numpy(), x.astype(np.float64) @ W.T) < fp32_bound(K)
     assert relerr(step(Tensor(x, device="CPU"), Tensor(r, device="CPU")).numpy(), x.astype(np.float64) @ W.T + r) < fp32_bound(K), i
+  xl = rng.standard_normal((1, K + 64)).astype(np.float32)   # the input the first K of a longer row, read in place
+  assert cpu.kernel(N, K, False, "CPU") is kernel_for(KernelSpec("linear", lin.w.fmt, 1, 1, N, K, 1, False, False, "CPU", x_stride=K + 64))
+  assert relerr(lin(Tensor(xl, device="CPU"), prefix=True).numpy(), xl[:, :K].astype(np.float64) @ W.T) < fp32_bound(K)
+
+@pytest.mark.parametrize("H,N,K,stride", [(3, 40, 128, 0), (4, 16, 256, 320), (2, 7, 128, 192)])   # rows split mid-slot; in place
+def test_cpu_per_slot_product(tmp_path, H, N, K, stride):
+  gf, W = expert_file(tmp_path, [("attn_k_b.weight", GGMLType.Q4_0, (K, N, H))], seed=H)
+  kb = QuantizedExpertWeights.from_gguf(gf, "attn_k_b.weight", device="CPU")
+  rng = np.random.default_rng(K)
+  fn = (lambda x: kb.batched(x, slot_stride=stride).contiguous()) if stride else (lambda x: kb.batched(x).contiguous())
+  step = TinyJit(fn)
+  for i in range(4):
+    xs = rng.standard_normal((1, H * stride) if stride else (1, H, K)).astype(np.float32)
+    x = xs.reshape(1, H, stride)[..., :K] if stride else xs
+    want = np.einsum("hnk,thk->thn", W["attn_k_b.weight"], x.astype(np.float64))
+    assert relerr(fn(Tensor(xs, device="CPU")).numpy().reshape(1, H, N), want) < fp32_bound(K), i
+    assert relerr(step(Tensor(xs, device="CPU")).numpy().reshape(1, H, N), want) < fp32_bound(K), i
+  spec = KernelSpec("batched", kb.groups[0].fmt, 1, H, N, K, H, True, False, "CPU", x_stride=stride)
+  assert kernel_for(spec) is cpu.kernel(N, K, False, "CPU", H, stride)
 
 def test_seam_gives_the_cpu_product_one_token_q4_0_products():
   """Q4_0, one token, K a multiple of 128, the residual or none, on the CPU and the hand-written path: the CPU product;
