@@ -4,12 +4,12 @@
 #   bash runs/2026-11-30-cpu-cores/full_ab.sh > runs/2026-11-30-cpu-cores/full_ab.txt
 # then the whole series' hand-written path beside llama.cpp's llama-bench (the CPU build of the pinned sdist in .cache/llama:
 # `python3 -m tools.llama_bench build --cpu` first), in one run:
-#   bash runs/2026-11-30-cpu-cores/full_ab.sh llama > runs/2026-11-30-cpu-cores/full_llama.txt
+#   bash runs/2026-11-30-cpu-cores/full_ab.sh llama > runs/2026-11-30-cpu-cores/full_llama.txt   (LLAMA_OUT=NAME: NAME.json)
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-runs/2026-11-30-cpu-cores}
 if [ "$1" = llama ]; then
   DEV=CPU PYTHONPATH=. timeout 1200 ./.venv/bin/python -m tools.gpu_bench --kernels hand --presets youtu-llm-2b --decode 16 --prefill 64 \
-    --llama --json "$OUT/full_llama.json" 2>&1 | grep -v '^{' | tail -8
+    --llama --json "$OUT/${LLAMA_OUT:-full_llama}.json" 2>&1 | grep -v '^{' | tail -8
   exit
 fi
 for r in 1 2; do
