@@ -57,3 +57,30 @@ def test_seam_gives_the_cpu_product_one_token_q4_0_products():
   for other in (spec(B=2), spec(fmt=q8), spec(norm=True, eps=1e-6), spec(glu=True), spec(kernels="generated"), spec(device="NULL")):
     assert not mine(kernel_for(other)), other
   assert not mine(kernel_for(spec(fmt=format_for(GGMLType.Q4_0, 96), K=96)), K=96)
+
+@pytest.mark.parametrize("H,L,R,kv_offset,positions", [(4, 64, 32, 0, (0, 1, 9)), (3, 512, 64, 8, (5, 40))])   # heads split unevenly
+def test_cpu_decode_attention(H, L, R, kv_offset, positions):
+  """MLA decode attention of one token on the CPU against the tinygrad-ops reference: the output and the cache row it
+  writes, at several positions (the new row its own key), with the sequence's rows past a base, replayed in a TinyJit."""
+  from apps.kernels import mla_attention
+  from apps.mla import decode_attention_reference
+  rng = np.random.default_rng(H)
+  nope, ctx, base = 16, 48, 48   # the sequence's rows start at cache row 48 (a second slot)
+  f = lambda *s: Tensor(rng.standard_normal(s).astype(np.float32), device="CPU").realize()
+  cache0 = rng.standard_normal((2 * ctx, L + R)).astype(np.float32)
+  ang = rng.uniform(0, 6.28, (ctx, R // 2)).astype(np.float32)
+  cos, sin = Tensor(np.cos(ang), device="CPU").realize(), Tensor(np.sin(ang), device="CPU").realize()
+  kw = dict(n_head=H, kv_lora=L, qk_nope=nope, qk_rope=R, scale=0.11, eps=1e-6)
+  assert mla_attention.decodes("CPU", Tensor(cache0, device="CPU"), False, H, L, R)
+  cache = Tensor(cache0, device="CPU").realize()
+  pos = Tensor(np.array([[0, base]], np.int32), device="CPU").realize()
+  attend = lambda ql, qr, kv, w: mla_attention.mla_decode_attention(ql, qr, kv, w, cache, cos, sin, pos, kv_offset=kv_offset, **kw)
+  step = TinyJit(lambda *a: attend(*a).realize())
+  for p in positions:
+    q_lat, q_raw, kv_raw, w = f(1, H, L), f(1, H * (nope + R)), f(1, kv_offset + L + R), f(L)
+    pos.assign(Tensor(np.array([[p, base]], np.int32), device="CPU")).realize()
+    ref_cache = Tensor(cache.numpy()[base:base + ctx], device="CPU").realize()
+    want = decode_attention_reference(q_lat, q_raw, kv_raw[:, kv_offset:], w, ref_cache, cos, sin, p, **kw)
+    got = step(q_lat, q_raw, kv_raw, w)
+    assert relerr(got.numpy().reshape(H, L), want.numpy()) < 1e-5, p
+    np.testing.assert_allclose(cache.numpy()[base + p], ref_cache.numpy()[p], rtol=1e-5, atol=1e-6)
