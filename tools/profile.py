@@ -86,7 +86,8 @@ def attribute(calls: Sequence[UOp], parts: dict[UOp, tuple[str, int, int, str]],
     args = get_call_arg_uops(call)
     outs, ins = get_call_outs_ins(call)
     found = [parts[args[k]] for k in ins if args[k] in parts]
-    found += [(p[0], p[1], cache_row, p[3]) for k in outs if k not in ins and (p := parts.get(args[k])) is not None and p[3] == "cache"]
+    # a cache row written (a kernel may read the cache too: the CPU's decode attention appends its row and attends over all)
+    found += [(p[0], p[1], cache_row, p[3]) for k in outs if (p := parts.get(args[k])) is not None and p[3] == "cache"]
     # producers, the one behind the largest input first
     for k in sorted(ins, key=lambda k: -args[k].max_numel() * args[k].dtype.itemsize):
       if args[k] not in parts and (w := writer.get(args[k])) is not None and w not in producers[i]:

@@ -110,6 +110,7 @@ class Param:
   dtype: DType      # element type of the buffer
   written: bool = False
   weight: bool = False  # never written during a step: may be read before GRID_WAIT()
+  read: bool = False    # written and read too (a cache the kernel appends a row to and attends over): among the program's ins
 
 @dataclass(frozen=True)
 class SourceKernel:
@@ -391,6 +392,6 @@ def source_program(name: str, params: Sequence[Param], source: str, global_size:
     sink = UOp.sink(*ps, arg=KernelInfo(name=name))
     info = ProgramInfo(name, global_size, local_size, var, tuple(sorted(slots)),
                        outs=tuple(sorted(s for s, q in zip(slots, params) if q.written)),
-                       ins=tuple(sorted(s for s, q in zip(slots, params) if not q.written)), target=Device[device].renderer.target)
+                       ins=tuple(sorted(s for s, q in zip(slots, params) if not q.written or q.read)), target=Device[device].renderer.target)
     return UOp(Ops.PROGRAM, src=(sink, UOp(Ops.LINEAR, src=(*ps, sink)), UOp(Ops.SOURCE, arg=source)), arg=info)
   return fxn

@@ -168,7 +168,7 @@ def attention_supports(n_head: int, kv_lora: int, qk_rope: int, cache: Tensor) -
 def attention_kernel(n_head: int, kv_lora: int, qk_nope: int, qk_rope: int, scale: float, eps: float, kv_offset: int, device: str):
   threads = max(1, min(Device[device].renderer.global_max[0], n_head))
   name = f"cpu_mla_decode_attention_{n_head}_{kv_lora}_{qk_rope}"
-  params = (Param("out", dtypes.float32, True), Param("cache", dtypes.float32, True), *(Param(n, dtypes.float32) for n in
+  params = (Param("out", dtypes.float32, True), Param("cache", dtypes.float32, True, read=True), *(Param(n, dtypes.float32) for n in
             ("q_lat", "q_raw", "kv_raw", "kv_norm_w", "rope_cos", "rope_sin")), Param("pos", dtypes.int32))
   src = attention_source(name, n_head, kv_lora, qk_nope, qk_rope, scale, eps, kv_offset, threads)
   return source_program(name, params, src, (threads, 1, 1), (1, 1, 1), device, core_id=threads)
