@@ -85,7 +85,7 @@ def attention_source(name: str, n_head: int, kv_lora: int, qk_nope: int, qk_rope
   back). exp2 is a polynomial here: the CPU kernels link no libm."""
   L, R, H = kv_lora, qk_rope, n_head
   D, KQ, HT = L + R, qk_nope + qk_rope, -(-n_head // threads)
-  f = lambda x: f"{x:.9e}f"
+  f, qs = (lambda x: f"{x:.9e}f"), f"{scale * math.log2(math.e):.9e}f"   # the queries' factor: scale and log2 e
   return f"""typedef float f16v __attribute__((ext_vector_type(16)));
 typedef float f16v_a4 __attribute__((ext_vector_type(16), aligned(4)));
 static inline float ex2(float x) {{   /* 2^x for x <= 0: Cephes' exp2f polynomial on [-0.5, 0.5] */
@@ -122,20 +122,18 @@ void {name}(float* restrict out, float* restrict cache, const float* restrict q_
   /* the queries, scale and log2 e folded in */
   for (int h = h0; h < h1; h++) {{
     float* qf = (float*)q[h - h0];
-    for (int i = 0; i < {L}; i++) qf[i] = q_lat[h * {L} + i] * {f(scale * math.log2(math.e))};
+    for (int i = 0; i < {L}; i++) qf[i] = q_lat[h * {L} + i] * {qs};
     const float* qr = q_raw + h * {KQ} + {qk_nope};
     for (int i = 0; i < {R // 2}; i++) {{
       float x0 = qr[2 * i], x1 = qr[2 * i + 1];
-      qf[{L} + i] = (x0 * cs[i] - x1 * sn[i]) * {f(scale * math.log2(math.e))};
-      qf[{L} + {R // 2} + i] = (x1 * cs[i] + x0 * sn[i]) * {f(scale * math.log2(math.e))};
+      qf[{L} + i] = (x0 * cs[i] - x1 * sn[i]) * {qs};
+      qf[{L} + {R // 2} + i] = (x1 * cs[i] + x0 * sn[i]) * {qs};
     }}
     m[h - h0] = -3.0e38f; l[h - h0] = 0.0f;
     for (int v = 0; v < {L // 16}; v++) acc[h - h0][v] = 0.0f;
   }}
   for (int t = 0; t <= p; t++) {{
-    const f16v* kt = t == p ? row : 0;
-    f16v k[{D // 16}];
-    if (t < p) {{ for (int v = 0; v < {D // 16}; v++) k[v] = *(const f16v_a4*)(rows + (long)t * {D} + 16 * v); kt = k; }}
+    const f16v_a4* kt = t == p ? (const f16v_a4*)row : (const f16v_a4*)(rows + (long)t * {D});   /* read in place */
     for (int h = h0; h < h1; h++) {{
       const int j = h - h0;
       f16v d = 0.0f;

@@ -585,6 +585,7 @@ def provider(spec):
   s = GemmShape(spec.fmt.type, spec.B, spec.N, spec.K, *((spec.J, spec.E, spec.x_per_slot) if spec.op == "experts" else
                                                          (spec.J, spec.E, True, True) if spec.op == "batched" else ()),
                 residual=spec.op == "linear" and spec.residual, glu=spec.glu)
-  if spec.B <= matvec.MAX_ROWS and (spec.op == "experts" or not mma_supports(s, spec.device)): return None   # the matvecs'
-  if mma_supports(s, spec.device): return kernel(split_k(s), spec.device, *([spec.eps] if spec.norm else []))   # (one cache entry per form)
+  mma = mma_supports(s, spec.device)
+  if spec.B <= matvec.MAX_ROWS and (spec.op == "experts" or not mma): return None   # the matvecs'
+  if mma: return kernel(split_k(s), spec.device, *([spec.eps] if spec.norm else []))   # (one cache entry per form)
   return kernel(s, spec.device) if not (spec.norm or spec.glu) and supports(s, language_of(spec.device)) else None
