@@ -1,0 +1,62 @@
+# GPU steps of 2026-11-30 (night), from the repository root; carry upstream/tinygrad upstream/.stamp upstream/.cache .cache/vocab.
+#   1: the CLI on CUDA (the staging's context fix, b06308b): a greedy prompt; then the server under load (Youtu-LLM-2B, 32
+#      slots): 1 / 8 / 16 / 32 streaming clients, then 300 requests with faults mixed in and the idle check
+#   2: EXPERIMENT experiments/stage-x.diff (applied to the device's copy): a grouped reduction's lanes read an operand of the
+#      reduce axes alone from local memory, copied there coalesced once a workgroup (STAGE=0 turns it off). Youtu-LLM-2B's
+#      products alone (weights past the L2), STAGE 0 then 1; the generated decode and prefill 512 of Youtu-LLM-2B and
+#      DeepSeek-V2-Lite, STAGE 0 1 0 1 (fresh kernel caches; captures are keyed by STAGE); STAGE=1's greedy tokens
+#   3: the same diff on GLM-4.7-Flash: the generated decode and prefill 512, STAGE 0 1 1 0 (the second pair loads the
+#      first pair's captures)
+#   4: the series of 63 (the diff above as patches/0063): the generated decode and prefill 512 of the three models (a fresh
+#      kernel cache), the greedy tokens of the tiny presets; then EXPERIMENT experiments/mv-local.diff: the matvec rule's
+#      workgroup of up to 8 row groups (MV_LOCAL=8) where it took 4, Youtu-LLM-2B and DeepSeek-V2-Lite, then 4 again
+cd "$(dirname "$0")/../.."
+export DEV=${DEV:-CUDA} PYTHONUNBUFFERED=1 PYTHONPATH=.
+OUT=${OUT:-out}; mkdir -p "$OUT"
+synth() { for m in "$@"; do python3 -c "from apps import synth; synth.generate('$m', 'release', progress=False)"; done; }
+serve() {  # serve M PORT ARGS...: a server in the background, its log in $OUT
+  local m=$1 port=$2; shift 2
+  python3 apps/llm.py --model $m --serve $port "$@" > "$OUT/server_$m.log" 2>&1 &
+  echo $! > "$OUT/server.pid"
+}
+case $1 in
+  1) M=${M:-youtu-llm-2b}
+     synth $M
+     /usr/bin/time -f "cli wall %e s, max rss %M KB" timeout 120 python3 apps/llm.py --model $M -p "The quick brown fox" -n 32 --temperature 0 -v 2>&1 | tail -8
+     serve $M 8080 --parallel 32 --max-context 2048 --queue 64
+     timeout 200 python3 -m tools.load --port 8080 --clients 1,8,16,32 --requests 3 --seconds 40 --wait 150 --json "$OUT/load_$M.json" 2>&1 | tail -12
+     timeout 120 python3 -m tools.load --port 8080 --faults 300 --wait 30 2>&1 | tail -6
+     kill $(cat "$OUT/server.pid"); sleep 2; tail -5 "$OUT/server_$M.log" ;;
+  2) patch -s -d upstream -p1 < runs/2026-11-30-serve/experiments/stage-x.diff || exit 1
+     python3 -m compileall -q upstream/tinygrad > /dev/null
+     synth youtu-llm-2b deepseek-v2-lite
+     for st in 0 1; do
+       echo "-- STAGE=$st products"
+       STAGE=$st timeout 150 python3 -m tools.bench_quantized --kernels generated --types Q4_0 --dtype float --rounds 3 \
+         --shapes 2048:6144:r,12288:2048,3072:1536,2048:2048:r,2112:2048 --opts heur 2>&1 | tail -7
+     done
+     for st in 0 1 0 1; do
+       echo "-- STAGE=$st"
+       STAGE=$st CACHEDB=$(mktemp -d)/cache.db timeout 200 python3 -m tools.gpu_bench --kernels generated --presets youtu-llm-2b,deepseek-v2-lite \
+         --decode 32 --prefill 512 --json "$OUT/stage_$st.$RANDOM.json" 2>&1 | grep -v '^{' | tail -3
+     done
+     STAGE=1 timeout 150 python3 -m tools.gpu_check release --kernels generated 2>&1 | tail -4 ;;
+  3) patch -s -d upstream -p1 < runs/2026-11-30-serve/experiments/stage-x.diff || exit 1
+     python3 -m compileall -q upstream/tinygrad > /dev/null
+     synth glm-4.7-flash
+     for st in 0 1 1 0; do
+       echo "-- STAGE=$st"
+       STAGE=$st CACHEDB=$(mktemp -d)/cache.db timeout 200 python3 -m tools.gpu_bench --kernels generated --presets glm-4.7-flash \
+         --decode 32 --prefill 512 --json "$OUT/stage3_$st.$RANDOM.json" 2>&1 | grep -v '^{' | tail -3
+     done ;;
+  4) synth youtu-llm-2b deepseek-v2-lite glm-4.7-flash
+     CACHEDB=$(mktemp -d)/cache.db timeout 260 python3 -m tools.gpu_bench --kernels generated --presets youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash \
+       --decode 32 --prefill 512 --json "$OUT/s63.json" 2>&1 | grep -v '^{' | tail -3
+     timeout 100 python3 -m tools.gpu_check release --kernels generated 2>&1 | tail -4
+     patch -s -d upstream -p1 < runs/2026-11-30-serve/experiments/mv-local.diff || exit 1
+     python3 -m compileall -q upstream/tinygrad > /dev/null
+     for l in 8 4; do
+       MV_LOCAL=$l CACHEDB=$(mktemp -d)/cache.db timeout 150 python3 -m tools.gpu_bench --kernels generated --presets youtu-llm-2b,deepseek-v2-lite \
+         --decode 32 --prefill 512 --json "$OUT/mvlocal_$l.json" 2>&1 | grep -v '^{' | tail -3
+     done ;;
+esac
