@@ -1698,3 +1698,36 @@ print("ok")
 
 def test_0063_grouped_reduction_stages_a_shared_operand(trees):
   assert_patch_needed(trees, "0063", STAGED_OPERAND, env={"DEV": "PYTHON::sm_80", "CACHELEVEL": "0"})
+
+MATMUL_TILE_EIGHT_BY_EIGHT = """
+# without local memory a matmul of packed 4-bit weights (a word's 8 nibbles, a scale a block of 4 words) and 32 tokens of
+# fp32 activations keeps 8 tokens x 8 rows a thread (64 outputs; 16 without the patch), while a product of one token keeps
+# the few rows it had (at most 8); both equal numpy's
+import numpy as np
+from tinygrad import Tensor, Device
+from tinygrad.codegen.opt.heuristic import hand_coded_optimizations
+from tinygrad.codegen.opt.postrange import Scheduler
+rng = np.random.default_rng(0)
+shifts = np.arange(8, dtype=np.uint32) * 4
+def outputs(t):
+  k = Scheduler(t.linear_with_vars()[0].src[-1].src[0], Device["CPU"].renderer)
+  k.convert_loop_to_global()
+  opt = hand_coded_optimizations(k)
+  return int(np.prod([s for s, a in zip(opt.full_shape, opt.axis_types) if a.name == "UPCAST"]))
+N, B = 256, 16
+wn = rng.integers(0, 2**32, (N, B, 4), dtype=np.uint32)
+sn = rng.standard_normal((N, B, 1, 1)).astype(np.float32)
+w, sc = Tensor(wn).realize(), Tensor(sn).realize()
+for T, most in ((32, 64), (1, 8)):
+  xn = rng.standard_normal((T, 1, B, 4, 8)).astype(np.float32)
+  x = Tensor(xn).realize()
+  def product(): return ((((w.reshape(N, B, 4, 1) >> Tensor(shifts)) & 15).float() - 8) * sc * x).sum((2, 3, 4))
+  got = outputs(product())
+  assert (got == most) if T > 1 else (got <= most), (T, got)
+  ref = (((((wn[..., None] >> shifts) & 15).astype(np.float64) - 8) * sn)[None] * xn).sum((2, 3, 4))
+  np.testing.assert_allclose(product().numpy(), ref, rtol=1e-4, atol=1e-3)
+print("ok")
+"""
+
+def test_0064_matmul_tile_eight_by_eight(trees):
+  assert_patch_needed(trees, "0064", MATMUL_TILE_EIGHT_BY_EIGHT, env={"DEV": "CPU", "CACHELEVEL": "0"})
