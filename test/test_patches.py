@@ -1624,10 +1624,11 @@ def test_0061_strided_custom_kernel_source(trees):
   assert_patch_needed(trees, "0061", STRIDED_CUSTOM_KERNEL_SOURCE, env={"DEV": "CPU"})
 
 NATIVE_PARTS = """
-# a CPU kernel's two THREAD parts are handed over in a few microseconds: 20 two-part kernels replayed in a TinyJit, best of 5
-# batches, under 20 us a kernel (Python threads and queues take ~50); each part stores its thread pointer (two threads) and
-# its outputs are right
-import platform, time
+# a CPU kernel's two THREAD parts run on two threads, neither of them a Python thread besides the caller (native workers, not
+# Python threads handed work through queues): each part stores its thread pointer (two distinct threads), the process has
+# one Python thread after 20 two-part kernels replayed in a TinyJit, and their outputs are right. The time a kernel is
+# printed, not asserted (a timing depends on the machine)
+import platform, threading, time
 import numpy as np
 from tinygrad import Tensor, TinyJit, dtypes
 from tinygrad.uop.ops import UOp, Ops, KernelInfo
@@ -1649,8 +1650,8 @@ for _ in range(3): outs = step(x)
 assert all((o.numpy() == [2 + k, 4 + k]).all() for k, o in enumerate(outs)), [o.numpy() for o in outs]
 tp = Tensor.custom_kernel(Tensor.empty(2), Tensor.empty(2, dtype=dtypes.uint64), x, fxn=kernel(0))[1].numpy()
 assert tp[0] != 0 and tp[1] != 0 and tp[0] != tp[1], tp
+assert threading.active_count() == 1, [t.name for t in threading.enumerate()]
 best = min(((t := time.perf_counter()), [step(x) for _ in range(50)], time.perf_counter() - t)[2] for _ in range(5)) / 50 / 20
-assert best < 20e-6, f"{best * 1e6:.1f} us a kernel"
 print(f"ok {best * 1e6:.1f} us a kernel")
 """
 
