@@ -12,7 +12,8 @@
 #      workgroup of up to 8 row groups (MV_LOCAL=8) where it took 4, Youtu-LLM-2B and DeepSeek-V2-Lite, then 4 again
 #   5: EXPERIMENT experiments/stage-global.diff on the series of 63: an operand that global ranges index too (a routed
 #      expert's x, a head's slice) is staged at the workgroup's base (STAGE_GLOBAL=0 turns it off). The generated decode and
-#      prefill 512 of DeepSeek-V2-Lite and GLM-4.7-Flash, STAGE_GLOBAL 0 1 1 0; STAGE_GLOBAL=1's greedy tokens
+#      prefill 512 of DeepSeek-V2-Lite and GLM-4.7-Flash, STAGE_GLOBAL 0 1 1 0 (a kernel cache a variant); STAGE_GLOBAL=1's
+#      greedy tokens
 cd "$(dirname "$0")/../.."
 export DEV=${DEV:-CUDA} PYTHONUNBUFFERED=1 PYTHONPATH=.
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -65,9 +66,9 @@ case $1 in
   5) patch -s -d upstream -p1 < runs/2026-11-30-serve/experiments/stage-global.diff || exit 1
      python3 -m compileall -q upstream/tinygrad > /dev/null
      synth deepseek-v2-lite glm-4.7-flash
-     for sg in 0 1 1 0; do
-       echo "-- STAGE_GLOBAL=$sg"
-       STAGE_GLOBAL=$sg CACHEDB=$(mktemp -d)/cache.db timeout 220 python3 -m tools.gpu_bench --kernels generated --presets deepseek-v2-lite,glm-4.7-flash \
+     for sg in 0 1 1 0; do  # a kernel cache a variant (the cache is keyed by the AST, not the switch); the second pair reuses the first's
+       echo "-- STAGE_GLOBAL=$sg $(date +%T)"; mkdir -p /tmp/sg$sg
+       STAGE_GLOBAL=$sg CACHEDB=/tmp/sg$sg/cache.db timeout 220 python3 -m tools.gpu_bench --kernels generated --presets deepseek-v2-lite,glm-4.7-flash \
          --decode 32 --prefill 512 --json "$OUT/sg_$sg.$RANDOM.json" 2>&1 | grep -v '^{' | tail -3
      done
      STAGE_GLOBAL=1 timeout 120 python3 -m tools.gpu_check release --kernels generated 2>&1 | tail -4 ;;
