@@ -83,6 +83,10 @@ def kernel_for(spec: KernelSpec) -> KernelFn | None:
   plain = replace(spec, residual=False)
   return _portable_kernel(spec) if portable_fuses(spec) and all(p(plain) is None for p in providers) else None
 
+def hand_written(spec: KernelSpec) -> bool:
+  """Whether a registered hand-written kernel serves `spec` (on the hand-written path)."""
+  return spec.kernels == "hand" and any(p(spec) is not None for p in _PROVIDERS)
+
 def portable_fuses(spec: KernelSpec) -> bool:
   """The fusion the portable kernel does: a decode product's residual, added at the store (an elementwise kernel fewer a
   product). Measured slower, so not done: the same in a prefill chunk's product, and the norm, the glu and the experts'
@@ -93,7 +97,8 @@ def _matvec_shape(spec: KernelSpec):
   """The hand-written decode matvec (apps/kernels/matvec.py) shape for `spec`, or None where none serves it."""
   from apps.kernels import language_of
   matvec = spec.modules.matvec
-  if spec.op not in ("linear", "experts", "batched") or spec.x_dtype != dtypes.float32 or not matvec.available(spec.device): return None
+  if spec.op not in ("linear", "experts", "batched") or spec.per_tile or spec.x_dtype != dtypes.float32: return None
+  if not matvec.available(spec.device): return None
   if spec.fmt.type not in matvec.TYPES or spec.fmt.block != matvec.TYPES[spec.fmt.type].block: return None
   shape = matvec.MatvecShape(spec.op, spec.fmt.type, spec.B, spec.J, spec.N, spec.K, spec.E, spec.x_per_slot,
                              spec.norm, spec.residual, spec.glu, spec.mix, spec.x_stride)
@@ -109,15 +114,19 @@ def _source_matvec(spec: KernelSpec) -> KernelFn | None:
 _PROVIDERS.append(_source_matvec)
 
 def _source_cpu(spec: KernelSpec) -> KernelFn | None:
-  """The CPU's hand-written decode product (apps/kernels/cpu.py): one token's Q4_0 product, its residual in the store, or
-  its per-slot product (slot j's own weights and input, the input's slots x_stride apart)."""
+  """The CPU's hand-written Q4_0 product (apps/kernels/cpu.py) of any number of tokens (a decode step's sequences, a
+  prompt's chunk): its residual in the store, its per-slot form (slot j's own weights and input, the input's slots x_stride
+  apart), and the routed experts' products, an entry (a token's expert) at a time or in tiles of entries an expert."""
   from apps.kernels import cpu
-  if base_device(spec.device) != "CPU" or not (isinstance(spec.B, int) and spec.B == 1) or spec.fmt.type != GGMLType.Q4_0: return None
-  if spec.norm or spec.glu or spec.mix or spec.x_dtype != dtypes.float32 or not cpu.supports(spec.N, spec.K): return None
-  if spec.op == "linear": return cpu.kernel(spec.N, spec.K, spec.residual, spec.device)   # (x_stride: one row, its first K)
+  if base_device(spec.device) != "CPU" or not isinstance(spec.B, int) or spec.fmt.type != GGMLType.Q4_0: return None
+  if spec.norm or spec.glu or spec.mix or spec.x_dtype != dtypes.float32 or not cpu.supports(spec.N, spec.K, spec.B): return None
+  T = (1, spec.x_stride, spec.B) if spec.B > 1 else ()   # one token: one kernel whatever its row's stride (it reads the first K)
+  if spec.op == "linear": return cpu.kernel(spec.N, spec.K, spec.residual, spec.device, *T)
   if spec.op == "batched" and spec.J == spec.E and spec.x_per_slot and not spec.residual:
-    return cpu.kernel(spec.N, spec.K, False, spec.device, spec.J, spec.x_stride)
-  return None
+    return cpu.kernel(spec.N, spec.K, False, spec.device, spec.J, spec.x_stride, *T[2:])
+  if spec.op != "experts" or spec.residual or spec.x_stride: return None
+  if spec.per_tile: return cpu.kernel(spec.N, spec.K, False, spec.device, spec.B, 0, spec.J, ("tiles", spec.E))
+  return cpu.kernel(spec.N, spec.K, False, spec.device, spec.B * spec.J, 0, 1, ("entries", spec.E, spec.J, spec.x_per_slot))
 _PROVIDERS.append(_source_cpu)
 
 def _source_gemm(spec: KernelSpec) -> KernelFn | None:

@@ -391,7 +391,7 @@ class Block:
       q = self.attn_q_b(self.attn_q_a(x, norm=xn), norm=qn) if cfg.q_lora_rank else self.attn_q(x, norm=xn)
       kv = self.attn_kv_a_mqa(x, norm=xn)                                       # (T, kv_lora + rope)
     if tables is not None and (rows is not None or isinstance(T, int) and T == 1) and self.kernels == "hand" and \
-       self.kernel_modules.mla_attention.decodes(x.device, cache, rows is not None, cfg.n_head, cfg.kv_lora_rank, cfg.qk_rope):
+       self.kernel_modules.mla_attention.decodes(x.device, cache, cfg.n_head, cfg.kv_lora_rank, cfg.qk_rope):
       # q_nope of every head, read in place (from q, or from the stacked [q; kv_a] output), absorbed: (T, H, kv_lora)
       q_lat = self.attn_k_b.batched(q.reshape(T, -1), prefix=True, slot_stride=kq)
       out = self.kernel_modules.mla_attention.mla_decode_attention(

@@ -343,8 +343,11 @@ class QuantizedExpertWeights:
     for w in self.groups: _check_device(w, x, "the input"); _check_device(w, sel, "sel")
     sels, B, Bmax = _flat(sel.cast(dtypes.int32), 1, self.name, self.fusions.slices)
     xs, _, _ = _flat(x, 2 if per_slot else 1, self.name, self.fusions.slices)
-    # a chunk's entries on the generated path: in tiles an expert, where there are 8 an expert or more on average
-    if self.kernels == "generated" and Bmax * J >= 8 * self.n_expert:
+    # a chunk's entries in tiles an expert, where there are 8 an expert or more on average: on the generated path, and where
+    # a hand-written kernel takes such tiles (the CPU's); the GPUs' hand-written GEMMs group the entries themselves
+    if Bmax * J >= 8 * self.n_expert and (self.kernels == "generated" or all(dispatch.hand_written(KernelSpec(
+        "experts", w.fmt, 1, TILE, n, self.in_features, self.n_expert, True, True, base_device(x.device), per_tile=True,
+        fusions=self.fusions, modules=self.kernel_modules)) for w, n in zip(self.groups, self.outs))):
       return _unflat(self._tiled(sels, xs, per_slot), B, Bmax, (*sel.shape, self.out_features))
     ys = []
     for w, n in zip(self.groups, self.outs):
@@ -356,7 +359,7 @@ class QuantizedExpertWeights:
   def _tiled(self, sels: Tensor, xs: Tensor, per_slot: bool) -> Tensor:
     """A chunk's entries (B, J) as products of tiles: the entries routed to each expert in tiles of TILE, each tile one
     product with its expert's weights (a weight dequantized once serves the tile, where a kernel an entry dequantizes it
-    for each), the rows back in entry order after. Generated kernels only: the hand-written GEMMs group entries themselves."""
+    for each), the rows back in entry order after. The generated kernels, or the CPU's hand-written ones."""
     Bmax, J = sels.shape
     # wide tiles where the experts average one and a half of them (48 entries: DeepSeek-V2-Lite's 512-token chunk, +2.0%); at
     # one (GLM-4.7-Flash's 32) the padding of half-empty wide tiles costs more than they win (-2.7%)

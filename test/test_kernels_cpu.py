@@ -1,17 +1,18 @@
-"""The CPU's hand-written decode product (apps/kernels/cpu.py): one token's Q4_0 product with or without its residual, and
-its per-slot product (MLA's per-head k_b / v_b: each head its weights and input, the input read in place from a longer row),
-against gguf-py's dequantization in float64, alone and replayed in a TinyJit on new inputs; and the seam giving it the
-products it takes, and nothing else."""
+"""The CPU's hand-written Q4_0 products (apps/kernels/cpu.py): one token's or several tokens' (a batched step's sequences, a
+prompt's chunk) with or without its residual, and the per-slot product (MLA's per-head k_b / v_b: each head its weights and
+input, the input read in place from a longer row), against gguf-py's dequantization in float64, alone and replayed in a
+TinyJit on new inputs; the seam giving it the products it takes, and nothing else; and MLA's decode attention of one
+sequence's token or of a batched step's rows."""
 import shutil
 import numpy as np
 import pytest
-from tinygrad import Tensor, TinyJit
+from tinygrad import Tensor, TinyJit, UOp
 from apps.gguf import GGMLType
 from apps.packed import PackedTensor, format_for
 from apps.quantized import QuantizedLinear, QuantizedExpertWeights
 from apps.dispatch import KernelSpec, kernel_for
 from apps.kernels import cpu
-from test_quantized import random_tensor, ref_weight, relerr, fp32_bound, expert_file
+from test_quantized import random_tensor, ref_weight, relerr, fp32_bound, expert_file, expert_ref
 
 pytestmark = pytest.mark.skipif(shutil.which("clang") is None, reason="tinygrad's CPU device needs clang")
 
@@ -31,30 +32,77 @@ def test_cpu_product(N, K):
   assert cpu.kernel(N, K, False, "CPU") is kernel_for(KernelSpec("linear", lin.w.fmt, 1, 1, N, K, 1, False, False, "CPU", x_stride=K + 64))
   assert relerr(lin(Tensor(xl, device="CPU"), prefix=True).numpy(), xl[:, :K].astype(np.float64) @ W.T) < fp32_bound(K)
 
-@pytest.mark.parametrize("H,N,K,stride", [(3, 40, 128, 0), (4, 16, 256, 320), (2, 7, 128, 192)])   # rows split mid-slot; in place
-def test_cpu_per_slot_product(tmp_path, H, N, K, stride):
+# tokens in tiles of 4 / 2 / 1 (32, 6, 3); rows not a multiple of the 4 a thread unpacks at once, nor of the threads; K in
+# chunks of 64 vectors and a shorter last one (1152); 8192 x 32 tokens: x in two panels (2 x 16 tokens), each its own pass
+@pytest.mark.parametrize("N,K,T", [(77, 256, 32), (6, 1152, 6), (300, 1024, 3), (5, 8192, 32)])
+def test_cpu_product_of_tokens(N, K, T):
+  rng = np.random.default_rng(T)
+  raw = random_tensor(GGMLType.Q4_0, (K, N), rng)
+  W = ref_weight(raw, GGMLType.Q4_0, (K, N)).astype(np.float64)
+  lin = QuantizedLinear(PackedTensor.from_bytes(raw, GGMLType.Q4_0, (K, N), device="CPU"))
+  assert cpu.kernel(N, K, True, "CPU", 1, 0, T) is kernel_for(KernelSpec("linear", lin.w.fmt, T, 1, N, K, 1, False, False, "CPU", residual=True))
+  step = TinyJit(lambda x, r: lin(x, residual=r).contiguous())
+  for i in range(3):
+    x, r = rng.standard_normal((T, K)).astype(np.float32), rng.standard_normal((T, N)).astype(np.float32)
+    assert relerr(step(Tensor(x, device="CPU"), Tensor(r, device="CPU")).numpy(), x.astype(np.float64) @ W.T + r) < fp32_bound(K), i
+  xl = rng.standard_normal((T, K + 64)).astype(np.float32)   # each token's input the first K of a longer row
+  assert relerr(lin(Tensor(xl, device="CPU"), prefix=True).numpy(), xl[:, :K].astype(np.float64) @ W.T) < fp32_bound(K)
+
+# rows split mid-slot; in place; several tokens (a slot's rows in groups of 4 and fewer at its end)
+@pytest.mark.parametrize("H,N,K,stride,T", [(3, 40, 128, 0, 1), (4, 16, 256, 320, 1), (2, 7, 128, 192, 1), (3, 10, 256, 0, 8)])
+def test_cpu_per_slot_product(tmp_path, H, N, K, stride, T):
   gf, W = expert_file(tmp_path, [("attn_k_b.weight", GGMLType.Q4_0, (K, N, H))], seed=H)
   kb = QuantizedExpertWeights.from_gguf(gf, "attn_k_b.weight", device="CPU")
   rng = np.random.default_rng(K)
   fn = (lambda x: kb.batched(x, slot_stride=stride).contiguous()) if stride else (lambda x: kb.batched(x).contiguous())
   step = TinyJit(fn)
   for i in range(4):
-    xs = rng.standard_normal((1, H * stride) if stride else (1, H, K)).astype(np.float32)
-    x = xs.reshape(1, H, stride)[..., :K] if stride else xs
+    xs = rng.standard_normal((T, H * stride) if stride else (T, H, K)).astype(np.float32)
+    x = xs.reshape(T, H, stride)[..., :K] if stride else xs
     want = np.einsum("hnk,thk->thn", W["attn_k_b.weight"], x.astype(np.float64))
-    assert relerr(fn(Tensor(xs, device="CPU")).numpy().reshape(1, H, N), want) < fp32_bound(K), i
-    assert relerr(step(Tensor(xs, device="CPU")).numpy().reshape(1, H, N), want) < fp32_bound(K), i
-  spec = KernelSpec("batched", kb.groups[0].fmt, 1, H, N, K, H, True, False, "CPU", x_stride=stride)
-  assert kernel_for(spec) is cpu.kernel(N, K, False, "CPU", H, stride)
+    assert relerr(fn(Tensor(xs, device="CPU")).numpy().reshape(T, H, N), want) < fp32_bound(K), i
+    assert relerr(step(Tensor(xs, device="CPU")).numpy().reshape(T, H, N), want) < fp32_bound(K), i
+  spec = KernelSpec("batched", kb.groups[0].fmt, T, H, N, K, H, True, False, "CPU", x_stride=stride)
+  assert kernel_for(spec) is cpu.kernel(N, K, False, "CPU", H, stride, *((T,) if T > 1 else ()))
 
-def test_seam_gives_the_cpu_product_one_token_q4_0_products():
-  """Q4_0, one token, K a multiple of 128, the residual or none, on the CPU and the hand-written path: the CPU product;
-  more tokens, another type, a K of 3 blocks, a fused norm or SwiGLU, another device or the generated path: not it."""
+# a decode step's entries (one or 3 tokens' experts; ids past the experts clamped) and a chunk's, which go in tiles of 16
+# entries an expert (8 or more entries an expert on average; an expert with none; a symbolic chunk length)
+@pytest.mark.parametrize("B,J,E", [(1, 3, 6), (3, 2, 6), (40, 3, 6)])
+def test_cpu_routed_experts(tmp_path, B, J, E):
+  N, K = 24, 256
+  gf, W = expert_file(tmp_path, [("e", GGMLType.Q4_0, (K, N, E))], seed=B)
+  ex = QuantizedExpertWeights.from_gguf(gf, "e", device="CPU")
+  rng = np.random.default_rng(J)
+  sel = rng.integers(0, E - 1, (B, J)).astype(np.int32)   # (expert E - 1 unused)
+  step = TinyJit(lambda s, x: ex(s, x).contiguous())
+  for x in (rng.standard_normal((B, K)).astype(np.float32), rng.standard_normal((B, J, K)).astype(np.float32)):   # x shared; a slot's
+    assert relerr(ex(Tensor(sel, device="CPU"), Tensor(x, device="CPU")).numpy(), expert_ref(W["e"], sel, x)) < fp32_bound(K)
+  for i in range(3):   # new routings replayed
+    sel = rng.integers(0, E + 2, (B, J)).astype(np.int32)
+    x = rng.standard_normal((B, K)).astype(np.float32)
+    assert relerr(step(Tensor(sel, device="CPU"), Tensor(x, device="CPU")).numpy(), expert_ref(W["e"], np.minimum(sel, E - 1), x)) < fp32_bound(K), i
+  fmt = ex.groups[0].fmt
+  if B * J >= 8 * E:
+    spec = KernelSpec("experts", fmt, -(-B * J // 16) + E, 16, N, K, E, True, True, "CPU", per_tile=True)
+    assert kernel_for(spec) is cpu.kernel(N, K, False, "CPU", spec.B, 0, 16, ("tiles", E))
+    v, t = UOp.variable("n_tokens", 1, B), 33
+    xb = Tensor(rng.standard_normal((B, J, K)).astype(np.float32), device="CPU").realize()
+    y = ex(Tensor(sel, device="CPU")[:v.bind(t)], xb[:v.bind(t)])
+    out = y.pad(((0, B - y.shape[0]), None, None)).numpy()[:t]
+    assert relerr(out, expert_ref(W["e"], np.minimum(sel, E - 1)[:t], xb.numpy()[:t])) < fp32_bound(K)
+  else:
+    entries = cpu.kernel(N, K, False, "CPU", B * J, 0, 1, ("entries", E, J, False))
+    assert kernel_for(KernelSpec("experts", fmt, B, J, N, K, E, False, True, "CPU")) is entries
+
+def test_seam_gives_the_cpu_product_q4_0_products():
+  """Q4_0, any number of tokens, K a multiple of 128, the residual or none, on the CPU and the hand-written path: the CPU
+  product; another type, a K of 3 blocks, a fused norm or SwiGLU, another device or the generated path: not it."""
   q4, q8 = format_for(GGMLType.Q4_0, 256), format_for(GGMLType.Q8_0, 256)
   spec = lambda fmt=q4, B=1, K=256, device="CPU", **kw: KernelSpec("linear", fmt, B, 1, 64, K, 1, False, False, device, **kw)
   mine = lambda k, K=256: k is not None and k in (cpu.kernel(64, K, False, "CPU"), cpu.kernel(64, K, True, "CPU"))   # (cached)
   assert kernel_for(spec()) is cpu.kernel(64, 256, False, "CPU") and kernel_for(spec(residual=True)) is cpu.kernel(64, 256, True, "CPU")
-  for other in (spec(B=2), spec(fmt=q8), spec(norm=True, eps=1e-6), spec(glu=True), spec(kernels="generated"), spec(device="NULL")):
+  for B in (2, 512): assert kernel_for(spec(B=B)) is cpu.kernel(64, 256, False, "CPU", 1, 0, B)
+  for other in (spec(fmt=q8), spec(norm=True, eps=1e-6), spec(glu=True), spec(kernels="generated"), spec(device="NULL")):
     assert not mine(kernel_for(other)), other
   assert not mine(kernel_for(spec(fmt=format_for(GGMLType.Q4_0, 96), K=96)), K=96)
 
@@ -71,7 +119,7 @@ def test_cpu_decode_attention(H, L, R, kv_offset, positions):
   ang = rng.uniform(0, 6.28, (ctx, R // 2)).astype(np.float32)
   cos, sin = Tensor(np.cos(ang), device="CPU").realize(), Tensor(np.sin(ang), device="CPU").realize()
   kw = dict(n_head=H, kv_lora=L, qk_nope=nope, qk_rope=R, scale=0.11, eps=1e-6)
-  assert mla_attention.decodes("CPU", Tensor(cache0, device="CPU"), False, H, L, R)
+  assert mla_attention.decodes("CPU", Tensor(cache0, device="CPU"), H, L, R)
   cache = Tensor(cache0, device="CPU").realize()
   pos = Tensor(np.array([[0, base]], np.int32), device="CPU").realize()
   attend = lambda ql, qr, kv, w: mla_attention.mla_decode_attention(ql, qr, kv, w, cache, cos, sin, pos, kv_offset=kv_offset, **kw)
@@ -84,3 +132,37 @@ def test_cpu_decode_attention(H, L, R, kv_offset, positions):
     got = step(q_lat, q_raw, kv_raw, w)
     assert relerr(got.numpy().reshape(H, L), want.numpy()) < 1e-5, p
     np.testing.assert_allclose(cache.numpy()[base + p], ref_cache.numpy()[p], rtol=1e-5, atol=1e-6)
+
+@pytest.mark.parametrize("H,B,q_pad", [(4, 3, 0), (3, 4, 40)])   # (row, head) pairs split mid-row; rows longer than their heads
+def test_cpu_decode_attention_rows(H, B, q_pad):
+  """A batched step's rows on the CPU, each its own sequence (slot), position and input rows, replayed in a TinyJit: each
+  row's output and cache row as the tensor-ops reference makes them for that sequence alone; the other slots' rows untouched."""
+  from apps.kernels import mla_attention
+  from apps.mla import decode_attention_reference
+  rng = np.random.default_rng(B)
+  L, R, nope, ctx, kv_offset = 64, 32, 16, 24, 8
+  f = lambda *s: Tensor(rng.standard_normal(s).astype(np.float32), device="CPU").realize()
+  cache0 = rng.standard_normal((B * ctx, L + R)).astype(np.float32)
+  ang = rng.uniform(0, 6.28, (ctx, R // 2)).astype(np.float32)
+  cos, sin = Tensor(np.cos(ang), device="CPU").realize(), Tensor(np.sin(ang), device="CPU").realize()
+  kw = dict(n_head=H, kv_lora=L, qk_nope=nope, qk_rope=R, scale=0.11, eps=1e-6)
+  cache = Tensor(cache0, device="CPU").realize()
+  pos = Tensor(np.zeros((B, 2), np.int32), device="CPU").realize()
+  step = TinyJit(lambda ql, qr, kv, w: mla_attention.mla_decode_attention(ql, qr, kv, w, cache, cos, sin, pos, kv_offset=kv_offset, **kw).realize())
+  for rnd, base_pos in enumerate((0, 5, 17)):
+    slots = rng.permutation(B)   # row b continues the sequence in slot slots[b], at a position of its own
+    table = np.array([[base_pos + b, s * ctx] for b, s in enumerate(slots)], np.int32)
+    pos.assign(Tensor(table, device="CPU")).realize()
+    q_lat, q_raw, kv_raw, w = f(B, H, L), f(B, H * (nope + R) + q_pad), f(B, kv_offset + L + R), f(L)
+    before = cache.numpy().copy()
+    got = step(q_lat, q_raw, kv_raw, w).numpy().reshape(B, H, L)
+    after = cache.numpy()
+    for b, (p, base) in enumerate(table):
+      ref_cache = Tensor(before[base:base + ctx], device="CPU").realize()
+      want = decode_attention_reference(q_lat[b:b + 1], q_raw[b:b + 1, :H * (nope + R)], kv_raw[b:b + 1, kv_offset:], w, ref_cache,
+                                        cos, sin, int(p), **kw)
+      assert relerr(got[b], want.numpy().reshape(H, L)) < 1e-5, (rnd, b)
+      np.testing.assert_allclose(after[base + p], ref_cache.numpy()[p], rtol=1e-5, atol=1e-6)
+    written = {int(base + p) for p, base in table}
+    untouched = [i for i in range(B * ctx) if i not in written]
+    np.testing.assert_array_equal(after[untouched], before[untouched])

@@ -236,7 +236,7 @@ def main() -> None:
   if args.llama:  # before tinygrad holds any device memory (its allocator keeps freed buffers)
     log = out_dir / "llama-bench.log" if out_dir else None
     files = [paths[p] for p in presets]
-    if sizes: res = llama_cpp.batched(files, ",".join(map(str, sizes)), BATCH_PROMPT, 128, log_path=log)
+    if sizes: res = llama_cpp.batched(files, ",".join(map(str, sizes)), BATCH_PROMPT, 128, exe=exe.with_name("llama-batched-bench"), log_path=log)
     elif depths:
       res = llama_cpp.bench(files, exe, n_prompt=",".join(map(str, depths)), n_gen=0, reps=3, log_path=log)
       for r, r2 in zip(res, llama_cpp.bench(files, exe, n_prompt=0, n_gen=128, reps=3, log_path=log, depth=",".join(map(str, depths)))):

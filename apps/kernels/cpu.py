@@ -1,90 +1,194 @@
-"""The CPU's hand-written decode product: out[n] = W[n] . x (+ residual[n]) for one token and Q4_0 weights, in C that
-clang compiles with its vector extensions (the CPU device's compiler; 16-lane vectors are one AVX-512 register, two AVX2
-ones, four NEON ones); per slot, out[j, n] = W[j, n] . x[j] over J slots each with its own weights and input (MLA's
-per-head k_b and v_b).
+"""The CPU's hand-written Q4_0 product: out[t, n] = W[n] . x[t] (+ residual[t, n]) for T tokens (a decode step's one
+token or its batch of sequences, a prompt's chunk), in C that clang compiles with its vector extensions (the CPU device's
+compiler; 16-lane vectors are one AVX-512 register, two AVX2 ones, four NEON ones); per slot, out[t, j, n] = W[j, n] .
+x[t, j] over J slots each with its own weights and input (MLA's per-head k_b and v_b).
 
 tinygrad's generated product splits every operation into scalars and clang regroups them only as wide as a row's 16-byte
 loads, about 2 instructions a weight at 3-5 GB/s. Here a lane takes a word of 4 consecutive blocks of one row (64
 contiguous bytes: one stream of memory a row) and x is permuted to match once a call, so each nibble position is one
 vector shift, mask and multiply-add for 16 words: 4.4x the generated kernel on this project's 2-core AVX-512 machine
-(runs/2026-11-30-cpu-simd, OPTIMIZATION_JOURNAL.md). The packed layout is the apps' own (apps/packed.py: d (N, nb) fp16,
-qs (N, nb, 4) words, byte i of a block in bits 8 (i % 4) of word i / 4); the rows are split over the CPU device's threads
-(its core_id), each thread permuting x into its own stack, again where its rows enter another slot.
+(runs/2026-11-30-cpu-simd, OPTIMIZATION_JOURNAL.md). For several tokens a thread unpacks 4 rows at a time, a chunk of K
+at a time, into scaled fp32 vectors on its stack (in L1), and a tile of 4 tokens takes them: 16 accumulators in
+registers, each load of x serving 4 rows and each weight 4 tokens (~300 GFLOPS on that machine where the generated 8 x 8
+tile makes ~95: runs/2026-11-30-cpu-rows). The packed layout is the apps' own (apps/packed.py: d (N, nb) fp16, qs (N, nb,
+4) words, byte i of a block in bits 8 (i % 4) of word i / 4); the rows are split over the CPU device's threads (its
+core_id), each thread permuting x into its own stack, again where its rows enter another slot.
 
-Beside it, MLA's decode attention of one token (`mla_decode_attention`, mla_attention.py's contract and math in one kernel):
-a thread takes a share of the heads and reads each cached latent row once for all of them.
+Beside it, MLA's decode attention of one new token of each of B sequences (`mla_decode_attention`, mla_attention.py's
+contract and math in one kernel): a thread takes a share of the (sequence, head) pairs and reads each of a sequence's
+cached latent rows once for all of its heads of it.
 """
 from __future__ import annotations
 import functools, math
 from tinygrad import Device, Tensor, dtypes
 from apps.kernels import Param, source_program
 
-def supports(N: int, K: int) -> bool:
-  """Shapes the product takes: whole groups of 4 blocks along K, x on the stack (K fp32 values)."""
-  return K % 128 == 0 and 0 < K <= 32768 and N > 0
+XP_FLOATS = 1 << 16   # a panel of tokens' x, permuted, on a thread's stack: up to 256 KB (in L2 with the rest)
+ROWS = 4              # rows a thread unpacks at once into a buffer for many tokens (4 x a tile of accumulators in registers)
+CHUNK = 64            # 16-float vectors of K the unpacked rows hold at a time (4 x 4 KB: they and a tile's x stay in L1)
 
-def source(name: str, N: int, K: int, residual: bool, threads: int, J: int = 1, xs: int = 0) -> str:
-  """J slots of N rows each, slot j's x at x + j * xs (xs: 0 is K)."""
-  nb, rows, xs = K // 32, -(-J * N // threads), xs or K
-  return f"""typedef unsigned int u16v __attribute__((ext_vector_type(16)));
+def few(T: int, K: int) -> bool:
+  """Whether a row's words, unpacked in registers, serve all T tokens at once: one or two tokens, or up to 8 whose x stays
+  in L1 (32 KB); else the rows go through a buffer a group of ROWS at a time (full-size Youtu-LLM-2B's batched steps on the
+  2-core machine: 2 tokens 95 -> 56 ms a step; 4, its K of 2048 1.28 -> 1.09 ms, of 6144 0.67 -> 1.09; 8 tokens 180 -> 217 ms)."""
+  return T <= 2 or (T <= 8 and T * K <= 8192)
+
+def tiles(T: int, K: int) -> tuple[int, int]:
+  """(tile, panel) of T tokens that few() leaves to the buffer: tokens whose sums take a group of unpacked rows at once (their ROWS x tile
+  accumulators in registers) and tokens whose permuted x sits on the stack at once (a multiple of the tile)."""
+  tile = next(t for t in (4, 2, 1) if T % t == 0)
+  return tile, tile * max(1, min(T // tile, XP_FLOATS // (tile * K)))
+
+def supports(N: int, K: int, T: int = 1) -> bool:
+  """Shapes the product takes: whole groups of 4 blocks along K, a token's x (K fp32 values) on the stack."""
+  return K % 128 == 0 and 0 < K <= 32768 and N > 0 and T > 0
+
+_HEAD = """typedef unsigned int u16v __attribute__((ext_vector_type(16)));
 typedef unsigned int u16v_a4 __attribute__((ext_vector_type(16), aligned(4)));   /* the weights' loads: no alignment assumed */
 typedef float f16v __attribute__((ext_vector_type(16)));
 typedef float f4v __attribute__((ext_vector_type(4)));
-void {name}(float* restrict out, const float* restrict x, {"const float* restrict residual, " if residual else ""}const __fp16* restrict d,
-            const unsigned int* restrict qs, const int core_id) {{
-  /* the slot's x in the lanes' order: xp[g][h][b][l] = x[(4g + l / 4) * 32 + 16h + 4 (l % 4) + b], for the weight of nibble
-     h of byte 4 (l % 4) + b of block 4g + l / 4 */
-  float xp[{K}] __attribute__((aligned(64)));
-  int slot = -1;
-  const int n1 = (core_id + 1) * {rows} < {J * N} ? (core_id + 1) * {rows} : {J * N};
-  for (int n = core_id * {rows}; n < n1; n++) {{
+static inline float hsum(f16v v) { float s = 0.0f; for (int l = 0; l < 16; l++) s += v[l]; return s; }
+"""
+# x in the lanes' order: xp[g][h][b][l] = x[(4g + l / 4) * 32 + 16h + 4 (l % 4) + b], the input of the weight of nibble h of
+# byte 4 (l % 4) + b of block 4g + l / 4, where lane l of a 16-word load of a row holds word l of 4 consecutive blocks
+_PERMUTE = "for (int g = 0; g < {G}; g++) for (int h = 0; h < 2; h++) for (int b = 0; b < 4; b++) for (int l = 0; l < 16; l++) " \
+           "{dst}[((g * 2 + h) * 4 + b) * 16 + l] = {src}[(4 * g + l / 4) * 32 + 16 * h + 4 * (l % 4) + b];"
+# (u | 0x4B000000) as fp32 is 2^23 + u: the nibble q as q - 8 without an int -> float convert
+_NIBBLE = "(__builtin_bit_cast(f16v, ((w >> (unsigned)(8 * b + 4 * h)) & 15u) | 0x4B000000u) - 8388616.0f)"
+_SCALES = "f4v d4 = {(float)dn[4 * g], (float)dn[4 * g + 1], (float)dn[4 * g + 2], (float)dn[4 * g + 3]};\n" \
+          "f16v ds = __builtin_shufflevector(d4, d4, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);"
+
+def source(name: str, N: int, K: int, residual: bool, threads: int, J: int = 1, xs: int = 0, T: int = 1, routed: tuple = ()) -> str:
+  """T tokens, J slots of N rows each: out[t, j, n] = W[j N + n] . x[t, j] (+ residual[t, n] where J is 1), x[t, j] at
+  x + (t J + j) xs (xs: 0 is K). Routed (a routed expert's rows a slot, its id sel[j] clamped to [0, E), no residual):
+  ("entries", E, k, per_slot): one token, J entries of tokens' k experts each (out[j, n] = W[sel[j] N + n] . x[j // k], or
+  x[j] per slot); ("tiles", E): J tiles of T tokens routed to one expert each (out[j, t, n] = W[sel[j] N + n] . x[j, t]).
+  A thread takes a share of the J N rows. few() tokens: a row at a time, its words unpacked in registers into every
+  token's multiply-adds (the weights streamed once, as a decode product is bound by them). More: ROWS rows at a time, a
+  chunk of K at a time, unpacked and scaled into a buffer on the stack, then a tile of tokens at a time takes them (an fp32
+  microkernel: a load of x serves ROWS rows, a load of a weight `tile` tokens)."""
+  nb, rows, xs = K // 32, -(-J * N // threads), xs or K
+  kind = routed[0] if routed else ""
+  if kind == "entries": xrow, orow = (lambda t: f"(long)slot{f' / {routed[2]}' if not routed[3] else ''} * {K}"), (lambda t: "0")
+  elif kind == "tiles": xrow, orow = (lambda t: f"((long)slot * {T} + {t}) * {K}"), (lambda t: f"((long)slot * {T} + {t} - slot) * {N}")
+  else: xrow, orow = (lambda t: f"((long)({t}) * {J} + slot) * {xs}"), (lambda t: f"(long)({t}) * {J * N}")
+  args = f"float* restrict out, const float* restrict x, {'const int* restrict sel, ' if routed else ''}" \
+         f"{'const float* restrict residual, ' if residual else ''}const __fp16* restrict d, const unsigned int* restrict qs, const int core_id"
+  # a slot's weight rows start at row wbase + slot N: its expert's, where routed
+  expert = f"int e = sel[slot]; e = e < 0 ? 0 : e > {routed[1] - 1} ? {routed[1] - 1} : e; wbase = (e - slot) * {N};" if routed else ""
+  res = " + residual[o]" if residual else ""
+  head = _HEAD + f"""void {name}({args}) {{
+  const int n0 = core_id * {rows}, n1 = (core_id + 1) * {rows} < {J * N} ? (core_id + 1) * {rows} : {J * N};
+  int slot = -1, wbase = 0;"""
+  if few(T, K):
+    return head + f"""
+  float xp[{T * K}] __attribute__((aligned(64)));   /* the tokens' x, permuted */
+  for (int n = n0; n < n1; n++) {{
     if (n / {N} != slot) {{
       slot = n / {N};
-      const float* xj = x + (long)slot * {xs};
-      for (int g = 0; g < {nb // 4}; g++) for (int h = 0; h < 2; h++) for (int b = 0; b < 4; b++) for (int l = 0; l < 16; l++)
-        xp[((g * 2 + h) * 4 + b) * 16 + l] = xj[(4 * g + l / 4) * 32 + 16 * h + 4 * (l % 4) + b];
+      {expert}
+      for (int t = 0; t < {T}; t++) {{
+        const float* xj = x + {xrow("t")};
+        float* xt = xp + t * {K};
+        {_PERMUTE.format(G=nb // 4, dst="xt", src="xj")}
+      }}
     }}
-    const unsigned int* q = qs + (long)n * {nb * 4};
-    const __fp16* dn = d + (long)n * {nb};
-    f16v acc = 0;
+    const unsigned int* q = qs + (long)(wbase + n) * {nb * 4};
+    const __fp16* dn = d + (long)(wbase + n) * {nb};
+    f16v {", ".join(f"a{t} = 0" for t in range(T))};
     for (int g = 0; g < {nb // 4}; g++) {{
       u16v w = *(const u16v_a4*)(q + g * 16);
-      const f16v* xv = (const f16v*)(xp + g * 128);
-      f16v bacc = 0;
-      for (int h = 0; h < 2; h++) for (int b = 0; b < 4; b++) {{
-        /* (u | 0x4B000000) as fp32 is 2^23 + u: the nibble q as q - 8 without an int -> float convert */
-        u16v v = ((w >> (unsigned)(8 * b + 4 * h)) & 15u) | 0x4B000000u;
-        bacc += xv[h * 4 + b] * (__builtin_bit_cast(f16v, v) - 8388616.0f);
-      }}
-      f4v d4 = {{(float)dn[4 * g], (float)dn[4 * g + 1], (float)dn[4 * g + 2], (float)dn[4 * g + 3]}};
-      acc += bacc * __builtin_shufflevector(d4, d4, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+      f16v wv[8];
+      for (int h = 0; h < 2; h++) for (int b = 0; b < 4; b++) wv[h * 4 + b] = {_NIBBLE};
+      {_SCALES}
+{chr(10).join(f"      {{ const f16v* xv = (const f16v*)(xp + {t * K} + g * 128); f16v s = 0; " +
+              f"for (int k = 0; k < 8; k++) s += xv[k] * wv[k]; a{t} += s * ds; }}" for t in range(T))}
     }}
-    float s = 0.0f;
-    for (int l = 0; l < 16; l++) s += acc[l];
-    out[n] = s{" + residual[n]" if residual else ""};
+{chr(10).join(f"    {{ const long o = {orow(t)} + n; out[o] = hsum(a{t}){res}; }}" for t in range(T))}
+  }}
+}}
+"""
+  tile, panel = tiles(T, K)
+  R, V, C = ROWS, K // 16, CHUNK
+  acc = [(i, t) for i in range(R) for t in range(tile)]
+  return head + f"""
+  float xp[{panel * K}] __attribute__((aligned(64)));   /* a panel's tokens, permuted */
+  f16v wb[{R * C}], ab[{R * panel}];                     /* a chunk of ROWS rows unpacked and scaled; their sums so far */
+  for (int v = 0; v < {R * C}; v++) wb[v] = 0.0f;        /* (a group of fewer rows computes the rest on zeros) */
+  for (int p0 = 0; p0 < {T}; p0 += {panel}) {{
+    const int pt = {T} - p0 < {panel} ? {T} - p0 : {panel};
+    slot = -1;
+    for (int n = n0; n < n1;) {{
+      if (n / {N} != slot) {{
+        slot = n / {N};
+        {expert}
+        for (int t = 0; t < pt; t++) {{
+          const float* xj = x + {xrow("p0 + t")};
+          float* xt = xp + t * {K};
+          {_PERMUTE.format(G=nb // 4, dst="xt", src="xj")}
+        }}
+      }}
+      const int e1 = n1 < (slot + 1) * {N} ? n1 : (slot + 1) * {N}, r = e1 - n < {R} ? e1 - n : {R};
+      for (int v = 0; v < {R} * pt; v++) ab[v] = 0.0f;
+      for (int c0 = 0; c0 < {V}; c0 += {C}) {{   /* a chunk of K: its unpacked rows stay in L1 for every tile of tokens */
+        const int c1 = c0 + {C} < {V} ? c0 + {C} : {V};
+        for (int i = 0; i < r; i++) {{
+          const unsigned int* q = qs + (long)(wbase + n + i) * {nb * 4};
+          const __fp16* dn = d + (long)(wbase + n + i) * {nb};
+          f16v* wr = wb + i * {C} - c0;
+          for (int g = c0 / 8; g < c1 / 8; g++) {{
+            u16v w = *(const u16v_a4*)(q + g * 16);
+            {_SCALES}
+            for (int h = 0; h < 2; h++) for (int b = 0; b < 4; b++) wr[g * 8 + h * 4 + b] = {_NIBBLE} * ds;
+          }}
+        }}
+        for (int t0 = 0; t0 < pt; t0 += {tile}) {{
+          const f16v* xv = (const f16v*)(xp + (long)t0 * {K});
+          f16v {", ".join(f"a{i}{t} = ab[{i} * {panel} + t0 + {t}]" for i, t in acc)};
+          for (int v = c0; v < c1; v++) {{
+            f16v {", ".join(f"w{i} = wb[{i * C} + v - c0]" for i in range(R))};
+            f16v {", ".join(f"x{t} = xv[{t * V} + v]" for t in range(tile))};
+            {" ".join(f"a{i}{t} += w{i} * x{t};" for i, t in acc)}
+          }}
+          {" ".join(f"ab[{i} * {panel} + t0 + {t}] = a{i}{t};" for i, t in acc)}
+        }}
+      }}
+      for (int i = 0; i < r; i++) for (int t = 0; t < pt; t++) {{
+        const long o = {orow("p0 + t")} + n + i;
+        out[o] = hsum(ab[i * {panel} + t]){res};
+      }}
+      n += r;
+    }}
   }}
 }}
 """
 
 @functools.lru_cache(maxsize=None)
-def kernel(N: int, K: int, residual: bool, device: str, J: int = 1, xs: int = 0):
-  """A custom_kernel body (out, x, [residual], d, qs) running the product on `device` (a CPU device) on all its threads; J > 1:
-  out (J, N) of J slots, slot j's x at x + j * xs (0: K) and its weights rows j N.. of d and qs (no residual)."""
-  assert J == 1 or not residual
+def kernel(N: int, K: int, residual: bool, device: str, J: int = 1, xs: int = 0, T: int = 1, routed: tuple = ()):
+  """A custom_kernel body (out, x, [sel], [residual], d, qs) running the product on `device` (a CPU device) on all its
+  threads: T tokens, out (T, N); J > 1: out (T, J, N) of J slots, slot j's x at x + (t J + j) xs (0: K) and its weights rows
+  j N.. of d and qs (no residual); routed: source()'s, a routed expert's rows a slot."""
+  assert (J == 1 and not routed) or not residual
   threads = max(1, min(Device[device].renderer.global_max[0], J * N))
-  name = (f"cpu_q4_0_batched_{J}_{N}_{K}" if J > 1 else f"cpu_q4_0_linear_{N}_{K}") + ("_residual" if residual else "") + (f"_xs{xs}" if xs else "")
-  params = (Param("out", dtypes.float32, True), Param("x", dtypes.float32), *([Param("residual", dtypes.float32)] if residual else []),
-            Param("d", dtypes.float16), Param("qs", dtypes.uint32))
-  return source_program(name, params, source(name, N, K, residual, threads, J, xs), (threads, 1, 1), (1, 1, 1), device, core_id=threads)
+  kind = routed[0] if routed else "batched" if J > 1 else ""
+  name = (f"cpu_q4_0_{kind}_{J}_{N}_{K}" if kind else f"cpu_q4_0_linear_{N}_{K}") + ("_residual" if residual else "") + \
+         (f"_xs{xs}" if xs else "") + (f"_t{T}" if T > 1 else "") + ("_x" if kind == "entries" and routed[3] else "")
+  params = (Param("out", dtypes.float32, True), Param("x", dtypes.float32), *([Param("sel", dtypes.int32)] if routed else []),
+            *([Param("residual", dtypes.float32)] if residual else []), Param("d", dtypes.float16), Param("qs", dtypes.uint32))
+  return source_program(name, params, source(name, N, K, residual, threads, J, xs, T, routed), (threads, 1, 1), (1, 1, 1), device,
+                        core_id=threads)
 
 def attention_source(name: str, n_head: int, kv_lora: int, qk_nope: int, qk_rope: int, scale: float, eps: float, kv_offset: int,
-                     threads: int) -> str:
-  """MLA's decode attention of one new token (apps/kernels/mla_attention.py's math, one kernel): every thread makes the new
-  latent row (rms norm, rope) and thread 0 stores it at cache[base + pos]; a thread takes n_head / threads heads and walks
-  the rows 0..pos once, each row serving all its heads, with an online softmax in base 2 (the new row its own, never read
-  back). exp2 is a polynomial here: the CPU kernels link no libm."""
+                     threads: int, B: int = 1, q_stride: int = 0, kv_stride: int = 0) -> str:
+  """MLA's decode attention of the new tokens of B sequences (apps/kernels/mla_attention.py's math, one kernel): row b at
+  position pos[b][0] of the sequence whose cache rows start at pos[b][1], its q_raw and kv_raw rows q_stride and kv_stride
+  apart. The B x n_head (row, head) pairs are split over the threads; a thread makes the new latent row (rms norm, rope) of
+  each row it has heads of, and the one with the row's head 0 stores it; it walks the row's cached rows 0..pos once, each
+  serving all of its heads of that row, with an online softmax in base 2 (the new row its own, never read back). exp2 is a
+  polynomial here: the CPU kernels link no libm."""
   L, R, H = kv_lora, qk_rope, n_head
-  D, KQ, HT = L + R, qk_nope + qk_rope, -(-n_head // threads)
+  D, KQ, UT = L + R, qk_nope + qk_rope, -(-B * n_head // threads)
+  HT = min(H, UT)
   f, qs = (lambda x: f"{x:.9e}f"), f"{scale * math.log2(math.e):.9e}f"   # the queries' factor: scale and log2 e
   return f"""typedef float f16v __attribute__((ext_vector_type(16)));
 typedef float f16v_a4 __attribute__((ext_vector_type(16), aligned(4)));
@@ -97,17 +201,18 @@ static inline float ex2(float x) {{   /* 2^x for x <= 0: Cephes' exp2f polynomia
   return p * __builtin_bit_cast(float, ((int)n + 127) << 23);
 }}
 static inline float hsum(f16v v) {{ float s = 0.0f; for (int l = 0; l < 16; l++) s += v[l]; return s; }}
-void {name}(float* restrict out, float* restrict cache, const float* restrict q_lat, const float* restrict q_raw,
-            const float* restrict kv_raw, const float* restrict kv_norm_w, const float* restrict rope_cos,
-            const float* restrict rope_sin, const int* restrict pos, const int core_id) {{
-  const int p = pos[0], h0 = core_id * {HT}, h1 = h0 + {HT} < {H} ? h0 + {HT} : {H};
-  float* rows = cache + (long)pos[1] * {D};
+/* heads h0..h1-1 of row b */
+static void attend(float* restrict out, float* restrict cache, const float* restrict q_lat, const float* restrict q_raw,
+                   const float* restrict kv_raw, const float* restrict kv_norm_w, const float* restrict rope_cos,
+                   const float* restrict rope_sin, const int* restrict pos, const int b, const int h0, const int h1) {{
+  const int p = pos[2 * b];
+  float* rows = cache + (long)pos[2 * b + 1] * {D};
   const float* cs = rope_cos + (long)p * {R // 2};
   const float* sn = rope_sin + (long)p * {R // 2};
   f16v row[{D // 16}], q[{HT}][{D // 16}], acc[{HT}][{L // 16}];
   float m[{HT}], l[{HT}];
   /* the new row: [rms_norm(kv[:L]) * w, rope(kv[L:])] (the rotated even lanes first, then the odd ones) */
-  const float* kv = kv_raw + {kv_offset};
+  const float* kv = kv_raw + (long)b * {kv_stride} + {kv_offset};
   float ss = 0.0f;
   for (int i = 0; i < {L}; i++) ss += kv[i] * kv[i];
   const float inv = 1.0f / __builtin_sqrtf(ss / {L}.0f + {f(eps)});
@@ -118,12 +223,12 @@ void {name}(float* restrict out, float* restrict cache, const float* restrict q_
     rf[{L} + i] = x0 * cs[i] - x1 * sn[i];
     rf[{L} + {R // 2} + i] = x1 * cs[i] + x0 * sn[i];
   }}
-  if (core_id == 0) for (int i = 0; i < {D}; i++) rows[(long)p * {D} + i] = rf[i];
+  if (h0 == 0) for (int i = 0; i < {D}; i++) rows[(long)p * {D} + i] = rf[i];
   /* the queries, scale and log2 e folded in */
   for (int h = h0; h < h1; h++) {{
     float* qf = (float*)q[h - h0];
-    for (int i = 0; i < {L}; i++) qf[i] = q_lat[h * {L} + i] * {qs};
-    const float* qr = q_raw + h * {KQ} + {qk_nope};
+    for (int i = 0; i < {L}; i++) qf[i] = q_lat[((long)b * {H} + h) * {L} + i] * {qs};
+    const float* qr = q_raw + (long)b * {q_stride} + h * {KQ} + {qk_nope};
     for (int i = 0; i < {R // 2}; i++) {{
       float x0 = qr[2 * i], x1 = qr[2 * i + 1];
       qf[{L} + i] = (x0 * cs[i] - x1 * sn[i]) * {qs};
@@ -153,7 +258,17 @@ void {name}(float* restrict out, float* restrict cache, const float* restrict q_
   for (int h = h0; h < h1; h++) {{
     const float r = 1.0f / l[h - h0];
     const float* af = (const float*)acc[h - h0];
-    for (int i = 0; i < {L}; i++) out[h * {L} + i] = af[i] * r;
+    for (int i = 0; i < {L}; i++) out[((long)b * {H} + h) * {L} + i] = af[i] * r;
+  }}
+}}
+void {name}(float* restrict out, float* restrict cache, const float* restrict q_lat, const float* restrict q_raw,
+            const float* restrict kv_raw, const float* restrict kv_norm_w, const float* restrict rope_cos,
+            const float* restrict rope_sin, const int* restrict pos, const int core_id) {{
+  const int u1 = (core_id + 1) * {UT} < {B * H} ? (core_id + 1) * {UT} : {B * H};
+  for (int u = core_id * {UT}; u < u1;) {{   /* (row, head) pairs: a row's heads at a time */
+    const int b = u / {H}, h0 = u % {H}, h1 = h0 + (u1 - u) < {H} ? h0 + (u1 - u) : {H};
+    attend(out, cache, q_lat, q_raw, kv_raw, kv_norm_w, rope_cos, rope_sin, pos, b, h0, h1);
+    u += h1 - h0;
   }}
 }}
 """
@@ -163,21 +278,25 @@ def attention_supports(n_head: int, kv_lora: int, qk_rope: int, cache: Tensor) -
   return cache.dtype == dtypes.float32 and kv_lora % 16 == 0 and qk_rope % 32 == 0 and n_head <= 128 and kv_lora <= 1024
 
 @functools.lru_cache(maxsize=None)
-def attention_kernel(n_head: int, kv_lora: int, qk_nope: int, qk_rope: int, scale: float, eps: float, kv_offset: int, device: str):
-  threads = max(1, min(Device[device].renderer.global_max[0], n_head))
-  name = f"cpu_mla_decode_attention_{n_head}_{kv_lora}_{qk_rope}"
+def attention_kernel(n_head: int, kv_lora: int, qk_nope: int, qk_rope: int, scale: float, eps: float, kv_offset: int, device: str,
+                     B: int = 1, q_stride: int = 0, kv_stride: int = 0):
+  threads = max(1, min(Device[device].renderer.global_max[0], B * n_head))
+  name = f"cpu_mla_decode_attention_{n_head}_{kv_lora}_{qk_rope}" + (f"_rows{B}" if B > 1 else "")
   params = (Param("out", dtypes.float32, True), Param("cache", dtypes.float32, True, read=True), *(Param(n, dtypes.float32) for n in
             ("q_lat", "q_raw", "kv_raw", "kv_norm_w", "rope_cos", "rope_sin")), Param("pos", dtypes.int32))
-  src = attention_source(name, n_head, kv_lora, qk_nope, qk_rope, scale, eps, kv_offset, threads)
+  src = attention_source(name, n_head, kv_lora, qk_nope, qk_rope, scale, eps, kv_offset, threads, B, q_stride, kv_stride)
   return source_program(name, params, src, (threads, 1, 1), (1, 1, 1), device, core_id=threads)
 
 def mla_decode_attention(q_lat: Tensor, q_raw: Tensor, kv_raw: Tensor, kv_norm_w: Tensor, cache: Tensor, rope_cos: Tensor,
                          rope_sin: Tensor, pos: Tensor, *, n_head: int, kv_lora: int, qk_nope: int, qk_rope: int, scale: float,
                          eps: float, kv_offset: int = 0) -> Tensor:
-  """kernels.mla_attention.mla_decode_attention's contract for one sequence's new token on the CPU (B = 1, an fp32 cache):
-  the attention output (n_head, kv_lora) and the token's latent row written into the cache by the same kernel."""
+  """kernels.mla_attention.mla_decode_attention's contract on the CPU (an fp32 cache), its arguments as that one checks
+  them: q_lat (B, n_head, kv_lora), q_raw and kv_raw (B, row) rows, pos (B, 2). The attention output (B, n_head, kv_lora)
+  and each row's latent row written into the cache by the same kernel."""
   if not attention_supports(n_head, kv_lora, qk_rope, cache): raise ValueError(f"cpu.mla_decode_attention: shape or cache {cache.dtype} not taken")
-  fxn = attention_kernel(n_head, kv_lora, qk_nope, qk_rope, float(scale), float(eps), kv_offset, q_lat.device)
+  B = pos.shape[0]
+  strides = (B, q_raw.shape[-1], kv_raw.shape[-1]) if B > 1 else ()
+  fxn = attention_kernel(n_head, kv_lora, qk_nope, qk_rope, float(scale), float(eps), kv_offset, q_lat.device, *strides)
   flat = lambda t: t.reshape(-1)
-  return Tensor.empty(n_head, kv_lora, device=q_lat.device).custom_kernel(
+  return Tensor.empty(B, n_head, kv_lora, device=q_lat.device).custom_kernel(
     cache, flat(q_lat), flat(q_raw), flat(kv_raw), kv_norm_w, rope_cos, rope_sin, flat(pos), fxn=fxn)[0]

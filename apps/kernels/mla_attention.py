@@ -533,12 +533,12 @@ def _half_cache(cache: Tensor, who: str) -> bool:
 
 def available(device: str) -> bool: return language_of(device) is not None
 
-def decodes(device: str, cache: Tensor, rows: bool, n_head: int, kv_lora: int, qk_rope: int) -> bool:
-  """mla_decode_attention serves this device: the GPU kernels (any rows), or the CPU's (apps/kernels/cpu.py: one sequence's
-  token, an fp32 cache)."""
+def decodes(device: str, cache: Tensor, n_head: int, kv_lora: int, qk_rope: int) -> bool:
+  """mla_decode_attention serves this device: the GPU kernels, or the CPU's (apps/kernels/cpu.py: an fp32 cache), one
+  sequence's token or the rows of a batched step (`rows`)."""
   if available(device): return True
   from apps.kernels import cpu
-  return device.split(":")[0] == "CPU" and not rows and cpu.attention_supports(n_head, kv_lora, qk_rope, cache)
+  return device.split(":")[0] == "CPU" and cpu.attention_supports(n_head, kv_lora, qk_rope, cache)
 
 def _expect(t: Tensor, shape: tuple[int, ...], name: str, dtype=dtypes.float32) -> Tensor:
   if t.dtype != dtype: raise ValueError(f"mla_decode_attention: {name} is {t.dtype}, expected {dtype}")
@@ -587,11 +587,11 @@ def mla_decode_attention(q_lat: Tensor, q_raw: Tensor, kv_raw: Tensor, kv_norm_w
                   ("rope_sin", rope_sin), ("pos", pos)):
     if t.device != dev: raise ValueError(f"mla_decode_attention: {name} is on {t.device}, q_lat on {dev}")
   if not available(dev):
-    if not decodes(dev, cache, B > 1, n_head, kv_lora, qk_rope):
+    if not decodes(dev, cache, n_head, kv_lora, qk_rope):
       raise ValueError(f"mla_decode_attention: device {dev} compiles no hand-written kernels (use the reference)")
     from apps.kernels import cpu
     return cpu.mla_decode_attention(q_lat, q_raw, kv_raw, kv_norm_w, cache, rope_cos, rope_sin, pos, n_head=n_head, kv_lora=kv_lora,
-                                    qk_nope=qk_nope, qk_rope=qk_rope, scale=scale, eps=eps, kv_offset=kv_offset).reshape(1, n_head, kv_lora)
+                                    qk_nope=qk_nope, qk_rope=qk_rope, scale=scale, eps=eps, kv_offset=kv_offset)
   attend, combine = kernels(s, float(scale), float(eps), dev, kv_offset, fusions.trigger, half, B, *((q_raw.shape[1], kv_raw.shape[1]) if B > 1 else (0, 0)))
   part, ml, *_ = Tensor.empty(B, SPLITS, n_head, kv_lora, device=dev).custom_kernel(
     Tensor.empty(B, SPLITS, n_head, 2, device=dev), cache, q_lat, q_raw, kv_raw, kv_norm_w, rope_cos, rope_sin, pos, fxn=attend)
