@@ -131,8 +131,9 @@ _PROVIDERS.append(_source_cpu)
 
 def _source_gemm(spec: KernelSpec) -> KernelFn | None:
   """Hand-written prefill GEMMs (apps/kernels/gemm.py): the products of more tokens than the decode matvecs take (none
-  where the model runs without a GEMM: KernelModules.gemm None). They never trigger their dependents early."""
-  return None if spec.modules.gemm is None else spec.modules.gemm.provider(spec)
+  where the model runs without a GEMM: KernelModules.gemm None; nor tiles of routed entries: they group entries themselves).
+  They never trigger their dependents early."""
+  return None if spec.modules.gemm is None or spec.per_tile else spec.modules.gemm.provider(spec)
 _PROVIDERS.insert(0, _source_gemm)
 
 def base_device(device: str) -> str: return device.split(":")[0]

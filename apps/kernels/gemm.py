@@ -578,7 +578,7 @@ def provider(spec):
   the tensor-core kernel serves a linear or routed-expert product, its norm (in x's quantization; x shared by the slots)
   and SwiGLU (in the store) too; None for everything else (the layers then run a norm, SwiGLU or expert mix as separate
   ops around the plain product)."""
-  refused = spec.mix or spec.x_stride or spec.per_tile or (spec.op != "linear" and spec.residual) or (spec.residual and spec.glu) or \
+  refused = spec.mix or spec.x_stride or (spec.op != "linear" and spec.residual) or (spec.residual and spec.glu) or \
             (spec.op == "batched" and (spec.norm or spec.glu)) or (spec.norm and spec.x_per_slot)
   if spec.op not in ("linear", "experts", "batched") or refused or spec.x_dtype != dtypes.float32 or not isinstance(spec.B, int): return None
   if spec.B <= FEW_TOKENS or spec.fmt.type not in TYPES or spec.fmt.block != BLOCK[spec.fmt.type][0] or not matvec.available(spec.device): return None
