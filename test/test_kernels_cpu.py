@@ -32,6 +32,26 @@ def test_cpu_product(N, K):
   assert cpu.kernel(N, K, False, "CPU") is kernel_for(KernelSpec("linear", lin.w.fmt, 1, 1, N, K, 1, False, False, "CPU", x_stride=K + 64))
   assert relerr(lin(Tensor(xl, device="CPU"), prefix=True).numpy(), xl[:, :K].astype(np.float64) @ W.T) < fp32_bound(K)
 
+@pytest.mark.parametrize("N,K,T", [(77, 256, 1), (300, 1024, 1), (5, 2048, 1), (40, 512, 3), (9, 256, 8)])   # rows not a multiple of the threads
+def test_cpu_q6_k_product(N, K, T):
+  """The Q6_K product of 1-8 tokens (the MoE models' output head and shared experts' down) with and without its residual,
+  against gguf-py's dequantization in float64, alone and replayed; more tokens are not its."""
+  rng = np.random.default_rng(N)
+  raw = random_tensor(GGMLType.Q6_K, (K, N), rng)
+  W = ref_weight(raw, GGMLType.Q6_K, (K, N)).astype(np.float64)
+  lin = QuantizedLinear(PackedTensor.from_bytes(raw, GGMLType.Q6_K, (K, N), device="CPU"))
+  for res in (False, True):
+    want = cpu.kernel_q6_k(N, K, res, "CPU", *((T,) if T > 1 else ()))
+    assert kernel_for(KernelSpec("linear", lin.w.fmt, T, 1, N, K, 1, False, False, "CPU", residual=res)) is want
+  asked = cpu.kernel_q6_k.cache_info()
+  kernel_for(KernelSpec("linear", lin.w.fmt, 9, 1, N, K, 1, False, False, "CPU"))   # 9 tokens: the portable kernel
+  assert cpu.kernel_q6_k.cache_info() == asked
+  step = TinyJit(lambda x, r: lin(x, residual=r).contiguous())
+  for i in range(3):
+    x, r = rng.standard_normal((T, K)).astype(np.float32), rng.standard_normal((T, N)).astype(np.float32)
+    assert relerr(lin(Tensor(x, device="CPU")).numpy(), x.astype(np.float64) @ W.T) < fp32_bound(K)
+    assert relerr(step(Tensor(x, device="CPU"), Tensor(r, device="CPU")).numpy(), x.astype(np.float64) @ W.T + r) < fp32_bound(K), i
+
 # tokens in tiles of 4 / 2 / 1 (32, 6, 3); rows not a multiple of the 4 a thread unpacks at once, nor of the threads; K in
 # chunks of 64 vectors and a shorter last one (1152); 8192 x 32 tokens: x in two panels (2 x 16 tokens), each its own pass
 @pytest.mark.parametrize("N,K,T", [(77, 256, 32), (6, 1152, 6), (300, 1024, 3), (5, 8192, 32)])

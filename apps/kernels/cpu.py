@@ -178,6 +178,66 @@ def kernel(N: int, K: int, residual: bool, device: str, J: int = 1, xs: int = 0,
   return source_program(name, params, source(name, N, K, residual, threads, J, xs, T, routed), (threads, 1, 1), (1, 1, 1), device,
                         core_id=threads)
 
+Q6_K_TOKENS = 8   # the most tokens the Q6_K product takes (their sums in registers beside a half-block's unpacked weights)
+
+def source_q6_k(name: str, N: int, K: int, residual: bool, threads: int, T: int = 1) -> str:
+  """The Q6_K product of T <= Q6_K_TOKENS tokens, out[t, n] = W[n] . x[t] (+ residual[t, n]), a row at a time: a lane takes a
+  word of a half-block's low nibbles (ql) and its pair of high bits (qh, the 8 words of the half twice, lanes 8-15 two bits
+  up), so a (nibble, byte) position is one vector of 16 weights, unpacked once for all the tokens; a half's two scale
+  vectors are 4 int8 scales 4 lanes each, times d. x is permuted to match once a call: xp[t][blk][i][s][b][L] = x[t][256 blk
+  + 128 i + 64 s + 4 L + b] (the weight of byte b, nibble s of word L of half i)."""
+  nb, rows = K // 256, -(-N // threads)
+  res = lambda t: f" + residual[{t * N} + n]" if residual else ""
+  return _HEAD + f"""typedef unsigned int u8v __attribute__((ext_vector_type(8)));
+typedef unsigned int u8v_a4 __attribute__((ext_vector_type(8), aligned(4)));
+void {name}(float* restrict out, const float* restrict x, {'const float* restrict residual, ' if residual else ''}const unsigned int* restrict ql,
+            const unsigned int* restrict qh, const unsigned int* restrict sc, const __fp16* restrict d, const int core_id) {{
+  float xp[{T * K}] __attribute__((aligned(64)));
+  for (int t = 0; t < {T}; t++) for (int k = 0; k < {K}; k++) {{
+    const int blk = k / 256, i = k / 128 % 2, s = k / 64 % 2, L = k / 4 % 16, b = k % 4;
+    xp[t * {K} + (((blk * 2 + i) * 2 + s) * 4 + b) * 16 + L] = x[t * {K} + k];
+  }}
+  const u16v up = {{0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2}};   /* lanes 8-15: the high bits of the second 32-run */
+  const int n0 = core_id * {rows}, n1 = (core_id + 1) * {rows} < {N} ? (core_id + 1) * {rows} : {N};
+  for (int n = n0; n < n1; n++) {{
+    f16v {", ".join(f"a{t} = 0" for t in range(T))};
+    for (int blk = 0; blk < {nb}; blk++) {{
+      const long o = (long)n * {nb} + blk;
+      const float dd = (float)d[o];
+      for (int i = 0; i < 2; i++) {{
+        const u16v lo = *(const u16v_a4*)(ql + o * 32 + i * 16);
+        const u8v h8 = *(const u8v_a4*)(qh + o * 16 + i * 8);
+        const u16v hi = __builtin_shufflevector(h8, h8, 0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7);
+        for (int s = 0; s < 2; s++) {{
+          const unsigned int w = sc[o * 4 + i * 2 + s];
+          f4v s4 = {{(float)(signed char)w, (float)(signed char)(w >> 8), (float)(signed char)(w >> 16), (float)(signed char)(w >> 24)}};
+          s4 *= dd;
+          const f16v sv = __builtin_shufflevector(s4, s4, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+          const f16v* xv = (const f16v*)(xp + (((blk * 2 + i) * 2 + s) * 4) * 16);
+          f16v {", ".join(f"b{t} = 0" for t in range(T))};
+          for (int b = 0; b < 4; b++) {{
+            const u16v q = ((lo >> (unsigned)(8 * b + 4 * s)) & 15u) | (((hi >> ((unsigned)(8 * b + 4 * s) + up)) & 3u) << 4);
+            const f16v wq = __builtin_bit_cast(f16v, q | 0x4B000000u) - 8388640.0f;   /* 2^23 + q - (2^23 + 32) */
+            {" ".join(f"b{t} += xv[{t * K // 16} + b] * wq;" for t in range(T))}
+          }}
+          {" ".join(f"a{t} += b{t} * sv;" for t in range(T))}
+        }}
+      }}
+    }}
+{chr(10).join(f"    out[{t * N} + n] = hsum(a{t}){res(t)};" for t in range(T))}
+  }}
+}}
+"""
+
+@functools.lru_cache(maxsize=None)
+def kernel_q6_k(N: int, K: int, residual: bool, device: str, T: int = 1):
+  """A custom_kernel body (out, x, [residual], ql, qh, sc, d): the Q6_K product of T tokens on all of `device`'s threads."""
+  threads = max(1, min(Device[device].renderer.global_max[0], N))
+  name = f"cpu_q6_k_linear_{N}_{K}" + ("_residual" if residual else "") + (f"_t{T}" if T > 1 else "")
+  params = (Param("out", dtypes.float32, True), Param("x", dtypes.float32), *([Param("residual", dtypes.float32)] if residual else []),
+            Param("ql", dtypes.uint32), Param("qh", dtypes.uint32), Param("sc", dtypes.uint32), Param("d", dtypes.float16))
+  return source_program(name, params, source_q6_k(name, N, K, residual, threads, T), (threads, 1, 1), (1, 1, 1), device, core_id=threads)
+
 def attention_source(name: str, n_head: int, kv_lora: int, qk_nope: int, qk_rope: int, scale: float, eps: float, kv_offset: int,
                      threads: int, B: int = 1, q_stride: int = 0, kv_stride: int = 0) -> str:
   """MLA's decode attention of the new tokens of B sequences (apps/kernels/mla_attention.py's math, one kernel): row b at
