@@ -117,12 +117,12 @@ def _source_cpu(spec: KernelSpec) -> KernelFn | None:
   """The CPU's hand-written Q4_0 product (apps/kernels/cpu.py) of any number of tokens (a decode step's sequences, a
   prompt's chunk): its residual in the store, its per-slot form (slot j's own weights and input, the input's slots x_stride
   apart), and the routed experts' products, an entry (a token's expert) at a time or in tiles of entries an expert; and
-  the Q6_K product of up to 8 tokens (the MoE models' output head and shared experts' down)."""
+  the Q5_K and Q6_K products of up to 8 tokens (the MoE models' output head and shared experts)."""
   from apps.kernels import cpu
   if base_device(spec.device) != "CPU" or not isinstance(spec.B, int): return None
-  if spec.fmt.type == GGMLType.Q6_K and spec.op == "linear" and spec.B <= cpu.Q6_K_TOKENS and not (spec.norm or spec.glu or spec.x_stride) and \
-     spec.x_dtype == dtypes.float32 and spec.K % 256 == 0 and 0 < spec.K <= 32768:
-    return cpu.kernel_q6_k(spec.N, spec.K, spec.residual, spec.device, *((spec.B,) if spec.B > 1 else ()))
+  if spec.fmt.type in (GGMLType.Q5_K, GGMLType.Q6_K) and spec.op == "linear" and spec.B <= cpu.K_TOKENS and \
+     not (spec.norm or spec.glu or spec.x_stride) and spec.x_dtype == dtypes.float32 and spec.K % 256 == 0 and 0 < spec.K <= 32768:
+    return cpu.kernel_k(spec.fmt.type.name.lower(), spec.N, spec.K, spec.residual, spec.device, *((spec.B,) if spec.B > 1 else ()))
   if spec.fmt.type != GGMLType.Q4_0: return None
   if spec.norm or spec.glu or spec.mix or spec.x_dtype != dtypes.float32 or not cpu.supports(spec.N, spec.K, spec.B): return None
   T = (1, spec.x_stride, spec.B) if spec.B > 1 else ()   # one token: one kernel whatever its row's stride (it reads the first K)

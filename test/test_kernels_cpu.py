@@ -32,20 +32,21 @@ def test_cpu_product(N, K):
   assert cpu.kernel(N, K, False, "CPU") is kernel_for(KernelSpec("linear", lin.w.fmt, 1, 1, N, K, 1, False, False, "CPU", x_stride=K + 64))
   assert relerr(lin(Tensor(xl, device="CPU"), prefix=True).numpy(), xl[:, :K].astype(np.float64) @ W.T) < fp32_bound(K)
 
+@pytest.mark.parametrize("typ", [GGMLType.Q5_K, GGMLType.Q6_K], ids=lambda t: t.name)
 @pytest.mark.parametrize("N,K,T", [(77, 256, 1), (300, 1024, 1), (5, 2048, 1), (40, 512, 3), (9, 256, 8)])   # rows not a multiple of the threads
-def test_cpu_q6_k_product(N, K, T):
-  """The Q6_K product of 1-8 tokens (the MoE models' output head and shared experts' down) with and without its residual,
-  against gguf-py's dequantization in float64, alone and replayed; more tokens are not its."""
+def test_cpu_k_quant_product(typ, N, K, T):
+  """The Q5_K and Q6_K products of 1-8 tokens (the MoE models' output head and shared experts) with and without the
+  residual, against gguf-py's dequantization in float64, alone and replayed; more tokens are not theirs."""
   rng = np.random.default_rng(N)
-  raw = random_tensor(GGMLType.Q6_K, (K, N), rng)
-  W = ref_weight(raw, GGMLType.Q6_K, (K, N)).astype(np.float64)
-  lin = QuantizedLinear(PackedTensor.from_bytes(raw, GGMLType.Q6_K, (K, N), device="CPU"))
+  raw = random_tensor(typ, (K, N), rng)
+  W = ref_weight(raw, typ, (K, N)).astype(np.float64)
+  lin = QuantizedLinear(PackedTensor.from_bytes(raw, typ, (K, N), device="CPU"))
   for res in (False, True):
-    want = cpu.kernel_q6_k(N, K, res, "CPU", *((T,) if T > 1 else ()))
+    want = cpu.kernel_k(typ.name.lower(), N, K, res, "CPU", *((T,) if T > 1 else ()))
     assert kernel_for(KernelSpec("linear", lin.w.fmt, T, 1, N, K, 1, False, False, "CPU", residual=res)) is want
-  asked = cpu.kernel_q6_k.cache_info()
+  asked = cpu.kernel_k.cache_info()
   kernel_for(KernelSpec("linear", lin.w.fmt, 9, 1, N, K, 1, False, False, "CPU"))   # 9 tokens: the portable kernel
-  assert cpu.kernel_q6_k.cache_info() == asked
+  assert cpu.kernel_k.cache_info() == asked
   step = TinyJit(lambda x, r: lin(x, residual=r).contiguous())
   for i in range(3):
     x, r = rng.standard_normal((T, K)).astype(np.float32), rng.standard_normal((T, N)).astype(np.float32)

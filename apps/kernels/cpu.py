@@ -179,10 +179,10 @@ def kernel(N: int, K: int, residual: bool, device: str, J: int = 1, xs: int = 0,
   return source_program(name, params, source(name, N, K, residual, threads, J, xs, T, routed), (threads, 1, 1), (1, 1, 1), device,
                         core_id=threads)
 
-Q6_K_TOKENS = 8   # the most tokens the Q6_K product takes (their sums in registers beside a half-block's unpacked weights)
+K_TOKENS = 8   # the most tokens the Q5_K / Q6_K products take (their sums in registers beside a half-block's unpacked weights)
 
 def source_q6_k(name: str, N: int, K: int, residual: bool, threads: int, T: int = 1) -> str:
-  """The Q6_K product of T <= Q6_K_TOKENS tokens, out[t, n] = W[n] . x[t] (+ residual[t, n]), a row at a time: a lane takes a
+  """The Q6_K product of T <= K_TOKENS tokens, out[t, n] = W[n] . x[t] (+ residual[t, n]), a row at a time: a lane takes a
   word of a half-block's low nibbles (ql) and its pair of high bits (qh, the 8 words of the half twice, lanes 8-15 two bits
   up), so a (nibble, byte) position is one vector of 16 weights, unpacked once for all the tokens; a half's two scale
   vectors are 4 int8 scales 4 lanes each, times d. x is permuted to match once a call: xp[t][blk][i][s][b][L] = x[t][256 blk
@@ -230,14 +230,76 @@ void {name}(float* restrict out, const float* restrict x, {'const float* restric
 }}
 """
 
+def source_q5_k(name: str, N: int, K: int, residual: bool, threads: int, T: int = 1) -> str:
+  """The Q5_K product of T <= K_TOKENS tokens, as source_q6_k's: a lane a word of a half-block's nibbles (qs) beside its
+  high bit (qh: the block's 8 words twice, lanes 8-15 two sub-blocks up), a (nibble, byte) position one vector of 16
+  weights q in 0..31, w = d sc q - dmin m with a sub-block's 6-bit scale and min (the apps' packed scm: 8 scales, then 8
+  mins, a byte each); sum x w = d sc (sum x q) - dmin m (sum x), the sums of x per lane taken once a call.
+  xp[t][blk][i][h][b][L] = x[t][256 blk + 128 i + 64 (L / 8) + 32 h + 4 (L % 8) + b]."""
+  nb, rows = K // 256, -(-N // threads)
+  res = lambda t: f" + residual[{t * N} + n]" if residual else ""
+  return _HEAD + f"""typedef unsigned int u8v __attribute__((ext_vector_type(8)));
+typedef unsigned int u8v_a4 __attribute__((ext_vector_type(8), aligned(4)));
+typedef float f2v __attribute__((ext_vector_type(2)));
+void {name}(float* restrict out, const float* restrict x, {'const float* restrict residual, ' if residual else ''}const __fp16* restrict dm,
+            const unsigned int* restrict scm, const unsigned int* restrict qh, const unsigned int* restrict qs, const int core_id) {{
+  float xp[{T * K}] __attribute__((aligned(64)));
+  f16v xs[{T * K // 64}];   /* per (token, half-block, nibble): the lanes' sums of x over the 4 bytes */
+  for (int t = 0; t < {T}; t++) for (int k = 0; k < {K}; k++) {{
+    const int blk = k / 256, i = k / 128 % 2, L = (k / 64 % 2) * 8 + k / 4 % 8, h = k / 32 % 2, b = k % 4;
+    xp[t * {K} + (((blk * 2 + i) * 2 + h) * 4 + b) * 16 + L] = x[t * {K} + k];
+  }}
+  for (int v = 0; v < {T * K // 64}; v++) {{
+    const f16v* xv = (const f16v*)(xp + v * 64);
+    xs[v] = xv[0] + xv[1] + xv[2] + xv[3];
+  }}
+  const u16v up = {{0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2}};   /* lanes 8-15: the high bits of the next sub-block pair */
+  const int n0 = core_id * {rows}, n1 = (core_id + 1) * {rows} < {N} ? (core_id + 1) * {rows} : {N};
+  for (int n = n0; n < n1; n++) {{
+    f16v {", ".join(f"a{t} = 0" for t in range(T))};
+    for (int blk = 0; blk < {nb}; blk++) {{
+      const long o = (long)n * {nb} + blk;
+      const float d = (float)dm[2 * o], dmin = (float)dm[2 * o + 1];
+      const u8v h8 = *(const u8v_a4*)(qh + o * 8);
+      const u16v hi = __builtin_shufflevector(h8, h8, 0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7);
+      for (int i = 0; i < 2; i++) {{
+        const u16v lo = *(const u16v_a4*)(qs + o * 32 + i * 16);
+        const unsigned int sw = scm[o * 4 + i], mw = scm[o * 4 + 2 + i];
+        for (int h = 0; h < 2; h++) {{
+          f2v s2 = {{(float)((sw >> (8 * h)) & 255u), (float)((sw >> (8 * h + 16)) & 255u)}};
+          f2v m2 = {{(float)((mw >> (8 * h)) & 255u), (float)((mw >> (8 * h + 16)) & 255u)}};
+          s2 *= d; m2 *= dmin;
+          const f16v sv = __builtin_shufflevector(s2, s2, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+          const f16v mv = __builtin_shufflevector(m2, m2, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+          const int c = (blk * 2 + i) * 2 + h;
+          const f16v* xv = (const f16v*)(xp + c * 64);
+          f16v {", ".join(f"b{t} = 0" for t in range(T))};
+          for (int b = 0; b < 4; b++) {{
+            const u16v q = ((lo >> (unsigned)(8 * b + 4 * h)) & 15u) | (((hi >> ((unsigned)(8 * b + 4 * i + h) + up)) & 1u) << 4);
+            const f16v wq = __builtin_bit_cast(f16v, q | 0x4B000000u) - 8388608.0f;
+            {" ".join(f"b{t} += xv[{t * K // 16} + b] * wq;" for t in range(T))}
+          }}
+          {" ".join(f"a{t} += b{t} * sv - xs[{t * K // 64} + c] * mv;" for t in range(T))}
+        }}
+      }}
+    }}
+{chr(10).join(f"    out[{t * N} + n] = hsum(a{t}){res(t)};" for t in range(T))}
+  }}
+}}
+"""
+
 @functools.lru_cache(maxsize=None)
-def kernel_q6_k(N: int, K: int, residual: bool, device: str, T: int = 1):
-  """A custom_kernel body (out, x, [residual], ql, qh, sc, d): the Q6_K product of T tokens on all of `device`'s threads."""
+def kernel_k(typ: str, N: int, K: int, residual: bool, device: str, T: int = 1):
+  """A custom_kernel body (out, x, [residual], *the type's parts) running the Q5_K or Q6_K product (typ "q5_k" / "q6_k")
+  of T tokens on all of `device`'s threads."""
   threads = max(1, min(Device[device].renderer.global_max[0], N))
-  name = f"cpu_q6_k_linear_{N}_{K}" + ("_residual" if residual else "") + (f"_t{T}" if T > 1 else "")
+  name = f"cpu_{typ}_linear_{N}_{K}" + ("_residual" if residual else "") + (f"_t{T}" if T > 1 else "")
+  parts = {"q5_k": (("dm", dtypes.float16), ("scm", dtypes.uint32), ("qh", dtypes.uint32), ("qs", dtypes.uint32)),
+           "q6_k": (("ql", dtypes.uint32), ("qh", dtypes.uint32), ("sc", dtypes.uint32), ("d", dtypes.float16))}[typ]
   params = (Param("out", dtypes.float32, True), Param("x", dtypes.float32), *([Param("residual", dtypes.float32)] if residual else []),
-            Param("ql", dtypes.uint32), Param("qh", dtypes.uint32), Param("sc", dtypes.uint32), Param("d", dtypes.float16))
-  return source_program(name, params, source_q6_k(name, N, K, residual, threads, T), (threads, 1, 1), (1, 1, 1), device, core_id=threads)
+            *(Param(n, dt) for n, dt in parts))
+  src = (source_q5_k if typ == "q5_k" else source_q6_k)(name, N, K, residual, threads, T)
+  return source_program(name, params, src, (threads, 1, 1), (1, 1, 1), device, core_id=threads)
 
 def attention_source(name: str, n_head: int, kv_lora: int, qk_nope: int, qk_rope: int, scale: float, eps: float, kv_offset: int,
                      threads: int, B: int = 1, q_stride: int = 0, kv_stride: int = 0) -> str:
