@@ -14,7 +14,7 @@ tile makes ~95: runs/2026-11-30-cpu-rows). The packed layout is the apps' own (a
 4) words, byte i of a block in bits 8 (i % 4) of word i / 4); the rows are split over the CPU device's threads (its
 core_id), each thread permuting x into its own stack, again where its rows enter another slot.
 
-Beside them, the Q6_K product of up to 8 tokens (the MoE models' output head and shared experts' down), in the same
+Beside them, the Q5_K and Q6_K products of up to 8 tokens (the MoE models' output head and shared experts), in the same
 style, and MLA's decode attention of one new token of each of B sequences (`mla_decode_attention`, mla_attention.py's
 contract and math in one kernel): a thread takes a share of the (sequence, head) pairs and reads each of a sequence's
 cached latent rows once for all of its heads of it.
