@@ -119,12 +119,12 @@ def _source_cpu(spec: KernelSpec) -> KernelFn | None:
   apart), and the routed experts' products, an entry (a token's expert) at a time or in tiles of entries an expert; and
   the Q5_K and Q6_K products of up to 8 tokens (the MoE models' output head and shared experts)."""
   from apps.kernels import cpu
-  if base_device(spec.device) != "CPU" or not isinstance(spec.B, int): return None
-  if spec.fmt.type in (GGMLType.Q5_K, GGMLType.Q6_K) and spec.op == "linear" and spec.B <= cpu.K_TOKENS and \
-     not (spec.norm or spec.glu or spec.x_stride) and spec.x_dtype == dtypes.float32 and spec.K % 256 == 0 and 0 < spec.K <= 32768:
+  if base_device(spec.device) != "CPU" or not isinstance(spec.B, int) or spec.norm or spec.glu or spec.mix or spec.x_dtype != dtypes.float32:
+    return None
+  if spec.fmt.type in (GGMLType.Q5_K, GGMLType.Q6_K):
+    if spec.op != "linear" or spec.B > cpu.K_TOKENS or spec.x_stride or not cpu.supports(spec.N, spec.K, 256): return None
     return cpu.kernel_k(spec.fmt.type.name.lower(), spec.N, spec.K, spec.residual, spec.device, *((spec.B,) if spec.B > 1 else ()))
-  if spec.fmt.type != GGMLType.Q4_0: return None
-  if spec.norm or spec.glu or spec.mix or spec.x_dtype != dtypes.float32 or not cpu.supports(spec.N, spec.K, spec.B): return None
+  if spec.fmt.type != GGMLType.Q4_0 or not cpu.supports(spec.N, spec.K): return None
   T = (1, spec.x_stride, spec.B) if spec.B > 1 else ()   # one token: one kernel whatever its row's stride (it reads the first K)
   if spec.op == "linear": return cpu.kernel(spec.N, spec.K, spec.residual, spec.device, *T)
   if spec.op == "batched" and spec.J == spec.E and spec.x_per_slot and not spec.residual:

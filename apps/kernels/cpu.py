@@ -40,9 +40,10 @@ def tiles(T: int, K: int) -> tuple[int, int]:
   tile = next(t for t in (4, 2, 1) if T % t == 0)
   return tile, tile * max(1, min(T // tile, XP_FLOATS // (tile * K)))
 
-def supports(N: int, K: int, T: int = 1) -> bool:
-  """Shapes the product takes: whole groups of 4 blocks along K, a token's x (K fp32 values) on the stack."""
-  return K % 128 == 0 and 0 < K <= 32768 and N > 0 and T > 0
+def supports(N: int, K: int, group: int = 128) -> bool:
+  """Shapes the products take: K in whole groups of a 16-word load (Q4_0: 4 blocks, 128 weights; Q5_K / Q6_K: a block of
+  256), a token's x (K fp32 values) on the stack."""
+  return K % group == 0 and 0 < K <= 32768 and N > 0
 
 _HEAD = """typedef unsigned int u16v __attribute__((ext_vector_type(16)));
 typedef unsigned int u16v_a4 __attribute__((ext_vector_type(16), aligned(4)));   /* the weights' loads: no alignment assumed */
@@ -181,30 +182,53 @@ def kernel(N: int, K: int, residual: bool, device: str, J: int = 1, xs: int = 0,
 
 K_TOKENS = 8   # the most tokens the Q5_K / Q6_K products take (their sums in registers beside a half-block's unpacked weights)
 
-def source_q6_k(name: str, N: int, K: int, residual: bool, threads: int, T: int = 1) -> str:
-  """The Q6_K product of T <= K_TOKENS tokens, out[t, n] = W[n] . x[t] (+ residual[t, n]), a row at a time: a lane takes a
-  word of a half-block's low nibbles (ql) and its pair of high bits (qh, the 8 words of the half twice, lanes 8-15 two bits
-  up), so a (nibble, byte) position is one vector of 16 weights, unpacked once for all the tokens; a half's two scale
-  vectors are 4 int8 scales 4 lanes each, times d. x is permuted to match once a call: xp[t][blk][i][s][b][L] = x[t][256 blk
-  + 128 i + 64 s + 4 L + b] (the weight of byte b, nibble s of word L of half i)."""
-  nb, rows = K // 256, -(-N // threads)
+def _k_source(name: str, N: int, K: int, residual: bool, threads: int, T: int, parts: str, place: str, setup: str, block: str) -> str:
+  """A K-quant product of T tokens a row at a time, its x permuted once a call: x[t][k] goes to lane `L` of position b = k %
+  4 of 64-float group `c` of xp[t] (place: C declaring c and L from k), the sums of each token in a{t}; `block` adds a
+  block's products (o: its index in the rows' blocks; xv(t, c): token t's vectors of group c)."""
+  rows = -(-N // threads)
   res = lambda t: f" + residual[{t * N} + n]" if residual else ""
   return _HEAD + f"""typedef unsigned int u8v __attribute__((ext_vector_type(8)));
 typedef unsigned int u8v_a4 __attribute__((ext_vector_type(8), aligned(4)));
-void {name}(float* restrict out, const float* restrict x, {'const float* restrict residual, ' if residual else ''}const unsigned int* restrict ql,
-            const unsigned int* restrict qh, const unsigned int* restrict sc, const __fp16* restrict d, const int core_id) {{
+typedef float f2v __attribute__((ext_vector_type(2)));
+void {name}(float* restrict out, const float* restrict x, {'const float* restrict residual, ' if residual else ''}{parts}, const int core_id) {{
   float xp[{T * K}] __attribute__((aligned(64)));
   for (int t = 0; t < {T}; t++) for (int k = 0; k < {K}; k++) {{
-    const int blk = k / 256, i = k / 128 % 2, s = k / 64 % 2, L = k / 4 % 16, b = k % 4;
-    xp[t * {K} + (((blk * 2 + i) * 2 + s) * 4 + b) * 16 + L] = x[t * {K} + k];
+    {place}
+    xp[t * {K} + (c * 4 + k % 4) * 16 + L] = x[t * {K} + k];
   }}
-  const u16v up = {{0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2}};   /* lanes 8-15: the high bits of the second 32-run */
+  {setup}
+  const u16v up = {{0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2}};   /* lanes 8-15: their high bits two places up */
   const int n0 = core_id * {rows}, n1 = (core_id + 1) * {rows} < {N} ? (core_id + 1) * {rows} : {N};
   for (int n = n0; n < n1; n++) {{
     f16v {", ".join(f"a{t} = 0" for t in range(T))};
-    for (int blk = 0; blk < {nb}; blk++) {{
-      const long o = (long)n * {nb} + blk;
-      const float dd = (float)d[o];
+    for (int blk = 0; blk < {K // 256}; blk++) {{
+      const long o = (long)n * {K // 256} + blk;
+{block}
+    }}
+{chr(10).join(f"    out[{t * N} + n] = hsum(a{t}){res(t)};" for t in range(T))}
+  }}
+}}
+"""
+
+def _token_sums(T: int, K: int, bvec: str, wq: str, after: str) -> str:
+  """A (half, nibble) group's products: each byte position b's 16 weights `wq` (from `bvec`, the u16v q) unpacked once
+  for the T tokens' partial sums b{t}, then `after` (a format of t) adds them to a{t}."""
+  return f"""          f16v {", ".join(f"b{t} = 0" for t in range(T))};
+          for (int b = 0; b < 4; b++) {{
+            const u16v q = {bvec};
+            const f16v wq = {wq};
+            {" ".join(f"b{t} += xv[{t * K // 16} + b] * wq;" for t in range(T))}
+          }}
+          {" ".join(after.format(t=t, tx=t * K // 64) for t in range(T))}"""
+
+def source_q6_k(name: str, N: int, K: int, residual: bool, threads: int, T: int = 1) -> str:
+  """The Q6_K product of T <= K_TOKENS tokens, out[t, n] = W[n] . x[t] (+ residual[t, n]): a lane takes a word of a
+  half-block's low nibbles (ql) and its pair of high bits (qh, the 8 words of the half twice, lanes 8-15 two bits up), so a
+  (nibble, byte) position is one vector of 16 weights, unpacked once for all the tokens; a half's two scale vectors are 4
+  int8 scales 4 lanes each, times d; q - 32 is (2^23 + q) - (2^23 + 32) in fp32. xp[t][blk][i][s][b][L] = x[t][256 blk +
+  128 i + 64 s + 4 L + b] (the weight of byte b, nibble s of word L of half i)."""
+  block = f"""      const float dd = (float)d[o];
       for (int i = 0; i < 2; i++) {{
         const u16v lo = *(const u16v_a4*)(ql + o * 32 + i * 16);
         const u8v h8 = *(const u8v_a4*)(qh + o * 16 + i * 8);
@@ -214,21 +238,13 @@ void {name}(float* restrict out, const float* restrict x, {'const float* restric
           f4v s4 = {{(float)(signed char)w, (float)(signed char)(w >> 8), (float)(signed char)(w >> 16), (float)(signed char)(w >> 24)}};
           s4 *= dd;
           const f16v sv = __builtin_shufflevector(s4, s4, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-          const f16v* xv = (const f16v*)(xp + (((blk * 2 + i) * 2 + s) * 4) * 16);
-          f16v {", ".join(f"b{t} = 0" for t in range(T))};
-          for (int b = 0; b < 4; b++) {{
-            const u16v q = ((lo >> (unsigned)(8 * b + 4 * s)) & 15u) | (((hi >> ((unsigned)(8 * b + 4 * s) + up)) & 3u) << 4);
-            const f16v wq = __builtin_bit_cast(f16v, q | 0x4B000000u) - 8388640.0f;   /* 2^23 + q - (2^23 + 32) */
-            {" ".join(f"b{t} += xv[{t * K // 16} + b] * wq;" for t in range(T))}
-          }}
-          {" ".join(f"a{t} += b{t} * sv;" for t in range(T))}
+          const f16v* xv = (const f16v*)(xp + (blk * 4 + i * 2 + s) * 64);
+{_token_sums(T, K, "((lo >> (unsigned)(8 * b + 4 * s)) & 15u) | (((hi >> ((unsigned)(8 * b + 4 * s) + up)) & 3u) << 4)",
+             "__builtin_bit_cast(f16v, q | 0x4B000000u) - 8388640.0f", "a{t} += b{t} * sv;")}
         }}
-      }}
-    }}
-{chr(10).join(f"    out[{t * N} + n] = hsum(a{t}){res(t)};" for t in range(T))}
-  }}
-}}
-"""
+      }}"""
+  return _k_source(name, N, K, residual, threads, T, "const unsigned int* restrict ql, const unsigned int* restrict qh, "
+                   "const unsigned int* restrict sc, const __fp16* restrict d", "const int c = k / 64, L = k / 4 % 16;", "", block)
 
 def source_q5_k(name: str, N: int, K: int, residual: bool, threads: int, T: int = 1) -> str:
   """The Q5_K product of T <= K_TOKENS tokens, as source_q6_k's: a lane a word of a half-block's nibbles (qs) beside its
@@ -236,30 +252,12 @@ def source_q5_k(name: str, N: int, K: int, residual: bool, threads: int, T: int 
   weights q in 0..31, w = d sc q - dmin m with a sub-block's 6-bit scale and min (the apps' packed scm: 8 scales, then 8
   mins, a byte each); sum x w = d sc (sum x q) - dmin m (sum x), the sums of x per lane taken once a call.
   xp[t][blk][i][h][b][L] = x[t][256 blk + 128 i + 64 (L / 8) + 32 h + 4 (L % 8) + b]."""
-  nb, rows = K // 256, -(-N // threads)
-  res = lambda t: f" + residual[{t * N} + n]" if residual else ""
-  return _HEAD + f"""typedef unsigned int u8v __attribute__((ext_vector_type(8)));
-typedef unsigned int u8v_a4 __attribute__((ext_vector_type(8), aligned(4)));
-typedef float f2v __attribute__((ext_vector_type(2)));
-void {name}(float* restrict out, const float* restrict x, {'const float* restrict residual, ' if residual else ''}const __fp16* restrict dm,
-            const unsigned int* restrict scm, const unsigned int* restrict qh, const unsigned int* restrict qs, const int core_id) {{
-  float xp[{T * K}] __attribute__((aligned(64)));
-  f16v xs[{T * K // 64}];   /* per (token, half-block, nibble): the lanes' sums of x over the 4 bytes */
-  for (int t = 0; t < {T}; t++) for (int k = 0; k < {K}; k++) {{
-    const int blk = k / 256, i = k / 128 % 2, L = (k / 64 % 2) * 8 + k / 4 % 8, h = k / 32 % 2, b = k % 4;
-    xp[t * {K} + (((blk * 2 + i) * 2 + h) * 4 + b) * 16 + L] = x[t * {K} + k];
-  }}
+  setup = f"""f16v xs[{T * K // 64}];   /* per (token, 64-float group): the lanes' sums of x over the 4 bytes */
   for (int v = 0; v < {T * K // 64}; v++) {{
     const f16v* xv = (const f16v*)(xp + v * 64);
     xs[v] = xv[0] + xv[1] + xv[2] + xv[3];
-  }}
-  const u16v up = {{0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2}};   /* lanes 8-15: the high bits of the next sub-block pair */
-  const int n0 = core_id * {rows}, n1 = (core_id + 1) * {rows} < {N} ? (core_id + 1) * {rows} : {N};
-  for (int n = n0; n < n1; n++) {{
-    f16v {", ".join(f"a{t} = 0" for t in range(T))};
-    for (int blk = 0; blk < {nb}; blk++) {{
-      const long o = (long)n * {nb} + blk;
-      const float d = (float)dm[2 * o], dmin = (float)dm[2 * o + 1];
+  }}"""
+  block = f"""      const float d = (float)dm[2 * o], dmin = (float)dm[2 * o + 1];
       const u8v h8 = *(const u8v_a4*)(qh + o * 8);
       const u16v hi = __builtin_shufflevector(h8, h8, 0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7);
       for (int i = 0; i < 2; i++) {{
@@ -273,20 +271,13 @@ void {name}(float* restrict out, const float* restrict x, {'const float* restric
           const f16v mv = __builtin_shufflevector(m2, m2, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
           const int c = (blk * 2 + i) * 2 + h;
           const f16v* xv = (const f16v*)(xp + c * 64);
-          f16v {", ".join(f"b{t} = 0" for t in range(T))};
-          for (int b = 0; b < 4; b++) {{
-            const u16v q = ((lo >> (unsigned)(8 * b + 4 * h)) & 15u) | (((hi >> ((unsigned)(8 * b + 4 * i + h) + up)) & 1u) << 4);
-            const f16v wq = __builtin_bit_cast(f16v, q | 0x4B000000u) - 8388608.0f;
-            {" ".join(f"b{t} += xv[{t * K // 16} + b] * wq;" for t in range(T))}
-          }}
-          {" ".join(f"a{t} += b{t} * sv - xs[{t * K // 64} + c] * mv;" for t in range(T))}
+{_token_sums(T, K, "((lo >> (unsigned)(8 * b + 4 * h)) & 15u) | (((hi >> ((unsigned)(8 * b + 4 * i + h) + up)) & 1u) << 4)",
+             "__builtin_bit_cast(f16v, q | 0x4B000000u) - 8388608.0f", "a{t} += b{t} * sv - xs[{tx} + c] * mv;")}
         }}
-      }}
-    }}
-{chr(10).join(f"    out[{t * N} + n] = hsum(a{t}){res(t)};" for t in range(T))}
-  }}
-}}
-"""
+      }}"""
+  return _k_source(name, N, K, residual, threads, T, "const __fp16* restrict dm, const unsigned int* restrict scm, "
+                   "const unsigned int* restrict qh, const unsigned int* restrict qs",
+                   "const int c = k / 128 * 2 + k / 32 % 2, L = k / 64 % 2 * 8 + k / 4 % 8;", setup, block)
 
 @functools.lru_cache(maxsize=None)
 def kernel_k(typ: str, N: int, K: int, residual: bool, device: str, T: int = 1):

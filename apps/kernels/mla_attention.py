@@ -534,8 +534,8 @@ def _half_cache(cache: Tensor, who: str) -> bool:
 def available(device: str) -> bool: return language_of(device) is not None
 
 def decodes(device: str, cache: Tensor, n_head: int, kv_lora: int, qk_rope: int) -> bool:
-  """mla_decode_attention serves this device: the GPU kernels, or the CPU's (apps/kernels/cpu.py: an fp32 cache), one
-  sequence's token or the rows of a batched step (`rows`)."""
+  """mla_decode_attention serves this device, one sequence's token or a batched step's rows: the GPU kernels, or the CPU's
+  (apps/kernels/cpu.py: an fp32 cache)."""
   if available(device): return True
   from apps.kernels import cpu
   return device.split(":")[0] == "CPU" and cpu.attention_supports(n_head, kv_lora, qk_rope, cache)
