@@ -54,7 +54,7 @@ def test_cpu_k_quant_product(typ, N, K, T):
     assert relerr(step(Tensor(x, device="CPU"), Tensor(r, device="CPU")).numpy(), x.astype(np.float64) @ W.T + r) < fp32_bound(K), i
 
 # tokens in tiles of 4 / 2 / 1 (32, 6, 3); rows not a multiple of the 4 a thread unpacks at once, nor of the threads; K in
-# chunks of 64 vectors and a shorter last one (1152); 8192 x 32 tokens: x in two panels (2 x 16 tokens), each its own pass
+# chunks of 64 vectors and a shorter last one (1152); 8192 x 32 tokens: x in four panels of 8 tokens, each its own pass
 @pytest.mark.parametrize("N,K,T", [(77, 256, 32), (6, 1152, 6), (300, 1024, 3), (5, 8192, 32)])
 def test_cpu_product_of_tokens(N, K, T):
   rng = np.random.default_rng(T)
