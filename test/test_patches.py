@@ -1662,9 +1662,10 @@ def test_0062_native_parts(trees):
 STAGED_OPERAND = RUN_WITH_OPTS + """
 # a grouped reduction whose lanes read an operand a stride apart, shared by the workgroup's row groups, reads it from local
 # memory: a matvec over 4-bit weights under the opts of a matvec (a lane a block of 32 of x, 4 row groups a workgroup) holds,
-# for sm_90, a local buffer of x's 6,144 floats and 4 of padding every 32 (6,912) beside its group's partial sums; a reduction
-# of one row group a workgroup (a row's sum of squares under the heuristics) holds none. On the sm_80 emulator the product
-# equals numpy's under those opts, with as many threads as words to copy, twice as many (half copy nothing) and 48 threads
+# for sm_90, a local buffer of x's 6,144 floats and 4 of padding every 32 (6,912) beside its group's partial sums, and so does
+# a product of a batch of matrices by a batch of x (the batch a global range: a workgroup reads one x, at its base); a
+# reduction of one row group a workgroup (a row's sum of squares under the heuristics) holds none. On the sm_80 emulator the
+# products equal numpy's under those opts, with as many threads as words to copy, twice as many (half copy nothing) and 48
 import numpy as np
 from tinygrad import Tensor, dtypes
 from tinygrad.codegen import full_rewrite_to_sink
@@ -1676,9 +1677,9 @@ from tinygrad.uop.ops import Ops, KernelInfo
 def q4_matvec(qs, d, x):
   nib = (qs.unsqueeze(-1) >> Tensor([0, 4, 8, 12, 16, 20, 24, 28], dtype=dtypes.uint32, device=qs.device)) & 15
   w = (nib.cast(dtypes.float32) - 8) * d.cast(dtypes.float32).reshape(*d.shape, 1, 1)
-  return (w * x.reshape(1, -1, 4, 8)).sum((1, 2, 3))
-def mv_opts(group, local): return [Opt(OptOps.UNROLL, 2, 0), Opt(OptOps.UNROLL, 1, 0), Opt(OptOps.GROUP, 0, group), Opt(OptOps.UPCAST, 0, 2),
-                                   Opt(OptOps.LOCAL, 0, local)]
+  return (w * x.reshape(*x.shape[:-2], 1, -1, 4, 8)).sum((-3, -2, -1))
+def mv_opts(group, local, axis=0): return [Opt(OptOps.UNROLL, 2, 0), Opt(OptOps.UNROLL, 1, 0), Opt(OptOps.GROUP, 0, group),
+                                           Opt(OptOps.UPCAST, axis, 2), Opt(OptOps.LOCAL, axis, local)]
 def local_sizes(t, opts=None):
   ast = t.linear_with_vars()[0].src[-1].src[0]
   if opts is not None: ast = ast.replace(arg=KernelInfo(name="forced", opts_to_apply=tuple(opts)))
@@ -1686,14 +1687,17 @@ def local_sizes(t, opts=None):
   return sorted(u.max_numel() for u in sink.toposort() if u.op is Ops.BUFFER and u.arg.addrspace is AddrSpace.LOCAL)
 mv = q4_matvec(Tensor.empty(2048, 192, 4, dtype=dtypes.uint32), Tensor.empty(2048, 192, dtype=dtypes.half), Tensor.empty(192, 32))
 assert (got:=local_sizes(mv, mv_opts(32, 4))) == [256, 6912], got
+bmv = q4_matvec(Tensor.empty(4, 2048, 192, 4, dtype=dtypes.uint32), Tensor.empty(4, 2048, 192, dtype=dtypes.half), Tensor.empty(4, 192, 32))
+assert (got:=local_sizes(bmv, mv_opts(32, 4, axis=1))) == [256, 6912], got
 assert len(got:=local_sizes(Tensor.empty(64, 2048).square().sum(1))) == 1, got
 rng = np.random.default_rng(0)
-for rows, blocks, group, local in ((16, 64, 32, 4), (32, 32, 32, 16), (12, 48, 16, 3)):
-  qs, d = rng.integers(0, 2**32, (rows, blocks, 4), dtype=np.uint32), rng.standard_normal((rows, blocks)).astype(np.float16)
-  x = rng.standard_normal((blocks, 32)).astype(np.float32)
+for batch, rows, blocks, group, local in ((), 16, 64, 32, 4), ((), 32, 32, 32, 16), ((), 12, 48, 16, 3), ((3,), 8, 32, 32, 4):
+  qs, d = rng.integers(0, 2**32, (*batch, rows, blocks, 4), dtype=np.uint32), rng.standard_normal((*batch, rows, blocks)).astype(np.float16)
+  x = rng.standard_normal((*batch, blocks, 32)).astype(np.float32)
   w = ((qs[..., None] >> (np.arange(8, dtype=np.uint32) * 4)) & 15).astype(np.float32) - 8
-  ref = ((w * d.astype(np.float32)[..., None, None]).reshape(rows, blocks, 32) * x).sum((1, 2))
-  np.testing.assert_allclose(run_with_opts(q4_matvec(Tensor(qs), Tensor(d), Tensor(x)), mv_opts(group, local)), ref, rtol=1e-4, atol=1e-4)
+  ref = ((w * d.astype(np.float32)[..., None, None]).reshape(*batch, rows, blocks, 32) * x[..., None, :, :]).sum((-2, -1))
+  got = run_with_opts(q4_matvec(Tensor(qs), Tensor(d), Tensor(x)), mv_opts(group, local, axis=len(batch)))
+  np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
 print("ok")
 """
 

@@ -14,6 +14,8 @@
 #      expert's x, a head's slice) is staged at the workgroup's base (STAGE_GLOBAL=0 turns it off). The generated decode and
 #      prefill 512 of DeepSeek-V2-Lite and GLM-4.7-Flash, STAGE_GLOBAL 0 1 1 0 (a kernel cache a variant); STAGE_GLOBAL=1's
 #      greedy tokens
+#   6: the same diff (STAGE_GLOBAL=1): the tiny presets' greedy tokens, then the generated path beside llama.cpp in one run
+#      (carry .cache/llama/llama-cpp-src.tar.xz too; llama.cpp builds in the background while the files are synthesized)
 cd "$(dirname "$0")/../.."
 export DEV=${DEV:-CUDA} PYTHONUNBUFFERED=1 PYTHONPATH=.
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -72,4 +74,12 @@ case $1 in
          --decode 32 --prefill 512 --json "$OUT/sg_$sg.$RANDOM.json" 2>&1 | grep -v '^{' | tail -3
      done
      STAGE_GLOBAL=1 timeout 120 python3 -m tools.gpu_check release --kernels generated 2>&1 | tail -4 ;;
+  6) patch -s -d upstream -p1 < runs/2026-11-30-serve/experiments/stage-global.diff || exit 1
+     python3 -m compileall -q upstream/tinygrad > /dev/null
+     (python3 -m tools.llama_bench build --time-limit 330 > "$OUT/llama_build.log" 2>&1) &
+     synth youtu-llm-2b deepseek-v2-lite glm-4.7-flash; echo "synthesized $(date +%T)"
+     timeout 100 python3 -m tools.gpu_check release --kernels generated 2>&1 | tail -4
+     wait; tail -2 "$OUT/llama_build.log"; echo "built $(date +%T)"
+     timeout $((${DEADLINE:-590} - SECONDS)) python3 -m tools.gpu_bench --kernels generated --llama --decode 32 --prefill 512 --json "$OUT/side_gen.json" 2>&1 \
+       | tee "$OUT/side_gen.log" | grep -v '^{' | tail -8 ;;
 esac
