@@ -117,12 +117,12 @@ def _source_cpu(spec: KernelSpec) -> KernelFn | None:
   """The CPU's hand-written Q4_0 product (apps/kernels/cpu.py) of any number of tokens (a decode step's sequences, a
   prompt's chunk): its residual in the store, its per-slot form (slot j's own weights and input, the input's slots x_stride
   apart), and the routed experts' products, an entry (a token's expert) at a time or in tiles of entries an expert; and
-  the Q5_K and Q6_K products of up to 8 tokens (the MoE models' output head and shared experts)."""
+  the Q5_K and Q6_K products of any number of tokens (the MoE models' output head and shared experts)."""
   from apps.kernels import cpu
   if base_device(spec.device) != "CPU" or not isinstance(spec.B, int) or spec.norm or spec.glu or spec.mix or spec.x_dtype != dtypes.float32:
     return None
   if spec.fmt.type in (GGMLType.Q5_K, GGMLType.Q6_K):
-    if spec.op != "linear" or spec.B > cpu.K_TOKENS or spec.x_stride or not cpu.supports(spec.N, spec.K, 256): return None
+    if spec.op != "linear" or spec.x_stride or not cpu.supports(spec.N, spec.K, 256): return None
     return cpu.kernel_k(spec.fmt.type.name.lower(), spec.N, spec.K, spec.residual, spec.device, *((spec.B,) if spec.B > 1 else ()))
   if spec.fmt.type != GGMLType.Q4_0 or not cpu.supports(spec.N, spec.K): return None
   T = (1, spec.x_stride, spec.B) if spec.B > 1 else ()   # one token: one kernel whatever its row's stride (it reads the first K)

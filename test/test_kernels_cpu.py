@@ -33,10 +33,13 @@ def test_cpu_product(N, K):
   assert relerr(lin(Tensor(xl, device="CPU"), prefix=True).numpy(), xl[:, :K].astype(np.float64) @ W.T) < fp32_bound(K)
 
 @pytest.mark.parametrize("typ", [GGMLType.Q5_K, GGMLType.Q6_K], ids=lambda t: t.name)
-@pytest.mark.parametrize("N,K,T", [(77, 256, 1), (300, 1024, 1), (5, 2048, 1), (40, 512, 3), (9, 256, 8)])   # rows not a multiple of the threads
+# rows not a multiple of the threads; more than 8 tokens in the buffer form: tiles of 4 / 2 / 1 (32, 10, 9), K in chunks of 4
+# blocks and a shorter last one (1280), 8192 x 32 tokens in four panels of 8, 2816 x 24 in panels of 20 and 4
+@pytest.mark.parametrize("N,K,T", [(77, 256, 1), (300, 1024, 1), (5, 2048, 1), (40, 512, 3), (9, 256, 8), (77, 256, 32), (6, 1280, 10),
+                                   (13, 512, 9), (5, 8192, 32), (6, 2816, 24)])
 def test_cpu_k_quant_product(typ, N, K, T):
-  """The Q5_K and Q6_K products of 1-8 tokens (the MoE models' output head and shared experts) with and without the
-  residual, against gguf-py's dequantization in float64, alone and replayed; more tokens are not theirs."""
+  """The Q5_K and Q6_K products of any number of tokens (the MoE models' output head and shared experts) with and without
+  the residual, against gguf-py's dequantization in float64, alone and replayed; a product read from a longer row is not theirs."""
   rng = np.random.default_rng(N)
   raw = random_tensor(typ, (K, N), rng)
   W = ref_weight(raw, typ, (K, N)).astype(np.float64)
@@ -45,7 +48,7 @@ def test_cpu_k_quant_product(typ, N, K, T):
     want = cpu.kernel_k(typ.name.lower(), N, K, res, "CPU", *((T,) if T > 1 else ()))
     assert kernel_for(KernelSpec("linear", lin.w.fmt, T, 1, N, K, 1, False, False, "CPU", residual=res)) is want
   asked = cpu.kernel_k.cache_info()
-  kernel_for(KernelSpec("linear", lin.w.fmt, 9, 1, N, K, 1, False, False, "CPU"))   # 9 tokens: the portable kernel
+  kernel_for(KernelSpec("linear", lin.w.fmt, T, 1, N, K, 1, False, False, "CPU", x_stride=K + 64))   # the portable kernel
   assert cpu.kernel_k.cache_info() == asked
   step = TinyJit(lambda x, r: lin(x, residual=r).contiguous())
   for i in range(3):
@@ -54,8 +57,9 @@ def test_cpu_k_quant_product(typ, N, K, T):
     assert relerr(step(Tensor(x, device="CPU"), Tensor(r, device="CPU")).numpy(), x.astype(np.float64) @ W.T + r) < fp32_bound(K), i
 
 # tokens in tiles of 4 / 2 / 1 (32, 6, 3); rows not a multiple of the 4 a thread unpacks at once, nor of the threads; K in
-# chunks of 64 vectors and a shorter last one (1152); 8192 x 32 tokens: x in four panels of 8 tokens, each its own pass
-@pytest.mark.parametrize("N,K,T", [(77, 256, 32), (6, 1152, 6), (300, 1024, 3), (5, 8192, 32)])
+# chunks of 64 vectors and a shorter last one (1152); 8192 x 32 tokens: x in four panels of 8 tokens, each its own pass;
+# 2304 x 32: a panel of 28 tokens and a short last one of 4
+@pytest.mark.parametrize("N,K,T", [(77, 256, 32), (6, 1152, 6), (300, 1024, 3), (5, 8192, 32), (6, 2304, 32)])
 def test_cpu_product_of_tokens(N, K, T):
   rng = np.random.default_rng(T)
   raw = random_tensor(GGMLType.Q4_0, (K, N), rng)
@@ -69,8 +73,8 @@ def test_cpu_product_of_tokens(N, K, T):
   xl = rng.standard_normal((T, K + 64)).astype(np.float32)   # each token's input the first K of a longer row
   assert relerr(lin(Tensor(xl, device="CPU"), prefix=True).numpy(), xl[:, :K].astype(np.float64) @ W.T) < fp32_bound(K)
 
-# rows split mid-slot; in place; several tokens (a slot's rows in groups of 4 and fewer at its end)
-@pytest.mark.parametrize("H,N,K,stride,T", [(3, 40, 128, 0, 1), (4, 16, 256, 320, 1), (2, 7, 128, 192, 1), (3, 10, 256, 0, 8)])
+# rows split mid-slot; in place; several tokens (a slot's rows in groups of 4 and fewer at its end; panels of 28 and 4 tokens)
+@pytest.mark.parametrize("H,N,K,stride,T", [(3, 40, 128, 0, 1), (4, 16, 256, 320, 1), (2, 7, 128, 192, 1), (3, 10, 256, 0, 8), (2, 7, 2304, 0, 32)])
 def test_cpu_per_slot_product(tmp_path, H, N, K, stride, T):
   gf, W = expert_file(tmp_path, [("attn_k_b.weight", GGMLType.Q4_0, (K, N, H))], seed=H)
   kb = QuantizedExpertWeights.from_gguf(gf, "attn_k_b.weight", device="CPU")
@@ -87,10 +91,11 @@ def test_cpu_per_slot_product(tmp_path, H, N, K, stride, T):
   assert kernel_for(spec) is cpu.kernel(N, K, False, "CPU", H, stride, *((T,) if T > 1 else ()))
 
 # a decode step's entries (one or 3 tokens' experts; ids past the experts clamped) and a chunk's, which go in tiles of 16
-# entries an expert (8 or more entries an expert on average; an expert with none; a symbolic chunk length)
-@pytest.mark.parametrize("B,J,E", [(1, 3, 6), (3, 2, 6), (40, 3, 6)])
-def test_cpu_routed_experts(tmp_path, B, J, E):
-  N, K = 24, 256
+# entries an expert (8 or more entries an expert on average; an expert with none; a symbolic chunk length; K of 4608: a
+# tile's 16 entries in panels of 12 and 4)
+@pytest.mark.parametrize("B,J,E,K", [(1, 3, 6, 256), (3, 2, 6, 256), (40, 3, 6, 256), (40, 3, 6, 4608)])
+def test_cpu_routed_experts(tmp_path, B, J, E, K):
+  N = 24
   gf, W = expert_file(tmp_path, [("e", GGMLType.Q4_0, (K, N, E))], seed=B)
   ex = QuantizedExpertWeights.from_gguf(gf, "e", device="CPU")
   rng = np.random.default_rng(J)

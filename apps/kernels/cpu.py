@@ -14,8 +14,8 @@ tile makes ~95: runs/2026-11-30-cpu-rows). The packed layout is the apps' own (a
 4) words, byte i of a block in bits 8 (i % 4) of word i / 4); the rows are split over the CPU device's threads (its
 core_id), each thread permuting x into its own stack, again where its rows enter another slot.
 
-Beside them, the Q5_K and Q6_K products of up to 8 tokens (the MoE models' output head and shared experts), in the same
-style, and MLA's decode attention of one new token of each of B sequences (`mla_decode_attention`, mla_attention.py's
+Beside them, the Q5_K and Q6_K products (the MoE models' output head and shared experts) in the same two forms, and MLA's
+decode attention of one new token of each of B sequences (`mla_decode_attention`, mla_attention.py's
 contract and math in one kernel): a thread takes a share of the (sequence, head) pairs and reads each of a sequence's
 cached latent rows once for all of its heads of it.
 """
@@ -59,6 +59,22 @@ _PERMUTE = "for (int g = 0; g < {G}; g++) for (int h = 0; h < 2; h++) for (int b
 _NIBBLE = "(__builtin_bit_cast(f16v, ((w >> (unsigned)(8 * b + 4 * h)) & 15u) | 0x4B000000u) - 8388616.0f)"
 _SCALES = "f4v d4 = {(float)dn[4 * g], (float)dn[4 * g + 1], (float)dn[4 * g + 2], (float)dn[4 * g + 3]};\n" \
           "f16v ds = __builtin_shufflevector(d4, d4, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);"
+
+def _tiles_of_tokens(K: int, tile: int, panel: int) -> str:
+  """The microkernel of the buffer form: ROWS unpacked rows' vectors c0..c1 - 1 (wb, a row CHUNK vectors apart) times a
+  tile of tokens at a time of the panel's pt (xp, a token K floats apart), into their sums so far (ab, a row `panel` apart)."""
+  R, V, C = ROWS, K // 16, CHUNK
+  acc = [(i, t) for i in range(R) for t in range(tile)]
+  return f"""        for (int t0 = 0; t0 < pt; t0 += {tile}) {{
+          const f16v* xv = (const f16v*)(xp + (long)t0 * {K});
+          f16v {", ".join(f"a{i}{t} = ab[{i} * {panel} + t0 + {t}]" for i, t in acc)};
+          for (int v = c0; v < c1; v++) {{
+            f16v {", ".join(f"w{i} = wb[{i * C} + v - c0]" for i in range(R))};
+            f16v {", ".join(f"x{t} = xv[{t * V} + v]" for t in range(tile))};
+            {" ".join(f"a{i}{t} += w{i} * x{t};" for i, t in acc)}
+          }}
+          {" ".join(f"ab[{i} * {panel} + t0 + {t}] = a{i}{t};" for i, t in acc)}
+        }}"""
 
 def source(name: str, N: int, K: int, residual: bool, threads: int, J: int = 1, xs: int = 0, T: int = 1, routed: tuple = ()) -> str:
   """T tokens, J slots of N rows each: out[t, j, n] = W[j N + n] . x[t, j] (+ residual[t, n] where J is 1), x[t, j] at
@@ -112,7 +128,6 @@ def source(name: str, N: int, K: int, residual: bool, threads: int, J: int = 1, 
 """
   tile, panel = tiles(T, K)
   R, V, C = ROWS, K // 16, CHUNK
-  acc = [(i, t) for i in range(R) for t in range(tile)]
   return head + f"""
   float xp[{panel * K}] __attribute__((aligned(64)));   /* a panel's tokens, permuted */
   f16v wb[{R * C}], ab[{R * panel}];                     /* a chunk of ROWS rows unpacked and scaled; their sums so far */
@@ -131,7 +146,7 @@ def source(name: str, N: int, K: int, residual: bool, threads: int, J: int = 1, 
         }}
       }}
       const int e1 = n1 < (slot + 1) * {N} ? n1 : (slot + 1) * {N}, r = e1 - n < {R} ? e1 - n : {R};
-      for (int v = 0; v < {R} * pt; v++) ab[v] = 0.0f;
+      for (int v = 0; v < {R * panel}; v++) ab[v] = 0.0f;   /* (a row's sums `panel` apart: all of them, in a short last panel too) */
       for (int c0 = 0; c0 < {V}; c0 += {C}) {{   /* a chunk of K: its unpacked rows stay in L1 for every tile of tokens */
         const int c1 = c0 + {C} < {V} ? c0 + {C} : {V};
         for (int i = 0; i < r; i++) {{
@@ -144,16 +159,7 @@ def source(name: str, N: int, K: int, residual: bool, threads: int, J: int = 1, 
             for (int h = 0; h < 2; h++) for (int b = 0; b < 4; b++) wr[g * 8 + h * 4 + b] = {_NIBBLE} * ds;
           }}
         }}
-        for (int t0 = 0; t0 < pt; t0 += {tile}) {{
-          const f16v* xv = (const f16v*)(xp + (long)t0 * {K});
-          f16v {", ".join(f"a{i}{t} = ab[{i} * {panel} + t0 + {t}]" for i, t in acc)};
-          for (int v = c0; v < c1; v++) {{
-            f16v {", ".join(f"w{i} = wb[{i * C} + v - c0]" for i in range(R))};
-            f16v {", ".join(f"x{t} = xv[{t * V} + v]" for t in range(tile))};
-            {" ".join(f"a{i}{t} += w{i} * x{t};" for i, t in acc)}
-          }}
-          {" ".join(f"ab[{i} * {panel} + t0 + {t}] = a{i}{t};" for i, t in acc)}
-        }}
+{_tiles_of_tokens(K, tile, panel)}
       }}
       for (int i = 0; i < r; i++) for (int t = 0; t < pt; t++) {{
         const long o = {orow("p0 + t")} + n + i;
@@ -180,7 +186,8 @@ def kernel(N: int, K: int, residual: bool, device: str, J: int = 1, xs: int = 0,
   return source_program(name, params, source(name, N, K, residual, threads, J, xs, T, routed), (threads, 1, 1), (1, 1, 1), device,
                         core_id=threads)
 
-K_TOKENS = 8   # the most tokens the Q5_K / Q6_K products take (their sums in registers beside a half-block's unpacked weights)
+K_TOKENS = 8   # the most tokens the Q5_K / Q6_K products take a row at a time (their sums in registers beside a half-block's
+               # unpacked weights); more go through the buffer form
 
 def _k_source(name: str, N: int, K: int, residual: bool, threads: int, T: int, parts: str, place: str, setup: str, block: str) -> str:
   """A K-quant product of T tokens a row at a time, its x permuted once a call: x[t][k] goes to lane `L` of position b = k %
@@ -211,6 +218,48 @@ void {name}(float* restrict out, const float* restrict x, {'const float* restric
 }}
 """
 
+def _k_buffer_source(name: str, N: int, K: int, residual: bool, threads: int, T: int, parts: str, place: str, unpack: str) -> str:
+  """A K-quant product of more than K_TOKENS tokens in the Q4_0 product's buffer form: ROWS rows at a time, a chunk of
+  CHUNK vectors (4 blocks) of K at a time, unpacked and scaled into wb on the stack by `unpack` (block `o` of the rows'
+  blocks into wr[blk * 16 + 0..15], in the order `place` permutes x to), then the tiles of tokens take them."""
+  rows, (tile, panel), R, V, C = -(-N // threads), tiles(T, K), ROWS, K // 16, CHUNK
+  res = " + residual[(long)(p0 + t) * {N} + n + i]".format(N=N) if residual else ""
+  return _HEAD + f"""typedef unsigned int u8v __attribute__((ext_vector_type(8)));
+typedef unsigned int u8v_a4 __attribute__((ext_vector_type(8), aligned(4)));
+typedef float f2v __attribute__((ext_vector_type(2)));
+void {name}(float* restrict out, const float* restrict x, {'const float* restrict residual, ' if residual else ''}{parts}, const int core_id) {{
+  const int n0 = core_id * {rows}, n1 = (core_id + 1) * {rows} < {N} ? (core_id + 1) * {rows} : {N};
+  const u16v up = {{0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2}};   /* lanes 8-15: their high bits two places up */
+  float xp[{panel * K}] __attribute__((aligned(64)));   /* a panel's tokens, permuted */
+  f16v wb[{R * C}], ab[{R * panel}];                     /* a chunk of ROWS rows unpacked and scaled; their sums so far */
+  for (int v = 0; v < {R * C}; v++) wb[v] = 0.0f;        /* (a group of fewer rows computes the rest on zeros) */
+  for (int p0 = 0; p0 < {T}; p0 += {panel}) {{
+    const int pt = {T} - p0 < {panel} ? {T} - p0 : {panel};
+    for (int t = 0; t < pt; t++) for (int k = 0; k < {K}; k++) {{
+      {place}
+      xp[t * {K} + (c * 4 + k % 4) * 16 + L] = x[(long)(p0 + t) * {K} + k];
+    }}
+    for (int n = n0; n < n1;) {{
+      const int r = n1 - n < {R} ? n1 - n : {R};
+      for (int v = 0; v < {R * panel}; v++) ab[v] = 0.0f;   /* (a row's sums `panel` apart: all of them, in a short last panel too) */
+      for (int c0 = 0; c0 < {V}; c0 += {C}) {{   /* a chunk of K: its unpacked rows stay in L1 for every tile of tokens */
+        const int c1 = c0 + {C} < {V} ? c0 + {C} : {V};
+        for (int i = 0; i < r; i++) {{
+          f16v* wr = wb + i * {C} - c0;
+          for (int blk = c0 / 16; blk < c1 / 16; blk++) {{
+            const long o = (long)(n + i) * {K // 256} + blk;
+{unpack}
+          }}
+        }}
+{_tiles_of_tokens(K, tile, panel)}
+      }}
+      for (int i = 0; i < r; i++) for (int t = 0; t < pt; t++) out[(long)(p0 + t) * {N} + n + i] = hsum(ab[i * {panel} + t]){res};
+      n += r;
+    }}
+  }}
+}}
+"""
+
 def _token_sums(T: int, K: int, bvec: str, wq: str, after: str) -> str:
   """A (half, nibble) group's products: each byte position b's 16 weights `wq` (from `bvec`, the u16v q) unpacked once
   for the T tokens' partial sums b{t}, then `after` (a format of t) adds them to a{t}."""
@@ -223,11 +272,12 @@ def _token_sums(T: int, K: int, bvec: str, wq: str, after: str) -> str:
           {" ".join(after.format(t=t, tx=t * K // 64) for t in range(T))}"""
 
 def source_q6_k(name: str, N: int, K: int, residual: bool, threads: int, T: int = 1) -> str:
-  """The Q6_K product of T <= K_TOKENS tokens, out[t, n] = W[n] . x[t] (+ residual[t, n]): a lane takes a word of a
+  """The Q6_K product of T tokens, out[t, n] = W[n] . x[t] (+ residual[t, n]); up to K_TOKENS: a lane takes a word of a
   half-block's low nibbles (ql) and its pair of high bits (qh, the 8 words of the half twice, lanes 8-15 two bits up), so a
   (nibble, byte) position is one vector of 16 weights, unpacked once for all the tokens; a half's two scale vectors are 4
   int8 scales 4 lanes each, times d; q - 32 is (2^23 + q) - (2^23 + 32) in fp32. xp[t][blk][i][s][b][L] = x[t][256 blk +
-  128 i + 64 s + 4 L + b] (the weight of byte b, nibble s of word L of half i)."""
+  128 i + 64 s + 4 L + b] (the weight of byte b, nibble s of word L of half i). More tokens: the same vectors of weights
+  unpacked and scaled into the buffer form's rows."""
   block = f"""      const float dd = (float)d[o];
       for (int i = 0; i < 2; i++) {{
         const u16v lo = *(const u16v_a4*)(ql + o * 32 + i * 16);
@@ -243,11 +293,29 @@ def source_q6_k(name: str, N: int, K: int, residual: bool, threads: int, T: int 
              "__builtin_bit_cast(f16v, q | 0x4B000000u) - 8388640.0f", "a{t} += b{t} * sv;")}
         }}
       }}"""
-  return _k_source(name, N, K, residual, threads, T, "const unsigned int* restrict ql, const unsigned int* restrict qh, "
-                   "const unsigned int* restrict sc, const __fp16* restrict d", "const int c = k / 64, L = k / 4 % 16;", "", block)
+  unpack = """            const float dd = (float)d[o];
+            for (int h = 0; h < 2; h++) {
+              const u16v lo = *(const u16v_a4*)(ql + o * 32 + h * 16);
+              const u8v h8 = *(const u8v_a4*)(qh + o * 16 + h * 8);
+              const u16v hi = __builtin_shufflevector(h8, h8, 0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7);
+              for (int s = 0; s < 2; s++) {
+                const unsigned int w = sc[o * 4 + h * 2 + s];
+                f4v s4 = {(float)(signed char)w, (float)(signed char)(w >> 8), (float)(signed char)(w >> 16), (float)(signed char)(w >> 24)};
+                s4 *= dd;
+                const f16v sv = __builtin_shufflevector(s4, s4, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+                for (int b = 0; b < 4; b++) {
+                  const u16v q = ((lo >> (unsigned)(8 * b + 4 * s)) & 15u) | (((hi >> ((unsigned)(8 * b + 4 * s) + up)) & 3u) << 4);
+                  wr[blk * 16 + (h * 2 + s) * 4 + b] = (__builtin_bit_cast(f16v, q | 0x4B000000u) - 8388640.0f) * sv;
+                }
+              }
+            }"""
+  parts, place = "const unsigned int* restrict ql, const unsigned int* restrict qh, const unsigned int* restrict sc, const __fp16* restrict d", \
+    "const int c = k / 64, L = k / 4 % 16;"
+  if T > K_TOKENS: return _k_buffer_source(name, N, K, residual, threads, T, parts, place, unpack)
+  return _k_source(name, N, K, residual, threads, T, parts, place, "", block)
 
 def source_q5_k(name: str, N: int, K: int, residual: bool, threads: int, T: int = 1) -> str:
-  """The Q5_K product of T <= K_TOKENS tokens, as source_q6_k's: a lane a word of a half-block's nibbles (qs) beside its
+  """The Q5_K product of T tokens, as source_q6_k's: a lane a word of a half-block's nibbles (qs) beside its
   high bit (qh: the block's 8 words twice, lanes 8-15 two sub-blocks up), a (nibble, byte) position one vector of 16
   weights q in 0..31, w = d sc q - dmin m with a sub-block's 6-bit scale and min (the apps' packed scm: 8 scales, then 8
   mins, a byte each); sum x w = d sc (sum x q) - dmin m (sum x), the sums of x per lane taken once a call.
@@ -275,14 +343,33 @@ def source_q5_k(name: str, N: int, K: int, residual: bool, threads: int, T: int 
              "__builtin_bit_cast(f16v, q | 0x4B000000u) - 8388608.0f", "a{t} += b{t} * sv - xs[{tx} + c] * mv;")}
         }}
       }}"""
-  return _k_source(name, N, K, residual, threads, T, "const __fp16* restrict dm, const unsigned int* restrict scm, "
-                   "const unsigned int* restrict qh, const unsigned int* restrict qs",
-                   "const int c = k / 128 * 2 + k / 32 % 2, L = k / 64 % 2 * 8 + k / 4 % 8;", setup, block)
+  unpack = """            const float d = (float)dm[2 * o], dmin = (float)dm[2 * o + 1];
+            const u8v h8 = *(const u8v_a4*)(qh + o * 8);
+            const u16v hi = __builtin_shufflevector(h8, h8, 0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7);
+            for (int j = 0; j < 2; j++) {
+              const u16v lo = *(const u16v_a4*)(qs + o * 32 + j * 16);
+              const unsigned int sw = scm[o * 4 + j], mw = scm[o * 4 + 2 + j];
+              for (int h = 0; h < 2; h++) {
+                f2v s2 = {(float)((sw >> (8 * h)) & 255u), (float)((sw >> (8 * h + 16)) & 255u)};
+                f2v m2 = {(float)((mw >> (8 * h)) & 255u), (float)((mw >> (8 * h + 16)) & 255u)};
+                s2 *= d; m2 *= dmin;
+                const f16v sv = __builtin_shufflevector(s2, s2, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+                const f16v mv = __builtin_shufflevector(m2, m2, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+                for (int b = 0; b < 4; b++) {
+                  const u16v q = ((lo >> (unsigned)(8 * b + 4 * h)) & 15u) | (((hi >> ((unsigned)(8 * b + 4 * j + h) + up)) & 1u) << 4);
+                  wr[blk * 16 + (j * 2 + h) * 4 + b] = (__builtin_bit_cast(f16v, q | 0x4B000000u) - 8388608.0f) * sv - mv;
+                }
+              }
+            }"""
+  parts = "const __fp16* restrict dm, const unsigned int* restrict scm, const unsigned int* restrict qh, const unsigned int* restrict qs"
+  place = "const int c = k / 128 * 2 + k / 32 % 2, L = k / 64 % 2 * 8 + k / 4 % 8;"
+  if T > K_TOKENS: return _k_buffer_source(name, N, K, residual, threads, T, parts, place, unpack)
+  return _k_source(name, N, K, residual, threads, T, parts, place, setup, block)
 
 @functools.lru_cache(maxsize=None)
 def kernel_k(typ: str, N: int, K: int, residual: bool, device: str, T: int = 1):
   """A custom_kernel body (out, x, [residual], *the type's parts) running the Q5_K or Q6_K product (typ "q5_k" / "q6_k")
-  of T tokens on all of `device`'s threads."""
+  of T tokens on all of `device`'s threads: up to K_TOKENS a row at a time, more through the buffer form."""
   threads = max(1, min(Device[device].renderer.global_max[0], N))
   name = f"cpu_{typ}_linear_{N}_{K}" + ("_residual" if residual else "") + (f"_t{T}" if T > 1 else "")
   parts = {"q5_k": (("dm", dtypes.float16), ("scm", dtypes.uint32), ("qh", dtypes.uint32), ("qs", dtypes.uint32)),
