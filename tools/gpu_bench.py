@@ -30,11 +30,17 @@ ANCHORS = {"glm-4.7-flash": (196, 6.8), "deepseek-v2-lite": (351, 12.8), "youtu-
 DECODE_AFTER = 16  # prompt tokens before the timed decode steps, ours and upstream's
 PREFILL_RUNS = 5  # timed prefills after the compile and the capture (their median counts)
 
+def release() -> None:
+  """The models before this one gone, with the buffers tinygrad's allocator keeps for reuse (sized for their tensors, they
+  would stay beside the next model's: on a 24 GB CPU machine DeepSeek-V2-Lite's 9 GB then GLM-4.7-Flash's 17 GB do not fit)."""
+  gc.collect()
+  if hasattr(alloc := Device[Device.DEFAULT].allocator, "free_cache"): alloc.free_cache()
+
 def bench(preset: str, path: Path, n_decode: int, n_prefill: int, mix: str, upstream: bool = False, kernels: str = "hand",
           cache_type: str = "f32") -> dict:
   """Our load, prefill (n_prefill tokens) and steady decode of one file; with upstream, tinygrad.llm's decode of it too."""
   file_bytes = path.stat().st_size
-  gc.collect()  # the previous model's buffers (ours and upstream's) go now, not during this load: they would hide in the delta
+  release()  # the previous model's buffers (ours and upstream's) go now, not during this load: they would hide in the delta
   mem0 = GlobalCounters.mem_used
   t0 = time.perf_counter()
   model = Transformer.from_gguf(path, max_context=n_prefill + n_decode + 64, kernels=kernels, cache_type=cache_type)
@@ -77,7 +83,7 @@ def at_depths(preset: str, path: Path, depths: list[int], n_decode: int, kernels
   """Long prompts and decode deep in the context, llama-bench's pp<D> and tg<n>@d<D>: for each D, one generate of a
   D-token prompt and n_decode tokens after it; prefill tok/s = D / the time to the first token, decode tok/s from the first
   token to the last. The steps are captured first by a short prompt (they serve every position, so no warm-up at D)."""
-  gc.collect()
+  release()
   model = Transformer.from_gguf(path, max_context=max(depths) + n_decode + 64, kernels=kernels, cache_type=cache_type)
   rng = np.random.default_rng(0)
   for c in model.prefill_chunks:  # a prompt that ends in a chunk of each length: the captures, then their first replay
@@ -105,7 +111,7 @@ def at_batches(preset: str, path: Path, sizes: list[int], n_decode: int, kernels
   before the one before it is read), llama-batched-bench's S_TG: B prompts of BATCH_PROMPT tokens prefilled into B slots,
   then n_decode batched steps timed; tok/s = B * n_decode / time. The first BATCH_CHECK tokens of up to four rows are compared with each prompt's
   generate() alone (greedy): "agree" is where each first differs (BATCH_CHECK: the same tokens)."""
-  gc.collect()
+  release()
   model = Transformer.from_gguf(path, max_context=BATCH_PROMPT + n_decode + BATCH_CHECK + 64, kernels=kernels, cache_type=cache_type,
                                 slots=max(sizes))
   rng = np.random.default_rng(0)

@@ -16,6 +16,11 @@
 #      greedy tokens
 #   6: the same diff (STAGE_GLOBAL=1): the tiny presets' greedy tokens, then the generated path beside llama.cpp in one run
 #      (carry .cache/llama/llama-cpp-src.tar.xz too; llama.cpp builds in the background while the files are synthesized)
+# The next lease (the series of 64 as landed):
+#   7: BEAM=2 on the 8 slowest kernels of a generated decode step of DeepSeek-V2-Lite and GLM-4.7-Flash (each pick run on its
+#      kernel's buffers against the heuristics'): what BEAM finds that the heuristics miss, for the 1.3x-llama.cpp decode target
+#   8: a generated decode step at BEAM=2 against BEAM=0 (bench_block, DeepSeek-V2-Lite then GLM-4.7-Flash)
+#   9: start times beside llama.cpp (Youtu-LLM-2B's second process was 2.2 s against 1.1)
 cd "$(dirname "$0")/../.."
 export DEV=${DEV:-CUDA} PYTHONUNBUFFERED=1 PYTHONPATH=.
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -82,4 +87,14 @@ case $1 in
      wait; tail -2 "$OUT/llama_build.log"; echo "built $(date +%T)"
      timeout $((${DEADLINE:-590} - SECONDS)) python3 -m tools.gpu_bench --kernels generated --llama --decode 32 --prefill 512 --json "$OUT/side_gen.json" 2>&1 \
        | tee "$OUT/side_gen.log" | grep -v '^{' | tail -8 ;;
+  7) synth deepseek-v2-lite glm-4.7-flash
+     for m in deepseek-v2-lite glm-4.7-flash; do
+       timeout 280 python3 -m tools.beam_kernels --model $m --kernels generated --target decode --pos 32 --top 8 --beam 2 2>&1 | tee "$OUT/beam_dec_$m.txt"
+     done ;;
+  8) synth deepseek-v2-lite glm-4.7-flash
+     for m in deepseek-v2-lite glm-4.7-flash; do for b in 0 2; do
+       BEAM=$b timeout 280 python3 bench_block.py 30 --rounds 3 --model $m --kernels generated --only decode --pos 32 2>&1 | tail -3
+     done; done ;;
+  9) python3 -m tools.llama_bench build --time-limit 330 > "$OUT/llama_build.log" 2>&1
+     timeout 400 python3 -m tools.start_time --presets youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash --llama --json "$OUT/start.json" 2>&1 | tail -8 ;;
 esac
