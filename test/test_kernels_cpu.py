@@ -6,6 +6,7 @@ sequence's token or of a batched step's rows."""
 import shutil
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 from tinygrad import Tensor, TinyJit, UOp
 from apps.gguf import GGMLType
 from apps.packed import PackedTensor, format_for
@@ -192,3 +193,21 @@ def test_cpu_decode_attention_rows(H, B, q_pad):
     written = {int(base + p) for p, base in table}
     untouched = [i for i in range(B * ctx) if i not in written]
     np.testing.assert_array_equal(after[untouched], before[untouched])
+
+@settings(max_examples=12, deadline=None)
+@given(typ=st.sampled_from([GGMLType.Q4_0, GGMLType.Q5_K, GGMLType.Q6_K]), N=st.integers(1, 24), blocks=st.integers(1, 24),
+       T=st.integers(1, 140), seed=st.integers(0, 2**16))
+def test_cpu_products_of_any_shape(typ, N, blocks, T, seed):
+  """Any number of rows, tokens and blocks of K (up to 3,072 x 140 tokens: tiles, chunks of K and panels of every length,
+  short last ones included) against gguf-py's dequantization in float64."""
+  K = blocks * (128 if typ == GGMLType.Q4_0 else 256)
+  rng = np.random.default_rng(seed)
+  raw = random_tensor(typ, (K, N), rng)
+  W = ref_weight(raw, typ, (K, N)).astype(np.float64)
+  lin = QuantizedLinear(PackedTensor.from_bytes(raw, typ, (K, N), device="CPU"))
+  many = (T,) if T > 1 else ()
+  mine = cpu.kernel(N, K, False, "CPU", *((1, 0) + many if many else ())) if typ == GGMLType.Q4_0 else \
+    cpu.kernel_k(typ.name.lower(), N, K, False, "CPU", *many)
+  assert kernel_for(KernelSpec("linear", lin.w.fmt, T, 1, N, K, 1, False, False, "CPU")) is mine
+  x = rng.standard_normal((T, K)).astype(np.float32)
+  assert relerr(lin(Tensor(x, device="CPU")).numpy(), x.astype(np.float64) @ W.T) < fp32_bound(K)

@@ -16,6 +16,7 @@
 #      greedy tokens
 #   6: the same diff (STAGE_GLOBAL=1): the tiny presets' greedy tokens, then the generated path beside llama.cpp in one run
 #      (carry .cache/llama/llama-cpp-src.tar.xz too; llama.cpp builds in the background while the files are synthesized)
+# (Steps 2-6 ran on the series before their diffs landed in patch 63: on the series as it is now they no longer apply.)
 # The next lease (the series of 64 as landed):
 #   7: BEAM=2 on the 8 slowest kernels of a generated decode step of DeepSeek-V2-Lite and GLM-4.7-Flash (each pick run on its
 #      kernel's buffers against the heuristics'): what BEAM finds that the heuristics miss, for the 1.3x-llama.cpp decode target
