@@ -40,9 +40,9 @@ def tiles(T: int, K: int) -> tuple[int, int]:
   tile = next(t for t in (4, 2, 1) if T % t == 0)
   return tile, tile * max(1, min(T // tile, XP_FLOATS // (tile * K)))
 
-def supports(N: int, K: int, group: int = 128) -> bool:
-  """Shapes the products take: K in whole groups of a 16-word load (Q4_0: 4 blocks, 128 weights; Q5_K / Q6_K: a block of
-  256), a token's x (K fp32 values) on the stack."""
+def supports(N: int, K: int, group: int = 32) -> bool:
+  """Shapes the products take: K in whole blocks (Q4_0: 32 weights, read a group of 4 blocks a 16-word load, a short last
+  group padded; Q5_K / Q6_K: 256), a token's x (K fp32 values) on the stack."""
   return K % group == 0 and 0 < K <= 32768 and N > 0
 
 _HEAD = """typedef unsigned int u16v __attribute__((ext_vector_type(16)));
@@ -54,11 +54,25 @@ static inline float hsum(f16v v) { float s = 0.0f; for (int l = 0; l < 16; l++) 
 # x in the lanes' order: xp[g][h][b][l] = x[(4g + l / 4) * 32 + 16h + 4 (l % 4) + b], the input of the weight of nibble h of
 # byte 4 (l % 4) + b of block 4g + l / 4, where lane l of a 16-word load of a row holds word l of 4 consecutive blocks
 _PERMUTE = "for (int g = 0; g < {G}; g++) for (int h = 0; h < 2; h++) for (int b = 0; b < 4; b++) for (int l = 0; l < 16; l++) " \
-           "{dst}[((g * 2 + h) * 4 + b) * 16 + l] = {src}[(4 * g + l / 4) * 32 + 16 * h + 4 * (l % 4) + b];"
+           "{dst}[((g * 2 + h) * 4 + b) * 16 + l] = 4 * g + l / 4 < {nb} ? {src}[(4 * g + l / 4) * 32 + 16 * h + 4 * (l % 4) + b] : 0.0f;"
 # (u | 0x4B000000) as fp32 is 2^23 + u: the nibble q as q - 8 without an int -> float convert
 _NIBBLE = "(__builtin_bit_cast(f16v, ((w >> (unsigned)(8 * b + 4 * h)) & 15u) | 0x4B000000u) - 8388616.0f)"
-_SCALES = "f4v d4 = {(float)dn[4 * g], (float)dn[4 * g + 1], (float)dn[4 * g + 2], (float)dn[4 * g + 3]};\n" \
+_SCALES = "f4v d4 = {{{d0}, {d1}, {d2}, {d3}}};\n" \
           "f16v ds = __builtin_shufflevector(d4, d4, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);"
+
+def _tail_words(nb: int) -> str:
+  """Where a row's blocks are not a whole number of groups of 4: the last group's words, the lanes past the row zero."""
+  return "" if nb % 4 == 0 else f"""static inline u16v tail_words(const unsigned int* q) {{
+  u16v w = 0;
+  for (int l = 0; l < {4 * (nb % 4)}; l++) w[l] = q[l];
+  return w;
+}}
+"""
+def _words(nb: int) -> str: return "*(const u16v_a4*)(q + g * 16)" if nb % 4 == 0 else \
+  f"(g < {nb // 4} ? *(const u16v_a4*)(q + g * 16) : tail_words(q + g * 16))"
+def _scales(nb: int) -> str:
+  dq = lambda i: f"(float)dn[4 * g + {i}]" if nb % 4 == 0 else f"(4 * g + {i} < {nb} ? (float)dn[4 * g + {i}] : 0.0f)"
+  return _SCALES.format(d0=dq(0), d1=dq(1), d2=dq(2), d3=dq(3))
 
 def _tiles_of_tokens(K: int, tile: int, panel: int) -> str:
   """The microkernel of the buffer form: ROWS unpacked rows' vectors c0..c1 - 1 (wb, a row CHUNK vectors apart) times a
@@ -86,6 +100,7 @@ def source(name: str, N: int, K: int, residual: bool, threads: int, J: int = 1, 
   chunk of K at a time, unpacked and scaled into a buffer on the stack, then a tile of tokens at a time takes them (an fp32
   microkernel: a load of x serves ROWS rows, a load of a weight `tile` tokens)."""
   nb, rows, xs = K // 32, -(-J * N // threads), xs or K
+  KP = -(-nb // 4) * 128   # K in whole groups of 4 blocks: a short last group's lanes past the row are zero weights and x
   kind = routed[0] if routed else ""
   if kind == "entries": xrow, orow = (lambda t: f"(long)slot{f' / {routed[2]}' if not routed[3] else ''} * {K}"), (lambda t: "0")
   elif kind == "tiles": xrow, orow = (lambda t: f"((long)slot * {T} + {t}) * {K}"), (lambda t: f"((long)slot * {T} + {t} - slot) * {N}")
@@ -95,41 +110,41 @@ def source(name: str, N: int, K: int, residual: bool, threads: int, J: int = 1, 
   # a slot's weight rows start at row wbase + slot N: its expert's, where routed
   expert = f"int e = sel[slot]; e = e < 0 ? 0 : e > {routed[1] - 1} ? {routed[1] - 1} : e; wbase = (e - slot) * {N};" if routed else ""
   res = " + residual[o]" if residual else ""
-  head = _HEAD + f"""void {name}({args}) {{
+  head = _HEAD + _tail_words(nb) + f"""void {name}({args}) {{
   const int n0 = core_id * {rows}, n1 = (core_id + 1) * {rows} < {J * N} ? (core_id + 1) * {rows} : {J * N};
   int slot = -1, wbase = 0;"""
   if few(T, K):
     return head + f"""
-  float xp[{T * K}] __attribute__((aligned(64)));   /* the tokens' x, permuted */
+  float xp[{T * KP}] __attribute__((aligned(64)));   /* the tokens' x, permuted */
   for (int n = n0; n < n1; n++) {{
     if (n / {N} != slot) {{
       slot = n / {N};
       {expert}
       for (int t = 0; t < {T}; t++) {{
         const float* xj = x + {xrow("t")};
-        float* xt = xp + t * {K};
-        {_PERMUTE.format(G=nb // 4, dst="xt", src="xj")}
+        float* xt = xp + t * {KP};
+        {_PERMUTE.format(G=KP // 128, nb=nb, dst="xt", src="xj")}
       }}
     }}
     const unsigned int* q = qs + (long)(wbase + n) * {nb * 4};
     const __fp16* dn = d + (long)(wbase + n) * {nb};
     f16v {", ".join(f"a{t} = 0" for t in range(T))};
-    for (int g = 0; g < {nb // 4}; g++) {{
-      u16v w = *(const u16v_a4*)(q + g * 16);
+    for (int g = 0; g < {KP // 128}; g++) {{
+      u16v w = {_words(nb)};
       f16v wv[8];
       for (int h = 0; h < 2; h++) for (int b = 0; b < 4; b++) wv[h * 4 + b] = {_NIBBLE};
-      {_SCALES}
-{chr(10).join(f"      {{ const f16v* xv = (const f16v*)(xp + {t * K} + g * 128); f16v s = 0; " +
+      {_scales(nb)}
+{chr(10).join(f"      {{ const f16v* xv = (const f16v*)(xp + {t * KP} + g * 128); f16v s = 0; " +
               f"for (int k = 0; k < 8; k++) s += xv[k] * wv[k]; a{t} += s * ds; }}" for t in range(T))}
     }}
 {chr(10).join(f"    {{ const long o = {orow(t)} + n; out[o] = hsum(a{t}){res}; }}" for t in range(T))}
   }}
 }}
 """
-  tile, panel = tiles(T, K)
-  R, V, C = ROWS, K // 16, CHUNK
+  tile, panel = tiles(T, KP)
+  R, V, C = ROWS, KP // 16, CHUNK
   return head + f"""
-  float xp[{panel * K}] __attribute__((aligned(64)));   /* a panel's tokens, permuted */
+  float xp[{panel * KP}] __attribute__((aligned(64)));   /* a panel's tokens, permuted */
   f16v wb[{R * C}], ab[{R * panel}];                     /* a chunk of ROWS rows unpacked and scaled; their sums so far */
   for (int v = 0; v < {R * C}; v++) wb[v] = 0.0f;        /* (a group of fewer rows computes the rest on zeros) */
   for (int p0 = 0; p0 < {T}; p0 += {panel}) {{
@@ -141,8 +156,8 @@ def source(name: str, N: int, K: int, residual: bool, threads: int, J: int = 1, 
         {expert}
         for (int t = 0; t < pt; t++) {{
           const float* xj = x + {xrow("p0 + t")};
-          float* xt = xp + t * {K};
-          {_PERMUTE.format(G=nb // 4, dst="xt", src="xj")}
+          float* xt = xp + t * {KP};
+          {_PERMUTE.format(G=KP // 128, nb=nb, dst="xt", src="xj")}
         }}
       }}
       const int e1 = n1 < (slot + 1) * {N} ? n1 : (slot + 1) * {N}, r = e1 - n < {R} ? e1 - n : {R};
@@ -154,12 +169,12 @@ def source(name: str, N: int, K: int, residual: bool, threads: int, J: int = 1, 
           const __fp16* dn = d + (long)(wbase + n + i) * {nb};
           f16v* wr = wb + i * {C} - c0;
           for (int g = c0 / 8; g < c1 / 8; g++) {{
-            u16v w = *(const u16v_a4*)(q + g * 16);
-            {_SCALES}
+            u16v w = {_words(nb)};
+            {_scales(nb)}
             for (int h = 0; h < 2; h++) for (int b = 0; b < 4; b++) wr[g * 8 + h * 4 + b] = {_NIBBLE} * ds;
           }}
         }}
-{_tiles_of_tokens(K, tile, panel)}
+{_tiles_of_tokens(KP, tile, panel)}
       }}
       for (int i = 0; i < r; i++) for (int t = 0; t < pt; t++) {{
         const long o = {orow("p0 + t")} + n + i;
