@@ -204,23 +204,30 @@ def kernel(N: int, K: int, residual: bool, device: str, J: int = 1, xs: int = 0,
 K_TOKENS = 8   # the most tokens the Q5_K / Q6_K products take a row at a time (their sums in registers beside a half-block's
                # unpacked weights); more go through the buffer form
 
+_K_HEAD = _HEAD + """typedef unsigned int u8v __attribute__((ext_vector_type(8)));
+typedef unsigned int u8v_a4 __attribute__((ext_vector_type(8), aligned(4)));
+typedef float f2v __attribute__((ext_vector_type(2)));
+"""
+_UP = "const u16v up = {0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2};   /* lanes 8-15: their high bits two places up */"
+
+def _k_signature(name: str, residual: bool, parts: str) -> str:
+  res = "const float* restrict residual, " if residual else ""
+  return f"void {name}(float* restrict out, const float* restrict x, {res}{parts}, const int core_id) {{"
+
 def _k_source(name: str, N: int, K: int, residual: bool, threads: int, T: int, parts: str, place: str, setup: str, block: str) -> str:
   """A K-quant product of T tokens a row at a time, its x permuted once a call: x[t][k] goes to lane `L` of position b = k %
   4 of 64-float group `c` of xp[t] (place: C declaring c and L from k), the sums of each token in a{t}; `block` adds a
-  block's products (o: its index in the rows' blocks; xv(t, c): token t's vectors of group c)."""
+  block's products (o: its index in the rows' blocks)."""
   rows = -(-N // threads)
   res = lambda t: f" + residual[{t * N} + n]" if residual else ""
-  return _HEAD + f"""typedef unsigned int u8v __attribute__((ext_vector_type(8)));
-typedef unsigned int u8v_a4 __attribute__((ext_vector_type(8), aligned(4)));
-typedef float f2v __attribute__((ext_vector_type(2)));
-void {name}(float* restrict out, const float* restrict x, {'const float* restrict residual, ' if residual else ''}{parts}, const int core_id) {{
+  return _K_HEAD + f"""{_k_signature(name, residual, parts)}
   float xp[{T * K}] __attribute__((aligned(64)));
   for (int t = 0; t < {T}; t++) for (int k = 0; k < {K}; k++) {{
     {place}
     xp[t * {K} + (c * 4 + k % 4) * 16 + L] = x[t * {K} + k];
   }}
   {setup}
-  const u16v up = {{0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2}};   /* lanes 8-15: their high bits two places up */
+  {_UP}
   const int n0 = core_id * {rows}, n1 = (core_id + 1) * {rows} < {N} ? (core_id + 1) * {rows} : {N};
   for (int n = n0; n < n1; n++) {{
     f16v {", ".join(f"a{t} = 0" for t in range(T))};
@@ -238,13 +245,10 @@ def _k_buffer_source(name: str, N: int, K: int, residual: bool, threads: int, T:
   CHUNK vectors (4 blocks) of K at a time, unpacked and scaled into wb on the stack by `unpack` (block `o` of the rows'
   blocks into wr[blk * 16 + 0..15], in the order `place` permutes x to), then the tiles of tokens take them."""
   rows, (tile, panel), R, V, C = -(-N // threads), tiles(T, K), ROWS, K // 16, CHUNK
-  res = " + residual[(long)(p0 + t) * {N} + n + i]".format(N=N) if residual else ""
-  return _HEAD + f"""typedef unsigned int u8v __attribute__((ext_vector_type(8)));
-typedef unsigned int u8v_a4 __attribute__((ext_vector_type(8), aligned(4)));
-typedef float f2v __attribute__((ext_vector_type(2)));
-void {name}(float* restrict out, const float* restrict x, {'const float* restrict residual, ' if residual else ''}{parts}, const int core_id) {{
+  res = f" + residual[(long)(p0 + t) * {N} + n + i]" if residual else ""
+  return _K_HEAD + f"""{_k_signature(name, residual, parts)}
   const int n0 = core_id * {rows}, n1 = (core_id + 1) * {rows} < {N} ? (core_id + 1) * {rows} : {N};
-  const u16v up = {{0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2}};   /* lanes 8-15: their high bits two places up */
+  {_UP}
   float xp[{panel * K}] __attribute__((aligned(64)));   /* a panel's tokens, permuted */
   f16v wb[{R * C}], ab[{R * panel}];                     /* a chunk of ROWS rows unpacked and scaled; their sums so far */
   for (int v = 0; v < {R * C}; v++) wb[v] = 0.0f;        /* (a group of fewer rows computes the rest on zeros) */
@@ -275,111 +279,85 @@ void {name}(float* restrict out, const float* restrict x, {'const float* restric
 }}
 """
 
-def _token_sums(T: int, K: int, bvec: str, wq: str, after: str) -> str:
-  """A (half, nibble) group's products: each byte position b's 16 weights `wq` (from `bvec`, the u16v q) unpacked once
-  for the T tokens' partial sums b{t}, then `after` (a format of t) adds them to a{t}."""
-  return f"""          f16v {", ".join(f"b{t} = 0" for t in range(T))};
+def _k_product(name: str, N: int, K: int, residual: bool, threads: int, T: int, parts: str, place: str, setup: str, block: str,
+               group: str, q: str, qv: str, w: str, sums: str) -> str:
+  """A K-quant product in the form its T takes. `block` is a block's loops down to one 64-weight group `group` of 4 vector
+  positions, with `{use}` where its positions go; at byte position b the u16v `q` holds the 16 weights' quants, `qv`
+  their values as fp32 (before the scales) and `w` (a format of qv) the scaled weights. A row at a time: each position
+  unpacked once for the T tokens' partial sums, then `sums` (a format of t and tx, token t's first group) adds them to a{t}
+  with the scales; in the buffer form, the weights into the row's buffer."""
+  if T > K_TOKENS:
+    unpack = f"for (int b = 0; b < 4; b++) {{ const u16v q = {q}; wr[({group}) * 4 + b] = {w.format(qv=qv)}; }}"
+    return _k_buffer_source(name, N, K, residual, threads, T, parts, place, block.format(use=unpack))
+  tok = f"""const int c = {group};
+          const f16v* xv = (const f16v*)(xp + c * 64);
+          f16v {", ".join(f"b{t} = 0" for t in range(T))};
           for (int b = 0; b < 4; b++) {{
-            const u16v q = {bvec};
-            const f16v wq = {wq};
+            const u16v q = {q};
+            const f16v wq = {qv};
             {" ".join(f"b{t} += xv[{t * K // 16} + b] * wq;" for t in range(T))}
           }}
-          {" ".join(after.format(t=t, tx=t * K // 64) for t in range(T))}"""
+          {" ".join(sums.format(t=t, tx=t * K // 64) for t in range(T))}"""
+  return _k_source(name, N, K, residual, threads, T, parts, place, setup, block.format(use=tok))
 
 def source_q6_k(name: str, N: int, K: int, residual: bool, threads: int, T: int = 1) -> str:
-  """The Q6_K product of T tokens, out[t, n] = W[n] . x[t] (+ residual[t, n]); up to K_TOKENS: a lane takes a word of a
-  half-block's low nibbles (ql) and its pair of high bits (qh, the 8 words of the half twice, lanes 8-15 two bits up), so a
-  (nibble, byte) position is one vector of 16 weights, unpacked once for all the tokens; a half's two scale vectors are 4
-  int8 scales 4 lanes each, times d; q - 32 is (2^23 + q) - (2^23 + 32) in fp32. xp[t][blk][i][s][b][L] = x[t][256 blk +
-  128 i + 64 s + 4 L + b] (the weight of byte b, nibble s of word L of half i). More tokens: the same vectors of weights
-  unpacked and scaled into the buffer form's rows."""
-  block = f"""      const float dd = (float)d[o];
-      for (int i = 0; i < 2; i++) {{
-        const u16v lo = *(const u16v_a4*)(ql + o * 32 + i * 16);
-        const u8v h8 = *(const u8v_a4*)(qh + o * 16 + i * 8);
+  """The Q6_K product of T tokens, out[t, n] = W[n] . x[t] (+ residual[t, n]): a lane takes a word of a half-block's low
+  nibbles (ql) and its pair of high bits (qh, the 8 words of the half twice, lanes 8-15 two bits up), so a (nibble, byte)
+  position is one vector of 16 weights; a half's two scale vectors are 4 int8 scales 4 lanes each, times d; q - 32 is
+  (2^23 + q) - (2^23 + 32) in fp32. Up to K_TOKENS a vector is unpacked once for all the tokens' sums, more go through the
+  buffer form. xp[t][blk][h][s][b][L] = x[t][256 blk + 128 h + 64 s + 4 L + b] (the weight of byte b,
+  nibble s of word L of half h)."""
+  block = """      const float dd = (float)d[o];
+      for (int h = 0; h < 2; h++) {{
+        const u16v lo = *(const u16v_a4*)(ql + o * 32 + h * 16);
+        const u8v h8 = *(const u8v_a4*)(qh + o * 16 + h * 8);
         const u16v hi = __builtin_shufflevector(h8, h8, 0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7);
         for (int s = 0; s < 2; s++) {{
-          const unsigned int w = sc[o * 4 + i * 2 + s];
+          const unsigned int w = sc[o * 4 + h * 2 + s];
           f4v s4 = {{(float)(signed char)w, (float)(signed char)(w >> 8), (float)(signed char)(w >> 16), (float)(signed char)(w >> 24)}};
           s4 *= dd;
           const f16v sv = __builtin_shufflevector(s4, s4, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-          const f16v* xv = (const f16v*)(xp + (blk * 4 + i * 2 + s) * 64);
-{_token_sums(T, K, "((lo >> (unsigned)(8 * b + 4 * s)) & 15u) | (((hi >> ((unsigned)(8 * b + 4 * s) + up)) & 3u) << 4)",
-             "__builtin_bit_cast(f16v, q | 0x4B000000u) - 8388640.0f", "a{t} += b{t} * sv;")}
+          {use}
         }}
       }}"""
-  unpack = """            const float dd = (float)d[o];
-            for (int h = 0; h < 2; h++) {
-              const u16v lo = *(const u16v_a4*)(ql + o * 32 + h * 16);
-              const u8v h8 = *(const u8v_a4*)(qh + o * 16 + h * 8);
-              const u16v hi = __builtin_shufflevector(h8, h8, 0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7);
-              for (int s = 0; s < 2; s++) {
-                const unsigned int w = sc[o * 4 + h * 2 + s];
-                f4v s4 = {(float)(signed char)w, (float)(signed char)(w >> 8), (float)(signed char)(w >> 16), (float)(signed char)(w >> 24)};
-                s4 *= dd;
-                const f16v sv = __builtin_shufflevector(s4, s4, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-                for (int b = 0; b < 4; b++) {
-                  const u16v q = ((lo >> (unsigned)(8 * b + 4 * s)) & 15u) | (((hi >> ((unsigned)(8 * b + 4 * s) + up)) & 3u) << 4);
-                  wr[blk * 16 + (h * 2 + s) * 4 + b] = (__builtin_bit_cast(f16v, q | 0x4B000000u) - 8388640.0f) * sv;
-                }
-              }
-            }"""
-  parts, place = "const unsigned int* restrict ql, const unsigned int* restrict qh, const unsigned int* restrict sc, const __fp16* restrict d", \
-    "const int c = k / 64, L = k / 4 % 16;"
-  if T > K_TOKENS: return _k_buffer_source(name, N, K, residual, threads, T, parts, place, unpack)
-  return _k_source(name, N, K, residual, threads, T, parts, place, "", block)
+  return _k_product(name, N, K, residual, threads, T,
+                    "const unsigned int* restrict ql, const unsigned int* restrict qh, const unsigned int* restrict sc, const __fp16* restrict d",
+                    "const int c = k / 64, L = k / 4 % 16;", "", block, "blk * 4 + h * 2 + s",
+                    "((lo >> (unsigned)(8 * b + 4 * s)) & 15u) | (((hi >> ((unsigned)(8 * b + 4 * s) + up)) & 3u) << 4)",
+                    "(__builtin_bit_cast(f16v, q | 0x4B000000u) - 8388640.0f)", "{qv} * sv", "a{t} += b{t} * sv;")
 
 def source_q5_k(name: str, N: int, K: int, residual: bool, threads: int, T: int = 1) -> str:
-  """The Q5_K product of T tokens, as source_q6_k's: a lane a word of a half-block's nibbles (qs) beside its
-  high bit (qh: the block's 8 words twice, lanes 8-15 two sub-blocks up), a (nibble, byte) position one vector of 16
-  weights q in 0..31, w = d sc q - dmin m with a sub-block's 6-bit scale and min (the apps' packed scm: 8 scales, then 8
-  mins, a byte each); sum x w = d sc (sum x q) - dmin m (sum x), the sums of x per lane taken once a call.
-  xp[t][blk][i][h][b][L] = x[t][256 blk + 128 i + 64 (L / 8) + 32 h + 4 (L % 8) + b]."""
+  """The Q5_K product of T tokens, as source_q6_k's: a lane a word of a half-block's nibbles (qs) beside its high bit (qh:
+  the block's 8 words twice, lanes 8-15 two sub-blocks up), a (nibble, byte) position one vector of 16 weights q in 0..31,
+  w = d sc q - dmin m with a sub-block's 6-bit scale and min (the apps' packed scm: 8 scales, then 8 mins, a byte each); a
+  row at a time sum x w = d sc (sum x q) - dmin m (sum x), the sums of x per lane taken once a call.
+  xp[t][blk][j][h][b][L] = x[t][256 blk + 128 j + 64 (L / 8) + 32 h + 4 (L % 8) + b]."""
   setup = f"""f16v xs[{T * K // 64}];   /* per (token, 64-float group): the lanes' sums of x over the 4 bytes */
   for (int v = 0; v < {T * K // 64}; v++) {{
     const f16v* xv = (const f16v*)(xp + v * 64);
     xs[v] = xv[0] + xv[1] + xv[2] + xv[3];
   }}"""
-  block = f"""      const float d = (float)dm[2 * o], dmin = (float)dm[2 * o + 1];
+  block = """      const float d = (float)dm[2 * o], dmin = (float)dm[2 * o + 1];
       const u8v h8 = *(const u8v_a4*)(qh + o * 8);
       const u16v hi = __builtin_shufflevector(h8, h8, 0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7);
-      for (int i = 0; i < 2; i++) {{
-        const u16v lo = *(const u16v_a4*)(qs + o * 32 + i * 16);
-        const unsigned int sw = scm[o * 4 + i], mw = scm[o * 4 + 2 + i];
+      for (int j = 0; j < 2; j++) {{
+        const u16v lo = *(const u16v_a4*)(qs + o * 32 + j * 16);
+        const unsigned int sw = scm[o * 4 + j], mw = scm[o * 4 + 2 + j];
         for (int h = 0; h < 2; h++) {{
           f2v s2 = {{(float)((sw >> (8 * h)) & 255u), (float)((sw >> (8 * h + 16)) & 255u)}};
           f2v m2 = {{(float)((mw >> (8 * h)) & 255u), (float)((mw >> (8 * h + 16)) & 255u)}};
           s2 *= d; m2 *= dmin;
           const f16v sv = __builtin_shufflevector(s2, s2, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
           const f16v mv = __builtin_shufflevector(m2, m2, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
-          const int c = (blk * 2 + i) * 2 + h;
-          const f16v* xv = (const f16v*)(xp + c * 64);
-{_token_sums(T, K, "((lo >> (unsigned)(8 * b + 4 * h)) & 15u) | (((hi >> ((unsigned)(8 * b + 4 * i + h) + up)) & 1u) << 4)",
-             "__builtin_bit_cast(f16v, q | 0x4B000000u) - 8388608.0f", "a{t} += b{t} * sv - xs[{tx} + c] * mv;")}
+          {use}
         }}
       }}"""
-  unpack = """            const float d = (float)dm[2 * o], dmin = (float)dm[2 * o + 1];
-            const u8v h8 = *(const u8v_a4*)(qh + o * 8);
-            const u16v hi = __builtin_shufflevector(h8, h8, 0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7);
-            for (int j = 0; j < 2; j++) {
-              const u16v lo = *(const u16v_a4*)(qs + o * 32 + j * 16);
-              const unsigned int sw = scm[o * 4 + j], mw = scm[o * 4 + 2 + j];
-              for (int h = 0; h < 2; h++) {
-                f2v s2 = {(float)((sw >> (8 * h)) & 255u), (float)((sw >> (8 * h + 16)) & 255u)};
-                f2v m2 = {(float)((mw >> (8 * h)) & 255u), (float)((mw >> (8 * h + 16)) & 255u)};
-                s2 *= d; m2 *= dmin;
-                const f16v sv = __builtin_shufflevector(s2, s2, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
-                const f16v mv = __builtin_shufflevector(m2, m2, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
-                for (int b = 0; b < 4; b++) {
-                  const u16v q = ((lo >> (unsigned)(8 * b + 4 * h)) & 15u) | (((hi >> ((unsigned)(8 * b + 4 * j + h) + up)) & 1u) << 4);
-                  wr[blk * 16 + (j * 2 + h) * 4 + b] = (__builtin_bit_cast(f16v, q | 0x4B000000u) - 8388608.0f) * sv - mv;
-                }
-              }
-            }"""
-  parts = "const __fp16* restrict dm, const unsigned int* restrict scm, const unsigned int* restrict qh, const unsigned int* restrict qs"
-  place = "const int c = k / 128 * 2 + k / 32 % 2, L = k / 64 % 2 * 8 + k / 4 % 8;"
-  if T > K_TOKENS: return _k_buffer_source(name, N, K, residual, threads, T, parts, place, unpack)
-  return _k_source(name, N, K, residual, threads, T, parts, place, setup, block)
+  return _k_product(name, N, K, residual, threads, T,
+                    "const __fp16* restrict dm, const unsigned int* restrict scm, const unsigned int* restrict qh, const unsigned int* restrict qs",
+                    "const int c = k / 128 * 2 + k / 32 % 2, L = k / 64 % 2 * 8 + k / 4 % 8;", setup, block,
+                    "(blk * 2 + j) * 2 + h",
+                    "((lo >> (unsigned)(8 * b + 4 * h)) & 15u) | (((hi >> ((unsigned)(8 * b + 4 * j + h) + up)) & 1u) << 4)",
+                    "(__builtin_bit_cast(f16v, q | 0x4B000000u) - 8388608.0f)", "{qv} * sv - mv", "a{t} += b{t} * sv - xs[{tx} + c] * mv;")
 
 @functools.lru_cache(maxsize=None)
 def kernel_k(typ: str, N: int, K: int, residual: bool, device: str, T: int = 1):
