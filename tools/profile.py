@@ -2,7 +2,8 @@
 
   python3 -m tools.profile --model glm-4.7-flash [--target decode] [--pos 128] [--repeat 5] [--json]
 
-  # device times from Nsight Compute instead of events (no launch latency in them; L2 flushed before each kernel):
+  # device times from Nsight Compute instead of events (no launch latency in them; ncu flushes the L2 before each kernel
+  # unless --cache-control none):
   ncu --profile-from-start off --clock-control none --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
       --csv --log-file ncu.csv python3 -m tools.profile --model M --ncu --json > rows.json
   python3 -m tools.profile --ncu-csv ncu.csv --rows rows.json        # the same table with ncu's times and DRAM bytes
@@ -204,7 +205,7 @@ def report(res: dict, top: int = 12) -> list[str]:
   total = res["kernel_sum_s"] or 1e-12
   gbs = lambda b, t: b / t / 1e9 if t > 0 else 0.0
   ncu = res.get("source") == "ncu"
-  how = "device times (Nsight Compute, L2 flushed before each)" if ncu else "kernels one by one"
+  how = "device times (Nsight Compute)" if ncu else "kernels one by one"
   lines = [f"{res['target']}: step {res['step_s'] * 1e3:.3f} ms as run ({res['kernels']} kernels in {res['launches']} launches"
            f"{', ' + str(res['graphs']) + ' graphs' if res['graphs'] else ''}); {how}: {total * 1e3:.3f} ms"
            f" over {res['n_rows']} kernels" + (f"; the rest, {(res['step_s'] - total) * 1e3:.3f} ms, is launches and gaps" if ncu else ""),

@@ -6,6 +6,8 @@
 #   the K-quant products of a chunk:  A=/tmp/wtA TAG=kq PROMPT=128 bash runs/2026-11-30-cpu-full/ab.sh > runs/2026-11-30-cpu-full/kquant_ab.txt
 #   Q4_0 of a short last group:       A=/tmp/wtA TAG=tail FULL=glm-4.7-flash PROMPT=32 DECODE=16 TINY= bash runs/2026-11-30-cpu-full/ab.sh \
 #                                       > runs/2026-11-30-cpu-full/tail_ab.txt
+#   Q5_K's high bits shifted once:    A=/tmp/wtA TAG=q5k FULL=glm-4.7-flash PROMPT=128 DECODE=32 TINY= bash runs/2026-11-30-cpu-full/ab.sh \
+#                                       > runs/2026-11-30-cpu-full/q5k_ab.txt
 cd "$(dirname "$0")/../.."
 B=$PWD; OUT=$B/runs/2026-11-30-cpu-full
 for r in ${ROUNDS:-1 2}; do

@@ -1,0 +1,54 @@
+# GPU steps of 2026-12-01, from the repository root; carry upstream/tinygrad upstream/.stamp upstream/.cache .cache/vocab.
+#   1: where a generated decode token of DeepSeek-V2-Lite and GLM-4.7-Flash goes, kernel by kernel: Nsight Compute's device
+#      times (L2 and clocks left as they run: --cache-control none --clock-control none) against the step as run in its
+#      graphs; then BEAM=2 on DeepSeek-V2-Lite's 8 slowest decode kernels (tools.beam_kernels) while the time lasts
+cd "$(dirname "$0")/../.."
+export DEV=${DEV:-CUDA} PYTHONUNBUFFERED=1 PYTHONPATH=.
+OUT=${OUT:-out}; mkdir -p "$OUT"
+left() { echo $((${DEADLINE:-590} - SECONDS)); }
+synth() { for m in "$@"; do python3 -c "from apps import synth; synth.generate('$m', 'release', progress=False)"; done; }
+ncu_decode() {  # ncu_decode M: the generated decode step's kernels under Nsight Compute, the table in $OUT/ncu_dec_M.txt
+  local m=$1
+  timeout $(($(left) - ${2:-0})) ncu --profile-from-start off --clock-control none --cache-control none \
+    --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum --csv --log-file "$OUT/ncu_dec_$m.csv" \
+    python3 -m tools.profile --model $m --kernels generated --target decode --pos 32 --repeat 3 --count 20 --ncu --json > "$OUT/rows_dec_$m.json" \
+    2> "$OUT/ncu_dec_$m.err"
+  python3 -m tools.profile --ncu-csv "$OUT/ncu_dec_$m.csv" --rows "$OUT/rows_dec_$m.json" --top 40 > "$OUT/ncu_dec_$m.txt" 2>&1
+  head -4 "$OUT/ncu_dec_$m.txt"; grep -E '\(all\)' "$OUT/ncu_dec_$m.txt"
+}
+#   2: EXPERIMENT experiments/chunk-mod.diff (CHUNK_MOD=0 the old form): a K-quant chunk's coordinates as (R // step) %
+#      dim, so the code generator splits the chunk range into the block's ranges, where R - blk * cpb left div / mod index math
+#      it could not fold. The products alone (Q6_K / Q5_K shapes of the MoE models' shared experts and output head), CHUNK_MOD 0
+#      then 1; the generated decode and prefill 512 of DeepSeek-V2-Lite and GLM-4.7-Flash, CHUNK_MOD 0 1 1 0 (a kernel cache a
+#      variant; the second pair reuses the first's); CHUNK_MOD=1's greedy tokens on the tiny presets
+#   3: start times beside llama.cpp in one run (carry .cache/llama/llama-cpp-src.tar.xz too): llama.cpp builds in the background
+#      while the three files are synthesized, then tools.start_time --llama (first and second process, 16-token prompt)
+case $1 in
+  1) python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
+     synth deepseek-v2-lite glm-4.7-flash; echo "synthesized $(date +%T)"
+     ncu_decode deepseek-v2-lite 300; echo "$(date +%T)"
+     ncu_decode glm-4.7-flash 120; echo "$(date +%T)"
+     timeout $(($(left) - 5)) python3 -m tools.beam_kernels --model deepseek-v2-lite --kernels generated --target decode --pos 32 --top 8 --beam 2 \
+       2>&1 | tee "$OUT/beam_dec_deepseek-v2-lite.txt" | tail -30 ;;
+  2) patch -s -p1 < runs/2026-12-01-gen/experiments/chunk-mod.diff || exit 1
+     python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
+     (synth deepseek-v2-lite glm-4.7-flash; echo "synthesized $(date +%T)") &
+     for c in 0 1; do
+       echo "-- CHUNK_MOD=$c products"
+       CHUNK_MOD=$c CACHEDB=$(mktemp -d)/cache.db timeout 100 python3 -m tools.bench_quantized --kernels generated --types Q6_K,Q5_K --dtype float \
+         --rounds 3 --shapes 2048:2816:r,5632:2048,2048:1536:r,3072:2048,102400:2048 2>&1 | tail -12
+     done
+     wait
+     for c in 0 1 1 0; do
+       echo "-- CHUNK_MOD=$c $(date +%T)"; mkdir -p /tmp/cm$c
+       CHUNK_MOD=$c CACHEDB=/tmp/cm$c/cache.db timeout $(($(left) - 30)) python3 -m tools.gpu_bench --kernels generated \
+         --presets deepseek-v2-lite,glm-4.7-flash --decode 32 --prefill 512 --json "$OUT/cm_$c.$RANDOM.json" 2>&1 | grep -v '^{' | tail -3
+     done
+     CHUNK_MOD=1 timeout $(($(left) - 2)) python3 -m tools.gpu_check release --kernels generated 2>&1 | tail -4 ;;
+  3) (python3 -m tools.llama_bench build --time-limit 330 > "$OUT/llama_build.log" 2>&1) &
+     python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
+     synth youtu-llm-2b deepseek-v2-lite glm-4.7-flash; echo "synthesized $(date +%T)"
+     wait; tail -2 "$OUT/llama_build.log"; echo "built $(date +%T)"
+     timeout $(($(left) - 3)) python3 -m tools.start_time --presets youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash --llama --json "$OUT/start.json" 2>&1 \
+       | tee "$OUT/start.log" | tail -14 ;;
+esac
