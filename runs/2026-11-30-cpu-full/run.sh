@@ -9,7 +9,7 @@ export DEV=CPU PYTHONUNBUFFERED=1
 R=runs/2026-11-30-cpu-full
 case $1 in
   check) for m in ${PRESETS:-deepseek-v2-lite glm-4.7-flash youtu-llm-2b}; do
-           ./run python -m tools.path_check --presets $m --depth 0 --tokens ${TOKENS:-160} --skip 8 2>&1 | tee $R/check_$m.txt; done ;;
+           ./run python -m tools.path_check --presets $m --depth 0 --tokens ${TOKENS:-160} --skip 8 2>&1 | tee $R/check_$m${TAG:+_$TAG}.txt; done ;;
   bench) ./run python -m tools.gpu_bench --presets ${PRESETS:-deepseek-v2-lite,glm-4.7-flash} --decode 16 --prefill ${PROMPT:-128} --llama \
            --json $R/${TAG:-bench}.json 2>&1 | tee $R/${TAG:-bench}.txt ;;
   batch) ./run python -m tools.gpu_bench --presets ${PRESETS:-deepseek-v2-lite,glm-4.7-flash} --batch 1,2,4,8 --decode 32 --llama \

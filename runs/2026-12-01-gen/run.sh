@@ -23,6 +23,11 @@ ncu_decode() {  # ncu_decode M: the generated decode step's kernels under Nsight
 #      variant; the second pair reuses the first's); CHUNK_MOD=1's greedy tokens on the tiny presets
 #   3: start times beside llama.cpp in one run (carry .cache/llama/llama-cpp-src.tar.xz too): llama.cpp builds in the background
 #      while the three files are synthesized, then tools.start_time --llama (first and second process, 16-token prompt)
+# The next lease:
+#   4: DeepSeek-V2-Lite's Q6_K down product (2048 x 2816 + residual, the only K-quant product whose merged chunk range, 176,
+#      the matvec rule pads: to 192 for 32 lanes, masked loads) alone, the heuristics against a group of 16 that divides it
+#      (no PADTO), two and four rows a thread; then GLM-4.7-Flash's generated decode under Nsight Compute (step 1's
+#      profile, which ran out of time there)
 case $1 in
   1) python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
      synth deepseek-v2-lite glm-4.7-flash; echo "synthesized $(date +%T)"
@@ -51,4 +56,9 @@ case $1 in
      wait; tail -2 "$OUT/llama_build.log"; echo "built $(date +%T)"
      timeout $(($(left) - 3)) python3 -m tools.start_time --presets youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash --llama --json "$OUT/start.json" 2>&1 \
        | tee "$OUT/start.log" | tail -14 ;;
+  4) python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
+     timeout 150 python3 -m tools.bench_quantized --kernels generated --types Q6_K --dtype float --rounds 4 --shapes 2048:2816:r \
+       --opts heur R3:0,R1:0,R1:0,G0:16,U0:2,L0:4 R3:0,R1:0,R1:0,G0:16,U0:4,L0:4 R3:0,R1:0,R1:0,G0:16,U0:2,L0:8 2>&1 | tail -7
+     synth glm-4.7-flash
+     ncu_decode glm-4.7-flash 5 ;;
 esac
