@@ -28,6 +28,12 @@ ncu_decode() {  # ncu_decode M: the generated decode step's kernels under Nsight
 #      the matvec rule pads: to 192 for 32 lanes, masked loads) alone, the heuristics against a group of 16 that divides it
 #      (no PADTO), two and four rows a thread; then GLM-4.7-Flash's generated decode under Nsight Compute (step 1's
 #      profile, which ran out of time there)
+#   5: EXPERIMENT experiments/norm-fuse.diff (NORM_FUSE=0 the tree as it is): a decode product's norm inside it on the
+#      generated path (x * norm_w where the product reads x, which patch 63 stages once a workgroup; the rows' 1 / rms from
+#      one reduction kernel before, applied at the store): the norm's scale kernel goes where one product reads the normed x
+#      (attn_norm's [q; kv_a], q_a_norm's q_b, the router). Rejected at -6% / +1% on an H100 before patch 63 (2026-11-27).
+#      The generated decode and prefill 512 of $PRESETS (the MoE models), NORM_FUSE $VARIANTS (0 1 0; a kernel cache a variant:
+#      three runs of both fit a call); greedy tokens
 case $1 in
   1) python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
      synth deepseek-v2-lite glm-4.7-flash; echo "synthesized $(date +%T)"
@@ -61,4 +67,14 @@ case $1 in
        --opts heur R3:0,R1:0,R1:0,G0:16,U0:2,L0:4 R3:0,R1:0,R1:0,G0:16,U0:4,L0:4 R3:0,R1:0,R1:0,G0:16,U0:2,L0:8 2>&1 | tail -7
      synth glm-4.7-flash
      ncu_decode glm-4.7-flash 5 ;;
+  5) patch -s -p1 < runs/2026-12-01-gen/experiments/norm-fuse.diff || exit 1
+     python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
+     P=${PRESETS:-deepseek-v2-lite,glm-4.7-flash}
+     synth ${P//,/ }
+     for nf in ${VARIANTS:-0 1 0}; do
+       echo "-- NORM_FUSE=$nf $(date +%T)"; mkdir -p /tmp/nf$nf
+       NORM_FUSE=$nf CACHEDB=/tmp/nf$nf/cache.db timeout $(($(left) - 40)) python3 -m tools.gpu_bench --kernels generated \
+         --presets $P --decode 32 --prefill 512 --json "$OUT/nf_$nf.$RANDOM.json" 2>&1 | grep -v '^{' | tail -4
+     done
+     NORM_FUSE=1 timeout $(($(left) - 2)) python3 -m tools.gpu_check release --kernels generated 2>&1 | tail -4 ;;
 esac
