@@ -3,6 +3,9 @@
 #   $FULL (full-size presets): a $PROMPT-token prompt's prefill and $DECODE tokens of decode (tools.gpu_bench, the CPU's path),
 #   $TINY (tiny presets): a batched step of 1-8 sequences and a 199-token prompt's prefill (runs/2026-11-30-cpu-rows/steps.py).
 # From the repository root, as run:
+#   the Q4_0 product of several tokens (run as runs/2026-11-30-cpu-rows/ab.sh before it was folded in here: cpu-rows/ab.txt):
+#                                     A=/tmp/wtA FULL=youtu-llm-2b DECODE=16 TINY="youtu-llm-2b-tiny deepseek-v2-lite-tiny glm-4.7-flash-tiny" \
+#                                       bash runs/2026-11-30-cpu-full/ab.sh > runs/2026-11-30-cpu-full/rows_ab.txt
 #   the K-quant products of a chunk:  A=/tmp/wtA TAG=kq PROMPT=128 bash runs/2026-11-30-cpu-full/ab.sh > runs/2026-11-30-cpu-full/kquant_ab.txt
 #   Q4_0 of a short last group:       A=/tmp/wtA TAG=tail FULL=glm-4.7-flash PROMPT=32 DECODE=16 TINY= bash runs/2026-11-30-cpu-full/ab.sh \
 #                                       > runs/2026-11-30-cpu-full/tail_ab.txt
