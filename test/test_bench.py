@@ -271,6 +271,22 @@ def test_profile_takes_nsight_compute_times(bench, tmp_path):
   with pytest.raises(SystemExit, match="kernels in the CSV"):
     profile.merge_ncu(doc, profile.read_ncu_csv(tmp_path / "ncu.csv")[:-1])
 
+def test_profile_reads_a_nsight_compute_csv_alone(tmp_path, capsys):
+  """--ncu-csv without --rows (its run's JSON lost, or a pass cut short): the kernels summed by name, the slowest first."""
+  from tools import profile
+  head = '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC",' \
+         '"Section Name","Metric Name","Metric Unit","Metric Value"'
+  lines = [head]
+  for i, (name, ns) in enumerate((("small", "1,000"), ("big", "5,000"), ("small", "2,000"))):
+    for metric, unit, v in (("dram__bytes_read.sum", "byte", "3,000"), ("gpu__time_duration.sum", "ns", ns)):
+      lines.append(f'"{i}","1","python3","h","{name}","1","7","(32, 1, 1)","(1, 1, 1)","0","9.0","metrics","{metric}","{unit}","{v}"')
+  (tmp_path / "ncu.csv").write_text("\n".join(lines) + "\n")
+  assert profile.main(["--ncu-csv", str(tmp_path / "ncu.csv")]) == 0
+  out = capsys.readouterr().out.splitlines()
+  assert out[0].startswith("device times (Nsight Compute): 0.008 ms over 3 kernels, 2 distinct"), out[0]
+  big, small = out[2].split(), out[3].split()
+  assert big[:4] == ["big", "1", "5.0", "62.5%"] and small[:5] == ["small", "2", "3.0", "37.5%", "1.5"], out
+
 # ---------------------------------------------------------------- search2 on a fake module with a known cost
 
 def fake_module(weights, beam_bonus=0.0, no_op=(), fail_after=None):

@@ -159,8 +159,9 @@ def profile(bench: bb.Bench, target: str = "decode", repeat: int = 5, count: int
     rows.append(KernelRow(i, name, part, blk, t, est, wbytes, cbytes, how, ast.op is Ops.PROGRAM, opts=opts_of(ast)))
   return {"target": target, "step_s": step_s, "kernel_sum_s": sum(r.time_s for r in rows), **counts, "n_rows": len(rows), "rows": rows}
 
-def read_ncu_csv(path: Path) -> list[dict[str, float]]:
-  """Nsight Compute --csv output -> one {metric: value} per profiled kernel, in launch order (values in ns and bytes)."""
+def read_ncu_csv(path: Path, names: bool = False) -> list[dict]:
+  """Nsight Compute --csv output -> one {metric: value} per profiled kernel, in launch order (values in ns and bytes; names:
+  its name under "kernel" too)."""
   import csv
   text = Path(path).read_text(errors="replace")
   lines = text.splitlines()
@@ -171,8 +172,24 @@ def read_ncu_csv(path: Path) -> list[dict[str, float]]:
   out: dict[int, dict[str, float]] = {}
   for r in csv.DictReader(lines[start:]):
     v = float(r["Metric Value"].replace(",", "")) * scale.get(r.get("Metric Unit", ""), 1)
-    out.setdefault(int(r["ID"]), {})[r["Metric Name"]] = v
+    out.setdefault(int(r["ID"]), {"kernel": r["Kernel Name"]} if names else {})[r["Metric Name"]] = v
   return [out[k] for k in sorted(out)]
+
+def report_csv(kernels: list[dict], top: int) -> list[str]:
+  """read_ncu_csv's kernels (with names) summed by name, the slowest first: calls, device time, share, DRAM bytes and GB/s."""
+  g: dict[str, list[float]] = {}
+  for k in kernels:
+    e = g.setdefault(k["kernel"], [0, 0.0, 0.0])
+    e[0] += 1
+    e[1] += k.get("gpu__time_duration.sum", 0.0)
+    e[2] += k.get("dram__bytes_read.sum", 0.0) + k.get("dram__bytes_write.sum", 0.0)
+  total = sum(e[1] for e in g.values()) or 1e-9
+  lines = [f"device times (Nsight Compute): {total / 1e6:.3f} ms over {len(kernels)} kernels, {len(g)} distinct",
+           f"{'kernel':60s} {'calls':>5s} {'time us':>10s} {'%':>6s} {'us each':>8s} {'DRAM MB':>9s} {'DRAM GB/s':>9s}"]
+  for name, (n, t, b) in sorted(g.items(), key=lambda kv: -kv[1][1])[:top]:
+    lines.append(f"{name[:60]:60s} {n:5d} {t / 1e3:10.1f} {100 * t / total:5.1f}% {t / 1e3 / n:8.1f} {b / 1e6:9.3f} {b / t if t else 0.0:9.1f}")
+  if len(g) > top: lines.append(f"... {len(g) - top} more kernels")
+  return lines
 
 def merge_ncu(doc: dict, kernels: list[dict[str, float]]) -> dict:
   """profile()'s JSON (--json) with each kernel's time and DRAM bytes replaced by Nsight Compute's."""
@@ -244,11 +261,14 @@ def main(argv: Sequence[str] | None = None) -> int:
   ap.add_argument("--kernels", default="hand", choices=KERNEL_PATHS, help="hand-written kernels where the device has them, or generated only")
   ap.add_argument("--json", action="store_true")
   ap.add_argument("--ncu", action="store_true", help="run one more pass inside the CUDA profiler range (run under ncu)")
-  ap.add_argument("--ncu-csv", metavar="CSV", help="measure nothing: print --rows's table with this Nsight Compute CSV's times")
+  ap.add_argument("--ncu-csv", metavar="CSV", help="measure nothing: print --rows's table with this Nsight Compute CSV's times "
+                  "(without --rows: the CSV's kernels by name)")
   ap.add_argument("--rows", metavar="JSON", help="the --json output of the profiled run (with --ncu-csv)")
   a = ap.parse_args(argv)
+  if a.ncu_csv and not a.rows:   # the CSV alone (its run's --json lost, or a pass cut short): kernels by name, no parts
+    print("\n".join(report_csv(read_ncu_csv(Path(a.ncu_csv), names=True), a.top)))
+    return 0
   if a.ncu_csv:
-    if not a.rows: ap.error("--ncu-csv needs --rows (the --json output of the run ncu profiled)")
     try: doc = json.loads(Path(a.rows).read_text())
     except (OSError, json.JSONDecodeError) as e: raise SystemExit(f"profile: cannot read {a.rows}: {e}")
     res = merge_ncu(doc, read_ncu_csv(Path(a.ncu_csv)))

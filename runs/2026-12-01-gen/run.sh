@@ -7,14 +7,16 @@ export DEV=${DEV:-CUDA} PYTHONUNBUFFERED=1 PYTHONPATH=.
 OUT=${OUT:-out}; mkdir -p "$OUT"
 left() { echo $((${DEADLINE:-590} - SECONDS)); }
 synth() { for m in "$@"; do python3 -c "from apps import synth; synth.generate('$m', 'release', progress=False)"; done; }
-ncu_decode() {  # ncu_decode M: the generated decode step's kernels under Nsight Compute, the table in $OUT/ncu_dec_M.txt
-  local m=$1
-  timeout $(($(left) - ${2:-0})) ncu --profile-from-start off --clock-control none --cache-control none \
-    --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum --csv --log-file "$OUT/ncu_dec_$m.csv" \
-    python3 -m tools.profile --model $m --kernels generated --target decode --pos 32 --repeat 3 --count 20 --ncu --json > "$OUT/rows_dec_$m.json" \
-    2> "$OUT/ncu_dec_$m.err"
-  python3 -m tools.profile --ncu-csv "$OUT/ncu_dec_$m.csv" --rows "$OUT/rows_dec_$m.json" --top 40 > "$OUT/ncu_dec_$m.txt" 2>&1
-  head -4 "$OUT/ncu_dec_$m.txt"; grep -E '\(all\)' "$OUT/ncu_dec_$m.txt"
+ncu_decode() {  # ncu_decode M [SPARE [TARGET ARGS...]]: the generated step's kernels under Nsight Compute, the table in $OUT/ncu_T_M.txt
+  local m=$1 spare=${2:-0} t=${3:-decode}; shift 3 2>/dev/null || shift $#
+  local args=${*:---pos 32}
+  timeout $(($(left) - spare)) ncu --profile-from-start off --clock-control none --cache-control none \
+    --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum --csv --log-file "$OUT/ncu_${t}_$m.csv" \
+    python3 -m tools.profile --model $m --kernels generated --target $t $args --repeat 3 --count 20 --ncu --json > "$OUT/rows_${t}_$m.json" \
+    2> "$OUT/ncu_${t}_$m.err"
+  python3 -m tools.profile --ncu-csv "$OUT/ncu_${t}_$m.csv" --rows "$OUT/rows_${t}_$m.json" --top 40 > "$OUT/ncu_${t}_$m.txt" 2>&1
+  [ -s "$OUT/ncu_${t}_$m.err" ] || rm -f "$OUT/ncu_${t}_$m.err"   # the device returns at most 8 files
+  head -4 "$OUT/ncu_${t}_$m.txt"; grep -E '\(all\)' "$OUT/ncu_${t}_$m.txt"
 }
 #   2: EXPERIMENT experiments/chunk-mod.diff (CHUNK_MOD=0 the old form): a K-quant chunk's coordinates as (R // step) %
 #      dim, so the code generator splits the chunk range into the block's ranges, where R - blk * cpb left div / mod index math
@@ -28,6 +30,16 @@ ncu_decode() {  # ncu_decode M: the generated decode step's kernels under Nsight
 #      the matvec rule pads: to 192 for 32 lanes, masked loads) alone, the heuristics against a group of 16 that divides it
 #      (no PADTO), two and four rows a thread; then GLM-4.7-Flash's generated decode under Nsight Compute (step 1's
 #      profile, which ran out of time there)
+#   6: where Youtu-LLM-2B's generated prefill of a 512-token prompt goes (one chunk of 512 at position 0 with the head and
+#      the first token's sampling, Nsight Compute), then step 4
+#   7: the norm inside a decode product with its operand staged whole (x * norm_w one local buffer, the codegen patch
+#      0065): A = HEAD's apps/dispatch.py (the norm's scale a kernel of its own), B = the tree's; the generated decode of
+#      $PRESETS (default the MoE models) in $VARIANTS (A B B A), a kernel cache a variant; then B's greedy tokens on the tiny
+#      presets unless NOCHECK is set
+#   8: EXPERIMENT the norm inside a decode product, its x * norm_w staged as one operand (experiments/stage-whole.diff, a
+#      codegen change to patch 63's pass) and its rms shared with the products that take the norm apart
+#      (experiments/norm-shared.diff: the router no longer reduces x again, which made step 7's kernel count the same as A's):
+#      both applied, then step 7 (A = HEAD's apps/dispatch.py with the codegen change, which changes no kernel of A)
 #   5: EXPERIMENT experiments/norm-fuse.diff (NORM_FUSE=0 the tree as it is): a decode product's norm inside it on the
 #      generated path (x * norm_w where the product reads x, which patch 63 stages once a workgroup; the rows' 1 / rms from
 #      one reduction kernel before, applied at the store): the norm's scale kernel goes where one product reads the normed x
@@ -67,6 +79,27 @@ case $1 in
        --opts heur R3:0,R1:0,R1:0,G0:16,U0:2,L0:4 R3:0,R1:0,R1:0,G0:16,U0:4,L0:4 R3:0,R1:0,R1:0,G0:16,U0:2,L0:8 2>&1 | tail -7
      synth glm-4.7-flash
      ncu_decode glm-4.7-flash 5 ;;
+  6) python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
+     synth youtu-llm-2b; echo "synthesized $(date +%T)"
+     ncu_decode youtu-llm-2b 330 prompt --chunk 512 --pos 0; echo "$(date +%T)"
+     timeout 150 python3 -m tools.bench_quantized --kernels generated --types Q6_K --dtype float --rounds 4 --shapes 2048:2816:r \
+       --opts heur R3:0,R1:0,R1:0,G0:16,U0:2,L0:4 R3:0,R1:0,R1:0,G0:16,U0:4,L0:4 R3:0,R1:0,R1:0,G0:16,U0:2,L0:8 2>&1 | tail -7
+     synth glm-4.7-flash
+     ncu_decode glm-4.7-flash 5 ;;
+  7) python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
+     cp apps/dispatch.py /tmp/dispatch_B.py; git show HEAD:apps/dispatch.py > /tmp/dispatch_A.py
+     P=${PRESETS:-deepseek-v2-lite,glm-4.7-flash}
+     synth ${P//,/ }; echo "synthesized $(date +%T)"
+     for v in ${VARIANTS:-A B B A}; do
+       echo "-- $v $(date +%T)"; mkdir -p /tmp/c$v; cp /tmp/dispatch_$v.py apps/dispatch.py
+       CACHEDB=/tmp/c$v/cache.db timeout $(($(left) - ${MARGIN:-50})) python3 -m tools.gpu_bench --kernels generated \
+         --presets $P --decode 32 --prefill 16 --json "$OUT/nf65_$v.$RANDOM.json" 2>&1 | grep -v '^{' | grep -v "^x \|^$" | tail -3
+     done
+     cp /tmp/dispatch_B.py apps/dispatch.py
+     [ -z "$NOCHECK" ] && timeout $(($(left) - 2)) python3 -m tools.gpu_check release --kernels generated 2>&1 | tail -4 ;;
+  8) patch -s -p1 -d upstream < runs/2026-12-01-gen/experiments/stage-whole.diff || exit 1
+     patch -s -p1 < runs/2026-12-01-gen/experiments/norm-shared.diff || exit 1
+     DEADLINE=$(left) exec bash runs/2026-12-01-gen/run.sh 7 ;;
   5) patch -s -p1 < runs/2026-12-01-gen/experiments/norm-fuse.diff || exit 1
      python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
      P=${PRESETS:-deepseek-v2-lite,glm-4.7-flash}
