@@ -40,6 +40,11 @@ ncu_decode() {  # ncu_decode M [SPARE [TARGET ARGS...]]: the generated step's ke
 #      codegen change to patch 63's pass) and its rms shared with the products that take the norm apart
 #      (experiments/norm-shared.diff: the router no longer reduces x again, which made step 7's kernel count the same as A's):
 #      both applied, then step 7 (A = HEAD's apps/dispatch.py with the codegen change, which changes no kernel of A)
+#   9: where Youtu-LLM-2B's start goes on this machine (its second process is 2.1 s against llama.cpp's 1.0-1.3): the imports
+#      (python -X importtime, the 40 slowest), Engine.load under cProfile (prof_load.py), and tools.start_time's phases
+#  10: DeepSeek-V2-Lite's largest generated decode kernels under Nsight Compute's full set (the routed experts' gate_up and
+#      down, the shared expert's Q5_K gate_up and Q6_K down, the fp32 router): occupancy, stalls, DRAM throughput, the
+#      first two calls of each
 #   5: EXPERIMENT experiments/norm-fuse.diff (NORM_FUSE=0 the tree as it is): a decode product's norm inside it on the
 #      generated path (x * norm_w where the product reads x, which patch 63 stages once a workgroup; the rows' 1 / rms from
 #      one reduction kernel before, applied at the store): the norm's scale kernel goes where one product reads the normed x
@@ -100,6 +105,20 @@ case $1 in
   8) patch -s -p1 -d upstream < runs/2026-12-01-gen/experiments/stage-whole.diff || exit 1
      patch -s -p1 < runs/2026-12-01-gen/experiments/norm-shared.diff || exit 1
      DEADLINE=$(left) exec bash runs/2026-12-01-gen/run.sh 7 ;;
+  9) python3 -m compileall -q upstream/tinygrad apps tools runs > /dev/null
+     synth youtu-llm-2b
+     python3 -X importtime -c "import apps; from apps import engine; from tinygrad import Device" 2> "$OUT/importtime.txt"
+     sort -t'|' -k2 -n -r "$OUT/importtime.txt" | head -40 > "$OUT/importtime_top.txt"; head -12 "$OUT/importtime_top.txt"
+     python3 runs/2026-12-01-gen/prof_load.py youtu-llm-2b > "$OUT/prof_load.txt" 2>&1; head -3 "$OUT/prof_load.txt"
+     timeout $(($(left) - 2)) python3 -m tools.start_time --presets youtu-llm-2b --json "$OUT/start.json" 2>&1 | tail -3 ;;
+  10) python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
+     synth deepseek-v2-lite
+     timeout $(($(left) - 5)) ncu --profile-from-start off --set full --launch-count 10 \
+       --kernel-name regex:"q4_0_experts|q5_k_linear_1_1_5632|q6_k_linear_1_1_2048_2816|f32_linear" \
+       python3 -m tools.profile --model deepseek-v2-lite --kernels generated --target decode --pos 32 --repeat 1 --count 2 --ncu \
+       > "$OUT/ncu_full_dec.txt" 2>&1
+     grep -E "^  [a-z_0-9]+\(|Duration|Registers Per|Achieved Occupancy|DRAM Throughput|Memory Throughput|Warp Cycles Per Issued|Theoretical Occ|Block Limit|Grid Size|Block Size|Dynamic Shared|Static Shared" \
+       "$OUT/ncu_full_dec.txt" | head -150 ;;
   5) patch -s -p1 < runs/2026-12-01-gen/experiments/norm-fuse.diff || exit 1
      python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
      P=${PRESETS:-deepseek-v2-lite,glm-4.7-flash}
