@@ -38,8 +38,9 @@ ncu_decode() {  # ncu_decode M [SPARE [TARGET ARGS...]]: the generated step's ke
 #      presets unless NOCHECK is set
 #   8: EXPERIMENT the norm inside a decode product, its x * norm_w staged as one operand (experiments/stage-whole.diff, a
 #      codegen change to patch 63's pass) and its rms shared with the products that take the norm apart
-#      (experiments/norm-shared.diff: the router no longer reduces x again, which made step 7's kernel count the same as A's):
-#      both applied, then step 7 (A = HEAD's apps/dispatch.py with the codegen change, which changes no kernel of A)
+#      (experiments/norm-shared.diff: the router no longer reduces x again, which made step 7's kernel count the same as A's;
+#      q_b reads its q_a in place): both applied, then step 7 on the three models (A = HEAD's apps/dispatch.py with the
+#      codegen change, which changes no kernel of A)
 #   9: where Youtu-LLM-2B's start goes on this machine (its second process is 2.1 s against llama.cpp's 1.0-1.3): the imports
 #      (python -X importtime, the 40 slowest), Engine.load under cProfile (prof_load.py), and tools.start_time's phases
 #  10: DeepSeek-V2-Lite's largest generated decode kernels under Nsight Compute's full set (the routed experts' gate_up and
@@ -104,7 +105,7 @@ case $1 in
      [ -z "$NOCHECK" ] && timeout $(($(left) - 2)) python3 -m tools.gpu_check release --kernels generated 2>&1 | tail -4 ;;
   8) patch -s -p1 -d upstream < runs/2026-12-01-gen/experiments/stage-whole.diff || exit 1
      patch -s -p1 < runs/2026-12-01-gen/experiments/norm-shared.diff || exit 1
-     DEADLINE=$(left) exec bash runs/2026-12-01-gen/run.sh 7 ;;
+     PRESETS=${PRESETS:-youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash} DEADLINE=$(left) exec bash runs/2026-12-01-gen/run.sh 7 ;;
   9) python3 -m compileall -q upstream/tinygrad apps tools runs > /dev/null
      synth youtu-llm-2b
      python3 -X importtime -c "import apps; from apps import engine; from tinygrad import Device" 2> "$OUT/importtime.txt"
