@@ -99,7 +99,7 @@ case $1 in
      for v in ${VARIANTS:-A B B A}; do
        echo "-- $v $(date +%T)"; mkdir -p /tmp/c$v; cp /tmp/dispatch_$v.py apps/dispatch.py
        CACHEDB=/tmp/c$v/cache.db timeout $(($(left) - ${MARGIN:-50})) python3 -m tools.gpu_bench --kernels generated \
-         --presets $P --decode 32 --prefill 16 --json "$OUT/nf65_$v.$RANDOM.json" 2>&1 | grep -v '^{' | grep -v "^x \|^$" | tail -3
+         --presets $P --decode 32 --prefill 16 --json "$OUT/nf65_$v.$RANDOM.json" 2>&1 | grep -v '^{' | grep -v "^x \|^$" | tail -4
      done
      cp /tmp/dispatch_B.py apps/dispatch.py
      [ -z "$NOCHECK" ] && timeout $(($(left) - 2)) python3 -m tools.gpu_check release --kernels generated 2>&1 | tail -4 ;;
