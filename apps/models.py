@@ -8,7 +8,7 @@ interrupted download never looks finished. Every failure is a DownloadError with
 $HF_ENDPOINT (the Hugging Face hub's own variable) points the downloads at a mirror.
 """
 from __future__ import annotations
-import http.client, os, socket, sys, threading, time, urllib.error, urllib.parse, urllib.request
+import os, sys, time, urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 from apps.vocab import cache_dir
@@ -44,6 +44,7 @@ def cached_path(m: KnownModel, root: Path | None = None) -> Path: return (root o
 
 def _resolve(host: str, port: int, timeout: float) -> None:
   """getaddrinfo with a deadline (it ignores socket timeouts and can block for a long time without a network)."""
+  import socket, threading
   out: list = []
   def run():
     try: out.append(socket.getaddrinfo(host, port))
@@ -76,6 +77,7 @@ def download(m: KnownModel, root: Path | None = None, endpoint: str | None = Non
   """The cached file of `m`, downloaded first when missing."""
   path = cached_path(m, root)
   if path.exists(): return path
+  import http.client, urllib.error, urllib.request   # here: a start that downloads nothing does not import them (~25 ms)
   url = m.url(endpoint)
   fix = "pass a GGUF path or a synthetic preset (--model glm-4.7-flash)"
   parts = urllib.parse.urlsplit(url)

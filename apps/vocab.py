@@ -5,7 +5,7 @@ The sdist is fetched once (hash-checked), the few files we use are extracted int
 Where there is no network, a copy of the sdist can be named with LLAMA_CPP_SDIST=PATH or placed in the cache.
 """
 from __future__ import annotations
-import contextlib, fcntl, hashlib, os, sys, tarfile, urllib.request
+import contextlib, fcntl, hashlib, os, sys
 from pathlib import Path
 
 SDIST = "llama_cpp_python-0.3.36.tar.gz"
@@ -33,6 +33,7 @@ def _sdist() -> Path:
   if not path.exists():
     if given: raise RuntimeError(f"LLAMA_CPP_SDIST={given} does not exist")
     print(f"downloading {SDIST} (76 MB, once) for llama.cpp's tokenizer test vocabularies", file=sys.stderr)
+    import urllib.request
     try:
       with urllib.request.urlopen(SDIST_URL, timeout=120) as r: data = r.read()
     except Exception as e:
@@ -52,6 +53,7 @@ def _extract(out: Path, target: Path, name: str) -> Path:
   out.mkdir(parents=True, exist_ok=True)
   sdist = _sdist()
   prefix = SDIST.removesuffix(".tar.gz") + "/vendor/llama.cpp/models/"
+  import tarfile
   with tarfile.open(sdist) as tar:
     for n in NAMES:
       for suffix in ("", ".inp", ".out"):
