@@ -1736,3 +1736,33 @@ print("ok")
 
 def test_0064_matmul_tile_eight_by_eight(trees):
   assert_patch_needed(trees, "0064", MATMUL_TILE_EIGHT_BY_EIGHT, env={"DEV": "CPU", "CACHELEVEL": "0"})
+
+PLAIN_MATVEC_ROWS = """
+# without local memory a matvec of plain loads (a router: 64 rows of 2048 fp32 weights, or fp16 ones) takes 16 rows a thread
+# and a thread a 256 KB of its weights (2 here; 4 rows and one thread without the patch), a sum over 6 rows (an MoE mix) is
+# not taken for one, and all equal numpy's
+import numpy as np
+from tinygrad import Tensor, Device
+from tinygrad.codegen.opt import OptOps
+from tinygrad.codegen.opt.heuristic import hand_coded_optimizations
+from tinygrad.codegen.opt.postrange import Scheduler
+def opts(t):
+  k = Scheduler(t.linear_with_vars()[0].src[-1].src[0], Device["CPU"].renderer)
+  k.convert_loop_to_global()
+  got = hand_coded_optimizations(k).applied_opts
+  return [o.arg for o in got if o.op is OptOps.UPCAST], [o.arg for o in got if o.op is OptOps.THREAD]
+rng = np.random.default_rng(0)
+for dt in (np.float32, np.float16):
+  wn, xn = rng.standard_normal((64, 2048)).astype(dt), rng.standard_normal(2048).astype(np.float32)
+  w, x = Tensor(wn).realize(), Tensor(xn).realize()
+  assert (got:=opts((w.float() * x).sum(1))) == ([16], [2]), (dt, got)
+  np.testing.assert_allclose((w.float() * x).sum(1).numpy(), wn.astype(np.float64) @ xn, rtol=1e-4, atol=1e-3)
+mn, cn = rng.standard_normal((6, 2048)).astype(np.float32), rng.standard_normal((6, 1)).astype(np.float32)
+m, c = Tensor(mn).realize(), Tensor(cn).realize()
+assert 16 not in (got:=opts((m * c).sum(0)))[0], got
+np.testing.assert_allclose((m * c).sum(0).numpy(), (mn.astype(np.float64) * cn).sum(0), rtol=1e-4, atol=1e-4)
+print("ok")
+"""
+
+def test_0065_plain_matvec_rows(trees):
+  assert_patch_needed(trees, "0065", PLAIN_MATVEC_ROWS, env={"DEV": "CPU", "CACHELEVEL": "0"})
