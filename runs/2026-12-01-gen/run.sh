@@ -32,8 +32,8 @@ ncu_decode() {  # ncu_decode M [SPARE [TARGET ARGS...]]: the generated step's ke
 #      profile, which ran out of time there)
 #   6: where Youtu-LLM-2B's generated prefill of a 512-token prompt goes (one chunk of 512 at position 0 with the head and
 #      the first token's sampling, Nsight Compute), then step 4
-#   7: the norm inside a decode product with its operand staged whole (x * norm_w one local buffer, the codegen patch
-#      0065): A = HEAD's apps/dispatch.py (the norm's scale a kernel of its own), B = the tree's; the generated decode of
+#   7: the norm inside a decode product with its operand staged whole (x * norm_w one local buffer, the codegen change
+#      experiments/stage-whole.diff): A = HEAD's apps/dispatch.py (the norm's scale a kernel of its own), B = the tree's; the generated decode of
 #      $PRESETS (default the MoE models) in $VARIANTS (A B B A), a kernel cache a variant; then B's greedy tokens on the tiny
 #      presets unless NOCHECK is set
 #   8: EXPERIMENT the norm inside a decode product, its x * norm_w staged as one operand (experiments/stage-whole.diff, a
@@ -88,10 +88,7 @@ case $1 in
   6) python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
      synth youtu-llm-2b; echo "synthesized $(date +%T)"
      ncu_decode youtu-llm-2b 330 prompt --chunk 512 --pos 0; echo "$(date +%T)"
-     timeout 150 python3 -m tools.bench_quantized --kernels generated --types Q6_K --dtype float --rounds 4 --shapes 2048:2816:r \
-       --opts heur R3:0,R1:0,R1:0,G0:16,U0:2,L0:4 R3:0,R1:0,R1:0,G0:16,U0:4,L0:4 R3:0,R1:0,R1:0,G0:16,U0:2,L0:8 2>&1 | tail -7
-     synth glm-4.7-flash
-     ncu_decode glm-4.7-flash 5 ;;
+     DEADLINE=$(left) exec bash runs/2026-12-01-gen/run.sh 4 ;;
   7) python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
      cp apps/dispatch.py /tmp/dispatch_B.py; git show HEAD:apps/dispatch.py > /tmp/dispatch_A.py
      P=${PRESETS:-deepseek-v2-lite,glm-4.7-flash}
