@@ -155,6 +155,7 @@ class Engine:
     opening = Opening(device)   # the device opens while the file's vocabulary and the tokenizer are read
     try:
       with GGUFFile(source.path) as gf:  # one open file for all of it
+        gf.prefetch()   # the weights' pages mapped while the metadata is read and the device opens
         Config.from_gguf(gf)  # the metadata, the tokenizer and the template first: their errors come before the slow part
         opening.reserve(largest_upload(gf))
         tok = Tokenizer.from_gguf(gf)

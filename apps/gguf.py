@@ -8,7 +8,7 @@ Shapes follow ggml: `ne` lists dimensions innermost first (ne[0] is the contiguo
 is the numpy order (reversed ne).
 """
 from __future__ import annotations
-import enum, mmap, os, struct
+import ctypes, enum, mmap, os, struct, sys, threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -131,7 +131,7 @@ class GGUFFile:
   `tensors` maps names to TensorInfo in file order; `tensor_data(name)` is a zero-copy uint8 view of the bytes."""
 
   def __init__(self, path: str | os.PathLike):
-    self.path, self._mm = Path(path), None
+    self.path, self._mm, self._prefetch = Path(path), None, None
     try:
       with open(self.path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
@@ -238,7 +238,28 @@ class GGUFFile:
     return np.frombuffer(self._mm, dtype=np.uint8, count=t.nbytes, offset=t.offset)
   @property
   def architecture(self) -> str: return self.require("general.architecture")
+  def prefetch(self) -> None:
+    """Map the tensors' bytes into this process's page tables on a thread of its own, in file order, while the caller goes
+    on (Linux 5.14+, MADV_POPULATE_READ; where a page is not in the page cache that thread reads the disk): a loader's copies
+    then take no page faults. A fresh mapping's first touch faults every few pages: copying 1 GB of a page-cached file took
+    0.13 s here (2-core EPYC), 0.06 s once mapped (0.09 s to map it). Elsewhere nothing; close() stops the thread."""
+    if sys.platform != "linux" or self._mm is None or self._prefetch is not None or not self.tensors: return
+    page = mmap.PAGESIZE
+    lo = min(t.offset for t in self.tensors.values()) // page * page
+    hi = max(t.offset + t.nbytes for t in self.tensors.values())
+    view, stop = np.frombuffer(self._mm, dtype=np.uint8), threading.Event()   # view: the mapping stays while the thread reads it
+    def run(span: int = 64 << 20, populate_read: int = 22) -> None:
+      madvise = ctypes.CDLL(None, use_errno=True).madvise   # through ctypes: the GIL is released while the kernel maps
+      madvise.argtypes, madvise.restype = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int], ctypes.c_int
+      for at in range(lo, hi, span):
+        if stop.is_set() or madvise(view.ctypes.data + at, min(span, hi - at), populate_read): return   # EINVAL: before 5.14
+    self._prefetch = (threading.Thread(target=run, name="gguf-prefetch", daemon=True), stop)
+    self._prefetch[0].start()
   def close(self) -> None:
+    if (pf := getattr(self, "_prefetch", None)) is not None:
+      pf[1].set()
+      pf[0].join()
+      self._prefetch = None
     mm, self._mm = getattr(self, "_mm", None), None
     if mm is not None:
       try: mm.close()

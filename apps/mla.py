@@ -17,6 +17,7 @@ import numpy as np
 from tinygrad import Tensor, dtypes, UOp
 from tinygrad.uop.ops import resolve
 from apps.gguf import GGUFFile, GGUFError
+from apps.packed import format_for
 from apps.quantized import QuantizedLinear, QuantizedExpertWeights, dequantize_rows, load_tensor, rms_norm
 from apps.dispatch import KernelCall, run, run_sum
 from apps.kernels import Fusions, KernelModules, to_bound
@@ -304,12 +305,17 @@ SPLIT_POINTS = (
 DEFAULT_SPLIT_MASK = 0
 
 def largest_upload(gf: GGUFFile) -> int:
-  """File bytes of the largest upload a model's load makes: a tensor, or two of a block's tensors of one type stacked
-  ([gate; up], [q_a; kv_a]; the two largest of a type, which those are where they stack). The staging slots are sized
-  for it before the first tensor (apps.readback.Opening)."""
+  """Host bytes of the largest upload a model's load makes (apps.packed.Format.host_bytes: the file's blocks and the derived
+  K-quant scales): a tensor, or two of a block's tensors of one type stacked ([gate; up], [q_a; kv_a]; the two largest of a
+  type, which those are where they stack). The staging slots are sized for it before the first tensor
+  (apps.readback.Opening); a slot too short is freed and pinned again during the load (a Q6_K output head: ~70 ms)."""
+  def host_bytes(t) -> int:
+    try: fmt = format_for(t.type, t.ne[0], t.name)
+    except GGUFError: return t.nbytes   # not loaded as a packed tensor, or an error the load reports where it reads it
+    return fmt.host_bytes(t.nbytes // fmt.block_bytes)
   groups: dict[tuple[str, int], list[int]] = {}
   for t in gf.tensors.values():
-    groups.setdefault((t.name.split(".")[1] if t.name.startswith("blk.") else t.name, t.type), []).append(t.nbytes)
+    groups.setdefault((t.name.split(".")[1] if t.name.startswith("blk.") else t.name, t.type), []).append(host_bytes(t))
   return max((sum(sorted(v)[-2:]) for v in groups.values()), default=0)
 
 def _stackable(gf: GGUFFile, names: list[str]) -> bool:

@@ -197,6 +197,7 @@ class Transformer:
   def from_gguf(path: str | Path, max_context: int | str | None = None, device: str | None = None, **kw) -> Transformer:
     gf = GGUFFile(path)
     try:
+      gf.prefetch()
       if kw.pop("verbose", False):
         t0 = time.perf_counter()
         def progress(i, n):

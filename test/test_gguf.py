@@ -367,3 +367,33 @@ def test_fuzzed_header(tmp_path, data):
     tracemalloc.stop()
   assert time.perf_counter() - t0 < 1.0
   assert peak < 2 * len(data) + 64 * 1024, (peak, len(data))
+
+def _mapped_kib(path: Path) -> int | None:
+  """Resident KiB of this process's mappings of `path` (/proc/self/smaps), None where it is not mapped."""
+  kib, ours = None, False
+  for line in Path("/proc/self/smaps").read_text().splitlines():
+    if "-" in line.split(" ", 1)[0] and not line.endswith(":"): ours = line.endswith(str(path))
+    elif ours and line.startswith("Rss:"): kib = (kib or 0) + int(line.split()[1])
+  return kib
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="Linux's /proc")
+def test_prefetch_maps_the_tensors(tmp_path):
+  """prefetch() maps the tensors' pages on its thread (a loader's copies then take no page faults), the data as it was;
+  close() stops the thread and unmaps the file."""
+  path = tmp_path / "big.gguf"
+  w = GGUFWriter(path)
+  w.add("general.architecture", "test", ValueType.STRING)
+  names = [f"t{i}" for i in range(6)]
+  for n in names: w.add_tensor(n, (4096, 1024), GGMLType.F32)   # 16 MiB each: spans of 64 MiB and a short last one
+  w.write(lambda n: np.full((1024, 4096), float(n[1:]), np.float32))
+  os.sync()
+  gf = GGUFFile(path)
+  before = _mapped_kib(path) or 0
+  gf.prefetch()
+  gf._prefetch[0].join(timeout=60)
+  after = _mapped_kib(path)
+  assert before < 4096 and after >= 6 * 16 * 1024, (before, after)   # the header's pages before, all 96 MiB after
+  for n in names: assert (gf.tensor_data(n).view(np.float32) == float(n[1:])).all()
+  thread = gf._prefetch[0]
+  gf.close()
+  assert not thread.is_alive() and _mapped_kib(path) is None

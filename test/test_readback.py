@@ -174,3 +174,11 @@ def test_a_failed_load_leaves_no_worker_waiting(tmp_path, monkeypatch):
   with pytest.raises(GGUFError): Engine.load(Source(bad, "bad", "file"), quiet=True)
   barrier = threading.Barrier(R.POOL._max_workers)
   assert all(f.result(timeout=20) is not None for f in [R.POOL.submit(barrier.wait, 20) for _ in range(R.POOL._max_workers)])
+
+def test_copy_host_in_spans():
+  """copy_host splits a copy over the pool's workers (MIN_SPAN at least): every byte lands, at span edges and odd sizes."""
+  from apps.readback import MIN_SPAN, copy_host
+  for n in (0, 1, MIN_SPAN - 1, MIN_SPAN, MIN_SPAN + 7, 7 * MIN_SPAN, 37 * MIN_SPAN + 3):
+    src = np.random.default_rng(n).integers(0, 256, n, dtype=np.uint8)
+    dst = np.zeros_like(src)
+    assert copy_host(dst, src) is dst and np.array_equal(dst, src), n

@@ -46,6 +46,16 @@ ncu_decode() {  # ncu_decode M [SPARE [TARGET ARGS...]]: the generated step's ke
 #  10: DeepSeek-V2-Lite's largest generated decode kernels under Nsight Compute's full set (the routed experts' gate_up and
 #      down, the shared expert's Q5_K gate_up and Q6_K down, the fp32 router): occupancy, stalls, DRAM throughput, the
 #      first two calls of each
+#  11: where step 8's B loses DeepSeek-V2-Lite's decode (-10% / -17% where Youtu-LLM-2B gained 3% and GLM-4.7-Flash held):
+#      tools.profile's per-kernel table of its generated decode token, A then B (step 8's diffs), a kernel cache a variant
+#  12: step 8's B (both diffs) on DeepSeek-V2-Lite's generated decode under Nsight Compute (step 1's profile is A's): step 11
+#      found its step 0.9 ms slower as run in its graphs while each kernel alone was no slower
+#  13: Youtu-LLM-2B's load in CUDA driver calls (prof_cuda.py), a first process and a second; then the first and second
+#      process of tools.start_time
+#  14: start times, A = HEAD's apps/ (a copy of the tree), B = the tree's (the file's pages mapped on a thread while the
+#      metadata is read and the device opens; the staging slots sized in host bytes): tools.start_time of Youtu-LLM-2B in
+#      A B B A, then $MORE (default the MoE models) in B and A; with LLAMA set, llama.cpp is built beside them (carry
+#      .cache/llama/llama-cpp-src.tar.xz) and the last run is --llama
 #   5: EXPERIMENT experiments/norm-fuse.diff (NORM_FUSE=0 the tree as it is): a decode product's norm inside it on the
 #      generated path (x * norm_w where the product reads x, which patch 63 stages once a workgroup; the rows' 1 / rms from
 #      one reduction kernel before, applied at the store): the norm's scale kernel goes where one product reads the normed x
@@ -117,6 +127,39 @@ case $1 in
        > "$OUT/ncu_full_dec.txt" 2>&1
      grep -E "^  [a-z_0-9]+\(|Duration|Registers Per|Achieved Occupancy|DRAM Throughput|Memory Throughput|Warp Cycles Per Issued|Theoretical Occ|Block Limit|Grid Size|Block Size|Dynamic Shared|Static Shared" \
        "$OUT/ncu_full_dec.txt" | head -150 ;;
+  11) patch -s -p1 -d upstream < runs/2026-12-01-gen/experiments/stage-whole.diff || exit 1
+     python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
+     cp apps/dispatch.py /tmp/dispatch_A.py; patch -s -p1 < runs/2026-12-01-gen/experiments/norm-shared.diff || exit 1
+     cp apps/dispatch.py /tmp/dispatch_B.py
+     M=${MODEL:-deepseek-v2-lite}; synth $M
+     for v in A2 B1; do
+       d=${v:1}; v=${v:0:1}; echo "-- $v $(date +%T)"; mkdir -p /tmp/c$v; cp /tmp/dispatch_$v.py apps/dispatch.py
+       CACHEDB=/tmp/c$v/cache.db timeout $(( ($(left) - 5) / d )) python3 -m tools.profile --model $M --kernels generated \
+         --target decode --pos 32 --repeat 5 --count 20 --top 60 > "$OUT/prof_$v.txt" 2>&1; head -30 "$OUT/prof_$v.txt"
+     done ;;
+  12) patch -s -p1 -d upstream < runs/2026-12-01-gen/experiments/stage-whole.diff || exit 1
+     patch -s -p1 < runs/2026-12-01-gen/experiments/norm-shared.diff || exit 1
+     python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
+     synth deepseek-v2-lite; ncu_decode deepseek-v2-lite 5 ;;
+  13) python3 -m compileall -q upstream/tinygrad apps tools runs > /dev/null
+     synth youtu-llm-2b; d=$(mktemp -d)
+     for i in 1 2; do CACHEDB=$d/cache.db python3 runs/2026-12-01-gen/prof_cuda.py youtu-llm-2b $d/captures 2>&1 | tee "$OUT/prof_cuda$i.txt" | head -20; done
+     timeout $(($(left) - 2)) python3 -m tools.start_time --presets youtu-llm-2b --json "$OUT/start.json" 2>&1 | tail -3 ;;
+  14) [ -n "$LLAMA" ] && (python3 -m tools.llama_bench build --time-limit 330 > "$OUT/llama_build.log" 2>&1) &
+     export TINYGRAD_MLA_CACHE=$PWD/.cache
+     rm -rf /tmp/A && mkdir /tmp/A && cp -r $(ls -A | grep -v '^.cache$') /tmp/A/ && git -C /tmp/A checkout -q HEAD -- apps
+     for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     M=${MORE-deepseek-v2-lite,glm-4.7-flash}
+     synth youtu-llm-2b ${M//,/ }; echo "synthesized $(date +%T)"
+     for v in A B B A; do
+       d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 60)) python3 -m tools.start_time --presets youtu-llm-2b --json "$OUT/st_$v.$RANDOM.json" 2>&1 | tail -2)
+     done
+     wait
+     for v in B A; do
+       d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $(date +%T)"; extra=; [ -n "$LLAMA" ] && [ $v = A ] && extra=--llama
+       [ -n "$M" ] && (cd $d && timeout $(($(left) - 3)) python3 -m tools.start_time --presets $M $extra --json "$OUT/stm_$v.json" 2>&1 | tail -4)
+     done ;;
   5) patch -s -p1 < runs/2026-12-01-gen/experiments/norm-fuse.diff || exit 1
      python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
      P=${PRESETS:-deepseek-v2-lite,glm-4.7-flash}
