@@ -56,6 +56,10 @@ ncu_decode() {  # ncu_decode M [SPARE [TARGET ARGS...]]: the generated step's ke
 #      metadata is read and the device opens; the staging slots sized in host bytes): tools.start_time of Youtu-LLM-2B in
 #      A B B A, then $MORE (default the MoE models) in B and A; with LLAMA set, llama.cpp is built beside them (carry
 #      .cache/llama/llama-cpp-src.tar.xz) and the last run is --llama
+#  15: EXPERIMENT experiments/chunk-factor.diff: a generated decode product multiplies a chunk's sum by its scale once
+#      (Q4_0's, Q5_0's, Q8_0's d), not each weight (Nsight Compute's full set, call17: the products issue on 42-51% of the
+#      cycles at 7-21% of DRAM). The products alone (A = HEAD's apps/dispatch.py, B = the diff's; A B A B), then step 7's
+#      generated decode of the three models (A B B A) and B's greedy tokens on the tiny presets
 #   5: EXPERIMENT experiments/norm-fuse.diff (NORM_FUSE=0 the tree as it is): a decode product's norm inside it on the
 #      generated path (x * norm_w where the product reads x, which patch 63 stages once a workgroup; the rows' 1 / rms from
 #      one reduction kernel before, applied at the store): the norm's scale kernel goes where one product reads the normed x
@@ -160,6 +164,16 @@ case $1 in
        d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $(date +%T)"; extra=; [ -n "$LLAMA" ] && [ $v = A ] && extra=--llama
        [ -n "$M" ] && (cd $d && timeout $(($(left) - 3)) python3 -m tools.start_time --presets $M $extra --json "$OUT/stm_$v.json" 2>&1 | tail -4)
      done ;;
+  15) patch -s -p1 < runs/2026-12-01-gen/experiments/chunk-factor.diff || exit 1
+     python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
+     cp apps/dispatch.py /tmp/dispatch_B.py; git show HEAD:apps/dispatch.py > /tmp/dispatch_A.py
+     for v in A B A B; do
+       echo "-- products $v"; cp /tmp/dispatch_$v.py apps/dispatch.py
+       timeout 60 python3 -m tools.bench_quantized --kernels generated --types Q4_0,Q8_0,Q5_0 --dtype float --rounds 1 \
+         --shapes 2816:2048,2048:1408:r,3648:2048,2048:2048:r 2>&1 | grep -E "^ *Q"
+     done
+     cp /tmp/dispatch_B.py apps/dispatch.py
+     PRESETS=${PRESETS:-youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash} DEADLINE=$(left) exec bash runs/2026-12-01-gen/run.sh 7 ;;
   5) patch -s -p1 < runs/2026-12-01-gen/experiments/norm-fuse.diff || exit 1
      python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
      P=${PRESETS:-deepseek-v2-lite,glm-4.7-flash}
