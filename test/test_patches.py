@@ -1766,3 +1766,27 @@ print("ok")
 
 def test_0065_plain_matvec_rows(trees):
   assert_patch_needed(trees, "0065", PLAIN_MATVEC_ROWS, env={"DEV": "CPU", "CACHELEVEL": "0"})
+
+ONE_ITERATION_REDUCE = """
+# a reduction over a range of one iteration inside a custom kernel (a chunked product of one chunk: each chunk's sum of 4
+# times its scale, summed over the chunks; and the max of the chunks' maxima) equals numpy's for 1 and 3 chunks
+import numpy as np
+from tinygrad import Tensor
+from tinygrad.uop.ops import UOp, Ops, AxisType, KernelInfo
+def chunked(n_chunks, op):
+  def k(out, x, s):
+    n, R, i = UOp.range(3, 0), UOp.range(n_chunks, 1, AxisType.REDUCE), UOp.range(4, 2, AxisType.REDUCE)
+    acc = (x[n, R * 4 + i].reduce(i, arg=op) * s[n, R]).reduce(R, arg=op)
+    return out[n].store(acc).end(n).sink(arg=KernelInfo(name=f"chunked_{n_chunks}_{op.name}"))
+  return k
+rng = np.random.default_rng(0)
+for n_chunks in (1, 3):
+  xn, sn = rng.standard_normal((3, 4 * n_chunks)).astype(np.float32), rng.uniform(1, 2, (3, n_chunks)).astype(np.float32)
+  for op, ref in ((Ops.ADD, (xn.reshape(3, n_chunks, 4).sum(2) * sn).sum(1)), (Ops.MAX, (xn.reshape(3, n_chunks, 4).max(2) * sn).max(1))):
+    out = Tensor.empty(3).custom_kernel(Tensor(xn), Tensor(sn), fxn=chunked(n_chunks, op))[0].numpy()
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
+print("ok")
+"""
+
+def test_0066_one_iteration_reduce(trees):
+  assert_patch_needed(trees, "0066", ONE_ITERATION_REDUCE, env={"DEV": "CPU", "CACHELEVEL": "0"})
