@@ -3,7 +3,7 @@ one (tinygrad's disk cache and the captured steps from the first), with the time
 of a 16-token prompt, and the second process's load by phase (Engine.load_seconds: metadata and tokenizer, the wait for the
 device past them, the weights' upload with its GB/s); llama.cpp's in the same run with --llama.
 
-  python3 -m tools.start_time [--presets glm-4.7-flash-tiny,...] [--kernels hand] [--prompt 16] [--llama] [--json PATH]
+  python3 -m tools.start_time [--presets glm-4.7-flash-tiny,...] [--kernels hand] [--prompt 16] [--repeat N] [--llama] [--json PATH]
 
 Each preset runs in a scratch cache of its own (CACHEDB and the capture directory in a temporary folder), so "first" is
 a cold start whatever ran before; the model file itself is generated first and read once (it sits in the page cache, as
@@ -59,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
   ap.add_argument("--presets", default="glm-4.7-flash-tiny,deepseek-v2-lite-tiny,youtu-llm-2b-tiny")
   ap.add_argument("--kernels", default="hand", choices=("hand", "generated"))
   ap.add_argument("--prompt", type=int, default=16, help="prompt tokens (default 16)")
+  ap.add_argument("--repeat", type=int, default=1, help="second processes (default 1): the line gives the median one's times and "
+                  "the range of their first tokens (a host's start varies by a few tenths of a second)")
   ap.add_argument("--llama", action="store_true", help="llama.cpp's time too (llama-bench built by tools.llama_bench build)")
   ap.add_argument("--json", type=Path)
   ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
@@ -74,14 +76,17 @@ def main(argv: list[str] | None = None) -> int:
     with open(path, "rb") as f:
       while f.read(1 << 26): pass  # into the page cache
     with tempfile.TemporaryDirectory(prefix="start_time-") as d:
-      runs = {which: run_child(preset, a.kernels, a.prompt, Path(d)) for which in ("first", "second")}
-    row = {"preset": preset, "kernels": a.kernels, **runs}
+      first = run_child(preset, a.kernels, a.prompt, Path(d))
+      seconds = sorted((run_child(preset, a.kernels, a.prompt, Path(d)) for _ in range(max(1, a.repeat))), key=lambda r: r["first_token_s"])
+    runs = {"first": first, "second": seconds[len(seconds) // 2]}
+    row = {"preset": preset, "kernels": a.kernels, **runs, "seconds_first_token_s": [r["first_token_s"] for r in seconds]}
     if a.llama: row["llama"] = {"first": llama_ttft(path, a.prompt), "second": llama_ttft(path, a.prompt)}
     rows.append(row)
     f, s = runs["first"], runs["second"]
     print(f"{preset:24s} {f['device']:5s} first: import {f['import_s']:.1f} s, load {f['load_s']:.1f} s ({f['load_gb_s']:.2f} GB/s), "
           f"first token at {f['first_token_s']:.1f} s | second: import {s['import_s']:.1f} s, load {s['load_s']:.1f} s "
           f"({s['load_gb_s']:.2f} GB/s), first token at {s['first_token_s']:.1f} s ({s['captures_loaded']} captures loaded)"
+          + (f" [median of {len(seconds)}: {seconds[0]['first_token_s']:.2f}-{seconds[-1]['first_token_s']:.2f} s]" if len(seconds) > 1 else "")
           + (f" | llama.cpp {row['llama']['first']:.1f} / {row['llama']['second']:.1f} s" if a.llama else ""), flush=True)
     ph = s["load_phases_s"]
     print(f"{'':30s} second load: metadata and tokenizer {ph['metadata']:.2f} s, the device's opening past them {ph['device']:.2f} s, "
