@@ -377,9 +377,10 @@ def _mapped_kib(path: Path) -> int | None:
   return kib
 
 @pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="Linux's /proc")
-def test_prefetch_maps_the_tensors(tmp_path):
+def test_prefetch_maps_the_tensors(tmp_path, monkeypatch):
   """prefetch() maps the tensors' pages on its thread (a loader's copies then take no page faults), the data as it was;
-  close() stops the thread and unmaps the file."""
+  close() stops the thread and unmaps the file; where the tensors take more than half the free memory it maps nothing."""
+  import apps.gguf as gguf_mod
   path = tmp_path / "big.gguf"
   w = GGUFWriter(path)
   w.add("general.architecture", "test", ValueType.STRING)
@@ -397,3 +398,7 @@ def test_prefetch_maps_the_tensors(tmp_path):
   thread = gf._prefetch[0]
   gf.close()
   assert not thread.is_alive() and _mapped_kib(path) is None
+  monkeypatch.setattr(gguf_mod, "_available_bytes", lambda: 2 * 96 * 2**20 - 1)   # the tensors above half of what is free
+  with GGUFFile(path) as gf:
+    gf.prefetch()
+    assert gf._prefetch is None and (_mapped_kib(path) or 0) < 4096
