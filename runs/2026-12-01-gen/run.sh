@@ -60,6 +60,10 @@ ncu_decode() {  # ncu_decode M [SPARE [TARGET ARGS...]]: the generated step's ke
 #      (Q4_0's, Q5_0's, Q8_0's d), not each weight (Nsight Compute's full set, call17: the products issue on 42-51% of the
 #      cycles at 7-21% of DRAM). The products alone (A = HEAD's apps/dispatch.py, B = the diff's; A B A B), then step 7's
 #      generated decode of the three models (A B B A) and B's greedy tokens on the tiny presets
+#  16: EXPERIMENT experiments/lazy-jinja.diff: jinja2 imported inside a model's load (ChatTemplate), beside the device's
+#      opening, not at the process's start (0.13 s of Youtu-LLM-2B's imports on this host, call11). tools.start_time --repeat 5
+#      of Youtu-LLM-2B, A = the tree, B = the tree with the diff (a copy), A B B A; with LLAMA set, llama.cpp is built beside
+#      them (carry .cache/llama/llama-cpp-src.tar.xz) and B runs once more with --llama
 #   5: EXPERIMENT experiments/norm-fuse.diff (NORM_FUSE=0 the tree as it is): a decode product's norm inside it on the
 #      generated path (x * norm_w where the product reads x, which patch 63 stages once a workgroup; the rows' 1 / rms from
 #      one reduction kernel before, applied at the store): the norm's scale kernel goes where one product reads the normed x
@@ -174,6 +178,16 @@ case $1 in
      done
      cp /tmp/dispatch_B.py apps/dispatch.py
      PRESETS=${PRESETS:-youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash} DEADLINE=$(left) exec bash runs/2026-12-01-gen/run.sh 7 ;;
+  16) [ -n "$LLAMA" ] && (python3 -m tools.llama_bench build --time-limit 330 > "$OUT/llama_build.log" 2>&1) &
+     export TINYGRAD_MLA_CACHE=$PWD/.cache
+     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && (cd /tmp/B && patch -s -p1 < runs/2026-12-01-gen/experiments/lazy-jinja.diff) || exit 1
+     for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     synth youtu-llm-2b; echo "synthesized $(date +%T)"
+     for v in A B B A ${LLAMA:+L}; do
+       d=.; [ $v = B ] && d=/tmp/B; extra=; [ $v = L ] && wait && d=/tmp/B && extra=--llama   # L: B beside llama.cpp
+       echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 5)) python3 -m tools.start_time --presets youtu-llm-2b --repeat 5 $extra --json "$OUT/sj_$v.$RANDOM.json" 2>&1 | tail -2)
+     done ;;
   5) patch -s -p1 < runs/2026-12-01-gen/experiments/norm-fuse.diff || exit 1
      python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
      P=${PRESETS:-deepseek-v2-lite,glm-4.7-flash}
