@@ -430,3 +430,17 @@ def test_bench_quantized_opts_variants():
   assert [l.split("rounds")[0].split()[-1] for l in rows] == ["heur", "R1:0,R2:0,R1:0,U0:4"]
   assert all(len(l.split("rounds")[1].split()) == 2 for l in rows)
   assert "all 2 shapes match the float64 reference" in out.stdout
+
+def test_start_time_times_the_load_step_by_step(tmp_path):
+  """tools.start_time --repeat 2 --calls: two second processes, each with its load's steps timed (the uploads, the wait for
+  the device), the same first token as the first process's."""
+  out = tmp_path / "start.json"
+  cmd = [sys.executable, "-m", "tools.start_time", "--presets", "youtu-llm-2b-tiny", "--repeat", "2", "--calls", "--json", str(out)]
+  r = subprocess.run(cmd, cwd=ROOT, env={**os.environ, "DEV": "CPU"}, capture_output=True, text=True, timeout=600)
+  assert r.returncode == 0, r.stderr[-2000:]
+  row = json.loads(out.read_text())[0]
+  assert len(row["seconds_first_token_s"]) == 2 and row["second"]["first_token_s"] in row["seconds_first_token_s"]
+  calls = row["second"]["load_calls"]
+  assert row["second"]["token"] == row["first"]["token"] and calls["Opening.wait"][0] == 1 and calls["PackedTensor.upload"][0] > 0
+  assert all(n > 0 and 0 <= longest <= total for n, total, longest in calls.values())
+  assert "second load, step by step" in r.stdout

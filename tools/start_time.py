@@ -3,7 +3,8 @@ one (tinygrad's disk cache and the captured steps from the first), with the time
 of a 16-token prompt, and the second process's load by phase (Engine.load_seconds: metadata and tokenizer, the wait for the
 device past them, the weights' upload with its GB/s); llama.cpp's in the same run with --llama.
 
-  python3 -m tools.start_time [--presets glm-4.7-flash-tiny,...] [--kernels hand] [--prompt 16] [--repeat N] [--llama] [--json PATH]
+  python3 -m tools.start_time [--presets glm-4.7-flash-tiny,...] [--kernels hand] [--prompt 16] [--repeat N] [--calls] [--llama]
+                              [--json PATH]
 
 Each preset runs in a scratch cache of its own (CACHEDB and the capture directory in a temporary folder), so "first" is
 a cold start whatever ran before; the model file itself is generated first and read once (it sits in the page cache, as
@@ -16,35 +17,71 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-def child(preset: str, kernels: str, n_prompt: int, capture_dir: str) -> None:
-  """Runs in the measured process: prints one JSON line of wall-clock times (time.time()) at each stage."""
+def time_calls() -> dict[str, list]:
+  """Wrap the load's steps with wall-clock timers: the loader's own (apps.packed, apps.readback, apps.quantized) and, where the
+  default device is CUDA, every driver call of tinygrad's bindings. Returns the live table: name -> [calls, seconds, the
+  longest]. The steps nest (an upload holds its copies), so their times overlap."""
+  import functools
+  from tinygrad import Device
+  from apps import packed, readback, quantized
+  stats: dict[str, list] = {}
+  def timed(name, fn):
+    @functools.wraps(fn)
+    def f(*a, **k):
+      t0 = time.perf_counter()
+      try: return fn(*a, **k)
+      finally:
+        s, dt = stats.setdefault(name, [0, 0.0, 0.0]), time.perf_counter() - t0
+        s[0], s[1], s[2] = s[0] + 1, s[1] + dt, max(s[2], dt)
+    return f
+  for mod, names in ((packed, ("_blocks", "copy_host", "split_blocks", "device_empty", "to_device_stacked")),
+                     (readback, ("_memmove", "_copy_in")), (quantized, ("load_tensor",))):
+    for n in names: setattr(mod, n, timed(f"{mod.__name__.split('.')[-1]}.{n}", getattr(mod, n)))
+  for cls, names in ((readback._Staging, ("_take", "split", "lend", "copy", "reserve")), (packed.PackedTensor, ("upload",)),
+                     (readback.Opening, ("wait",))):
+    for n in names:
+      f = timed(f"{cls.__name__}.{n}", getattr(cls, n))
+      setattr(cls, n, staticmethod(f) if isinstance(cls.__dict__[n], staticmethod) else f)
+  if Device.DEFAULT.split(":")[0] == "CUDA":
+    import tinygrad.runtime.autogen.cuda as cuda
+    for n in dir(cuda):
+      if n.startswith("cu") and callable(getattr(cuda, n)): setattr(cuda, n, timed(n, getattr(cuda, n)))
+  return stats
+
+def child(preset: str, kernels: str, n_prompt: int, capture_dir: str, calls: bool = False) -> None:
+  """Runs in the measured process: prints one JSON line of wall-clock times (time.time()) at each stage (with `calls`, the
+  load's steps and driver calls timed too: time_calls)."""
   t = {"start_python": time.time()}
   import apps  # noqa: F401
   from apps import engine
   from tinygrad import Device
   t["imported"] = time.time()
+  stats = time_calls() if calls else {}
   src = engine.resolve_model(preset, None, None)
   eng = engine.Engine.load(src, max_context=1024, quiet=True, kernels=kernels, capture_dir=Path(capture_dir))
   Device[eng.model.device].synchronize()
   t["loaded"] = time.time()
+  load_calls = {k: list(v) for k, v in stats.items()}
   ids = (eng.text_ids("The quick brown fox jumps over the lazy dog. " * 8))[:n_prompt]
   first = next(eng.model.generate(ids, 1))
   t["first_token"] = time.time()
   print(json.dumps({**t, "token": first, "captures_loaded": eng.model.captures.loaded, "device": eng.model.device,
                     "file_bytes": src.path.stat().st_size, "load_s": t["loaded"] - t["imported"], "phases": eng.load_seconds,
-                    "weight_bytes": eng.model.weight_bytes()}), flush=True)
+                    "weight_bytes": eng.model.weight_bytes(), "load_calls": load_calls}), flush=True)
 
-def run_child(preset: str, kernels: str, n_prompt: int, scratch: Path) -> dict:
+def run_child(preset: str, kernels: str, n_prompt: int, scratch: Path, calls: bool = False) -> dict:
   env = {**os.environ, "CACHEDB": str(scratch / "cache.db"), "PYTHONPATH": str(ROOT)}
   t0 = time.time()
-  p = subprocess.run([sys.executable, "-m", "tools.start_time", "--child", preset, kernels, str(n_prompt), str(scratch / "captures")],
+  p = subprocess.run([sys.executable, "-m", "tools.start_time", "--child", preset, kernels, str(n_prompt), str(scratch / "captures"),
+                      "calls" if calls else "-"],
                      env=env, cwd=ROOT, capture_output=True, text=True)
   if p.returncode: raise SystemExit(f"start_time: {preset} failed:\n{p.stderr[-3000:]}")
   r = json.loads(p.stdout.strip().splitlines()[-1])
   return {"import_s": r["imported"] - t0, "load_s": r["loaded"] - r["imported"], "first_token_s": r["first_token"] - t0,
           "to_first_token_after_load_s": r["first_token"] - r["loaded"], "captures_loaded": r["captures_loaded"], "token": r["token"],
           "device": r["device"], "load_gb_s": r["file_bytes"] / max(r["loaded"] - r["imported"], 1e-9) / 1e9,
-          "load_phases_s": r["phases"], "weights_gb_s": r["weight_bytes"] / max(r["phases"]["weights"], 1e-9) / 1e9}
+          "load_phases_s": r["phases"], "weights_gb_s": r["weight_bytes"] / max(r["phases"]["weights"], 1e-9) / 1e9,
+          "load_calls": r["load_calls"]}
 
 def llama_ttft(path: Path, n_prompt: int) -> float:
   from tools import llama_bench
@@ -63,10 +100,12 @@ def main(argv: list[str] | None = None) -> int:
                   "the range of their first tokens (a host's start varies by a few tenths of a second)")
   ap.add_argument("--llama", action="store_true", help="llama.cpp's time too (llama-bench built by tools.llama_bench build)")
   ap.add_argument("--json", type=Path)
-  ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+  ap.add_argument("--calls", action="store_true", help="the second process's load step by step: the loader's steps and (CUDA) "
+                  "driver calls, their count, seconds and longest (time_calls)")
+  ap.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
   a = ap.parse_args(argv)
   if a.child:
-    child(a.child[0], a.child[1], int(a.child[2]), a.child[3])
+    child(a.child[0], a.child[1], int(a.child[2]), a.child[3], a.child[4] == "calls")
     return 0
   import apps  # noqa: F401
   from apps import synth
@@ -77,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
       while f.read(1 << 26): pass  # into the page cache
     with tempfile.TemporaryDirectory(prefix="start_time-") as d:
       first = run_child(preset, a.kernels, a.prompt, Path(d))
-      seconds = sorted((run_child(preset, a.kernels, a.prompt, Path(d)) for _ in range(max(1, a.repeat))), key=lambda r: r["first_token_s"])
+      seconds = sorted((run_child(preset, a.kernels, a.prompt, Path(d), a.calls) for _ in range(max(1, a.repeat))), key=lambda r: r["first_token_s"])
     runs = {"first": first, "second": seconds[len(seconds) // 2]}
     row = {"preset": preset, "kernels": a.kernels, **runs, "seconds_first_token_s": [r["first_token_s"] for r in seconds]}
     if a.llama: row["llama"] = {"first": llama_ttft(path, a.prompt), "second": llama_ttft(path, a.prompt)}
@@ -91,6 +130,10 @@ def main(argv: list[str] | None = None) -> int:
     ph = s["load_phases_s"]
     print(f"{'':30s} second load: metadata and tokenizer {ph['metadata']:.2f} s, the device's opening past them {ph['device']:.2f} s, "
           f"weights {ph['weights']:.2f} s ({s['weights_gb_s']:.2f} GB/s)", flush=True)
+    if a.calls:
+      print(f"{'':30s} second load, step by step (calls, seconds, the longest; nested steps overlap):", flush=True)
+      for k, (n, tot, mx) in sorted(s["load_calls"].items(), key=lambda kv: -kv[1][1])[:16]:
+        print(f"{'':32s}{k:28s} {n:6d} {tot * 1e3:9.1f} ms  max {mx * 1e3:7.2f} ms", flush=True)
     if f["token"] != s["token"]: print(f"  the first token differs between the runs: {f['token']} vs {s['token']}", flush=True)
     if a.json: a.json.write_text(json.dumps(rows, indent=1))
   return 0
