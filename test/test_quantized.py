@@ -51,6 +51,13 @@ def ref_weight(raw: np.ndarray, typ: GGMLType, ne: tuple) -> np.ndarray:
 
 def relerr(out, ref) -> float: return float(np.linalg.norm(out.astype(np.float64) - ref) / np.linalg.norm(ref))
 
+def relerr_terms(out, x, W) -> float:
+  """||out - x W^T|| over the root-sum-square of the products' terms (x_k w_nk): a sum's rounding error scales with its
+  terms, not with its value. For random signs this is ||x W^T|| (relerr's denominator) on average; where a row's terms
+  cancel (a one-row product's dot of 1/1000 of its terms' size), relerr's blows up whatever the order of the sums."""
+  x = x.astype(np.float64)
+  return float(np.linalg.norm(out.astype(np.float64) - x @ W.T) / np.sqrt(((x * x) @ (W * W).T).sum()))
+
 def fp32_bound(K: int) -> float:
   """||out - ref|| / ||ref|| for fp32 products summed in fp32 (K terms): a few ulps times sqrt(K) for random signs."""
   return 4 * np.sqrt(K) * 2.0 ** -24 + 2.0 ** -22
