@@ -48,8 +48,10 @@ def supports(N: int, K: int, group: int = 32) -> bool:
 _HEAD = """typedef unsigned int u16v __attribute__((ext_vector_type(16)));
 typedef unsigned int u16v_a4 __attribute__((ext_vector_type(16), aligned(4)));   /* the weights' loads: no alignment assumed */
 typedef float f16v __attribute__((ext_vector_type(16)));
+typedef float f8v __attribute__((ext_vector_type(8)));
 typedef float f4v __attribute__((ext_vector_type(4)));
-static inline float hsum(f16v v) { float s = 0.0f; for (int l = 0; l < 16; l++) s += v[l]; return s; }
+/* a row's 16 lanes as a tree (halves added twice, then pairs): 4 dependent adds where a chain is 16 (short rows end often) */
+static inline float hsum(f16v v) { f8v h = v.lo + v.hi; f4v q = h.lo + h.hi; return (q[0] + q[1]) + (q[2] + q[3]); }
 """
 # x in the lanes' order: xp[g][h][b][l] = x[(4g + l / 4) * 32 + 16h + 4 (l % 4) + b], the input of the weight of nibble h of
 # byte 4 (l % 4) + b of block 4g + l / 4, where lane l of a 16-word load of a row holds word l of 4 consecutive blocks
