@@ -398,7 +398,9 @@ static inline float ex2(float x) {{   /* 2^x for x <= 0: Cephes' exp2f polynomia
   p = p * t + 6.931472028e-1f; p = p * t + 1.0f;
   return p * __builtin_bit_cast(float, ((int)n + 127) << 23);
 }}
-static inline float hsum(f16v v) {{ float s = 0.0f; for (int l = 0; l < 16; l++) s += v[l]; return s; }}
+typedef float f8v __attribute__((ext_vector_type(8)));
+typedef float f4v __attribute__((ext_vector_type(4)));
+static inline float hsum(f16v v) {{ f8v h = v.lo + v.hi; f4v q = h.lo + h.hi; return (q[0] + q[1]) + (q[2] + q[3]); }}
 /* heads h0..h1-1 of row b */
 static void attend(float* restrict out, float* restrict cache, const float* restrict q_lat, const float* restrict q_raw,
                    const float* restrict kv_raw, const float* restrict kv_norm_w, const float* restrict rope_cos,
@@ -439,9 +441,10 @@ static void attend(float* restrict out, float* restrict cache, const float* rest
     const f16v_a4* kt = t == p ? (const f16v_a4*)row : (const f16v_a4*)(rows + (long)t * {D});   /* read in place */
     for (int h = h0; h < h1; h++) {{
       const int j = h - h0;
-      f16v d = 0.0f;
-      for (int v = 0; v < {D // 16}; v++) d += q[j][v] * kt[v];
-      const float s = hsum(d);
+      f16v d0 = 0.0f, d1 = 0.0f;   /* two chains of the key's dot, then its 16 lanes as a tree */
+      for (int v = 0; v + 1 < {D // 16}; v += 2) {{ d0 += q[j][v] * kt[v]; d1 += q[j][v + 1] * kt[v + 1]; }}
+      {"d0 += q[j][" + str(D // 16 - 1) + "] * kt[" + str(D // 16 - 1) + "];" if (D // 16) % 2 else ""}
+      const float s = hsum(d0 + d1);
       if (s > m[j]) {{
         const float c = ex2(m[j] - s);
         l[j] *= c;
