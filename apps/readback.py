@@ -75,7 +75,8 @@ def _copy_in(items: list[tuple]) -> None:
   if len(devices) == 1 and (dev := next(iter(devices))).split(":")[0] == "CUDA": return _staging(dev).copy(items)
   for buf, arr in items: buf.allocator._copyin(buf._buf, memoryview(arr if arr.flags.writeable else arr.copy()).cast("B"))
 
-POOL = ThreadPoolExecutor(max_workers=min(16, os.cpu_count() or 1))  # host copies of weights, in spans (numpy and ctypes release the GIL)
+WORKERS = min(16, os.cpu_count() or 1)
+POOL = ThreadPoolExecutor(max_workers=WORKERS)  # host copies of weights, in spans (numpy and ctypes release the GIL)
 MIN_SPAN = 1 << 20   # a copy goes in a span a worker, none shorter (a task costs tens of us of the GIL)
 
 def to_device(a: np.ndarray, device: str | None = None) -> Tensor:
@@ -294,7 +295,7 @@ def _memmove(copies: list[tuple[int, int, int]]) -> None:
   """(dst address, src address, bytes) copies, each in a span a worker (MIN_SPAN at least; ctypes releases the GIL): one core
   of a server copies a few GB/s, and most weight tensors are a few MB."""
   spans = [(d + lo, s + lo, min(step, n - lo)) for d, s, n in copies
-           for step in [max(MIN_SPAN, -(-n // POOL._max_workers))] for lo in range(0, n, step)]
+           for step in [max(MIN_SPAN, -(-n // WORKERS))] for lo in range(0, n, step)]
   list(POOL.map(lambda c: ctypes.memmove(*c), spans))
 
 def copy_host(dst: np.ndarray, src: np.ndarray) -> np.ndarray:

@@ -388,8 +388,7 @@ def attention_source(name: str, n_head: int, kv_lora: int, qk_nope: int, qk_rope
   D, KQ, UT = L + R, qk_nope + qk_rope, -(-B * n_head // threads)
   HT = min(H, UT)
   f, qs = (lambda x: f"{x:.9e}f"), f"{scale * math.log2(math.e):.9e}f"   # the queries' factor: scale and log2 e
-  return f"""typedef float f16v __attribute__((ext_vector_type(16)));
-typedef float f16v_a4 __attribute__((ext_vector_type(16), aligned(4)));
+  return _HEAD + f"""typedef float f16v_a4 __attribute__((ext_vector_type(16), aligned(4)));
 static inline float ex2(float x) {{   /* 2^x for x <= 0: Cephes' exp2f polynomial on [-0.5, 0.5] */
   if (x < -126.0f) return 0.0f;
   float n = __builtin_floorf(x + 0.5f), t = x - n;
@@ -398,9 +397,6 @@ static inline float ex2(float x) {{   /* 2^x for x <= 0: Cephes' exp2f polynomia
   p = p * t + 6.931472028e-1f; p = p * t + 1.0f;
   return p * __builtin_bit_cast(float, ((int)n + 127) << 23);
 }}
-typedef float f8v __attribute__((ext_vector_type(8)));
-typedef float f4v __attribute__((ext_vector_type(4)));
-static inline float hsum(f16v v) {{ f8v h = v.lo + v.hi; f4v q = h.lo + h.hi; return (q[0] + q[1]) + (q[2] + q[3]); }}
 /* heads h0..h1-1 of row b */
 static void attend(float* restrict out, float* restrict cache, const float* restrict q_lat, const float* restrict q_raw,
                    const float* restrict kv_raw, const float* restrict kv_norm_w, const float* restrict rope_cos,
