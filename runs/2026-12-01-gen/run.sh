@@ -50,8 +50,8 @@ ncu_decode() {  # ncu_decode M [SPARE [TARGET ARGS...]]: the generated step's ke
 #      tools.profile's per-kernel table of its generated decode token, A then B (step 8's diffs), a kernel cache a variant
 #  12: step 8's B (both diffs) on DeepSeek-V2-Lite's generated decode under Nsight Compute (step 1's profile is A's): step 11
 #      found its step 0.9 ms slower as run in its graphs while each kernel alone was no slower
-#  13: Youtu-LLM-2B's load in CUDA driver calls (prof_cuda.py), a first process and a second; then the first and second
-#      process of tools.start_time
+#  13: Youtu-LLM-2B's load step by step, CUDA driver calls included, in three second processes (calls 12-13 and 15 ran
+#      it as runs/2026-12-01-gen/prof_cuda.py, since folded into tools.start_time --calls)
 #  14: start times, A = HEAD's apps/ (a copy of the tree), B = the tree's (the file's pages mapped on a thread while the
 #      metadata is read and the device opens; the staging slots sized in host bytes): tools.start_time of Youtu-LLM-2B in
 #      A B B A, then $MORE (default the MoE models) in B and A; with LLAMA set, llama.cpp is built beside them (carry
@@ -150,9 +150,8 @@ case $1 in
      python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
      synth deepseek-v2-lite; ncu_decode deepseek-v2-lite 5 ;;
   13) python3 -m compileall -q upstream/tinygrad apps tools runs > /dev/null
-     synth youtu-llm-2b; d=$(mktemp -d)
-     for i in 1 2; do CACHEDB=$d/cache.db python3 runs/2026-12-01-gen/prof_cuda.py youtu-llm-2b $d/captures 2>&1 | tee "$OUT/prof_cuda$i.txt" | head -20; done
-     timeout $(($(left) - 2)) python3 -m tools.start_time --presets youtu-llm-2b --json "$OUT/start.json" 2>&1 | tail -3 ;;
+     synth youtu-llm-2b
+     timeout $(($(left) - 2)) python3 -m tools.start_time --presets youtu-llm-2b --repeat 3 --calls --json "$OUT/start.json" 2>&1 | tail -20 ;;
   14) [ -n "$LLAMA" ] && (python3 -m tools.llama_bench build --time-limit 330 > "$OUT/llama_build.log" 2>&1) &
      export TINYGRAD_MLA_CACHE=$PWD/.cache
      rm -rf /tmp/A && mkdir /tmp/A && cp -r $(ls -A | grep -v '^.cache$') /tmp/A/ && git -C /tmp/A checkout -q HEAD -- apps
