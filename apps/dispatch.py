@@ -246,12 +246,25 @@ def _portable_kernel(spec: KernelSpec) -> KernelFn:
     R, inner = ranges(3, AxisType.REDUCE)
     k, v = chunk(parts, rows, R, inner)
     xv = x[b, j, k] if spec.x_per_slot else x[b, k]
-    acc = (xv.cast(dtypes.float32) * v).reduce(R, *inner, arg=Ops.ADD)
+    # a factor of the weight that is one number a chunk (Q4_0's, Q5_0's and Q8_0's d) multiplies the chunk's sum once, not
+    # each weight: an instruction fewer a weight where a one-token product issues more than it reads (Nsight Compute). Not
+    # for more tokens: their heuristic groups a chunk's words, which tinygrad cannot do inside the sum over chunks
+    scale, v = _chunk_factor(v, inner) if spec.B == 1 else (None, v)
+    xq = (xv.cast(dtypes.float32) * v)
+    acc = (xq.reduce(*inner, arg=Ops.ADD) * scale).reduce(R, arg=Ops.ADD) if scale is not None else xq.reduce(R, *inner, arg=Ops.ADD)
     if residual is not None: acc = acc + residual[outs].cast(dtypes.float32)
     sink = out[outs].store(acc.cast(out.dtype)).end(*outs).sink(arg=KernelInfo(name=name))
     if not planned: planned.append(plan_opts(spec, sink, **_PLAN_BY_TYPE.get(fmt.type, {})) if spec.kernels == "hand" else None)
     return sink.replace(arg=KernelInfo(name=name, opts_to_apply=spec.opts if spec.opts is not None else planned[0]))
   return mv_kernel
+
+def _chunk_factor(v: UOp, inner: list[UOp]) -> tuple[UOp | None, UOp]:
+  """v = a * b where a uses none of a chunk's inner ranges: (a, b); else (None, v)."""
+  if v.op is Ops.MUL:
+    ins = set(inner)
+    for a, b in (v.src, v.src[::-1]):
+      if ins.isdisjoint(a.toposort()): return a, b
+  return None, v
 
 @cached
 def kernel_cached(spec: KernelSpec) -> KernelFn: return kernel_for(spec)

@@ -341,6 +341,21 @@ def test_portable_residual_in_the_product(typ, T):
   out = lin(xt, norm=(Tensor(nw), 1e-6), residual=rt).numpy()   # the norm apart, the residual too
   assert relerr(out, r + xn @ W.T) < fp32_bound(K)
 
+@pytest.mark.parametrize("typ", [GGMLType.Q4_0, GGMLType.Q8_0, GGMLType.Q5_0], ids=lambda t: t.name)
+def test_one_token_product_scales_a_chunk_once(typ):
+  """A generated one-token product multiplies each chunk's sum by the chunk's scale (d), a sum inside the sum over chunks;
+  a product of more tokens keeps one sum (its heuristic groups a chunk's words, which a nested sum does not allow)."""
+  K, N, rng = 256, 64, np.random.default_rng(11)
+  raw = random_tensor(typ, (K, N), rng)
+  W = ref_weight(raw, typ, (K, N)).astype(np.float64)
+  lin = QuantizedLinear(PackedTensor.from_bytes(raw, typ, (K, N)))
+  lin.kernels = "generated"
+  for T, reduces in ((1, 2), (3, 1)):
+    x = rng.standard_normal((T, K)).astype(np.float32)
+    calls = lin(Tensor(x)).schedule_linear().src
+    assert [sum(u.op is Ops.REDUCE for u in c.src[0].toposort()) for c in calls if c.src[0].op is Ops.SINK] == [reduces]
+    assert relerr(lin(Tensor(x)).numpy(), x.astype(np.float64) @ W.T) < fp32_bound(K)
+
 @pytest.mark.parametrize("typ", [GGMLType.Q8_0, GGMLType.F16, GGMLType.Q4_K])
 def test_batched_per_head(tmp_path, typ):
   K = QUANT_FORMATS[typ].block if typ in QUANT_FORMATS else 16

@@ -64,6 +64,16 @@ ncu_decode() {  # ncu_decode M [SPARE [TARGET ARGS...]]: the generated step's ke
 #      opening, not at the process's start (0.13 s of Youtu-LLM-2B's imports on this host, call11). tools.start_time --repeat 5
 #      of Youtu-LLM-2B, A = the tree, B = the tree with the diff (a copy), A B B A; with LLAMA set, llama.cpp is built beside
 #      them (carry .cache/llama/llama-cpp-src.tar.xz) and B runs once more with --llama
+#  17: the routing's selection on the logits (softmax keeps their order, so the selection waits on neither of softmax's sums):
+#      A = HEAD's apps/mla.py, B = the tree's; the generated decode of DeepSeek-V2-Lite (softmax gating) and Youtu-LLM-2B
+#      (dense: unchanged) in A B B A with step 7, then tools.profile's as-run table of GLM-4.7-Flash's generated decode token
+#  18: the generated path beside llama.cpp in one run (carry .cache/llama/llama-cpp-src.tar.xz too): llama.cpp builds while
+#      the files are synthesized and the greedy check runs, then gpu_bench --kernels generated --llama, decode and prefill 512
+#  19: EXPERIMENT the K-quant products with clean indices and a warp's lanes over several reduce ranges: experiments/chunk-mod.diff
+#      (CHUNK_MOD: a chunk's coordinates as (R // step) % dim, which splits R into the block's ranges; rejected alone, step 2)
+#      and experiments/mv-multi.diff (MV_MULTI, heuristic.py: a matvec group short of 32 lanes takes the reduce ranges left
+#      as loops too, whole, where they divide the warp). The products alone (CHUNK_MOD MV_MULTI: 0 0, 1 1, 1 0), then the
+#      generated decode of the MoE models, 0 0 then 1 1 (a kernel cache a variant)
 #   5: EXPERIMENT experiments/norm-fuse.diff (NORM_FUSE=0 the tree as it is): a decode product's norm inside it on the
 #      generated path (x * norm_w where the product reads x, which patch 63 stages once a workgroup; the rows' 1 / rms from
 #      one reduction kernel before, applied at the store): the norm's scale kernel goes where one product reads the normed x
@@ -186,6 +196,39 @@ case $1 in
        d=.; [ $v = B ] && d=/tmp/B; extra=; [ $v = L ] && wait && d=/tmp/B && extra=--llama   # L: B beside llama.cpp
        echo "-- $v $(date +%T)"
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.start_time --presets youtu-llm-2b --repeat 5 $extra --json "$OUT/sj_$v.$RANDOM.json" 2>&1 | tail -2)
+     done ;;
+  17) python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
+     cp apps/mla.py /tmp/mla_B.py; git show HEAD:apps/mla.py > /tmp/mla_A.py
+     synth youtu-llm-2b deepseek-v2-lite glm-4.7-flash; echo "synthesized $(date +%T)"
+     for v in A B B A; do
+       echo "-- $v $(date +%T)"; mkdir -p /tmp/r$v; cp /tmp/mla_$v.py apps/mla.py
+       CACHEDB=/tmp/r$v/cache.db timeout $(($(left) - 150)) python3 -m tools.gpu_bench --kernels generated \
+         --presets youtu-llm-2b,deepseek-v2-lite --decode 32 --prefill 16 --json "$OUT/rt_$v.$RANDOM.json" 2>&1 | grep -v '^{' | grep -v "^x \|^$" | tail -3
+     done
+     cp /tmp/mla_B.py apps/mla.py
+     timeout $(($(left) - 3)) python3 -m tools.profile --model glm-4.7-flash --kernels generated --target decode --pos 32 --repeat 5 \
+       --count 20 --top 60 > "$OUT/prof_glm.txt" 2>&1; head -12 "$OUT/prof_glm.txt" ;;
+  18) (python3 -m tools.llama_bench build --time-limit 330 > "$OUT/llama_build.log" 2>&1) &
+     python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
+     synth youtu-llm-2b deepseek-v2-lite glm-4.7-flash; echo "synthesized $(date +%T)"
+     timeout 100 python3 -m tools.gpu_check release --kernels generated 2>&1 | tail -4
+     wait; tail -2 "$OUT/llama_build.log"; echo "built $(date +%T)"
+     timeout $(($(left) - 3)) python3 -m tools.gpu_bench --kernels generated --llama --decode 32 --prefill 512 --json "$OUT/side_gen.json" 2>&1 \
+       | tee "$OUT/side_gen.log" | grep -v '^{' | tail -8 ;;
+  19) patch -s -p1 -d upstream < runs/2026-12-01-gen/experiments/mv-multi.diff || exit 1
+     patch -s -p1 < runs/2026-12-01-gen/experiments/chunk-mod.diff || exit 1
+     python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
+     (synth deepseek-v2-lite glm-4.7-flash; echo "synthesized $(date +%T)") &
+     for v in "0 0" "1 1" "1 0"; do
+       set -- $v; echo "-- products CHUNK_MOD=$1 MV_MULTI=$2 $(date +%T)"
+       CHUNK_MOD=$1 MV_MULTI=$2 CACHEDB=$(mktemp -d)/cache.db timeout 80 python3 -m tools.bench_quantized --kernels generated --types Q6_K,Q5_K \
+         --dtype float --rounds 3 --shapes 2048:2816:r,5632:2048,2048:1536:r,3072:2048,102400:2048 2>&1 | grep -E "^Q" | tail -10
+     done
+     wait
+     for v in 0 1; do
+       echo "-- CHUNK_MOD=MV_MULTI=$v $(date +%T)"; mkdir -p /tmp/mm$v
+       CHUNK_MOD=$v MV_MULTI=$v CACHEDB=/tmp/mm$v/cache.db timeout $(($(left) - 3)) python3 -m tools.gpu_bench --kernels generated \
+         --presets deepseek-v2-lite,glm-4.7-flash --decode 32 --prefill 16 --json "$OUT/mm_$v.json" 2>&1 | grep -v '^{' | grep -v "^x \|^$" | tail -3
      done ;;
   5) patch -s -p1 < runs/2026-12-01-gen/experiments/norm-fuse.diff || exit 1
      python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
