@@ -218,6 +218,21 @@ def test_profile_attributes_kernels_to_parts(bench):
   assert any(r.part == "norms" and r.how == "norms-consumer" for r in rows)  # the rms reductions
   assert "experts" in "\n".join(profile.report(res))
 
+def test_profile_critical_path(bench):
+  """Each kernel waits for earlier ones only (the writers of what it touches, the readers of what it writes); the critical
+  path is a chain of such waits through every block, and the longest by time: a kernel off it made slow enough joins it."""
+  from tools import profile
+  res = profile.profile(bench, "decode", repeat=1, count=1)
+  rows = res["rows"]
+  assert all(d < r.index for r in rows for d in r.deps) and sum(bool(r.deps) for r in rows) > len(rows) // 2
+  path = profile.critical_path(rows)
+  assert all(path[k] in rows[path[k + 1]].deps for k in range(len(path) - 1)) and not rows[path[0]].deps
+  assert {rows[i].block for i in path if rows[i].block >= 0} == set(range(bench.m.cfg.n_layer))
+  assert "critical path:" in "\n".join(profile.report(res))
+  off = next(r for r in rows if r.index not in path and r.deps)
+  off.time_s = 2 * sum(r.time_s for r in rows)
+  assert off.index in profile.critical_path(rows)
+
 def test_profile_batched_step():
   """`tools.profile --batch N`: the batched decode step (Transformer.step's capture) of N sequences at --pos, each in its slot:
   one step writes a token a row (two rows of the same token, position and empty cache: the same token), and the profile
@@ -246,7 +261,7 @@ def test_beam_kernels_runs_each_pick_on_the_kernels_buffers(capsys):
   heur_us, beam_us, diff = float(row[3]), float(row[4]), float(row[6])
   assert heur_us > 0 and beam_us > 0 and diff <= 4 * 256 ** 0.5 * 2.0 ** -24 + 2.0 ** -22 and "WRONG" not in row, row
 
-def test_profile_takes_nsight_compute_times(bench, tmp_path):
+def test_profile_takes_nsight_compute_times(bench, tmp_path, capsys):
   """--ncu-csv: each program's time and DRAM bytes come from the CSV, in launch order; copies are not in the CSV."""
   from tools import profile
   res = profile.profile(bench, "decode", repeat=1, count=1)
@@ -270,6 +285,15 @@ def test_profile_takes_nsight_compute_times(bench, tmp_path):
   assert "Nsight Compute" in text and "DRAM GB/s" in text
   with pytest.raises(SystemExit, match="kernels in the CSV"):
     profile.merge_ncu(doc, profile.read_ncu_csv(tmp_path / "ncu.csv")[:-1])
+  # --like: another step's kernels take the measured times by name (a name's median), its critical path from them
+  other, missing = profile.timed_by_name(merged["rows"], profile.rows_of(doc))
+  name = progs[0].name
+  same = sorted(r.time_s for r in got if r.name == name)
+  assert not missing and all(r.time_s == same[len(same) // 2] for r in other if r.name == name)
+  (tmp_path / "rows.json").write_text(json.dumps(doc))
+  capsys.readouterr()
+  assert profile.main(["--ncu-csv", str(tmp_path / "ncu.csv"), "--rows", str(tmp_path / "rows.json"), "--like", str(tmp_path / "rows.json")]) == 0
+  assert capsys.readouterr().out.startswith(f"{tmp_path / 'rows.json'}: critical path: ")
 
 def test_profile_reads_a_nsight_compute_csv_alone(tmp_path, capsys):
   """--ncu-csv without --rows (its run's JSON lost, or a pass cut short): the kernels summed by name, the slowest first."""

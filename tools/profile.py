@@ -53,6 +53,7 @@ class KernelRow:
   kernel: bool = True   # a program (not a copy): what Nsight Compute lists
   dram_bytes: int = 0   # bytes read + written in DRAM, from Nsight Compute (0: not measured)
   opts: str = ""        # the opts the kernel was built with (heuristics, BEAM or hand-picked), as tinygrad names them
+  deps: tuple[int, ...] = ()   # the kernels it waits for in a graph: the last writer of each buffer it touches, the readers of each it writes
   @property
   def bytes(self) -> int: return self.weight_bytes + self.cache_bytes
 
@@ -111,6 +112,42 @@ def attribute(calls: Sequence[UOp], parts: dict[UOp, tuple[str, int, int, str]],
     else: res[i][0] = "other"
   return [tuple(r) for r in res]
 
+def dependencies(calls: Sequence[UOp]) -> list[tuple[int, ...]]:
+  """What each call waits for in a graph (tinygrad's DepsTracker, over whole buffers): the last writer of every buffer it
+  reads or writes, and the readers since then of every buffer it writes."""
+  writer: dict[UOp, int] = {}
+  readers: dict[UOp, list[int]] = defaultdict(list)
+  res = []
+  for i, call in enumerate(calls):
+    args = get_call_arg_uops(call)
+    outs, ins = get_call_outs_ins(call)
+    bufs = {args[k].base for k in ins} | {args[k].base for k in outs}
+    wrote = {args[k].base for k in outs}
+    res.append(tuple(sorted({writer[b] for b in bufs if b in writer} | {r for b in wrote for r in readers[b]})))
+    for b in wrote: writer[b], readers[b] = i, []
+    for b in bufs - wrote: readers[b].append(i)
+  return res
+
+def critical_path(rows: Sequence[KernelRow]) -> list[int]:
+  """The chain of dependent kernels (KernelRow.deps) whose device times add up to the most: a lower bound on the step as a
+  graph runs it, however many kernels run side by side (the launches between the step's graphs not counted)."""
+  finish, back = [0.0] * len(rows), [-1] * len(rows)
+  for i, r in enumerate(rows):
+    before = max(r.deps, key=lambda d: finish[d], default=-1)
+    finish[i], back[i] = r.time_s + (finish[before] if before >= 0 else 0.0), before
+  path, i = [], max(range(len(rows)), key=lambda i: finish[i], default=-1)
+  while i >= 0: path, i = [i] + path, back[i]
+  return path
+
+def critical_line(rows: Sequence[KernelRow]) -> str | None:
+  """The critical path's kernels and time, by part; None for rows without dependencies (an older --json)."""
+  if not any(r.deps for r in rows): return None
+  path = [rows[i] for i in critical_path(rows)]
+  on: dict[str, list] = defaultdict(lambda: [0, 0.0])
+  for r in path: on[r.part][0], on[r.part][1] = on[r.part][0] + 1, on[r.part][1] + r.time_s
+  return f"critical path: {len(path)} kernels, {sum(r.time_s for r in path) * 1e3:.3f} ms of their times (" + \
+         ", ".join(f"{p} {n} / {t * 1e3:.3f} ms" for p, (n, t) in sorted(on.items(), key=lambda kv: -kv[1][1])) + ")"
+
 def _cuda_profiler(start: bool) -> None:
   """Open / close the range Nsight Compute profiles (ncu --profile-from-start off)."""
   import ctypes
@@ -152,11 +189,11 @@ def profile(bench: bb.Bench, target: str = "decode", repeat: int = 5, count: int
   row = (m.cfg.kv_lora_rank + m.cfg.qk_rope) * m.caches[0].dtype.itemsize
   attr = attribute(calls, buffer_parts(m, bench.pos), row)
   rows = []
-  for i, (call, t, (part, blk, wbytes, cbytes, how)) in enumerate(zip(calls, times, attr)):
+  for i, (call, t, (part, blk, wbytes, cbytes, how), deps) in enumerate(zip(calls, times, attr, dependencies(calls))):
     ast = call.src[0]
     name = ansistrip(ast.arg.name) if ast.op is Ops.PROGRAM else ("copy" if ast.op is Ops.COPY else str(ast.arg))
     est = int(sym_infer(estimate_uop(call).mem, var_vals))
-    rows.append(KernelRow(i, name, part, blk, t, est, wbytes, cbytes, how, ast.op is Ops.PROGRAM, opts=opts_of(ast)))
+    rows.append(KernelRow(i, name, part, blk, t, est, wbytes, cbytes, how, ast.op is Ops.PROGRAM, opts=opts_of(ast), deps=deps))
   return {"target": target, "step_s": step_s, "kernel_sum_s": sum(r.time_s for r in rows), **counts, "n_rows": len(rows), "rows": rows}
 
 def read_ncu_csv(path: Path, names: bool = False) -> list[dict]:
@@ -193,7 +230,7 @@ def report_csv(kernels: list[dict], top: int) -> list[str]:
 
 def merge_ncu(doc: dict, kernels: list[dict[str, float]]) -> dict:
   """profile()'s JSON (--json) with each kernel's time and DRAM bytes replaced by Nsight Compute's."""
-  rows = [KernelRow(**{k: v for k, v in r.items() if k in KernelRow.__dataclass_fields__}) for r in doc["rows"]]
+  rows = rows_of(doc)
   progs = [r for r in rows if r.kernel]
   if len(progs) != len(kernels): raise SystemExit(f"profile: {len(kernels)} kernels in the CSV, {len(progs)} in the step")
   for r, k in zip(progs, kernels):
@@ -203,6 +240,24 @@ def merge_ncu(doc: dict, kernels: list[dict[str, float]]) -> dict:
     if not r.kernel: r.time_s = 0.0
   return {**{k: v for k, v in doc.items() if k not in ("rows", "grouped")}, "kernel_sum_s": sum(r.time_s for r in rows), "rows": rows,
           "source": "ncu"}
+
+def rows_of(doc: dict) -> list[KernelRow]:
+  return [KernelRow(**{k: tuple(v) if k == "deps" else v for k, v in r.items() if k in KernelRow.__dataclass_fields__}) for r in doc["rows"]]
+
+def timed_by_name(measured: list[KernelRow], other: list[KernelRow]) -> tuple[list[KernelRow], set[str]]:
+  """other's kernels with the times of measured's kernels of the same name (their median; a name measured lacks takes the
+  one that differs from it by a `_residual` suffix), and the names with no time: an unmeasured variant of a step (the
+  same step rendered with a change, anywhere) judged by its critical path."""
+  by_name: dict[str, list[float]] = defaultdict(list)
+  for r in measured:
+    if r.kernel: by_name[r.name].append(r.time_s)
+  med = {n: sorted(t)[len(t) // 2] for n, t in by_name.items()}
+  missing: set[str] = set()
+  for r in other:
+    t = med.get(r.name, med.get(r.name + "_residual", med.get(r.name.removesuffix("_residual")))) if r.kernel else 0.0
+    if t is None: missing.add(r.name)
+    r.time_s = t or 0.0
+  return other, missing
 
 def grouped(rows: Sequence[KernelRow]) -> list[dict]:
   """Rows merged by (part, kernel name): calls per token, total time, bytes."""
@@ -229,6 +284,7 @@ def report(res: dict, top: int = 12) -> list[str]:
            f"{'part':14s} {'kernel':44s} {'calls':>5s} {'time us':>10s} {'%':>6s} {'est MB':>9s} {'MB':>9s} {'GB/s':>8s}"
            + (f" {'DRAM MB':>9s} {'DRAM GB/s':>9s}" if ncu else "")]
   dram = lambda e, t: f" {e['dram_bytes'] / 1e6:9.3f} {gbs(e['dram_bytes'], t):9.1f}" if ncu else ""
+  if (line := critical_line(res["rows"])) is not None: lines.insert(1, line)
   by_part: dict[str, list[dict]] = defaultdict(list)
   for e in grouped(res["rows"]): by_part[e["part"]].append(e)
   for part, es in by_part.items():
@@ -264,6 +320,8 @@ def main(argv: Sequence[str] | None = None) -> int:
   ap.add_argument("--ncu-csv", metavar="CSV", help="measure nothing: print --rows's table with this Nsight Compute CSV's times "
                   "(without --rows: the CSV's kernels by name)")
   ap.add_argument("--rows", metavar="JSON", help="the --json output of the profiled run (with --ncu-csv)")
+  ap.add_argument("--like", metavar="JSON", nargs="+", help="with --ncu-csv and --rows: the critical path of these steps' --json "
+                  "(a variant rendered anywhere, e.g. DEV=NULL:NVCC:sm_90) with the measured kernels' times by name")
   a = ap.parse_args(argv)
   if a.ncu_csv and not a.rows:   # the CSV alone (its run's --json lost, or a pass cut short): kernels by name, no parts
     print("\n".join(report_csv(read_ncu_csv(Path(a.ncu_csv), names=True), a.top)))
@@ -272,6 +330,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try: doc = json.loads(Path(a.rows).read_text())
     except (OSError, json.JSONDecodeError) as e: raise SystemExit(f"profile: cannot read {a.rows}: {e}")
     res = merge_ncu(doc, read_ncu_csv(Path(a.ncu_csv)))
+    for other in a.like or []:
+      try: rows, missing = timed_by_name(res["rows"], rows_of(json.loads(Path(other).read_text())))
+      except (OSError, json.JSONDecodeError) as e: raise SystemExit(f"profile: cannot read {other}: {e}")
+      print(f"{other}: " + (critical_line(rows) or "no dependencies in it (an older --json)") +
+            (f"; no time for {', '.join(sorted(missing))}" if missing else ""))
+    if a.like: return 0
     print("\n".join(bb.header_lines(doc["header"]) + [f"pos {doc['header'].get('pos')}  target {res['target']}"] + report(res, a.top)))
     return 0
   if a.repeat < 1 or a.count < 1: ap.error("--repeat and --count must be >= 1")

@@ -74,6 +74,12 @@ ncu_decode() {  # ncu_decode M [SPARE [TARGET ARGS...]]: the generated step's ke
 #      and experiments/mv-multi.diff (MV_MULTI, heuristic.py: a matvec group short of 32 lanes takes the reduce ranges left
 #      as loops too, whole, where they divide the warp). The products alone (CHUNK_MOD MV_MULTI: 0 0, 1 1, 1 0), then the
 #      generated decode of the MoE models, 0 0 then 1 1 (a kernel cache a variant)
+#  20: EXPERIMENT experiments/shared-beside.diff: run_sum's separate calls (the generated path) run the shared expert's down
+#      first and the routed experts' down last with the shared result added to it, so the shared expert runs beside the
+#      routing's chain, not after it (the critical path of DeepSeek-V2-Lite's generated decode, tools.profile --like on
+#      DEV=NULL:NVCC:sm_90 with call1's Nsight Compute times, runs/2026-12-01-gen/cpu/: 676 -> 650 kernels, 2.93 ->
+#      2.64 ms of device time). A = HEAD's apps/dispatch.py, B = the diff's: the generated decode of the MoE models (A B B A,
+#      step 7), B's greedy tokens on the tiny presets
 #   5: EXPERIMENT experiments/norm-fuse.diff (NORM_FUSE=0 the tree as it is): a decode product's norm inside it on the
 #      generated path (x * norm_w where the product reads x, which patch 63 stages once a workgroup; the rows' 1 / rms from
 #      one reduction kernel before, applied at the store): the norm's scale kernel goes where one product reads the normed x
@@ -230,6 +236,8 @@ case $1 in
        CHUNK_MOD=$v MV_MULTI=$v CACHEDB=/tmp/mm$v/cache.db timeout $(($(left) - 3)) python3 -m tools.gpu_bench --kernels generated \
          --presets deepseek-v2-lite,glm-4.7-flash --decode 32 --prefill 16 --json "$OUT/mm_$v.json" 2>&1 | grep -v '^{' | grep -v "^x \|^$" | tail -3
      done ;;
+  20) patch -s -p1 < runs/2026-12-01-gen/experiments/shared-beside.diff || exit 1
+     DEADLINE=$(left) exec bash runs/2026-12-01-gen/run.sh 7 ;;
   5) patch -s -p1 < runs/2026-12-01-gen/experiments/norm-fuse.diff || exit 1
      python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
      P=${PRESETS:-deepseek-v2-lite,glm-4.7-flash}
