@@ -80,6 +80,10 @@ ncu_decode() {  # ncu_decode M [SPARE [TARGET ARGS...]]: the generated step's ke
 #      DEV=NULL:NVCC:sm_90 with call1's Nsight Compute times, runs/2026-12-01-gen/cpu/: 676 -> 650 kernels, 2.93 ->
 #      2.64 ms of device time). A = HEAD's apps/dispatch.py, B = the diff's: the generated decode of the MoE models (A B B A,
 #      step 7), B's greedy tokens on the tiny presets
+#  21: EXPERIMENT experiments/chunk-split-tokens.diff: a K-quant product of several tokens takes its chunk coordinates as
+#      (R // step) % dim (split ranges, no div / mod index arithmetic; the one-token products keep R whole for the matvec
+#      rule): step 19's 16-token prompts gained 16-29% from the split form. A = HEAD's apps/dispatch.py, B = the diff's: the
+#      generated decode and 16-token prompts of the MoE models (A B B A, step 7), B's greedy tokens on the tiny presets
 #   5: EXPERIMENT experiments/norm-fuse.diff (NORM_FUSE=0 the tree as it is): a decode product's norm inside it on the
 #      generated path (x * norm_w where the product reads x, which patch 63 stages once a workgroup; the rows' 1 / rms from
 #      one reduction kernel before, applied at the store): the norm's scale kernel goes where one product reads the normed x
@@ -237,6 +241,8 @@ case $1 in
          --presets deepseek-v2-lite,glm-4.7-flash --decode 32 --prefill 16 --json "$OUT/mm_$v.json" 2>&1 | grep -v '^{' | grep -v "^x \|^$" | tail -3
      done ;;
   20) patch -s -p1 < runs/2026-12-01-gen/experiments/shared-beside.diff || exit 1
+     DEADLINE=$(left) exec bash runs/2026-12-01-gen/run.sh 7 ;;
+  21) patch -s -p1 < runs/2026-12-01-gen/experiments/chunk-split-tokens.diff || exit 1
      DEADLINE=$(left) exec bash runs/2026-12-01-gen/run.sh 7 ;;
   5) patch -s -p1 < runs/2026-12-01-gen/experiments/norm-fuse.diff || exit 1
      python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
