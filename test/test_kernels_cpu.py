@@ -60,7 +60,7 @@ def test_cpu_k_quant_product(typ, N, K, T):
 # tokens in tiles of 4 / 2 / 1 (32, 6, 3); rows not a multiple of the 4 a thread unpacks at once, nor of the threads; K in
 # chunks of 64 vectors and a shorter last one (1152); 8192 x 32 tokens: x in four panels of 8 tokens, each its own pass;
 # 2304 x 32: a panel of 28 tokens and a short last one of 4
-@pytest.mark.parametrize("N,K,T", [(77, 256, 32), (6, 1152, 6), (300, 1024, 3), (5, 8192, 32), (6, 2304, 32)])
+@pytest.mark.parametrize("N,K,T", [(77, 256, 32), (6, 1152, 6), (300, 1024, 3), (5, 8192, 32), (6, 2304, 32), (9, 96, 17)])
 def test_cpu_product_of_tokens(N, K, T):
   rng = np.random.default_rng(T)
   raw = random_tensor(GGMLType.Q4_0, (K, N), rng)
@@ -75,9 +75,11 @@ def test_cpu_product_of_tokens(N, K, T):
   assert relerr(lin(Tensor(xl, device="CPU"), prefix=True).numpy(), xl[:, :K].astype(np.float64) @ W.T) < fp32_bound(K)
 
 # rows split mid-slot; in place; several tokens (a slot's rows in groups of 4 and fewer at its end; panels of 28 and 4 tokens);
-# K of 6 blocks read in place (GLM-4.7-Flash's per-head k_b: 192 of a head's 256) and 3 blocks, a short last group of blocks
+# K of 6 blocks read in place (GLM-4.7-Flash's per-head k_b: 192 of a head's 256) and 3 blocks, a short last group of blocks;
+# short rows of 16 or more tokens, 16 a vector (20: one group of 32 lanes, part of it past the tokens; 40: two; 192 in place)
 @pytest.mark.parametrize("H,N,K,stride,T", [(3, 40, 128, 0, 1), (4, 16, 256, 320, 1), (2, 7, 128, 192, 1), (3, 10, 256, 0, 8), (2, 7, 2304, 0, 32),
-                                            (4, 16, 192, 256, 1), (2, 7, 96, 0, 8), (2, 9, 160, 0, 20)])
+                                            (4, 16, 192, 256, 1), (2, 7, 96, 0, 8), (2, 9, 160, 0, 20), (3, 10, 128, 0, 40),
+                                            (4, 16, 192, 256, 17)])
 def test_cpu_per_slot_product(tmp_path, H, N, K, stride, T):
   gf, W = expert_file(tmp_path, [("attn_k_b.weight", GGMLType.Q4_0, (K, N, H))], seed=H)
   kb = QuantizedExpertWeights.from_gguf(gf, "attn_k_b.weight", device="CPU")

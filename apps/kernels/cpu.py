@@ -10,7 +10,8 @@ vector shift, mask and multiply-add for 16 words: 4.4x the generated kernel on t
 (runs/2026-11-30-cpu-simd, OPTIMIZATION_JOURNAL.md). For several tokens a thread unpacks 4 rows at a time, a chunk of K
 at a time, into scaled fp32 vectors on its stack (in L1), and a tile of 4 tokens takes them: 16 accumulators in
 registers, each load of x serving 4 rows and each weight 4 tokens (~300 GFLOPS on that machine where the generated 8 x 8
-tile makes ~95: runs/2026-11-30-cpu-rows). The packed layout is the apps' own (apps/packed.py: d (N, nb) fp16, qs (N, nb,
+tile makes ~95: runs/2026-11-30-cpu-rows); a short row (MLA's per-head k_b, K 128) puts 16 tokens in a vector instead, as
+a horizontal sum an output would cost as much as its row. The packed layout is the apps' own (apps/packed.py: d (N, nb) fp16, qs (N, nb,
 4) words, byte i of a block in bits 8 (i % 4) of word i / 4); the rows are split over the CPU device's threads (its
 core_id), each thread permuting x into its own stack, again where its rows enter another slot.
 
@@ -100,7 +101,8 @@ def source(name: str, N: int, K: int, residual: bool, threads: int, J: int = 1, 
   A thread takes a share of the J N rows. few() tokens: a row at a time, its words unpacked in registers into every
   token's multiply-adds (the weights streamed once, as a decode product is bound by them). More: ROWS rows at a time, a
   chunk of K at a time, unpacked and scaled into a buffer on the stack, then a tile of tokens at a time takes them (an fp32
-  microkernel: a load of x serves ROWS rows, a load of a weight `tile` tokens)."""
+  microkernel: a load of x serves ROWS rows, a load of a weight `tile` tokens); where K is short (up to LANES_K) and the
+  tokens 16 or more, 16 tokens a vector instead (_lanes_of_tokens)."""
   nb, rows, xs = K // 32, -(-J * N // threads), xs or K
   KP = -(-nb // 4) * 128   # K in whole groups of 4 blocks: a short last group's lanes past the row are zero weights and x
   kind = routed[0] if routed else ""
@@ -143,6 +145,7 @@ def source(name: str, N: int, K: int, residual: bool, threads: int, J: int = 1, 
   }}
 }}
 """
+  if KP <= LANES_K and T >= 16: return head + _lanes_of_tokens(N, KP, nb, T, xrow, orow, expert, residual)
   tile, panel = tiles(T, KP)
   R, V, C = ROWS, KP // 16, CHUNK
   return head + f"""
@@ -181,6 +184,65 @@ def source(name: str, N: int, K: int, residual: bool, threads: int, J: int = 1, 
       for (int i = 0; i < r; i++) for (int t = 0; t < pt; t++) {{
         const long o = {orow("p0 + t")} + n + i;
         out[o] = hsum(ab[i * {panel} + t]){res};
+      }}
+      n += r;
+    }}
+  }}
+}}
+"""
+
+LANES_K = 256   # K up to which several tokens' products put the tokens across the lanes (no horizontal sums)
+
+def _lanes_of_tokens(N: int, KP: int, nb: int, T: int, xrow, orow, expert: str, residual: bool) -> str:
+  """The buffer form for a short K (MLA's per-head k_b, K 128-192): a row's sum is a few vectors, so a horizontal sum an
+  output would cost as much as the row (40 GFLOPS at K 128). Instead 16 tokens a vector: a panel of tokens' x, permuted as
+  the lanes' words are, is transposed on the stack (xt[k][t]); ROWS rows are unpacked and scaled into a buffer as before,
+  and each scaled weight, broadcast, multiplies the x of 32 tokens (two vectors) into 2 x ROWS accumulators: no
+  horizontal sums, each load of x serves ROWS rows. A k's tokens are PS floats apart, 16 more than the panel's P: a
+  power-of-two stride would put every k's x in the same few sets of L1."""
+  R, V, P = ROWS, KP // 16, min(-(-T // 32) * 32, (XP_FLOATS // KP - 16) // 32 * 32)
+  PS, acc = P + 16, [(i, u) for i in range(R) for u in range(2)]
+  return f"""
+  float xt[{KP * PS}] __attribute__((aligned(64)));  /* a panel's tokens' x, permuted, transposed: xt[k * {PS} + t] */
+  f16v wb[{R * V}];                                     /* ROWS rows unpacked and scaled */
+  for (int v = 0; v < {R * V}; v++) wb[v] = 0.0f;       /* (a group of fewer rows computes the rest, not stored) */
+  for (int p0 = 0; p0 < {T}; p0 += {P}) {{
+    const int pt = {T} - p0 < {P} ? {T} - p0 : {P};
+    slot = -1;
+    for (int n = n0; n < n1;) {{
+      if (n / {N} != slot) {{
+        slot = n / {N};
+        {expert}
+        for (int t = 0; t < {P}; t++) {{
+          const float* xj = x + (t < pt ? {xrow("p0 + t")} : 0);
+          for (int g = 0; g < {KP // 128}; g++) for (int h = 0; h < 2; h++) for (int b = 0; b < 4; b++) for (int l = 0; l < 16; l++)
+            xt[(((g * 2 + h) * 4 + b) * 16 + l) * {PS} + t] =
+              t < pt && 4 * g + l / 4 < {nb} ? xj[(4 * g + l / 4) * 32 + 16 * h + 4 * (l % 4) + b] : 0.0f;
+        }}
+      }}
+      const int e1 = n1 < (slot + 1) * {N} ? n1 : (slot + 1) * {N}, r = e1 - n < {R} ? e1 - n : {R};
+      for (int i = 0; i < r; i++) {{
+        const unsigned int* q = qs + (long)(wbase + n + i) * {nb * 4};
+        const __fp16* dn = d + (long)(wbase + n + i) * {nb};
+        for (int g = 0; g < {KP // 128}; g++) {{
+          u16v w = {_words(nb)};
+          {_scales(nb)}
+          for (int h = 0; h < 2; h++) for (int b = 0; b < 4; b++) wb[i * {V} + g * 8 + h * 4 + b] = {_NIBBLE} * ds;
+        }}
+      }}
+      const float* ws = (const float*)wb;
+      for (int u0 = 0; u0 < pt; u0 += 32) {{
+        const f16v* xv = (const f16v*)(xt + u0);
+        f16v {", ".join(f"a{i}{u} = 0" for i, u in acc)};
+        for (int k = 0; k < {KP}; k++) {{
+          f16v x0 = xv[k * {PS // 16}], x1 = xv[k * {PS // 16} + 1];
+          {" ".join(f"a{i}{u} += ws[{i * KP} + k] * x{u};" for i, u in acc)}
+        }}
+        for (int l = 0; l < 32 && u0 + l < pt; l++) {{
+          const long o = {orow("p0 + u0 + l")} + n;
+{chr(10).join(f"          if ({i} < r) out[o + {i}] = (l < 16 ? a{i}0[l] : a{i}1[l - 16])" + (f" + residual[o + {i}];" if residual else ";")
+              for i in range(R))}
+        }}
       }}
       n += r;
     }}
