@@ -55,9 +55,10 @@ typedef float f4v __attribute__((ext_vector_type(4)));
 static inline float hsum(f16v v) { f8v h = v.lo + v.hi; f4v q = h.lo + h.hi; return (q[0] + q[1]) + (q[2] + q[3]); }
 """
 # x in the lanes' order: xp[g][h][b][l] = x[(4g + l / 4) * 32 + 16h + 4 (l % 4) + b], the input of the weight of nibble h of
-# byte 4 (l % 4) + b of block 4g + l / 4, where lane l of a 16-word load of a row holds word l of 4 consecutive blocks
+# byte 4 (l % 4) + b of block 4g + l / 4, where lane l of a 16-word load of a row holds word l of 4 consecutive blocks ({stride}:
+# the transposed form's tokens, each a column of a table whose rows are PS floats apart)
 _PERMUTE = "for (int g = 0; g < {G}; g++) for (int h = 0; h < 2; h++) for (int b = 0; b < 4; b++) for (int l = 0; l < 16; l++) " \
-           "{dst}[((g * 2 + h) * 4 + b) * 16 + l] = 4 * g + l / 4 < {nb} ? {src}[(4 * g + l / 4) * 32 + 16 * h + 4 * (l % 4) + b] : 0.0f;"
+           "{dst}[(((g * 2 + h) * 4 + b) * 16 + l){stride}] = 4 * g + l / 4 < {nb} ? {src}[(4 * g + l / 4) * 32 + 16 * h + 4 * (l % 4) + b] : 0.0f;"
 # (u | 0x4B000000) as fp32 is 2^23 + u: the nibble q as q - 8 without an int -> float convert
 _NIBBLE = "(__builtin_bit_cast(f16v, ((w >> (unsigned)(8 * b + 4 * h)) & 15u) | 0x4B000000u) - 8388616.0f)"
 _SCALES = "f4v d4 = {{{d0}, {d1}, {d2}, {d3}}};\n" \
@@ -127,7 +128,7 @@ def source(name: str, N: int, K: int, residual: bool, threads: int, J: int = 1, 
       for (int t = 0; t < {T}; t++) {{
         const float* xj = x + {xrow("t")};
         float* xt = xp + t * {KP};
-        {_PERMUTE.format(G=KP // 128, nb=nb, dst="xt", src="xj")}
+        {_PERMUTE.format(G=KP // 128, nb=nb, dst="xt", src="xj", stride="")}
       }}
     }}
     const unsigned int* q = qs + (long)(wbase + n) * {nb * 4};
@@ -162,7 +163,7 @@ def source(name: str, N: int, K: int, residual: bool, threads: int, J: int = 1, 
         for (int t = 0; t < pt; t++) {{
           const float* xj = x + {xrow("p0 + t")};
           float* xt = xp + t * {KP};
-          {_PERMUTE.format(G=KP // 128, nb=nb, dst="xt", src="xj")}
+          {_PERMUTE.format(G=KP // 128, nb=nb, dst="xt", src="xj", stride="")}
         }}
       }}
       const int e1 = n1 < (slot + 1) * {N} ? n1 : (slot + 1) * {N}, r = e1 - n < {R} ? e1 - n : {R};
@@ -213,12 +214,12 @@ def _lanes_of_tokens(N: int, KP: int, nb: int, T: int, xrow, orow, expert: str, 
       if (n / {N} != slot) {{
         slot = n / {N};
         {expert}
-        for (int t = 0; t < {P}; t++) {{
-          const float* xj = x + (t < pt ? {xrow("p0 + t")} : 0);
-          for (int g = 0; g < {KP // 128}; g++) for (int h = 0; h < 2; h++) for (int b = 0; b < 4; b++) for (int l = 0; l < 16; l++)
-            xt[(((g * 2 + h) * 4 + b) * 16 + l) * {PS} + t] =
-              t < pt && 4 * g + l / 4 < {nb} ? xj[(4 * g + l / 4) * 32 + 16 * h + 4 * (l % 4) + b] : 0.0f;
+        for (int t = 0; t < pt; t++) {{
+          const float* xj = x + {xrow("p0 + t")};
+          float* xc = xt + t;
+          {_PERMUTE.format(G=KP // 128, nb=nb, dst="xc", src="xj", stride=f" * {PS}")}
         }}
+        for (int k = 0; k < {KP}; k++) for (int t = pt; t < {P}; t++) xt[k * {PS} + t] = 0.0f;   /* lanes past the tokens */
       }}
       const int e1 = n1 < (slot + 1) * {N} ? n1 : (slot + 1) * {N}, r = e1 - n < {R} ? e1 - n : {R};
       for (int i = 0; i < r; i++) {{
