@@ -250,7 +250,7 @@ def _portable_kernel(spec: KernelSpec) -> KernelFn:
     # each weight: an instruction fewer a weight where a one-token product issues more than it reads (Nsight Compute). Not
     # for more tokens: their heuristic groups a chunk's words, which tinygrad cannot do inside the sum over chunks
     scale, v = _chunk_factor(v, inner) if spec.B == 1 else (None, v)
-    xq = (xv.cast(dtypes.float32) * v)
+    xq = xv.cast(dtypes.float32) * v
     acc = (xq.reduce(*inner, arg=Ops.ADD) * scale).reduce(R, arg=Ops.ADD) if scale is not None else xq.reduce(R, *inner, arg=Ops.ADD)
     if residual is not None: acc = acc + residual[outs].cast(dtypes.float32)
     sink = out[outs].store(acc.cast(out.dtype)).end(*outs).sink(arg=KernelInfo(name=name))
