@@ -94,6 +94,39 @@ def _tiles_of_tokens(K: int, tile: int, panel: int) -> str:
           {" ".join(f"ab[{i} * {panel} + t0 + {t}] = a{i}{t};" for i, t in acc)}
         }}"""
 
+def _row_groups(N: int, T: int, P: int, expert: str, xrow, fill_x: str) -> str:
+  """The loops of both buffer forms: panels of P tokens, each walking the thread's rows in groups of r (up to ROWS, of one
+  slot) from row n, with fill_x (token p0 + t's x at xj) run for each of the panel's tokens where the rows enter a slot.
+  The caller's code for the group follows, then `n += r; } }`."""
+  return f"""
+  for (int p0 = 0; p0 < {T}; p0 += {P}) {{
+    const int pt = {T} - p0 < {P} ? {T} - p0 : {P};
+    slot = -1;
+    for (int n = n0; n < n1;) {{
+      if (n / {N} != slot) {{
+        slot = n / {N};
+        {expert}
+        for (int t = 0; t < pt; t++) {{
+          const float* xj = x + {xrow("p0 + t")};
+          {fill_x}
+        }}
+      }}
+      const int e1 = n1 < (slot + 1) * {N} ? n1 : (slot + 1) * {N}, r = e1 - n < {ROWS} ? e1 - n : {ROWS};"""
+
+def _unpack_rows(nb: int, stride: int, c0: str, c1: str) -> str:
+  """The group's r rows' vectors c0..c1 - 1 of K (8 a group of 4 blocks) unpacked and scaled into wb, a row `stride`
+  vectors apart from vector c0 on."""
+  return f"""for (int i = 0; i < r; i++) {{
+          const unsigned int* q = qs + (long)(wbase + n + i) * {nb * 4};
+          const __fp16* dn = d + (long)(wbase + n + i) * {nb};
+          f16v* wr = wb + i * {stride} - {c0};
+          for (int g = {c0} / 8; g < {c1} / 8; g++) {{
+            u16v w = {_words(nb)};
+            {_scales(nb)}
+            for (int h = 0; h < 2; h++) for (int b = 0; b < 4; b++) wr[g * 8 + h * 4 + b] = {_NIBBLE} * ds;
+          }}
+        }}"""
+
 def source(name: str, N: int, K: int, residual: bool, threads: int, J: int = 1, xs: int = 0, T: int = 1, routed: tuple = ()) -> str:
   """T tokens, J slots of N rows each: out[t, j, n] = W[j N + n] . x[t, j] (+ residual[t, n] where J is 1), x[t, j] at
   x + (t J + j) xs (xs: 0 is K). Routed (a routed expert's rows a slot, its id sel[j] clamped to [0, E), no residual):
@@ -153,33 +186,11 @@ def source(name: str, N: int, K: int, residual: bool, threads: int, J: int = 1, 
   float xp[{panel * KP}] __attribute__((aligned(64)));   /* a panel's tokens, permuted */
   f16v wb[{R * C}], ab[{R * panel}];                     /* a chunk of ROWS rows unpacked and scaled; their sums so far */
   for (int v = 0; v < {R * C}; v++) wb[v] = 0.0f;        /* (a group of fewer rows computes the rest on zeros) */
-  for (int p0 = 0; p0 < {T}; p0 += {panel}) {{
-    const int pt = {T} - p0 < {panel} ? {T} - p0 : {panel};
-    slot = -1;
-    for (int n = n0; n < n1;) {{
-      if (n / {N} != slot) {{
-        slot = n / {N};
-        {expert}
-        for (int t = 0; t < pt; t++) {{
-          const float* xj = x + {xrow("p0 + t")};
-          float* xt = xp + t * {KP};
-          {_PERMUTE.format(G=KP // 128, nb=nb, dst="xt", src="xj", stride="")}
-        }}
-      }}
-      const int e1 = n1 < (slot + 1) * {N} ? n1 : (slot + 1) * {N}, r = e1 - n < {R} ? e1 - n : {R};
+  {_row_groups(N, T, panel, expert, xrow, f"float* xt = xp + t * {KP}; " + _PERMUTE.format(G=KP // 128, nb=nb, dst="xt", src="xj", stride=""))}
       for (int v = 0; v < {R * panel}; v++) ab[v] = 0.0f;   /* (a row's sums `panel` apart: all of them, in a short last panel too) */
       for (int c0 = 0; c0 < {V}; c0 += {C}) {{   /* a chunk of K: its unpacked rows stay in L1 for every tile of tokens */
         const int c1 = c0 + {C} < {V} ? c0 + {C} : {V};
-        for (int i = 0; i < r; i++) {{
-          const unsigned int* q = qs + (long)(wbase + n + i) * {nb * 4};
-          const __fp16* dn = d + (long)(wbase + n + i) * {nb};
-          f16v* wr = wb + i * {C} - c0;
-          for (int g = c0 / 8; g < c1 / 8; g++) {{
-            u16v w = {_words(nb)};
-            {_scales(nb)}
-            for (int h = 0; h < 2; h++) for (int b = 0; b < 4; b++) wr[g * 8 + h * 4 + b] = {_NIBBLE} * ds;
-          }}
-        }}
+        {_unpack_rows(nb, C, "c0", "c1")}
 {_tiles_of_tokens(KP, tile, panel)}
       }}
       for (int i = 0; i < r; i++) for (int t = 0; t < pt; t++) {{
@@ -207,30 +218,9 @@ def _lanes_of_tokens(N: int, KP: int, nb: int, T: int, xrow, orow, expert: str, 
   float xt[{KP * PS}] __attribute__((aligned(64)));  /* a panel's tokens' x, permuted, transposed: xt[k * {PS} + t] */
   f16v wb[{R * V}];                                     /* ROWS rows unpacked and scaled */
   for (int v = 0; v < {R * V}; v++) wb[v] = 0.0f;       /* (a group of fewer rows computes the rest, not stored) */
-  for (int p0 = 0; p0 < {T}; p0 += {P}) {{
-    const int pt = {T} - p0 < {P} ? {T} - p0 : {P};
-    slot = -1;
-    for (int n = n0; n < n1;) {{
-      if (n / {N} != slot) {{
-        slot = n / {N};
-        {expert}
-        for (int t = 0; t < pt; t++) {{
-          const float* xj = x + {xrow("p0 + t")};
-          float* xc = xt + t;
-          {_PERMUTE.format(G=KP // 128, nb=nb, dst="xc", src="xj", stride=f" * {PS}")}
-        }}
-        for (int k = 0; k < {KP}; k++) for (int t = pt; t < {P}; t++) xt[k * {PS} + t] = 0.0f;   /* lanes past the tokens */
-      }}
-      const int e1 = n1 < (slot + 1) * {N} ? n1 : (slot + 1) * {N}, r = e1 - n < {R} ? e1 - n : {R};
-      for (int i = 0; i < r; i++) {{
-        const unsigned int* q = qs + (long)(wbase + n + i) * {nb * 4};
-        const __fp16* dn = d + (long)(wbase + n + i) * {nb};
-        for (int g = 0; g < {KP // 128}; g++) {{
-          u16v w = {_words(nb)};
-          {_scales(nb)}
-          for (int h = 0; h < 2; h++) for (int b = 0; b < 4; b++) wb[i * {V} + g * 8 + h * 4 + b] = {_NIBBLE} * ds;
-        }}
-      }}
+  for (int v = 0; v < {KP * PS}; v++) xt[v] = 0.0f;     /* (lanes past a short last panel's tokens: finite, not stored) */
+  {_row_groups(N, T, P, expert, xrow, "float* xc = xt + t; " + _PERMUTE.format(G=KP // 128, nb=nb, dst="xc", src="xj", stride=f" * {PS}"))}
+      {_unpack_rows(nb, V, "0", str(V))}
       const float* ws = (const float*)wb;
       for (int u0 = 0; u0 < pt; u0 += 32) {{
         const f16v* xv = (const f16v*)(xt + u0);
