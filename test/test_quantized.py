@@ -356,6 +356,22 @@ def test_one_token_product_scales_a_chunk_once(typ):
     assert [sum(u.op is Ops.REDUCE for u in c.src[0].toposort()) for c in calls if c.src[0].op is Ops.SINK] == [reduces]
     assert relerr(lin(Tensor(x)).numpy(), x.astype(np.float64) @ W.T) < fp32_bound(K)
 
+@pytest.mark.parametrize("typ", [GGMLType.Q4_K, GGMLType.Q5_K, GGMLType.Q6_K])
+def test_tokens_product_splits_its_chunk_range(typ):
+  """A generated K-quant product of several tokens takes a chunk's coordinates as (R // step) % dim, which the code generator
+  splits into the block's ranges: its kernel indexes the packed words without a modulo (the form as one range left the div /
+  mod index arithmetic in the loop); one token keeps R one range for the matvec rule."""
+  from tinygrad.codegen import to_program
+  K, N, rng = 512, 64, np.random.default_rng(12)
+  raw = random_tensor(typ, (K, N), rng)
+  W = ref_weight(raw, typ, (K, N)).astype(np.float64)
+  lin = QuantizedLinear(PackedTensor.from_bytes(raw, typ, (K, N)))
+  lin.kernels = "generated"
+  x = rng.standard_normal((3, K)).astype(np.float32)
+  asts = [c.src[0] for c in lin(Tensor(x)).schedule_linear().src if c.src[0].op is Ops.SINK]
+  assert len(asts) == 1 and "%" not in to_program(asts[0], Device[Device.DEFAULT].renderer).src[2].arg
+  assert relerr(lin(Tensor(x)).numpy(), x.astype(np.float64) @ W.T) < fp32_bound(K)
+
 @pytest.mark.parametrize("typ", [GGMLType.Q8_0, GGMLType.F16, GGMLType.Q4_K])
 def test_batched_per_head(tmp_path, typ):
   K = QUANT_FORMATS[typ].block if typ in QUANT_FORMATS else 16

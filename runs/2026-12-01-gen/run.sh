@@ -35,7 +35,7 @@ ncu_decode() {  # ncu_decode M [SPARE [TARGET ARGS...]]: the generated step's ke
 #   7: the norm inside a decode product with its operand staged whole (x * norm_w one local buffer, the codegen change
 #      experiments/stage-whole.diff): A = HEAD's apps/dispatch.py (the norm's scale a kernel of its own), B = the tree's; the generated decode of
 #      $PRESETS (default the MoE models) in $VARIANTS (A B B A), a kernel cache a variant; then B's greedy tokens on the tiny
-#      presets unless NOCHECK is set
+#      presets unless NOCHECK is set (DECODE, PREFILL: the tokens decoded and the prompt's length, default 32 and 16)
 #   8: EXPERIMENT the norm inside a decode product, its x * norm_w staged as one operand (experiments/stage-whole.diff, a
 #      codegen change to patch 63's pass) and its rms shared with the products that take the norm apart
 #      (experiments/norm-shared.diff: the router no longer reduces x again, which made step 7's kernel count the same as A's;
@@ -134,7 +134,7 @@ case $1 in
      for v in ${VARIANTS:-A B B A}; do
        echo "-- $v $(date +%T)"; mkdir -p /tmp/c$v; cp /tmp/dispatch_$v.py apps/dispatch.py
        CACHEDB=/tmp/c$v/cache.db timeout $(($(left) - ${MARGIN:-50})) python3 -m tools.gpu_bench --kernels generated \
-         --presets $P --decode 32 --prefill 16 --json "$OUT/nf65_$v.$RANDOM.json" 2>&1 | grep -v '^{' | grep -v "^x \|^$" | tail -4
+         --presets $P --decode ${DECODE:-32} --prefill ${PREFILL:-16} --json "$OUT/nf65_$v.$RANDOM.json" 2>&1 | grep -v '^{' | grep -v "^x \|^$" | tail -4
      done
      cp /tmp/dispatch_B.py apps/dispatch.py
      [ -z "$NOCHECK" ] && timeout $(($(left) - 2)) python3 -m tools.gpu_check release --kernels generated 2>&1 | tail -4 ;;
