@@ -1790,3 +1790,26 @@ print("ok")
 
 def test_0066_one_iteration_reduce(trees):
   assert_patch_needed(trees, "0066", ONE_ITERATION_REDUCE, env={"DEV": "CPU", "CACHELEVEL": "0"})
+
+WIDE_GROUP_COALESCED = SM90_OPTS + """
+# few outputs over a long reduction read contiguously (rms norms' sums of squares over rows of 2048 and 768, 4 rows' sums):
+# the group's lanes adjacent in memory with 4 elements a lane a load (UNROLL 4, GROUP), not a run of elements a lane
+# (GROUPTOP); a reduction read with a stride (sums down 4 columns) keeps GROUPTOP
+import numpy as np
+from tinygrad import Tensor
+x = Tensor.empty(2048, device="NULL")
+for out, group in ((x.square().sum(), 256), (Tensor.empty(768, device="NULL").square().sum(), 64), (Tensor.empty(4, 2048, device="NULL").sum(1), 256)):
+  opts = [(o.op, o.arg) for o in sm90_opts(out)]
+  assert opts == [(OptOps.UNROLL, 4), (OptOps.GROUP, group)], opts
+opts = [(o.op, o.arg) for o in sm90_opts(Tensor.empty(2048, 4, device="NULL").sum(0))]
+assert opts[0][0] is OptOps.GROUPTOP, opts
+# the grouped sums on a GPU-style device (PYTHON runs kernels with locals) against numpy
+rng = np.random.default_rng(0)
+wd, xd = rng.standard_normal((4, 2048)).astype(np.float32), rng.standard_normal(2048).astype(np.float32)
+np.testing.assert_allclose(Tensor(wd, device="PYTHON").sum(1).numpy(), wd.astype(np.float64).sum(1), rtol=1e-4, atol=1e-4)
+np.testing.assert_allclose(Tensor(xd, device="PYTHON").square().sum().item(), (xd.astype(np.float64) ** 2).sum(), rtol=1e-5)
+print("ok")
+"""
+
+def test_0067_wide_group_reads_coalesced(trees):
+  assert_patch_needed(trees, "0067", WIDE_GROUP_COALESCED)

@@ -84,6 +84,12 @@ ncu_decode() {  # ncu_decode M [SPARE [TARGET ARGS...]]: the generated step's ke
 #      (R // step) % dim (split ranges, no div / mod index arithmetic; the one-token products keep R whole for the matvec
 #      rule): step 19's 16-token prompts gained 16-29% from the split form. A = HEAD's apps/dispatch.py, B = the diff's: the
 #      generated decode and 16-token prompts of the MoE models (A B B A, step 7), B's greedy tokens on the tiny presets
+#  22: EXPERIMENT experiments/group-coalesced.diff (GROUP_COAL=0 the heuristics as they are): a grouped reduction of few
+#      outputs over a range every load reads contiguously (the fp32 router's 64 rows of 2048, the norms' sums of squares)
+#      takes UNROLL 4 then GROUP (a warp's loads one coalesced span of float4s) where GROUPTOP gave each lane a run of its
+#      own (Nsight Compute: the router 5.5-6.6 us at 96 GB/s, one warp a scheduler stalled on its loads). The router's
+#      product alone (heuristics, GROUP_COAL=0, against explicit opts), then the generated decode of the MoE models,
+#      GROUP_COAL $VARIANTS (default 0 1 1 0; a kernel cache a variant)
 #   5: EXPERIMENT experiments/norm-fuse.diff (NORM_FUSE=0 the tree as it is): a decode product's norm inside it on the
 #      generated path (x * norm_w where the product reads x, which patch 63 stages once a workgroup; the rows' 1 / rms from
 #      one reduction kernel before, applied at the store): the norm's scale kernel goes where one product reads the normed x
@@ -244,6 +250,17 @@ case $1 in
      DEADLINE=$(left) exec bash runs/2026-12-01-gen/run.sh 7 ;;
   21) patch -s -p1 < runs/2026-12-01-gen/experiments/chunk-split-tokens.diff || exit 1
      DEADLINE=$(left) exec bash runs/2026-12-01-gen/run.sh 7 ;;
+  22) patch -s -p1 -d upstream < runs/2026-12-01-gen/experiments/group-coalesced.diff || exit 1
+     python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
+     (synth deepseek-v2-lite glm-4.7-flash; echo "synthesized $(date +%T)") &
+     GROUP_COAL=0 CACHEDB=$(mktemp -d)/cache.db timeout 60 python3 -m tools.bench_quantized --kernels generated --types F32 --dtype float \
+       --rounds 3 --shapes 64:2048 --opts heur R0:4,G0:64 R0:4,G0:128 R0:4,G0:256 2>&1 | grep -E "^ *F32|heur|R0" | tail -8
+     wait
+     for v in ${VARIANTS:-0 1 1 0}; do
+       echo "-- GROUP_COAL=$v $(date +%T)"; mkdir -p /tmp/gc$v
+       GROUP_COAL=$v CACHEDB=/tmp/gc$v/cache.db timeout $(($(left) - 3)) python3 -m tools.gpu_bench --kernels generated \
+         --presets deepseek-v2-lite,glm-4.7-flash --decode 32 --prefill 16 --json "$OUT/gc_$v.$RANDOM.json" 2>&1 | grep -v '^{' | grep -v "^x \|^$" | tail -3
+     done ;;
   5) patch -s -p1 < runs/2026-12-01-gen/experiments/norm-fuse.diff || exit 1
      python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
      P=${PRESETS:-deepseek-v2-lite,glm-4.7-flash}
