@@ -1798,7 +1798,8 @@ WIDE_GROUP_COALESCED = SM90_OPTS + """
 import numpy as np
 from tinygrad import Tensor
 x = Tensor.empty(2048, device="NULL")
-for out, group in ((x.square().sum(), 256), (Tensor.empty(768, device="NULL").square().sum(), 64), (Tensor.empty(4, 2048, device="NULL").sum(1), 256)):
+rows = Tensor.empty(4, 2048, device="NULL")
+for out, group in ((x.square().sum(), 256), (Tensor.empty(768, device="NULL").square().sum(), 64), (rows.sum(1), 256)):
   opts = [(o.op, o.arg) for o in sm90_opts(out)]
   assert opts == [(OptOps.UNROLL, 4), (OptOps.GROUP, group)], opts
 opts = [(o.op, o.arg) for o in sm90_opts(Tensor.empty(2048, 4, device="NULL").sum(0))]
