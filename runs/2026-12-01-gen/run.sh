@@ -90,6 +90,12 @@ ncu_decode() {  # ncu_decode M [SPARE [TARGET ARGS...]]: the generated step's ke
 #      own (Nsight Compute: the router 5.5-6.6 us at 96 GB/s, one warp a scheduler stalled on its loads). The router's
 #      product alone (heuristics, GROUP_COAL=0, against explicit opts), then the generated decode of the MoE models,
 #      GROUP_COAL $VARIANTS (default 0 1 1 0; a kernel cache a variant)
+#  23: EXPERIMENT experiments/group-coalesced-any.diff (GROUP_COAL_ANY=0 patch 67 as it is): patch 67's coalesced group for
+#      any grouped reduction over a constant range every load reads contiguously, whatever its outputs: the attention's
+#      scores (a head's query against each key row, 576 long, outputs heads x the keys so far) go from GROUPTOP 16 (each lane
+#      36 consecutive floats) to UNROLL 4, GROUP 16 (r_16_(start_pos+1)_16_9_4; rendered for sm_90, the only kernel of
+#      DeepSeek-V2-Lite's generated decode that changes). The generated decode of $PRESETS (default all three),
+#      GROUP_COAL_ANY $VARIANTS (default 0 1 1 0; a kernel cache a variant), then greedy tokens unless NOCHECK is set
 #   5: EXPERIMENT experiments/norm-fuse.diff (NORM_FUSE=0 the tree as it is): a decode product's norm inside it on the
 #      generated path (x * norm_w where the product reads x, which patch 63 stages once a workgroup; the rows' 1 / rms from
 #      one reduction kernel before, applied at the store): the norm's scale kernel goes where one product reads the normed x
@@ -261,6 +267,16 @@ case $1 in
        GROUP_COAL=$v CACHEDB=/tmp/gc$v/cache.db timeout $(($(left) - 3)) python3 -m tools.gpu_bench --kernels generated \
          --presets deepseek-v2-lite,glm-4.7-flash --decode 32 --prefill 16 --json "$OUT/gc_$v.$RANDOM.json" 2>&1 | grep -v '^{' | grep -v "^x \|^$" | tail -3
      done ;;
+  23) patch -s -p1 -d upstream < runs/2026-12-01-gen/experiments/group-coalesced-any.diff || exit 1
+     python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
+     P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash}
+     synth ${P//,/ }; echo "synthesized $(date +%T)"
+     for v in ${VARIANTS:-0 1 1 0}; do
+       echo "-- GROUP_COAL_ANY=$v $(date +%T)"; mkdir -p /tmp/ga$v
+       GROUP_COAL_ANY=$v CACHEDB=/tmp/ga$v/cache.db timeout $(($(left) - ${MARGIN:-50})) python3 -m tools.gpu_bench --kernels generated \
+         --presets $P --decode 32 --prefill 16 --json "$OUT/ga_$v.$RANDOM.json" 2>&1 | grep -v '^{' | grep -v "^x \|^$" | tail -4
+     done
+     [ -z "$NOCHECK" ] && GROUP_COAL_ANY=1 timeout $(($(left) - 2)) python3 -m tools.gpu_check release --kernels generated 2>&1 | tail -4 ;;
   5) patch -s -p1 < runs/2026-12-01-gen/experiments/norm-fuse.diff || exit 1
      python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
      P=${PRESETS:-deepseek-v2-lite,glm-4.7-flash}
