@@ -96,6 +96,12 @@ ncu_decode() {  # ncu_decode M [SPARE [TARGET ARGS...]]: the generated step's ke
 #      36 consecutive floats) to UNROLL 4, GROUP 16 (r_16_(start_pos+1)_16_9_4; rendered for sm_90, the only kernel of
 #      DeepSeek-V2-Lite's generated decode that changes). The generated decode of $PRESETS (default all three),
 #      GROUP_COAL_ANY $VARIANTS (default 0 1 1 0; a kernel cache a variant), then greedy tokens unless NOCHECK is set
+#  24: EXPERIMENT experiments/mv-exact-group.diff (MVX=0 the matvec rule as it is): the packed matvec rule groups the longest
+#      reduce range with 32 or 16 lanes where either divides it before padding it to 32 (DeepSeek-V2-Lite's shared Q6_K down,
+#      176 chunks: PADTO 192, GROUP 32, UPCAST 2, LOCAL 4 -> GROUP 16, LOCAL 4; the only kernel of its generated decode that
+#      changes, rendered for sm_90). Alone (call5, 2026-12-01) GROUP 16 took 5.0 / 4.6 us with 2 / 4 rows a thread against the
+#      heuristics' 6.5. The product alone (MVX 0 and 1, and those two picks), then the generated decode of DeepSeek-V2-Lite,
+#      MVX $VARIANTS (default 0 1 1 0; a kernel cache a variant)
 #   5: EXPERIMENT experiments/norm-fuse.diff (NORM_FUSE=0 the tree as it is): a decode product's norm inside it on the
 #      generated path (x * norm_w where the product reads x, which patch 63 stages once a workgroup; the rows' 1 / rms from
 #      one reduction kernel before, applied at the store): the norm's scale kernel goes where one product reads the normed x
@@ -277,6 +283,19 @@ case $1 in
          --presets $P --decode 32 --prefill 16 --json "$OUT/ga_$v.$RANDOM.json" 2>&1 | grep -v '^{' | grep -v "^x \|^$" | tail -4
      done
      [ -z "$NOCHECK" ] && GROUP_COAL_ANY=1 timeout $(($(left) - 2)) python3 -m tools.gpu_check release --kernels generated 2>&1 | tail -4 ;;
+  24) patch -s -p1 -d upstream < runs/2026-12-01-gen/experiments/mv-exact-group.diff || exit 1
+     python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
+     (synth deepseek-v2-lite; echo "synthesized $(date +%T)") &
+     for v in 0 1; do
+       MVX=$v CACHEDB=$(mktemp -d)/cache.db timeout 60 python3 -m tools.bench_quantized --kernels generated --types Q6_K --dtype float \
+         --rounds 3 --shapes 2048:2816:r --opts heur $([ $v = 1 ] && echo R3:0,R1:0,R1:0,G0:16,U0:2,L0:4 R3:0,R1:0,R1:0,G0:16,U0:4,L0:4) 2>&1 | grep -E "^Q6" | tail -3
+     done
+     wait
+     for v in ${VARIANTS:-0 1 1 0}; do
+       echo "-- MVX=$v $(date +%T)"; mkdir -p /tmp/mx$v
+       MVX=$v CACHEDB=/tmp/mx$v/cache.db timeout $(($(left) - 3)) python3 -m tools.gpu_bench --kernels generated \
+         --presets deepseek-v2-lite --decode 32 --prefill 16 --json "$OUT/mx_$v.$RANDOM.json" 2>&1 | grep -v '^{' | grep -v "^x \|^$" | tail -2
+     done ;;
   5) patch -s -p1 < runs/2026-12-01-gen/experiments/norm-fuse.diff || exit 1
      python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
      P=${PRESETS:-deepseek-v2-lite,glm-4.7-flash}
