@@ -374,6 +374,14 @@ class Block:
 
   def hand_written(self, device: str) -> bool: return self.kernels == "hand" and self.kernel_modules.mla_attention.available(device)
 
+  def prefills_by_kernel(self, device: str, cache: Tensor, T: int | UOp) -> bool:
+    """Whether a prefill chunk of T tokens attends in a hand-written kernel: the GPUs' always; the CPU's where the chunk
+    attends over the latent rows (a long chunk's expanded keys and values take fewer FLOPs: expands_latents)."""
+    if self.hand_written(device): return True
+    cfg = self.cfg
+    return self.kernels == "hand" and not expands_latents(cfg, T.vmax if isinstance(T, UOp) else T) and \
+      self.kernel_modules.mla_attention.prefills(device, cache, cfg.n_head, cfg.kv_lora_rank, cfg.qk_rope)
+
   def split(self, x: Tensor, name: str) -> Tensor:
     return x.contiguous() if self.split_mask >> SPLIT_POINTS.index(name) & 1 else x
 
@@ -422,9 +430,9 @@ class Block:
                          for i, (p, b) in enumerate(zip(rows.pos, rows.base))])
     else:
       cache = Tensor(cache.uop.after(cache[base + start_pos:base + start_pos + T].uop.store(row.uop)))
-      if tables is not None and self.hand_written(x.device):
+      if tables is not None and self.prefills_by_kernel(x.device, cache, T):
         # causal attention of the chunk over the cache: one kernel on the tensor cores (CUDA sm_80+), else a split of each
-        # token's keys and their combine
+        # token's keys and their combine; on the CPU one kernel that reads each key row once for a few tokens and heads
         q_lat = self.attn_k_b.batched(q_nope)
         out = self.kernel_modules.mla_attention.mla_prefill_attention(q_lat.float(), q_pe.float(), cache, tables[2], kv_lora=cfg.kv_lora_rank,
                                                                       qk_rope=cfg.qk_rope, scale=cfg.kq_scale, max_context=max_context,

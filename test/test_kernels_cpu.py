@@ -2,7 +2,7 @@
 prompt's chunk) with or without its residual, and the per-slot product (MLA's per-head k_b / v_b: each head its weights and
 input, the input read in place from a longer row), against gguf-py's dequantization in float64, alone and replayed in a
 TinyJit on new inputs; the seam giving it the products it takes, and nothing else; and MLA's decode attention of one
-sequence's token or of a batched step's rows."""
+sequence's token or of a batched step's rows, and its attention of a prefill chunk."""
 import shutil
 import numpy as np
 import pytest
@@ -197,6 +197,28 @@ def test_cpu_decode_attention_rows(H, B, q_pad):
     written = {int(base + p) for p, base in table}
     untouched = [i for i in range(B * ctx) if i not in written]
     np.testing.assert_array_equal(after[untouched], before[untouched])
+
+@pytest.mark.parametrize("H,T,starts", [(4, 32, (0, 40, 200)), (3, 7, (9, 60, 250))])   # 4 heads a unit, then 1; a chunk reaching the end
+def test_cpu_prefill_attention(H, T, starts):
+  """A prefill chunk's causal attention on the CPU against the tensor-op latent attention of the same rows: chunks of
+  several lengths, each replayed in a TinyJit at several positions of a sequence whose rows start at cache row 256 (a
+  second slot); a chunk's rows past the sequence's last row (a padded chunk's) are computed and left out."""
+  from apps.kernels import mla_attention
+  from apps.mla import latent_attention
+  rng = np.random.default_rng(H)
+  L, R, ctx, base = 64, 32, 256, 256
+  cache = Tensor(rng.standard_normal((2 * ctx, L + R)).astype(np.float32), device="CPU").realize()
+  pos = Tensor(np.zeros(2, np.int32), device="CPU").realize()
+  assert mla_attention.prefills("CPU", cache, H, L, R)
+  for t in sorted({1, T // 2 + 1, T}):
+    step = TinyJit(lambda q, q_pe: mla_attention.mla_prefill_attention(q, q_pe, cache, pos, kv_lora=L, qk_rope=R, scale=0.11,
+                                                                       max_context=ctx).realize())
+    for start in starts:
+      q, q_pe = (rng.standard_normal((t, H, d)).astype(np.float32) for d in (L, R))
+      pos.assign(Tensor(np.array([start, base], np.int32), device="CPU")).realize()
+      got, n = step(Tensor(q, device="CPU"), Tensor(q_pe, device="CPU")).numpy(), min(t, ctx - start)
+      want = latent_attention(Tensor(np.concatenate([q, q_pe], -1)[:n], device="CPU"), cache[base:base + ctx], start, L, 0.11).numpy()
+      assert relerr(got[:n], want) < 1e-5, (start, t)
 
 @settings(max_examples=12, deadline=None)
 @given(typ=st.sampled_from([GGMLType.Q4_0, GGMLType.Q5_K, GGMLType.Q6_K]), N=st.integers(1, 24), blocks=st.integers(1, 96),

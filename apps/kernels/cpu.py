@@ -18,7 +18,8 @@ core_id), each thread permuting x into its own stack, again where its rows enter
 Beside them, the Q5_K and Q6_K products (the MoE models' output head and shared experts) in the same two forms, and MLA's
 decode attention of one new token of each of B sequences (`mla_decode_attention`, mla_attention.py's
 contract and math in one kernel): a thread takes a share of the (sequence, head) pairs and reads each of a sequence's
-cached latent rows once for all of its heads of it.
+cached latent rows once for all of its heads of it; and the causal attention of a prefill chunk over the latent rows
+(`mla_prefill_attention`): a unit of a few tokens and heads reads each key row once for all of them.
 """
 from __future__ import annotations
 import functools, math
@@ -429,6 +430,17 @@ def kernel_k(typ: str, N: int, K: int, residual: bool, device: str, T: int = 1):
   src = (source_q5_k if typ == "q5_k" else source_q6_k)(name, N, K, residual, threads, T)
   return source_program(name, params, src, (threads, 1, 1), (1, 1, 1), device, core_id=threads)
 
+_ATTN_HEAD = _HEAD + """typedef float f16v_a4 __attribute__((ext_vector_type(16), aligned(4)));
+static inline float ex2(float x) {   /* 2^x for x <= 0: Cephes' exp2f polynomial on [-0.5, 0.5] */
+  if (x < -126.0f) return 0.0f;
+  float n = __builtin_floorf(x + 0.5f), t = x - n;
+  float p = 1.535336188e-4f;
+  p = p * t + 1.339887440e-3f; p = p * t + 9.618437357e-3f; p = p * t + 5.550332471e-2f; p = p * t + 2.402264791e-1f;
+  p = p * t + 6.931472028e-1f; p = p * t + 1.0f;
+  return p * __builtin_bit_cast(float, ((int)n + 127) << 23);
+}
+"""
+
 def attention_source(name: str, n_head: int, kv_lora: int, qk_nope: int, qk_rope: int, scale: float, eps: float, kv_offset: int,
                      threads: int, B: int = 1, q_stride: int = 0, kv_stride: int = 0) -> str:
   """MLA's decode attention of the new tokens of B sequences (apps/kernels/mla_attention.py's math, one kernel): row b at
@@ -441,16 +453,7 @@ def attention_source(name: str, n_head: int, kv_lora: int, qk_nope: int, qk_rope
   D, KQ, UT = L + R, qk_nope + qk_rope, -(-B * n_head // threads)
   HT = min(H, UT)
   f, qs = (lambda x: f"{x:.9e}f"), f"{scale * math.log2(math.e):.9e}f"   # the queries' factor: scale and log2 e
-  return _HEAD + f"""typedef float f16v_a4 __attribute__((ext_vector_type(16), aligned(4)));
-static inline float ex2(float x) {{   /* 2^x for x <= 0: Cephes' exp2f polynomial on [-0.5, 0.5] */
-  if (x < -126.0f) return 0.0f;
-  float n = __builtin_floorf(x + 0.5f), t = x - n;
-  float p = 1.535336188e-4f;
-  p = p * t + 1.339887440e-3f; p = p * t + 9.618437357e-3f; p = p * t + 5.550332471e-2f; p = p * t + 2.402264791e-1f;
-  p = p * t + 6.931472028e-1f; p = p * t + 1.0f;
-  return p * __builtin_bit_cast(float, ((int)n + 127) << 23);
-}}
-/* heads h0..h1-1 of row b */
+  return _ATTN_HEAD + f"""/* heads h0..h1-1 of row b */
 static void attend(float* restrict out, float* restrict cache, const float* restrict q_lat, const float* restrict q_raw,
                    const float* restrict kv_raw, const float* restrict kv_norm_w, const float* restrict rope_cos,
                    const float* restrict rope_sin, const int* restrict pos, const int b, const int h0, const int h1) {{
@@ -550,3 +553,98 @@ def mla_decode_attention(q_lat: Tensor, q_raw: Tensor, kv_raw: Tensor, kv_norm_w
   flat = lambda t: t.reshape(-1)
   return Tensor.empty(B, n_head, kv_lora, device=q_lat.device).custom_kernel(
     cache, flat(q_lat), flat(q_raw), flat(kv_raw), kv_norm_w, rope_cos, rope_sin, flat(pos), fxn=fxn)[0]
+
+PREFILL_TOKENS = 2   # a prefill chunk's tokens a unit of work takes: each key row read once serves them and a few heads
+
+def prefill_heads(n_head: int) -> int:
+  """Heads a unit of a chunk's attention takes (with PREFILL_TOKENS tokens, their queries and sums in L1: 8 of each)."""
+  return next(h for h in (4, 2, 1) if n_head % h == 0)
+
+def prefill_attention_source(name: str, n_head: int, kv_lora: int, qk_rope: int, scale: float, tokens: int, max_context: int,
+                             threads: int) -> str:
+  """MLA's causal attention of a prefill chunk (mla_attention.mla_prefill_attention's contract, absorbed: the queries against
+  the latent rows, the values their first kv_lora) over an fp32 cache that holds the chunk's rows already. Units of
+  PREFILL_TOKENS tokens x prefill_heads heads go round the threads (the later tokens have more keys); a unit walks the
+  sequence's rows 0..its last token's position once, each key row serving every (token, head) of it that may see it, with
+  an online softmax in base 2. A token's keys end at its position or at the sequence's last row (the rows of a chunk's
+  padding past its length are computed and dropped)."""
+  L, R, H, TB, HB = kv_lora, qk_rope, n_head, PREFILL_TOKENS, prefill_heads(n_head)
+  D, units = L + R, -(-tokens // TB) * (H // HB)
+  qs = f"{scale * math.log2(math.e):.9e}f"   # the queries' factor: scale and log2 e
+  return _ATTN_HEAD + f"""/* tokens i0..i1-1 (at most {TB}) and heads h0..h0+{HB - 1} */
+static void attend(float* restrict out, const float* restrict cache, const float* restrict q, const float* restrict q_pe,
+                   const int* restrict pos, const int i0, const int i1, const int h0) {{
+  const float* rows = cache + (long)pos[1] * {D};
+  f16v qv[{TB * HB}][{D // 16}], acc[{TB * HB}][{L // 16}];
+  float m[{TB * HB}], l[{TB * HB}];
+  int last[{TB}];
+  for (int i = i0; i < i1; i++) {{
+    const int p = pos[0] + i;
+    last[i - i0] = p < {max_context - 1} ? p : {max_context - 1};
+    for (int hh = 0; hh < {HB}; hh++) {{
+      const int u = (i - i0) * {HB} + hh;
+      float* qf = (float*)qv[u];
+      const float* ql = q + ((long)i * {H} + h0 + hh) * {L};
+      const float* qr = q_pe + ((long)i * {H} + h0 + hh) * {R};
+      for (int c = 0; c < {L}; c++) qf[c] = ql[c] * {qs};
+      for (int c = 0; c < {R}; c++) qf[{L} + c] = qr[c] * {qs};
+      m[u] = -3.0e38f; l[u] = 0.0f;
+      for (int v = 0; v < {L // 16}; v++) acc[u][v] = 0.0f;
+    }}
+  }}
+  for (int t = 0; t <= last[i1 - 1 - i0]; t++) {{
+    const f16v_a4* kt = (const f16v_a4*)(rows + (long)t * {D});
+    for (int j = 0; j < i1 - i0; j++) {{
+      if (t > last[j]) continue;
+      for (int u = j * {HB}; u < (j + 1) * {HB}; u++) {{
+        f16v d0 = 0.0f, d1 = 0.0f;   /* two chains of the key's dot, then its 16 lanes as a tree */
+        for (int v = 0; v + 1 < {D // 16}; v += 2) {{ d0 += qv[u][v] * kt[v]; d1 += qv[u][v + 1] * kt[v + 1]; }}
+        {"d0 += qv[u][" + str(D // 16 - 1) + "] * kt[" + str(D // 16 - 1) + "];" if (D // 16) % 2 else ""}
+        const float s = hsum(d0 + d1);
+        if (s > m[u]) {{
+          const float c = ex2(m[u] - s);
+          l[u] *= c;
+          for (int v = 0; v < {L // 16}; v++) acc[u][v] *= c;
+          m[u] = s;
+        }}
+        const float w = ex2(s - m[u]);
+        l[u] += w;
+        for (int v = 0; v < {L // 16}; v++) acc[u][v] += w * kt[v];
+      }}
+    }}
+  }}
+  for (int i = i0; i < i1; i++) for (int hh = 0; hh < {HB}; hh++) {{
+    const int u = (i - i0) * {HB} + hh;
+    const float r = 1.0f / l[u];
+    const float* af = (const float*)acc[u];
+    float* o = out + ((long)i * {H} + h0 + hh) * {L};
+    for (int c = 0; c < {L}; c++) o[c] = af[c] * r;
+  }}
+}}
+void {name}(float* restrict out, const float* restrict q, const float* restrict q_pe, const float* restrict cache,
+            const int* restrict pos, const int core_id) {{
+  for (int u = core_id; u < {units}; u += {threads}) {{
+    const int i0 = u / {H // HB} * {TB}, h0 = u % {H // HB} * {HB};
+    attend(out, cache, q, q_pe, pos, i0, i0 + {TB} < {tokens} ? i0 + {TB} : {tokens}, h0);
+  }}
+}}
+"""
+
+@functools.lru_cache(maxsize=None)
+def prefill_attention_kernel(n_head: int, kv_lora: int, qk_rope: int, scale: float, tokens: int, max_context: int, device: str):
+  units = -(-tokens // PREFILL_TOKENS) * (n_head // prefill_heads(n_head))
+  threads = max(1, min(Device[device].renderer.global_max[0], units))
+  name = f"cpu_mla_prefill_attention_{n_head}_{kv_lora}_{qk_rope}_t{tokens}"
+  params = (Param("out", dtypes.float32, True), *(Param(n, dtypes.float32) for n in ("q", "q_pe", "cache")), Param("pos", dtypes.int32))
+  src = prefill_attention_source(name, n_head, kv_lora, qk_rope, scale, tokens, max_context, threads)
+  return source_program(name, params, src, (threads, 1, 1), (1, 1, 1), device, core_id=threads)
+
+def mla_prefill_attention(q: Tensor, q_pe: Tensor, cache: Tensor, pos: Tensor, *, kv_lora: int, qk_rope: int, scale: float,
+                          max_context: int) -> Tensor:
+  """kernels.mla_attention.mla_prefill_attention's contract on the CPU (an fp32 cache), for a concrete chunk length T (that
+  one checks the arguments and slices a symbolic chunk back): q (T, n_head, kv_lora), q_pe (T, n_head, qk_rope) roped, pos
+  (2,) int32 [start, first row]. The output (T, n_head, kv_lora)."""
+  T, n_head = q.shape[0], q.shape[1]
+  if not attention_supports(n_head, kv_lora, qk_rope, cache): raise ValueError(f"cpu.mla_prefill_attention: shape or cache {cache.dtype} not taken")
+  fxn = prefill_attention_kernel(n_head, kv_lora, qk_rope, float(scale), T, max_context, q.device)
+  return Tensor.empty(T, n_head, kv_lora, device=q.device).custom_kernel(q, q_pe, cache, pos, fxn=fxn)[0]

@@ -540,6 +540,10 @@ def decodes(device: str, cache: Tensor, n_head: int, kv_lora: int, qk_rope: int)
   from apps.kernels import cpu
   return device.split(":")[0] == "CPU" and cpu.attention_supports(n_head, kv_lora, qk_rope, cache)
 
+def prefills(device: str, cache: Tensor, n_head: int, kv_lora: int, qk_rope: int) -> bool:
+  """mla_prefill_attention serves this device: the GPU kernels, or the CPU's (apps/kernels/cpu.py: an fp32 cache)."""
+  return decodes(device, cache, n_head, kv_lora, qk_rope)
+
 def _expect(t: Tensor, shape: tuple[int, ...], name: str, dtype=dtypes.float32) -> Tensor:
   if t.dtype != dtype: raise ValueError(f"mla_decode_attention: {name} is {t.dtype}, expected {dtype}")
   if t.shape != shape:
@@ -620,8 +624,13 @@ def mla_prefill_attention(q: Tensor, q_pe: Tensor, cache: Tensor, pos: Tensor, *
     if t.dtype != dtypes.float32: raise ValueError(f"mla_prefill_attention: {name} is {t.dtype}, expected {dtypes.float32}")
   for name, t in (("q_pe", q_pe), ("cache", cache), ("pos", pos)):
     if t.device != dev: raise ValueError(f"mla_prefill_attention: {name} is on {t.device}, q on {dev}")
-  if not available(dev): raise ValueError(f"mla_prefill_attention: device {dev} compiles no hand-written kernels")
+  if not prefills(dev, cache, n_head, kv_lora, qk_rope): raise ValueError(f"mla_prefill_attention: device {dev} compiles no hand-written kernels")
   (q, q_pe), T, Tmax = to_bound(q, q_pe, slices=fusions.slices)
+  if not available(dev):
+    from apps.kernels import cpu
+    out = cpu.mla_prefill_attention(q.contiguous(), q_pe.contiguous(), cache, pos, kv_lora=kv_lora, qk_rope=qk_rope, scale=scale,
+                                    max_context=max_context)
+    return out if isinstance(T, int) else out[:T]
   out = launch_prefill(*prefill_kernels(s, float(scale), Tmax, max_context, dev, half), q.contiguous(), q_pe.contiguous(), cache, pos)
   return out if isinstance(T, int) else out[:T]
 
