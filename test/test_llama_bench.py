@@ -203,6 +203,20 @@ def test_bench_lines_and_failure():
   lines = lc.bench_lines([ok, {"file": "b.gguf", "error": "exit 1: unknown model architecture"}])
   assert "pp512 fa0" in lines[0] and "tg128 fa1" in lines[0] and "100.0" in lines[1] and "unknown model architecture" in lines[2]
 
+def test_bench_retries_without_repack(tmp_path):
+  """A llama-bench whose repacked CPU weights abort the graph's scheduling (as on a 2-core Xeon VM) is run once more with
+  --repack 0, and the line says so; another failure is reported as it is."""
+  out = json.dumps([record(512, 0, 0, 41.5), record(0, 128, 0, 6.8)])
+  exe = tmp_path / "llama-bench"
+  exe.write_text("#!/bin/sh\ncase \"$*\" in *'--repack 0'*) echo '" + out + "' ;; *) echo 'ggml-backend.cpp:1294: GGML_ASSERT(*cur_backend_id != -1) "
+                 "failed' >&2; exit 134 ;; esac\n")
+  exe.chmod(0o755)
+  (r,) = lc.bench([tmp_path / "m.gguf"], exe)
+  assert r["repack"] == 0 and lc.best(r, "tg128") == 6.8 and "--repack 0" in lc.bench_lines([r])[1]
+  exe.write_text("#!/bin/sh\necho 'error: unknown model architecture' >&2\nexit 1\n")
+  (r,) = lc.bench([tmp_path / "m.gguf"], exe)
+  assert "unknown model architecture" in r["error"] and "repack" not in r
+
 BATCHED_OUT = """
 main: n_kv_max = 5184, n_batch = 2048, n_ubatch = 512, flash_attn = 1, is_pp_shared = 0, is_tg_separate = 0, n_gpu_layers = 99
 
