@@ -442,6 +442,24 @@ static inline float ex2(float x) {   /* 2^x for x <= 0: Cephes' exp2f polynomial
   p = p * t + 6.931472028e-1f; p = p * t + 1.0f;
   return p * __builtin_bit_cast(float, ((int)n + 127) << 23);
 }
+/* one key row kt of a query q's attention, an online softmax in base 2: their dot (DV vectors: two chains, then the 16 lanes
+   as a tree), the running max m and sum l rescaled where it is the new max, and acc += its weight x the row's first LV vectors */
+static inline __attribute__((always_inline)) void attend_key(const f16v* restrict q, const f16v_a4* restrict kt, f16v* restrict acc,
+                                                             float* restrict m, float* restrict l, const int DV, const int LV) {
+  f16v d0 = 0.0f, d1 = 0.0f;
+  for (int v = 0; v + 1 < DV; v += 2) { d0 += q[v] * kt[v]; d1 += q[v + 1] * kt[v + 1]; }
+  if (DV % 2) d0 += q[DV - 1] * kt[DV - 1];
+  const float s = hsum(d0 + d1);
+  if (s > *m) {
+    const float c = ex2(*m - s);
+    *l *= c;
+    for (int v = 0; v < LV; v++) acc[v] *= c;
+    *m = s;
+  }
+  const float w = ex2(s - *m);
+  *l += w;
+  for (int v = 0; v < LV; v++) acc[v] += w * kt[v];
+}
 """
 
 def attention_source(name: str, n_head: int, kv_lora: int, qk_nope: int, qk_rope: int, scale: float, eps: float, kv_offset: int,
@@ -494,22 +512,7 @@ static void attend(float* restrict out, float* restrict cache, const float* rest
   }}
   for (int t = 0; t <= p; t++) {{
     const f16v_a4* kt = t == p ? (const f16v_a4*)row : (const f16v_a4*)(rows + (long)t * {D});   /* read in place */
-    for (int h = h0; h < h1; h++) {{
-      const int j = h - h0;
-      f16v d0 = 0.0f, d1 = 0.0f;   /* two chains of the key's dot, then its 16 lanes as a tree */
-      for (int v = 0; v + 1 < {D // 16}; v += 2) {{ d0 += q[j][v] * kt[v]; d1 += q[j][v + 1] * kt[v + 1]; }}
-      {"d0 += q[j][" + str(D // 16 - 1) + "] * kt[" + str(D // 16 - 1) + "];" if (D // 16) % 2 else ""}
-      const float s = hsum(d0 + d1);
-      if (s > m[j]) {{
-        const float c = ex2(m[j] - s);
-        l[j] *= c;
-        for (int v = 0; v < {L // 16}; v++) acc[j][v] *= c;
-        m[j] = s;
-      }}
-      const float w = ex2(s - m[j]);
-      l[j] += w;
-      for (int v = 0; v < {L // 16}; v++) acc[j][v] += w * kt[v];
-    }}
+    for (int j = 0; j < h1 - h0; j++) attend_key(q[j], kt, acc[j], &m[j], &l[j], {D // 16}, {L // 16});
   }}
   for (int h = h0; h < h1; h++) {{
     const float r = 1.0f / l[h - h0];
@@ -599,21 +602,7 @@ static void attend(float* restrict out, const float* restrict cache, const float
     const f16v_a4* kt = (const f16v_a4*)(rows + (long)t * {D});
     for (int j = 0; j < i1 - i0; j++) {{
       if (t > last[j]) continue;
-      for (int u = j * {HB}; u < (j + 1) * {HB}; u++) {{
-        f16v d0 = 0.0f, d1 = 0.0f;   /* two chains of the key's dot, then its 16 lanes as a tree */
-        for (int v = 0; v + 1 < {D // 16}; v += 2) {{ d0 += qv[u][v] * kt[v]; d1 += qv[u][v + 1] * kt[v + 1]; }}
-        {"d0 += qv[u][" + str(D // 16 - 1) + "] * kt[" + str(D // 16 - 1) + "];" if (D // 16) % 2 else ""}
-        const float s = hsum(d0 + d1);
-        if (s > m[u]) {{
-          const float c = ex2(m[u] - s);
-          l[u] *= c;
-          for (int v = 0; v < {L // 16}; v++) acc[u][v] *= c;
-          m[u] = s;
-        }}
-        const float w = ex2(s - m[u]);
-        l[u] += w;
-        for (int v = 0; v < {L // 16}; v++) acc[u][v] += w * kt[v];
-      }}
+      for (int u = j * {HB}; u < (j + 1) * {HB}; u++) attend_key(qv[u], kt, acc[u], &m[u], &l[u], {D // 16}, {L // 16});
     }}
   }}
   for (int i = i0; i < i1; i++) for (int hh = 0; hh < {HB}; hh++) {{
