@@ -626,12 +626,12 @@ def mla_prefill_attention(q: Tensor, q_pe: Tensor, cache: Tensor, pos: Tensor, *
     if t.device != dev: raise ValueError(f"mla_prefill_attention: {name} is on {t.device}, q on {dev}")
   if not prefills(dev, cache, n_head, kv_lora, qk_rope): raise ValueError(f"mla_prefill_attention: device {dev} compiles no hand-written kernels")
   (q, q_pe), T, Tmax = to_bound(q, q_pe, slices=fusions.slices)
-  if not available(dev):
+  if available(dev):
+    out = launch_prefill(*prefill_kernels(s, float(scale), Tmax, max_context, dev, half), q.contiguous(), q_pe.contiguous(), cache, pos)
+  else:
     from apps.kernels import cpu
     out = cpu.mla_prefill_attention(q.contiguous(), q_pe.contiguous(), cache, pos, kv_lora=kv_lora, qk_rope=qk_rope, scale=scale,
                                     max_context=max_context)
-    return out if isinstance(T, int) else out[:T]
-  out = launch_prefill(*prefill_kernels(s, float(scale), Tmax, max_context, dev, half), q.contiguous(), q_pe.contiguous(), cache, pos)
   return out if isinstance(T, int) else out[:T]
 
 def launch_prefill(attend, combine, q: Tensor, q_pe: Tensor, cache: Tensor, pos: Tensor) -> Tensor:
