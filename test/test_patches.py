@@ -1792,16 +1792,19 @@ def test_0066_one_iteration_reduce(trees):
   assert_patch_needed(trees, "0066", ONE_ITERATION_REDUCE, env={"DEV": "CPU", "CACHELEVEL": "0"})
 
 WIDE_GROUP_COALESCED = SM90_OPTS + """
-# few outputs over a long reduction read contiguously (rms norms' sums of squares over rows of 2048 and 768, 4 rows' sums):
-# the group's lanes adjacent in memory with 4 elements a lane a load (UNROLL 4, GROUP), not a run of elements a lane
-# (GROUPTOP); a reduction read with a stride (sums down 4 columns) keeps GROUPTOP
+# grouped reductions read contiguously (rms norms' sums of squares over rows of 2048 and 768, 4 rows' sums, 16 heads' dots
+# with a symbolic number of cached rows of 576): the group's lanes adjacent in memory with 4 elements a lane a load
+# (UNROLL 4, GROUP), not a run of elements a lane (GROUPTOP); a reduction read with a stride (sums down 4 columns) keeps
+# GROUPTOP
 import numpy as np
-from tinygrad import Tensor
+from tinygrad import Tensor, Variable
 x = Tensor.empty(2048, device="NULL")
 rows = Tensor.empty(4, 2048, device="NULL")
-for out, group in ((x.square().sum(), 256), (Tensor.empty(768, device="NULL").square().sum(), 64), (rows.sum(1), 256)):
+q, keys, T = Tensor.empty(16, 576, device="NULL"), Tensor.empty(512, 576, device="NULL"), Variable("T", 1, 512).bind(33)
+for out, group in ((x.square().sum(), 256), (Tensor.empty(768, device="NULL").square().sum(), 64), (rows.sum(1), 256),
+                   ((q @ keys[:T].T).contiguous(), 16)):
   opts = [(o.op, o.arg) for o in sm90_opts(out)]
-  assert opts == [(OptOps.UNROLL, 4), (OptOps.GROUP, group)], opts
+  assert opts[:2] == [(OptOps.UNROLL, 4), (OptOps.GROUP, group)], opts
 opts = [(o.op, o.arg) for o in sm90_opts(Tensor.empty(2048, 4, device="NULL").sum(0))]
 assert opts[0][0] is OptOps.GROUPTOP, opts
 # the grouped sums on a GPU-style device (PYTHON runs kernels with locals) against numpy
@@ -1809,6 +1812,11 @@ rng = np.random.default_rng(0)
 wd, xd = rng.standard_normal((4, 2048)).astype(np.float32), rng.standard_normal(2048).astype(np.float32)
 np.testing.assert_allclose(Tensor(wd, device="PYTHON").sum(1).numpy(), wd.astype(np.float64).sum(1), rtol=1e-4, atol=1e-4)
 np.testing.assert_allclose(Tensor(xd, device="PYTHON").square().sum().item(), (xd.astype(np.float64) ** 2).sum(), rtol=1e-5)
+# the dots of 33 rows (a symbolic count), each weighting a row of v, against numpy
+qd, kd, vd = (rng.standard_normal(s).astype(np.float32) for s in ((16, 576), (40, 576), (40, 8)))
+T = Variable("T", 1, 40).bind(33)
+got = ((Tensor(qd, device="PYTHON") @ Tensor(kd, device="PYTHON")[:T].T).contiguous() @ Tensor(vd, device="PYTHON")[:T]).numpy()
+np.testing.assert_allclose(got, qd.astype(np.float64) @ kd[:33].T.astype(np.float64) @ vd[:33], rtol=1e-4, atol=1e-3)
 print("ok")
 """
 
