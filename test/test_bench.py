@@ -456,10 +456,10 @@ def test_bench_quantized_opts_variants():
   assert "all 2 shapes match the float64 reference" in out.stdout
 
 def test_start_time_times_the_load_step_by_step(tmp_path):
-  """tools.start_time --repeat 2 --calls: two second processes, each with its load's steps timed (the uploads, the wait for
-  the device), the same first token as the first process's."""
+  """tools.start_time --repeat 2 --calls --cli: two second processes, each with its load's steps timed (the uploads, the wait
+  for the device), the same first token as the first process's; and the CLI's own time to its first printed byte, twice."""
   out = tmp_path / "start.json"
-  cmd = [sys.executable, "-m", "tools.start_time", "--presets", "youtu-llm-2b-tiny", "--repeat", "2", "--calls", "--json", str(out)]
+  cmd = [sys.executable, "-m", "tools.start_time", "--presets", "youtu-llm-2b-tiny", "--repeat", "2", "--calls", "--cli", "--json", str(out)]
   r = subprocess.run(cmd, cwd=ROOT, env={**os.environ, "DEV": "CPU"}, capture_output=True, text=True, timeout=600)
   assert r.returncode == 0, r.stderr[-2000:]
   row = json.loads(out.read_text())[0]
@@ -468,3 +468,4 @@ def test_start_time_times_the_load_step_by_step(tmp_path):
   assert row["second"]["token"] == row["first"]["token"] and calls["Opening.wait"][0] == 1 and calls["PackedTensor.upload"][0] > 0
   assert all(n > 0 and 0 <= longest <= total for n, total, longest in calls.values())
   assert "second load, step by step" in r.stdout
+  assert len(row["cli_first_token_s"]) == 2 and all(0 < t < 60 for t in row["cli_first_token_s"]) and "llm.py -p: first token at" in r.stdout

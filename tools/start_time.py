@@ -83,6 +83,20 @@ def run_child(preset: str, kernels: str, n_prompt: int, scratch: Path, calls: bo
           "load_phases_s": r["phases"], "weights_gb_s": r["weight_bytes"] / max(r["phases"]["weights"], 1e-9) / 1e9,
           "load_calls": r["load_calls"]}
 
+def cli_ttft(preset: str, kernels: str, n_prompt: int, scratch: Path) -> float:
+  """Seconds from starting `llm.py -p` (the CLI as a user runs it: its device, load and captures in .cache/captures) to the
+  first byte it prints: the first token of a prompt of about n_prompt words, greedy."""
+  text = " ".join(("The quick brown fox jumps over the lazy dog. " * 8).split()[:n_prompt])
+  env = {**os.environ, "CACHEDB": str(scratch / "cache.db")}
+  t0 = time.time()
+  p = subprocess.Popen([sys.executable, "apps/llm.py", "--model", preset, "--kernels", kernels, "--max-context", "1024", "-p", text,
+                        "-n", "1", "--temperature", "0"], env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+  first = p.stdout.read(1)
+  t = time.time() - t0
+  _, err = p.communicate()
+  if p.returncode or not first: raise SystemExit(f"start_time: llm.py -p failed on {preset}:\n{err.decode()[-3000:]}")
+  return t
+
 def llama_ttft(path: Path, n_prompt: int) -> float:
   from tools import llama_bench
   t0 = time.time()
@@ -102,6 +116,8 @@ def main(argv: list[str] | None = None) -> int:
   ap.add_argument("--json", type=Path)
   ap.add_argument("--calls", action="store_true", help="the second process's load step by step: the loader's steps and (CUDA) "
                   "driver calls, their count, seconds and longest (time_calls)")
+  ap.add_argument("--cli", action="store_true", help="the CLI's own time too: llm.py -p to the first byte it prints, 1 + repeat "
+                  "runs, the slowest dropped (the first may capture its steps)")
   ap.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
   a = ap.parse_args(argv)
   if a.child:
@@ -117,8 +133,10 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="start_time-") as d:
       first = run_child(preset, a.kernels, a.prompt, Path(d))
       seconds = sorted((run_child(preset, a.kernels, a.prompt, Path(d), a.calls) for _ in range(max(1, a.repeat))), key=lambda r: r["first_token_s"])
+      cli = sorted(cli_ttft(preset, a.kernels, a.prompt, Path(d)) for _ in range(1 + max(1, a.repeat)))[:-1] if a.cli else []
     runs = {"first": first, "second": seconds[len(seconds) // 2]}
     row = {"preset": preset, "kernels": a.kernels, **runs, "seconds_first_token_s": [r["first_token_s"] for r in seconds]}
+    if cli: row["cli_first_token_s"] = cli
     if a.llama: row["llama"] = {"first": llama_ttft(path, a.prompt), "second": llama_ttft(path, a.prompt)}
     rows.append(row)
     f, s = runs["first"], runs["second"]
@@ -126,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
           f"first token at {f['first_token_s']:.1f} s | second: import {s['import_s']:.1f} s, load {s['load_s']:.1f} s "
           f"({s['load_gb_s']:.2f} GB/s), first token at {s['first_token_s']:.1f} s ({s['captures_loaded']} captures loaded)"
           + (f" [median of {len(seconds)}: {seconds[0]['first_token_s']:.2f}-{seconds[-1]['first_token_s']:.2f} s]" if len(seconds) > 1 else "")
+          + (f" | llm.py -p: first token at {cli[len(cli) // 2]:.2f} s ({cli[0]:.2f}-{cli[-1]:.2f})" if cli else "")
           + (f" | llama.cpp {row['llama']['first']:.1f} / {row['llama']['second']:.1f} s" if a.llama else ""), flush=True)
     ph = s["load_phases_s"]
     print(f"{'':30s} second load: metadata and tokenizer {ph['metadata']:.2f} s, the device's opening past them {ph['device']:.2f} s, "

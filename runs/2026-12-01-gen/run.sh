@@ -102,6 +102,17 @@ ncu_decode() {  # ncu_decode M [SPARE [TARGET ARGS...]]: the generated step's ke
 #      changes, rendered for sm_90). Alone (call5, 2026-12-01) GROUP 16 took 5.0 / 4.6 us with 2 / 4 rows a thread against the
 #      heuristics' 6.5. The product alone (MVX 0 and 1, and those two picks), then the generated decode of DeepSeek-V2-Lite,
 #      MVX $VARIANTS (default 0 1 1 0; a kernel cache a variant)
+#  25: EXPERIMENTS 23 and 24 in one call: both diffs applied, (GROUP_COAL_ANY MVX) in $VARIANTS (default 00 10 11 11 10 00;
+#      a kernel cache a variant): 00 -> 10 is the scores' coalesced group (both models), 10 -> 11 the exact matvec group
+#      (DeepSeek-V2-Lite's shared Q6_K down; GLM-4.7-Flash's kernels unchanged, a repeat); the generated decode and 16-token
+#      prompts of the MoE models, then both on: greedy tokens on the tiny presets unless NOCHECK is set
+#  26: patch 67's form for any outputs (the series now) against its form for constant outputs only
+#      (experiments/group-coalesced-any-off.diff, GROUP_COAL_ANY=0): the generated decode of $PRESETS (default Youtu-LLM-2B and
+#      GLM-4.7-Flash: step 25 measured DeepSeek-V2-Lite), GROUP_COAL_ANY $VARIANTS (default 0 1 1 0; a kernel cache a variant)
+#  27: the CLI's start with its device opened on a thread from its first lines (apps.open_early) against the device opened
+#      after the imports, before the load (experiments/no-early-open.diff in A, a copy of the tree): tools.start_time --cli
+#      (llm.py -p to its first printed byte, and the loader's own times) of Youtu-LLM-2B, --repeat 3, A B B A; with LLAMA set,
+#      llama.cpp is built beside them (carry .cache/llama/llama-cpp-src.tar.xz) and B runs the three models with --llama last
 #   5: EXPERIMENT experiments/norm-fuse.diff (NORM_FUSE=0 the tree as it is): a decode product's norm inside it on the
 #      generated path (x * norm_w where the product reads x, which patch 63 stages once a workgroup; the rows' 1 / rms from
 #      one reduction kernel before, applied at the store): the norm's scale kernel goes where one product reads the normed x
@@ -296,6 +307,38 @@ case $1 in
        MVX=$v CACHEDB=/tmp/mx$v/cache.db timeout $(($(left) - 3)) python3 -m tools.gpu_bench --kernels generated \
          --presets deepseek-v2-lite --decode 32 --prefill 16 --json "$OUT/mx_$v.$RANDOM.json" 2>&1 | grep -v '^{' | grep -v "^x \|^$" | tail -2
      done ;;
+  25) patch -s -p1 -d upstream < runs/2026-12-01-gen/experiments/group-coalesced-any.diff || exit 1
+     patch -s -p1 -d upstream < runs/2026-12-01-gen/experiments/mv-exact-group.diff || exit 1
+     python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
+     synth deepseek-v2-lite glm-4.7-flash; echo "synthesized $(date +%T)"
+     for v in ${VARIANTS:-00 10 11 11 10 00}; do
+       a=${v:0:1} m=${v:1:1}; echo "-- GROUP_COAL_ANY=$a MVX=$m $(date +%T)"; mkdir -p /tmp/v$v
+       GROUP_COAL_ANY=$a MVX=$m CACHEDB=/tmp/v$v/cache.db timeout $(($(left) - ${MARGIN:-45})) python3 -m tools.gpu_bench --kernels generated \
+         --presets deepseek-v2-lite,glm-4.7-flash --decode 32 --prefill 16 --json "$OUT/v_$v.$RANDOM.json" 2>&1 | grep -v '^{' | grep -v "^x \|^$" | tail -3
+     done
+     [ -z "$NOCHECK" ] && GROUP_COAL_ANY=1 MVX=1 timeout $(($(left) - 2)) python3 -m tools.gpu_check release --kernels generated 2>&1 | tail -4 ;;
+  26) patch -s -p1 -d upstream < runs/2026-12-01-gen/experiments/group-coalesced-any-off.diff || exit 1
+     python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
+     P=${PRESETS:-youtu-llm-2b,glm-4.7-flash}
+     synth ${P//,/ }; echo "synthesized $(date +%T)"
+     for v in ${VARIANTS:-0 1 1 0}; do
+       echo "-- GROUP_COAL_ANY=$v $(date +%T)"; mkdir -p /tmp/ga$v
+       GROUP_COAL_ANY=$v CACHEDB=/tmp/ga$v/cache.db timeout $(($(left) - 3)) python3 -m tools.gpu_bench --kernels generated \
+         --presets $P --decode 32 --prefill 16 --json "$OUT/ga_$v.$RANDOM.json" 2>&1 | grep -v '^{' | grep -v "^x \|^$" | tail -3
+     done ;;
+  27) [ -n "$LLAMA" ] && (python3 -m tools.llama_bench build --time-limit 330 > "$OUT/llama_build.log" 2>&1) &
+     export TINYGRAD_MLA_CACHE=$PWD/.cache
+     rm -rf /tmp/A && mkdir /tmp/A && cp -r $(ls -A | grep -v '^.cache$') /tmp/A/ && patch -s -p1 -d /tmp/A < runs/2026-12-01-gen/experiments/no-early-open.diff || exit 1
+     for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     synth youtu-llm-2b ${LLAMA:+deepseek-v2-lite glm-4.7-flash}; echo "synthesized $(date +%T)"
+     spare=0; [ -n "$LLAMA" ] && spare=150
+     for v in A B B A; do
+       d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - spare)) python3 -m tools.start_time --presets youtu-llm-2b --repeat 3 --cli --json "$OUT/cli_$v.$RANDOM.json" 2>&1 | tail -2)
+     done
+     wait
+     [ -n "$LLAMA" ] && timeout $(($(left) - 3)) python3 -m tools.start_time --presets youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash --cli --llama \
+       --json "$OUT/cli_llama.json" 2>&1 | tail -6 ;;
   5) patch -s -p1 < runs/2026-12-01-gen/experiments/norm-fuse.diff || exit 1
      python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
      P=${PRESETS:-deepseek-v2-lite,glm-4.7-flash}
