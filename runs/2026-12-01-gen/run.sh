@@ -113,6 +113,9 @@ ncu_decode() {  # ncu_decode M [SPARE [TARGET ARGS...]]: the generated step's ke
 #      after the imports, before the load (experiments/no-early-open.diff in A, a copy of the tree): tools.start_time --cli
 #      (llm.py -p to its first printed byte, and the loader's own times) of Youtu-LLM-2B, --repeat 3, A B B A; with LLAMA set,
 #      llama.cpp is built beside them (carry .cache/llama/llama-cpp-src.tar.xz) and B runs the three models with --llama last
+#  28: BEAM=2 on the whole generated decode step of $PRESETS (default GLM-4.7-Flash, then DeepSeek-V2-Lite while time is left),
+#      beside BEAM=0 in the same call (bench_block.py --only decode --pos 32: a step's own time; BEAM's picks in a fresh
+#      kernel cache): the issue's decode target with BEAM is the search's best
 #   5: EXPERIMENT experiments/norm-fuse.diff (NORM_FUSE=0 the tree as it is): a decode product's norm inside it on the
 #      generated path (x * norm_w where the product reads x, which patch 63 stages once a workgroup; the rows' 1 / rms from
 #      one reduction kernel before, applied at the store): the norm's scale kernel goes where one product reads the normed x
@@ -339,6 +342,17 @@ case $1 in
      wait
      [ -n "$LLAMA" ] && timeout $(($(left) - 3)) python3 -m tools.start_time --presets youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash --cli --llama \
        --json "$OUT/cli_llama.json" 2>&1 | tail -6 ;;
+  28) python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
+     P=${PRESETS:-glm-4.7-flash,deepseek-v2-lite}
+     synth ${P//,/ }; echo "synthesized $(date +%T)"
+     for m in ${P//,/ }; do
+       for b in 0 2; do
+         echo "-- $m BEAM=$b $(date +%T)"; mkdir -p /tmp/bm$b
+         BEAM=$b CACHEDB=/tmp/bm$b/cache.db timeout $(($(left) - 3)) python3 bench_block.py 30 --rounds 3 --model $m --kernels generated \
+           --only decode --pos 32 --json > "$OUT/beam${b}_$m.json" 2> "$OUT/beam${b}_$m.err"; tail -2 "$OUT/beam${b}_$m.err"
+         python3 bench_block.py --markdown "$OUT/beam${b}_$m.json" 2>&1 | tail -1
+       done
+     done ;;
   5) patch -s -p1 < runs/2026-12-01-gen/experiments/norm-fuse.diff || exit 1
      python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
      P=${PRESETS:-deepseek-v2-lite,glm-4.7-flash}
