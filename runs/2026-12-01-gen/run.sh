@@ -116,6 +116,9 @@ ncu_decode() {  # ncu_decode M [SPARE [TARGET ARGS...]]: the generated step's ke
 #  28: BEAM=2 on the whole generated decode step of $PRESETS (default GLM-4.7-Flash, then DeepSeek-V2-Lite while time is left),
 #      beside BEAM=0 in the same call (bench_block.py --only decode --pos 32: a step's own time; BEAM's picks in a fresh
 #      kernel cache): the issue's decode target with BEAM is the search's best
+#  29: where a batched decode step of DeepSeek-V2-Lite goes on the hand-written path (8 sequences: 1,327 tok/s against
+#      llama-batched-bench's 1,283, the issue's aim 2x; one sequence 706): tools.profile's as-run step and per-kernel table at
+#      --batch 8 and --batch 1, then Nsight Compute's device times of the batch-8 step while time is left (step 1's ncu_decode)
 #   5: EXPERIMENT experiments/norm-fuse.diff (NORM_FUSE=0 the tree as it is): a decode product's norm inside it on the
 #      generated path (x * norm_w where the product reads x, which patch 63 stages once a workgroup; the rows' 1 / rms from
 #      one reduction kernel before, applied at the store): the norm's scale kernel goes where one product reads the normed x
@@ -353,6 +356,16 @@ case $1 in
          python3 bench_block.py --markdown "$OUT/beam${b}_$m.json" 2>&1 | tail -1
        done
      done ;;
+  29) python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
+     synth deepseek-v2-lite; echo "synthesized $(date +%T)"
+     for b in 8 1; do
+       timeout $(($(left) - 3)) python3 -m tools.profile --model deepseek-v2-lite --target decode --batch $b --pos 32 --repeat 3 --count 20 \
+         --top 40 > "$OUT/prof_b$b.txt" 2>&1; head -8 "$OUT/prof_b$b.txt"
+     done
+     timeout $(($(left) - 3)) ncu --profile-from-start off --clock-control none --cache-control none \
+       --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum --csv --log-file "$OUT/ncu_b8.csv" \
+       python3 -m tools.profile --model deepseek-v2-lite --target decode --batch 8 --pos 32 --repeat 3 --count 20 --ncu --json > "$OUT/rows_b8.json" 2> "$OUT/ncu_b8.err"
+     python3 -m tools.profile --ncu-csv "$OUT/ncu_b8.csv" --rows "$OUT/rows_b8.json" --top 40 > "$OUT/ncu_b8.txt" 2>&1; head -6 "$OUT/ncu_b8.txt" ;;
   5) patch -s -p1 < runs/2026-12-01-gen/experiments/norm-fuse.diff || exit 1
      python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
      P=${PRESETS:-deepseek-v2-lite,glm-4.7-flash}
