@@ -364,7 +364,7 @@ class QuantizedExpertWeights:
     # wide tiles where the experts average one and a half of them (48 entries: DeepSeek-V2-Lite's 512-token chunk, +2.0%); at
     # one (GLM-4.7-Flash's 32) the padding of half-empty wide tiles costs more than they win (-2.7%)
     tile = 2 * TILE if Bmax * J >= 3 * TILE * self.n_expert else TILE
-    entry, expert, slot = expert_tiles(sels, self.n_expert, tile)
+    entry, expert, slot, count = expert_tiles(sels, self.n_expert, tile)
     xt = dispatch.gather_rows(xs.reshape(Bmax * J, -1) if per_slot else xs, entry if per_slot else entry // J)
     T, ys = entry.shape[0] // tile, []
     for w, n in zip(self.groups, self.outs):
@@ -373,7 +373,9 @@ class QuantizedExpertWeights:
       else:
         spec = KernelSpec("experts", w.fmt, T, tile, n, self.in_features, self.n_expert, True, True, base_device(xs.device),
                           per_tile=True, kernels=self.kernels, fusions=self.fusions, modules=self.kernel_modules)
-        y = dispatch.launch(spec, Tensor.empty(T, tile, n, dtype=xs.dtype, device=xs.device), xt.reshape(T, tile, -1), expert, *w.part_list())
+        # a kernel that skips the tiles' padding (the CPU's) takes each tile's expert + n_expert x its padding entries
+        sel = expert + self.n_expert * (tile - count) if getattr(dispatch.kernel_cached(spec), "tile_padding", False) else expert
+        y = dispatch.launch(spec, Tensor.empty(T, tile, n, dtype=xs.dtype, device=xs.device), xt.reshape(T, tile, -1), sel, *w.part_list())
       ys.append(dispatch.gather_rows(y.reshape(T * tile, n), slot).reshape(Bmax, J, n))
     return self._cat(ys)
 
@@ -412,8 +414,9 @@ TILE = 16   # entries a tile of expert_tiles
 def expert_tiles(sel: Tensor, n_expert: int, tile: int) -> tuple[Tensor, Tensor, Tensor]:
   """A routing sel (B, J) as tiles of `tile` entries (b * J + j) routed to one expert each, the experts in order, each
   expert's entries in entry order, its last tile padded with entry 0: the tiles' entries (n_tiles * tile,), their experts
-  (n_tiles,) and each entry's place among the tiles' (B * J,), all int32. n_tiles = ceil(B * J / tile) + n_expert, the most
-  any routing needs (the experts past the last used tile are n_expert - 1, their entries 0)."""
+  (n_tiles,), each entry's place among the tiles' (B * J,) and the entries each tile holds (n_tiles,: the rest padding),
+  all int32. n_tiles = ceil(B * J / tile) + n_expert, the most any routing needs (the tiles past the last used one hold
+  none: their experts n_expert - 1, their entries 0)."""
   P, E = sel.shape[0] * sel.shape[1], n_expert
   n_tiles = -(-P // tile) + E
   e = sel.reshape(P).cast(dtypes.int32).maximum(0).minimum(E - 1)
@@ -425,8 +428,12 @@ def expert_tiles(sel: Tensor, n_expert: int, tile: int) -> tuple[Tensor, Tensor,
   slot = (onehot.where(first.unsqueeze(0), 0).sum(1) + rank // tile) * tile + rank % tile  # (P,)
   s = Tensor.arange(n_tiles * tile).to(sel.device)
   entry = (slot.unsqueeze(0) == s.unsqueeze(1)).where(p.unsqueeze(0), 0).sum(1)            # (n_tiles * tile,)
-  expert = ((first + tiles).unsqueeze(0) <= Tensor.arange(n_tiles).to(sel.device).unsqueeze(1)).sum(1).minimum(E - 1)
-  return entry.cast(dtypes.int32), expert.cast(dtypes.int32), slot.cast(dtypes.int32)
+  t = Tensor.arange(n_tiles).to(sel.device)
+  expert = ((first + tiles).unsqueeze(0) <= t.unsqueeze(1)).sum(1).minimum(E - 1)
+  mine = expert.unsqueeze(1) == Tensor.arange(E).to(sel.device)                             # (n_tiles, E): the tile's expert
+  held = mine.where(onehot.sum(0).unsqueeze(0), 0).sum(1) - (t - mine.where(first.unsqueeze(0), 0).sum(1)) * tile
+  count = held.maximum(0).minimum(tile)
+  return entry.cast(dtypes.int32), expert.cast(dtypes.int32), slot.cast(dtypes.int32), count.cast(dtypes.int32)
 
 def mul_mat_id(w: QuantizedExpertWeights, sel: Tensor, x: Tensor) -> Tensor:
   """ggml's mul_mat_id: out[..., j, :] = W[sel[..., j]] @ x (x (..., in) shared by the k slots, or (..., k, in))."""

@@ -400,11 +400,14 @@ def test_experts_prefill_symbolic(tmp_path):
 def test_expert_tiles_hold_each_entry_once(B, J, E, tile):
   rng = np.random.default_rng(B)
   for sel in [rng.integers(0, E, (B, J)).astype(np.int32) for _ in range(4)] + [np.zeros((B, J), np.int32)]:
-    entry, expert, slot = (t.numpy() for t in expert_tiles(Tensor(sel), E, tile))
+    entry, expert, slot, count = (t.numpy() for t in expert_tiles(Tensor(sel), E, tile))
     assert len(expert) == -(-B * J // tile) + E and len(entry) == len(expert) * tile
     assert (entry[slot] == np.arange(B * J)).all() and len(set(slot.tolist())) == B * J   # each entry in one place
     assert (expert[slot // tile] == sel.reshape(-1)).all()                                # a tile holds its expert's entries
     assert (np.diff(expert) >= 0).all()                                                   # the experts in order
+    # a tile's count is its entries, first in the tile: the places below it hold an entry, the rest padding
+    assert (count == np.bincount(slot // tile, minlength=len(expert))).all() and (slot % tile < count[slot // tile]).all()
+    assert (np.diff((count > 0).astype(int)) <= 0).all()                                  # the tiles that hold none come last
 
 @pytest.mark.parametrize("E, B, J", [(6, 20, 3), (2, 40, 2)], ids=["tile16", "tile32"])   # 10 entries an expert, 40
 @pytest.mark.parametrize("typ", [GGMLType.Q4_0, GGMLType.Q6_K, GGMLType.Q5_K], ids=lambda t: t.name)

@@ -82,12 +82,12 @@ def _scales(nb: int) -> str:
   dq = lambda i: f"(float)dn[4 * g + {i}]" if nb % 4 == 0 else f"(4 * g + {i} < {nb} ? (float)dn[4 * g + {i}] : 0.0f)"
   return _SCALES.format(d0=dq(0), d1=dq(1), d2=dq(2), d3=dq(3))
 
-def _tiles_of_tokens(K: int, tile: int, panel: int) -> str:
+def _tiles_of_tokens(K: int, tile: int, panel: int, count: str = "pt") -> str:
   """The microkernel of the buffer form: ROWS unpacked rows' vectors c0..c1 - 1 (wb, a row CHUNK vectors apart) times a
-  tile of tokens at a time of the panel's pt (xp, a token K floats apart), into their sums so far (ab, a row `panel` apart)."""
+  tile of tokens at a time of the `count` tokens of the panel it computes (xp, a token K floats apart), into their sums so far (ab, a row `panel` apart)."""
   R, V, C = ROWS, K // 16, CHUNK
   acc = [(i, t) for i in range(R) for t in range(tile)]
-  return f"""        for (int t0 = 0; t0 < pt; t0 += {tile}) {{
+  return f"""        for (int t0 = 0; t0 < {count}; t0 += {tile}) {{
           const f16v* xv = (const f16v*)(xp + (long)t0 * {K});
           f16v {", ".join(f"a{i}{t} = ab[{i} * {panel} + t0 + {t}]" for i, t in acc)};
           for (int v = c0; v < c1; v++) {{
@@ -98,19 +98,22 @@ def _tiles_of_tokens(K: int, tile: int, panel: int) -> str:
           {" ".join(f"ab[{i} * {panel} + t0 + {t}] = a{i}{t};" for i, t in acc)}
         }}"""
 
-def _row_groups(N: int, T: int, P: int, expert: str, xrow, fill_x: str) -> str:
+def _row_groups(N: int, T: int, P: int, expert: str, xrow, fill_x: str, tokens: str = "pt") -> str:
   """The loops of both buffer forms: panels of P tokens, each walking the thread's rows in groups of r (up to ROWS, of one
-  slot) from row n, with fill_x (token p0 + t's x at xj) run for each of the panel's tokens where the rows enter a slot.
-  The caller's code for the group follows, then `n += r; } }`."""
+  slot) from row n, with fill_x (token p0 + t's x at xj) run for each of the slot's pts tokens of the panel (`tokens`, a C
+  expression after `expert`: all pt of them, or fewer) where the rows enter a slot. The caller's code for the group
+  follows, then `n += r; } }`."""
   return f"""
   for (int p0 = 0; p0 < {T}; p0 += {P}) {{
     const int pt = {T} - p0 < {P} ? {T} - p0 : {P};
+    int pts = pt;
     slot = -1;
     for (int n = n0; n < n1;) {{
       if (n / {N} != slot) {{
         slot = n / {N};
         {expert}
-        for (int t = 0; t < pt; t++) {{
+        pts = {tokens};
+        for (int t = 0; t < pts; t++) {{
           const float* xj = x + {xrow("p0 + t")};
           {fill_x}
         }}
@@ -135,7 +138,9 @@ def source(name: str, N: int, K: int, residual: bool, threads: int, J: int = 1, 
   """T tokens, J slots of N rows each: out[t, j, n] = W[j N + n] . x[t, j] (+ residual[t, n] where J is 1), x[t, j] at
   x + (t J + j) xs (xs: 0 is K). Routed (a routed expert's rows a slot, its id sel[j] clamped to [0, E), no residual):
   ("entries", E, k, per_slot): one token, J entries of tokens' k experts each (out[j, n] = W[sel[j] N + n] . x[j // k], or
-  x[j] per slot); ("tiles", E): J tiles of T tokens routed to one expert each (out[j, t, n] = W[sel[j] N + n] . x[j, t]).
+  x[j] per slot); ("tiles", E): J tiles of T tokens routed to one expert each (out[j, t, n] = W[e N + n] . x[j, t] for
+  sel[j] = e + E * pad: the tile's last pad tokens are padding, whose outputs are not written; a tile of T of them takes no
+  work, and the threads share the rows of the tiles up to the last that has tokens).
   A thread takes a share of the J N rows. few() tokens: a row at a time, its words unpacked in registers into every
   token's multiply-adds (the weights streamed once, as a decode product is bound by them). More: ROWS rows at a time, a
   chunk of K at a time, unpacked and scaled into a buffer on the stack, then a tile of tokens at a time takes them (an fp32
@@ -152,8 +157,17 @@ def source(name: str, N: int, K: int, residual: bool, threads: int, J: int = 1, 
   # a slot's weight rows start at row wbase + slot N: its expert's, where routed
   expert = f"int e = sel[slot]; e = e < 0 ? 0 : e > {routed[1] - 1} ? {routed[1] - 1} : e; wbase = (e - slot) * {N};" if routed else ""
   res = " + residual[o]" if residual else ""
+  split = f"const int n0 = core_id * {rows}, n1 = (core_id + 1) * {rows} < {J * N} ? (core_id + 1) * {rows} : {J * N};"
+  tokens = "pt"
+  if kind == "tiles":   # sel = expert + E x the tile's padding tokens: the rows of the tiles that hold tokens, the tokens a slot holds
+    E = routed[1]
+    expert = f"const int sv = sel[slot] < 0 ? 0 : sel[slot]; int e = sv % {E}, pad = sv / {E} < {T} ? sv / {E} : {T}; wbase = (e - slot) * {N};"
+    split = f"""int used = 0;   /* tiles up to the last that holds tokens */
+  for (int j = 0; j < {J}; j++) if (sel[j] < {E * T}) used = j + 1;
+  const int per = (used * {N} + {threads - 1}) / {threads}, n0 = core_id * per, n1 = n0 + per < used * {N} ? n0 + per : used * {N};"""
+    tokens = f"{T} - pad - p0 <= 0 ? 0 : {T} - pad - p0 >= pt ? pt : ({T} - pad - p0 + {tiles(T, KP)[0] - 1}) / {tiles(T, KP)[0]} * {tiles(T, KP)[0]}"
   head = _HEAD + _tail_words(nb) + f"""void {name}({args}) {{
-  const int n0 = core_id * {rows}, n1 = (core_id + 1) * {rows} < {J * N} ? (core_id + 1) * {rows} : {J * N};
+  {split}
   int slot = -1, wbase = 0;"""
   if few(T, K):
     return head + f"""
@@ -190,14 +204,14 @@ def source(name: str, N: int, K: int, residual: bool, threads: int, J: int = 1, 
   float xp[{panel * KP}] __attribute__((aligned(64)));   /* a panel's tokens, permuted */
   f16v wb[{R * C}], ab[{R * panel}];                     /* a chunk of ROWS rows unpacked and scaled; their sums so far */
   for (int v = 0; v < {R * C}; v++) wb[v] = 0.0f;        /* (a group of fewer rows computes the rest on zeros) */
-  {_row_groups(N, T, panel, expert, xrow, f"float* xt = xp + t * {KP}; " + _PERMUTE.format(G=KP // 128, nb=nb, dst="xt", src="xj", stride=""))}
+  {_row_groups(N, T, panel, expert, xrow, f"float* xt = xp + t * {KP}; " + _PERMUTE.format(G=KP // 128, nb=nb, dst="xt", src="xj", stride=""), tokens)}
       for (int v = 0; v < {R * panel}; v++) ab[v] = 0.0f;   /* (a row's sums `panel` apart: all of them, in a short last panel too) */
       for (int c0 = 0; c0 < {V}; c0 += {C}) {{   /* a chunk of K: its unpacked rows stay in L1 for every tile of tokens */
         const int c1 = c0 + {C} < {V} ? c0 + {C} : {V};
         {_unpack_rows(nb, C, "c0", "c1")}
-{_tiles_of_tokens(KP, tile, panel)}
+{_tiles_of_tokens(KP, tile, panel, "pts")}
       }}
-      for (int i = 0; i < r; i++) for (int t = 0; t < pt; t++) {{
+      for (int i = 0; i < r; i++) for (int t = 0; t < pts; t++) {{
         const long o = {orow("p0 + t")} + n + i;
         out[o] = hsum(ab[i * {panel} + t]){res};
       }}
@@ -257,8 +271,10 @@ def kernel(N: int, K: int, residual: bool, device: str, J: int = 1, xs: int = 0,
          (f"_xs{xs}" if xs else "") + (f"_t{T}" if T > 1 else "") + ("_x" if kind == "entries" and routed[3] else "")
   params = (Param("out", dtypes.float32, True), Param("x", dtypes.float32), *([Param("sel", dtypes.int32)] if routed else []),
             *([Param("residual", dtypes.float32)] if residual else []), Param("d", dtypes.float16), Param("qs", dtypes.uint32))
-  return source_program(name, params, source(name, N, K, residual, threads, J, xs, T, routed), (threads, 1, 1), (1, 1, 1), device,
-                        core_id=threads)
+  fxn = source_program(name, params, source(name, N, K, residual, threads, J, xs, T, routed), (threads, 1, 1), (1, 1, 1), device,
+                       core_id=threads)
+  fxn.tile_padding = kind == "tiles"   # its sel is each tile's expert + E x its padding tokens (quantized.expert_tiles' count)
+  return fxn
 
 K_TOKENS = 8   # the most tokens the Q5_K / Q6_K products take a row at a time (their sums in registers beside a half-block's
                # unpacked weights); more go through the buffer form
