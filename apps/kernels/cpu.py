@@ -84,7 +84,8 @@ def _scales(nb: int) -> str:
 
 def _tiles_of_tokens(K: int, tile: int, panel: int, count: str = "pt") -> str:
   """The microkernel of the buffer form: ROWS unpacked rows' vectors c0..c1 - 1 (wb, a row CHUNK vectors apart) times a
-  tile of tokens at a time of the `count` tokens of the panel it computes (xp, a token K floats apart), into their sums so far (ab, a row `panel` apart)."""
+  tile of tokens at a time of the `count` tokens of the panel it computes (xp, a token K floats apart), into their sums so
+  far (ab, a row `panel` apart)."""
   R, V, C = ROWS, K // 16, CHUNK
   acc = [(i, t) for i in range(R) for t in range(tile)]
   return f"""        for (int t0 = 0; t0 < {count}; t0 += {tile}) {{
@@ -204,7 +205,8 @@ def source(name: str, N: int, K: int, residual: bool, threads: int, J: int = 1, 
   float xp[{panel * KP}] __attribute__((aligned(64)));   /* a panel's tokens, permuted */
   f16v wb[{R * C}], ab[{R * panel}];                     /* a chunk of ROWS rows unpacked and scaled; their sums so far */
   for (int v = 0; v < {R * C}; v++) wb[v] = 0.0f;        /* (a group of fewer rows computes the rest on zeros) */
-  {_row_groups(N, T, panel, expert, xrow, f"float* xt = xp + t * {KP}; " + _PERMUTE.format(G=KP // 128, nb=nb, dst="xt", src="xj", stride=""), tokens)}
+  {_row_groups(N, T, panel, expert, xrow, f"float* xt = xp + t * {KP}; " + _PERMUTE.format(G=KP // 128, nb=nb, dst="xt", src="xj", stride=""),
+                tokens)}
       for (int v = 0; v < {R * panel}; v++) ab[v] = 0.0f;   /* (a row's sums `panel` apart: all of them, in a short last panel too) */
       for (int c0 = 0; c0 < {V}; c0 += {C}) {{   /* a chunk of K: its unpacked rows stay in L1 for every tile of tokens */
         const int c1 = c0 + {C} < {V} ? c0 + {C} : {V};
