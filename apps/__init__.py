@@ -78,5 +78,6 @@ def open_early(device: str | None) -> None:
   t.start()
 
 def join_early() -> None:
-  """Wait for the device open_early started, if any."""
-  while _early: _early.pop().join()
+  """Wait for the device open_early started, if any: every caller waits for it (joined before the list is cleared)."""
+  for t in list(_early): t.join()
+  _early.clear()

@@ -411,7 +411,7 @@ class QuantizedExpertWeights:
 
 TILE = 16   # entries a tile of expert_tiles
 
-def expert_tiles(sel: Tensor, n_expert: int, tile: int) -> tuple[Tensor, Tensor, Tensor]:
+def expert_tiles(sel: Tensor, n_expert: int, tile: int) -> tuple[Tensor, Tensor, Tensor, Tensor]:
   """A routing sel (B, J) as tiles of `tile` entries (b * J + j) routed to one expert each, the experts in order, each
   expert's entries in entry order, its last tile padded with entry 0: the tiles' entries (n_tiles * tile,), their experts
   (n_tiles,), each entry's place among the tiles' (B * J,) and the entries each tile holds (n_tiles,: the rest padding),
@@ -430,9 +430,7 @@ def expert_tiles(sel: Tensor, n_expert: int, tile: int) -> tuple[Tensor, Tensor,
   entry = (slot.unsqueeze(0) == s.unsqueeze(1)).where(p.unsqueeze(0), 0).sum(1)            # (n_tiles * tile,)
   t = Tensor.arange(n_tiles).to(sel.device)
   expert = ((first + tiles).unsqueeze(0) <= t.unsqueeze(1)).sum(1).minimum(E - 1)
-  mine = expert.unsqueeze(1) == Tensor.arange(E).to(sel.device)                             # (n_tiles, E): the tile's expert
-  held = mine.where(onehot.sum(0).unsqueeze(0), 0).sum(1) - (t - mine.where(first.unsqueeze(0), 0).sum(1)) * tile
-  count = held.maximum(0).minimum(tile)
+  count = ((slot // tile).unsqueeze(0) == t.unsqueeze(1)).sum(1)                           # (n_tiles,): entries a tile holds
   return entry.cast(dtypes.int32), expert.cast(dtypes.int32), slot.cast(dtypes.int32), count.cast(dtypes.int32)
 
 def mul_mat_id(w: QuantizedExpertWeights, sel: Tensor, x: Tensor) -> Tensor:

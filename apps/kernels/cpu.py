@@ -166,7 +166,8 @@ def source(name: str, N: int, K: int, residual: bool, threads: int, J: int = 1, 
     split = f"""int used = 0;   /* tiles up to the last that holds tokens */
   for (int j = 0; j < {J}; j++) if (sel[j] < {E * T}) used = j + 1;
   const int per = (used * {N} + {threads - 1}) / {threads}, n0 = core_id * per, n1 = n0 + per < used * {N} ? n0 + per : used * {N};"""
-    tokens = f"{T} - pad - p0 <= 0 ? 0 : {T} - pad - p0 >= pt ? pt : ({T} - pad - p0 + {tiles(T, KP)[0] - 1}) / {tiles(T, KP)[0]} * {tiles(T, KP)[0]}"
+    mt = tiles(T, KP)[0]   # the microkernel's tokens: a slot's entries rounded up to them
+    tokens = f"{T} - pad - p0 <= 0 ? 0 : {T} - pad - p0 >= pt ? pt : ({T} - pad - p0 + {mt - 1}) / {mt} * {mt}"
   head = _HEAD + _tail_words(nb) + f"""void {name}({args}) {{
   {split}
   int slot = -1, wbase = 0;"""
