@@ -59,25 +59,3 @@ KERNEL_PATHS = ("hand", "generated")
 # half the bytes (what llama.cpp keeps by default): each cached row is rounded to fp16 once, and the attention reads it
 # exactly (the journal and the README give the logits' distance it costs)
 CACHE_TYPES = ("f32", "f16")
-
-# A device opened on a thread from a process's first lines (the CLI's), while numpy, jinja2 and the apps are imported: on
-# CUDA the driver's start and the context (~0.3 s of a second process's start on an H200's host) wait in ctypes calls,
-# which let the imports run. Whoever opens the device next joins the thread first (tinygrad's devices are not opened from
-# two threads at once); a device that fails to open here fails again there, with that caller's error.
-_early: list = []
-
-def open_early(device: str | None) -> None:
-  """Start opening `device` (None: tinygrad's default device) on a daemon thread."""
-  import threading
-  def open_it() -> None:
-    try:
-      from tinygrad import Device
-      Device[Device.canonicalize(device)]
-    except Exception: pass
-  _early.append(t := threading.Thread(target=open_it, name="open-device", daemon=True))
-  t.start()
-
-def join_early() -> None:
-  """Wait for the device open_early started, if any: every caller waits for it (joined before the list is cleared)."""
-  for t in list(_early): t.join()
-  _early.clear()

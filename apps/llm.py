@@ -21,14 +21,6 @@ import argparse, json, os, platform, secrets, shutil, signal, subprocess, time
 from dataclasses import dataclass, field, asdict
 import apps  # noqa: F401  (the patched tinygrad first on sys.path; before anything imports tinygrad)
 
-def _device_flag(argv: list[str]) -> str | None:
-  """--device's value in argv (the last one, as argparse takes it), read before argparse is: None where absent."""
-  dev = None
-  for i, a in enumerate(argv):
-    if a == "--device" and i + 1 < len(argv): dev = argv[i + 1]
-    elif a.startswith("--device="): dev = a.split("=", 1)[1]
-  return dev
-if __name__ == "__main__": apps.open_early(_device_flag(sys.argv[1:]))   # the device opens while the rest is imported
 from apps import synth, models, KERNEL_PATHS, CACHE_TYPES
 from apps.chat import ChatError
 from apps.engine import CPU_LIKE, DEFAULT_PRESET, Engine, UserError, note, resolve_model
@@ -315,7 +307,6 @@ def list_models() -> None:
 def open_device(device: str | None) -> str:
   """The canonical device name, opened: an unknown or broken device is a one-line error here, not a traceback later."""
   from tinygrad import Device
-  apps.join_early()   # tinygrad's default device (a probe of each backend) and the device itself: opened once, there
   try: name = Device.canonicalize(device)
   except Exception as e: raise UserError(f"no tinygrad device works here ({type(e).__name__}: {e}): pass --device (e.g. CPU)") from None
   if name.split(":")[0] not in Device._devices:

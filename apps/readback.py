@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib, ctypes, math, os
 from concurrent.futures import Future, ThreadPoolExecutor, wait as wait_futures
 import numpy as np
-import apps
 from tinygrad import Device, Tensor, dtypes
 from tinygrad.device import BufferSpec
 from tinygrad.uop.ops import Ops, UOp
@@ -268,7 +267,6 @@ class Opening:
     self.device, self.size = Device.canonicalize(device), Future()
     self.done = POOL.submit(self._open)
   def _open(self) -> None:
-    apps.join_early()
     Device[self.device]
     if staged(self.device) and (nbytes := self.size.result()): _staging(self.device).reserve(nbytes)
   def reserve(self, nbytes: int) -> None:

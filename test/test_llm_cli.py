@@ -287,21 +287,11 @@ def test_prompt_longer_than_the_context(eng, capsys):
   assert "--max-context" in err
 
 def test_errors_from_the_script_and_the_module():
-  # the script opens --device's device on a thread from its first lines: an unknown one fails there quietly and here aloud
   for cmd, want_rc, fragment in (([sys.executable, "apps/llm.py", "--model", "/no/such/model.gguf"], 1, "no such file"),
                                  ([sys.executable, "apps/llm.py", "--device", "FOO", "--model", PRESET, "-p", "x"], 1, "unknown --device 'FOO'"),
                                  ([sys.executable, "-m", "apps.llm", "--top-k", "-1"], 2, "--top-k")):
     p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     one_error_line(p.stderr, p.returncode, want_rc, fragment)
-
-def test_device_opens_while_the_script_imports():
-  """The script reads --device before argparse does (the last one wins, as in argparse) and opens that device on a thread
-  while it imports; open_device joins the thread before it touches the device: opened once, there."""
-  assert llm._device_flag(["-p", "x", "--device", "CPU", "--device=CPU:1"]) == "CPU:1"
-  assert llm._device_flag(["--model", "m", "--device"]) is None and llm._device_flag([]) is None
-  import apps
-  apps.open_early("CPU")
-  assert llm.open_device("CPU") == "CPU" and not apps._early
 
 def test_list_models(capsys):
   rc, out, err = run_main(["--list-models"], capsys)
