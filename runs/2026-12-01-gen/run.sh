@@ -119,6 +119,12 @@ ncu_decode() {  # ncu_decode M [SPARE [TARGET ARGS...]]: the generated step's ke
 #  29: where a batched decode step of DeepSeek-V2-Lite goes on the hand-written path (8 sequences: 1,327 tok/s against
 #      llama-batched-bench's 1,283, the issue's aim 2x; one sequence 706): tools.profile's as-run step and per-kernel table at
 #      --batch 8 and --batch 1, then Nsight Compute's device times of the batch-8 step while time is left (step 1's ncu_decode)
+#  30: the generated path's chunk products with the weights' int8 quants held from the load (QuantizedLinear.hold_quants), not
+#      made by each chunk: A = the tree less experiments/held-quants.diff (a copy), B = the tree; gpu_bench --kernels generated
+#      of Youtu-LLM-2B (decode 32, prefill 512) in A B B A while llama.cpp builds, then B beside llama.cpp (--llama); then
+#      $MORE (default the MoE models) in B and A while time is left (a kernel cache a variant)
+#  31: step 30's A/B again on Youtu-LLM-2B alone, A B A B, nothing else on the host (step 30's first runs shared it with
+#      llama.cpp's build), the held quants realized in one schedule at the load
 #   5: EXPERIMENT experiments/norm-fuse.diff (NORM_FUSE=0 the tree as it is): a decode product's norm inside it on the
 #      generated path (x * norm_w where the product reads x, which patch 63 stages once a workgroup; the rows' 1 / rms from
 #      one reduction kernel before, applied at the store): the norm's scale kernel goes where one product reads the normed x
@@ -366,6 +372,30 @@ case $1 in
        --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum --csv --log-file "$OUT/ncu_b8.csv" \
        python3 -m tools.profile --model deepseek-v2-lite --target decode --batch 8 --pos 32 --repeat 3 --count 20 --ncu --json > "$OUT/rows_b8.json" 2> "$OUT/ncu_b8.err"
      python3 -m tools.profile --ncu-csv "$OUT/ncu_b8.csv" --rows "$OUT/rows_b8.json" --top 40 > "$OUT/ncu_b8.txt" 2>&1; head -6 "$OUT/ncu_b8.txt" ;;
+  30) (python3 -m tools.llama_bench build --time-limit 300 > "$OUT/llama_build.log" 2>&1) &
+     export TINYGRAD_MLA_CACHE=$PWD/.cache
+     rm -rf /tmp/A && mkdir /tmp/A && cp -r $(ls -A | grep -v '^.cache$') /tmp/A/ && patch -R -s -p1 -d /tmp/A < runs/2026-12-01-gen/experiments/held-quants.diff || exit 1
+     for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     synth youtu-llm-2b; echo "synthesized $(date +%T)"
+     hq() {  # hq VARIANT PRESETS [ARGS...]: gpu_bench of the generated path in A's copy or the tree, a kernel cache a variant
+       local v=$1 p=$2 d=.; shift 2; [ $v = A ] && d=/tmp/A; mkdir -p /tmp/hq$v; echo "-- $v $p $(date +%T)"
+       (cd $d && CACHEDB=/tmp/hq$v/cache.db timeout $(($(left) - 3)) python3 -m tools.gpu_bench --kernels generated --presets $p --decode 32 \
+         --prefill 512 --json "$OUT/hq_$v.$RANDOM.json" "$@" 2>&1 | grep -v '^{' | tail -6)
+     }
+     for v in A B B A; do hq $v youtu-llm-2b; done
+     wait; tail -2 "$OUT/llama_build.log"; echo "built $(date +%T)"
+     hq B youtu-llm-2b --llama
+     M=${MORE-deepseek-v2-lite,glm-4.7-flash}
+     for m in ${M//,/ }; do synth $m; for v in B A; do [ $(left) -gt 90 ] && hq $v $m; done; done ;;
+  31) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     rm -rf /tmp/A && mkdir /tmp/A && cp -r $(ls -A | grep -v '^.cache$') /tmp/A/ && patch -R -s -p1 -d /tmp/A < runs/2026-12-01-gen/experiments/held-quants.diff || exit 1
+     for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     synth youtu-llm-2b; echo "synthesized $(date +%T)"
+     for v in A B A B; do
+       d=.; [ $v = A ] && d=/tmp/A; mkdir -p /tmp/hq$v; echo "-- $v $(date +%T)"
+       (cd $d && CACHEDB=/tmp/hq$v/cache.db timeout $(($(left) - 3)) python3 -m tools.gpu_bench --kernels generated --presets youtu-llm-2b \
+         --decode 32 --prefill 512 2>&1 | grep youtu-llm-2b | tail -1)
+     done ;;
   5) patch -s -p1 < runs/2026-12-01-gen/experiments/norm-fuse.diff || exit 1
      python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
      P=${PRESETS:-deepseek-v2-lite,glm-4.7-flash}
