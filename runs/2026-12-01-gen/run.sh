@@ -125,6 +125,10 @@ ncu_decode() {  # ncu_decode M [SPARE [TARGET ARGS...]]: the generated step's ke
 #      $MORE (default the MoE models) in B and A while time is left (a kernel cache a variant)
 #  31: step 30's A/B again on Youtu-LLM-2B alone, A B A B, nothing else on the host (step 30's first runs shared it with
 #      llama.cpp's build), the held quants realized in one schedule at the load
+#  32: the hand-written decode matvec's routed experts of several tokens with a row group's (slot, token) pairs as neighbouring
+#      workgroups (EXPERIMENT experiments/expert-pairs.diff, its emulator test in it: the pairs that picked one expert read its
+#      rows together; the grid kept each slot's pairs apart): A = the tree, B = the tree with the diff (a copy); gpu_bench
+#      --batch 1,2,4,8 of $PRESETS (default the MoE models), A B B A (one token's kernels are the same in both)
 #   5: EXPERIMENT experiments/norm-fuse.diff (NORM_FUSE=0 the tree as it is): a decode product's norm inside it on the
 #      generated path (x * norm_w where the product reads x, which patch 63 stages once a workgroup; the rows' 1 / rms from
 #      one reduction kernel before, applied at the store): the norm's scale kernel goes where one product reads the normed x
@@ -395,6 +399,16 @@ case $1 in
        d=.; [ $v = A ] && d=/tmp/A; mkdir -p /tmp/hq$v; echo "-- $v $(date +%T)"
        (cd $d && CACHEDB=/tmp/hq$v/cache.db timeout $(($(left) - 3)) python3 -m tools.gpu_bench --kernels generated --presets youtu-llm-2b \
          --decode 32 --prefill 512 2>&1 | grep youtu-llm-2b | tail -1)
+     done ;;
+  32) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/expert-pairs.diff || exit 1
+     for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     P=${PRESETS:-deepseek-v2-lite,glm-4.7-flash}
+     synth ${P//,/ }; echo "synthesized $(date +%T)"
+     for v in A B B A; do
+       d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --batch 1,2,4,8 --decode 32 --json "$OUT/pairs_$v.$RANDOM.json" 2>&1 \
+         | grep -v '^{' | tail -10)
      done ;;
   5) patch -s -p1 < runs/2026-12-01-gen/experiments/norm-fuse.diff || exit 1
      python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
