@@ -78,7 +78,9 @@ def test_reference_is_the_models_routing(n, k, gating, has_bias, norm, scale):
   from apps.mla import Block, Gating
   rng = np.random.default_rng(n * k)
   logits = rng.standard_normal((3, n)).astype(np.float32)
+  logits[1, 3] = logits[1, 5] = logits[1].max() + 1  # a tie: the lower id goes first
   bias = (rng.standard_normal(n) * 0.1).astype(np.float32) if has_bias else None
+  if has_bias: bias[5] = bias[3]
   cfg = SimpleNamespace(n_expert=n, n_expert_used=k, gating=Gating(gating), expert_weights_norm=norm, expert_weights_scale=scale,
                         n_expert_groups=1, n_group_used=1)
   fake = SimpleNamespace(cfg=cfg, exp_probs_b=Tensor(bias) if has_bias else None, kernels="generated")  # the portable path even on a GPU
@@ -104,3 +106,12 @@ def test_route_to_given_experts():
   want = np.take_along_axis(p, given, -1)
   np.testing.assert_array_equal(sel.numpy(), given)
   np.testing.assert_allclose(w.numpy(), want / want.sum(-1, keepdims=True) * 1.8, rtol=1e-5)
+
+def test_topk_indices_with_ties():
+  """apps.mla.topk_indices (the portable routing's selection, and its group-limited form's over (T, groups, per group)):
+  the k largest first, ties to the lower index, as a stable sort of the negated scores gives them."""
+  from apps.mla import topk_indices
+  rng = np.random.default_rng(0)
+  for shape, k in (((3, 8, 8), 2), ((2, 64), 4), ((5, 16), 6), ((1, 4, 3), 3)):
+    s = rng.integers(0, 4, shape).astype(np.float32)   # many ties
+    np.testing.assert_array_equal(topk_indices(Tensor(s), k).numpy(), np.argsort(-s, axis=-1, kind="stable")[..., :k])

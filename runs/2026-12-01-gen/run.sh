@@ -129,6 +129,12 @@ ncu_decode() {  # ncu_decode M [SPARE [TARGET ARGS...]]: the generated step's ke
 #      workgroups (EXPERIMENT experiments/expert-pairs.diff, its emulator test in it: the pairs that picked one expert read its
 #      rows together; the grid kept each slot's pairs apart): A = the tree, B = the tree with the diff (a copy); gpu_bench
 #      --batch 1,2,4,8 of $PRESETS (default the MoE models), A B B A (one token's kernels are the same in both)
+#  33: EXPERIMENT experiments/routing-one-kernel.diff: the portable routing's selection in one kernel (each of the k outputs
+#      counts the ranks it needs: k x n x n compares) where it ranked in one kernel and picked in another, and its weights with
+#      their sum in one more, beside it, where they gathered after the selection and summed apart (rendered for sm_90,
+#      generated decode: GLM-4.7-Flash-tiny 159 -> 151 kernels, 133 -> 129 on the critical path; DeepSeek-V2-Lite-tiny 808 ->
+#      782, 676 -> 650). A = the tree, B = the tree with the diff (a copy): the generated decode and prefill 512 of $PRESETS
+#      (default the MoE models) in A B B A (a kernel cache a variant)
 #   5: EXPERIMENT experiments/norm-fuse.diff (NORM_FUSE=0 the tree as it is): a decode product's norm inside it on the
 #      generated path (x * norm_w where the product reads x, which patch 63 stages once a workgroup; the rows' 1 / rms from
 #      one reduction kernel before, applied at the store): the norm's scale kernel goes where one product reads the normed x
@@ -409,6 +415,16 @@ case $1 in
        d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
        (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --batch 1,2,4,8 --decode 32 --json "$OUT/pairs_$v.$RANDOM.json" 2>&1 \
          | grep -v '^{' | tail -10)
+     done ;;
+  33) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/routing-one-kernel.diff || exit 1
+     for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     P=${PRESETS:-glm-4.7-flash,deepseek-v2-lite}
+     synth ${P//,/ }; echo "synthesized $(date +%T)"
+     for v in A B B A; do
+       d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"; mkdir -p /tmp/tk$v
+       (cd $d && CACHEDB=/tmp/tk$v/cache.db timeout $(($(left) - 3)) python3 -m tools.gpu_bench --kernels generated --presets $P --decode 32 \
+         --prefill 512 --json "$OUT/topk_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -4)
      done ;;
   5) patch -s -p1 < runs/2026-12-01-gen/experiments/norm-fuse.diff || exit 1
      python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
