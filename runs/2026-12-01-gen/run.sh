@@ -128,13 +128,14 @@ ncu_decode() {  # ncu_decode M [SPARE [TARGET ARGS...]]: the generated step's ke
 #  32: the hand-written decode matvec's routed experts of several tokens with a row group's (slot, token) pairs as neighbouring
 #      workgroups (EXPERIMENT experiments/expert-pairs.diff, its emulator test in it: the pairs that picked one expert read its
 #      rows together; the grid kept each slot's pairs apart): A = the tree, B = the tree with the diff (a copy); gpu_bench
-#      --batch 1,2,4,8 of $PRESETS (default the MoE models), A B B A (one token's kernels are the same in both)
+#      --batch 1,2,4,8 of $PRESETS (default DeepSeek-V2-Lite; GLM-4.7-Flash in a call of its own), A B B A (one token's kernels are
+#      the same in both)
 #  33: EXPERIMENT experiments/routing-one-kernel.diff: the portable routing's selection in one kernel (each of the k outputs
 #      counts the ranks it needs: k x n x n compares) where it ranked in one kernel and picked in another, and its weights with
 #      their sum in one more, beside it, where they gathered after the selection and summed apart (rendered for sm_90,
 #      generated decode: GLM-4.7-Flash-tiny 159 -> 151 kernels, 133 -> 129 on the critical path; DeepSeek-V2-Lite-tiny 808 ->
 #      782, 676 -> 650). A = the tree, B = the tree with the diff (a copy): the generated decode and prefill 512 of $PRESETS
-#      (default the MoE models) in A B B A (a kernel cache a variant)
+#      (default GLM-4.7-Flash: ~90 s a run of it, so DeepSeek-V2-Lite in a call of its own) in A B B A (a kernel cache a variant)
 #   5: EXPERIMENT experiments/norm-fuse.diff (NORM_FUSE=0 the tree as it is): a decode product's norm inside it on the
 #      generated path (x * norm_w where the product reads x, which patch 63 stages once a workgroup; the rows' 1 / rms from
 #      one reduction kernel before, applied at the store): the norm's scale kernel goes where one product reads the normed x
@@ -409,7 +410,7 @@ case $1 in
   32) export TINYGRAD_MLA_CACHE=$PWD/.cache
      rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/expert-pairs.diff || exit 1
      for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
-     P=${PRESETS:-deepseek-v2-lite,glm-4.7-flash}
+     P=${PRESETS:-deepseek-v2-lite}
      synth ${P//,/ }; echo "synthesized $(date +%T)"
      for v in A B B A; do
        d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
@@ -419,7 +420,7 @@ case $1 in
   33) export TINYGRAD_MLA_CACHE=$PWD/.cache
      rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/routing-one-kernel.diff || exit 1
      for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
-     P=${PRESETS:-glm-4.7-flash,deepseek-v2-lite}
+     P=${PRESETS:-glm-4.7-flash}
      synth ${P//,/ }; echo "synthesized $(date +%T)"
      for v in A B B A; do
        d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"; mkdir -p /tmp/tk$v
