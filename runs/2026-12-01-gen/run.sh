@@ -136,6 +136,12 @@ ncu_decode() {  # ncu_decode M [SPARE [TARGET ARGS...]]: the generated step's ke
 #      generated decode: GLM-4.7-Flash-tiny 159 -> 151 kernels, 133 -> 129 on the critical path; DeepSeek-V2-Lite-tiny 808 ->
 #      782, 676 -> 650). A = the tree, B = the tree with the diff (a copy): the generated decode and prefill 512 of $PRESETS
 #      (default GLM-4.7-Flash: ~90 s a run of it, so DeepSeek-V2-Lite in a call of its own) in A B B A (a kernel cache a variant)
+#  34: EXPERIMENT experiments/decode-softmax-in-values.diff: a generated decode step's attention without a kernel of the
+#      probabilities (the values' product takes exp(s - max) itself and divides by their sum after it: GLM-4.7-Flash-tiny 159
+#      -> 154 kernels rendered for sm_90, the critical path 133 -> 128; each of the values' threads takes the exp of its keys'
+#      scores, a cost that grows with the depth). A = the tree, B = the tree with the diff (a copy): the generated decode of
+#      $PRESETS (default GLM-4.7-Flash) at depths 16 and 4096 (gpu_bench --depths), A B B A (a kernel cache a
+#      variant)
 #   5: EXPERIMENT experiments/norm-fuse.diff (NORM_FUSE=0 the tree as it is): a decode product's norm inside it on the
 #      generated path (x * norm_w where the product reads x, which patch 63 stages once a workgroup; the rows' 1 / rms from
 #      one reduction kernel before, applied at the store): the norm's scale kernel goes where one product reads the normed x
@@ -426,6 +432,16 @@ case $1 in
        d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"; mkdir -p /tmp/tk$v
        (cd $d && CACHEDB=/tmp/tk$v/cache.db timeout $(($(left) - 3)) python3 -m tools.gpu_bench --kernels generated --presets $P --decode 32 \
          --prefill 512 --json "$OUT/topk_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -4)
+     done ;;
+  34) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/decode-softmax-in-values.diff || exit 1
+     for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     P=${PRESETS:-glm-4.7-flash}
+     synth ${P//,/ }; echo "synthesized $(date +%T)"
+     for v in A B B A; do
+       d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"; mkdir -p /tmp/sv$v
+       (cd $d && CACHEDB=/tmp/sv$v/cache.db timeout $(($(left) - 3)) python3 -m tools.gpu_bench --kernels generated --presets $P --decode 32 \
+         --depths 16,4096 --json "$OUT/sv_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -6)
      done ;;
   5) patch -s -p1 < runs/2026-12-01-gen/experiments/norm-fuse.diff || exit 1
      python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
