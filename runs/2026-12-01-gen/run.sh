@@ -18,6 +18,22 @@ ncu_decode() {  # ncu_decode M [SPARE [TARGET ARGS...]]: the generated step's ke
   [ -s "$OUT/ncu_${t}_$m.err" ] || rm -f "$OUT/ncu_${t}_$m.err"   # the device returns at most 8 files
   head -4 "$OUT/ncu_${t}_$m.txt"; grep -E '\(all\)' "$OUT/ncu_${t}_$m.txt"
 }
+abdiff() {  # abdiff TAG DIFF PRESETS POSITIONS: the generated decode step (bench_block.py --only decode, a step's own time) of each
+           # preset at each position, A = the tree, B = a copy with experiments/DIFF applied, A B B A (a kernel cache a variant)
+  local tag=$1 diff=$2 P=$3 poses=$4 v d m pos
+  export TINYGRAD_MLA_CACHE=$PWD/.cache   # the copy's models and vocabulary are the tree's
+  rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/$diff || return 1
+  for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+  synth ${P//,/ }; echo "synthesized $(date +%T)"
+  for v in A B B A; do
+    d=.; [ $v = B ] && d=/tmp/B; mkdir -p /tmp/bb$tag$v
+    for m in ${P//,/ }; do for pos in ${poses//,/ }; do
+      echo "-- $tag $v $m pos $pos $(date +%T)"
+      (cd $d && CACHEDB=/tmp/bb$tag$v/cache.db timeout $(($(left) - 3)) python3 bench_block.py 30 --rounds 3 --model $m \
+        --kernels generated --only decode --pos $pos --json > /tmp/bb.json 2> /tmp/bb.err; tail -1 /tmp/bb.err; python3 bench_block.py --markdown /tmp/bb.json 2>&1 | tail -1)
+    done; done
+  done
+}
 #   2: EXPERIMENT experiments/chunk-mod.diff (CHUNK_MOD=0 the old form): a K-quant chunk's coordinates as (R // step) %
 #      dim, so the code generator splits the chunk range into the block's ranges, where R - blk * cpb left div / mod index math
 #      it could not fold. The products alone (Q6_K / Q5_K shapes of the MoE models' shared experts and output head), CHUNK_MOD 0
@@ -134,14 +150,16 @@ ncu_decode() {  # ncu_decode M [SPARE [TARGET ARGS...]]: the generated step's ke
 #      counts the ranks it needs: k x n x n compares) where it ranked in one kernel and picked in another, and its weights with
 #      their sum in one more, beside it, where they gathered after the selection and summed apart (rendered for sm_90,
 #      generated decode: GLM-4.7-Flash-tiny 159 -> 151 kernels, 133 -> 129 on the critical path; DeepSeek-V2-Lite-tiny 808 ->
-#      782, 676 -> 650). A = the tree, B = the tree with the diff (a copy): the generated decode and prefill 512 of $PRESETS
-#      (default GLM-4.7-Flash: ~90 s a run of it, so DeepSeek-V2-Lite in a call of its own) in A B B A (a kernel cache a variant)
+#      782, 676 -> 650): abdiff (the generated decode step at position 32) of $PRESETS (default the MoE models)
 #  34: EXPERIMENT experiments/decode-softmax-in-values.diff: a generated decode step's attention without a kernel of the
 #      probabilities (the values' product takes exp(s - max) itself and divides by their sum after it: GLM-4.7-Flash-tiny 159
 #      -> 154 kernels rendered for sm_90, the critical path 133 -> 128; each of the values' threads takes the exp of its keys'
-#      scores, a cost that grows with the depth). A = the tree, B = the tree with the diff (a copy): the generated decode of
-#      $PRESETS (default GLM-4.7-Flash) at depths 16 and 4096 (gpu_bench --depths), A B B A (a kernel cache a
-#      variant)
+#      scores, a cost that grows with the depth): abdiff of $PRESETS (default GLM-4.7-Flash) at positions 32 and 4000
+#  35: EXPERIMENT experiments/norm-one-kernel.diff: rms_norm of up to 8 rows as one kernel (the mean written once for each
+#      output, the row expanded over them: each workgroup sums the row itself) where it was a reduction and a scaling kernel
+#      (rendered for sm_90, generated decode: GLM-4.7-Flash 1,503 -> 1,314 kernels, the critical path 1,225 -> 1,083;
+#      DeepSeek-V2-Lite-tiny 808 -> 726, Youtu-LLM-2B-tiny 100 -> 83): abdiff of $PRESETS (default all three) at position 32;
+#      then the side-by-side step 18 on what lands
 #   5: EXPERIMENT experiments/norm-fuse.diff (NORM_FUSE=0 the tree as it is): a decode product's norm inside it on the
 #      generated path (x * norm_w where the product reads x, which patch 63 stages once a workgroup; the rows' 1 / rms from
 #      one reduction kernel before, applied at the store): the norm's scale kernel goes where one product reads the normed x
@@ -423,26 +441,9 @@ case $1 in
        (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --batch 1,2,4,8 --decode 32 --json "$OUT/pairs_$v.$RANDOM.json" 2>&1 \
          | grep -v '^{' | tail -10)
      done ;;
-  33) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/routing-one-kernel.diff || exit 1
-     for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
-     P=${PRESETS:-glm-4.7-flash}
-     synth ${P//,/ }; echo "synthesized $(date +%T)"
-     for v in A B B A; do
-       d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"; mkdir -p /tmp/tk$v
-       (cd $d && CACHEDB=/tmp/tk$v/cache.db timeout $(($(left) - 3)) python3 -m tools.gpu_bench --kernels generated --presets $P --decode 32 \
-         --prefill 512 --json "$OUT/topk_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -4)
-     done ;;
-  34) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/decode-softmax-in-values.diff || exit 1
-     for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
-     P=${PRESETS:-glm-4.7-flash}
-     synth ${P//,/ }; echo "synthesized $(date +%T)"
-     for v in A B B A; do
-       d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"; mkdir -p /tmp/sv$v
-       (cd $d && CACHEDB=/tmp/sv$v/cache.db timeout $(($(left) - 3)) python3 -m tools.gpu_bench --kernels generated --presets $P --decode 32 \
-         --depths 16,4096 --json "$OUT/sv_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -6)
-     done ;;
+  33) abdiff route routing-one-kernel.diff ${PRESETS:-glm-4.7-flash,deepseek-v2-lite} 32 ;;
+  34) abdiff soft decode-softmax-in-values.diff ${PRESETS:-glm-4.7-flash} 32,4000 ;;
+  35) abdiff norm norm-one-kernel.diff ${PRESETS:-glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b} 32 ;;
   5) patch -s -p1 < runs/2026-12-01-gen/experiments/norm-fuse.diff || exit 1
      python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
      P=${PRESETS:-deepseek-v2-lite,glm-4.7-flash}
