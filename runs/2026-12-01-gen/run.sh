@@ -160,6 +160,10 @@ abdiff() {  # abdiff TAG DIFF PRESETS POSITIONS: the generated decode step (benc
 #      (rendered for sm_90, generated decode: GLM-4.7-Flash 1,503 -> 1,314 kernels, the critical path 1,225 -> 1,083;
 #      DeepSeek-V2-Lite-tiny 808 -> 726, Youtu-LLM-2B-tiny 100 -> 83): abdiff of $PRESETS (default all three) at position 32;
 #      then the side-by-side step 18 on what lands
+#  37: steps 33-35's diffs together (experiments/decode-fewer-kernels.diff: rendered for sm_90, generated decode GLM-4.7-Flash-tiny
+#      159 -> 125 kernels, DeepSeek-V2-Lite-tiny 808 -> 673, Youtu-LLM-2B-tiny 100 -> 79; test_model.py's goldens pass with it on
+#      the CPU): abdiff of $PRESETS (default all three) at position 32. First in the next lease: if it gains, steps 33-35 say
+#      which of the three do
 #   5: EXPERIMENT experiments/norm-fuse.diff (NORM_FUSE=0 the tree as it is): a decode product's norm inside it on the
 #      generated path (x * norm_w where the product reads x, which patch 63 stages once a workgroup; the rows' 1 / rms from
 #      one reduction kernel before, applied at the store): the norm's scale kernel goes where one product reads the normed x
@@ -444,6 +448,7 @@ case $1 in
   33) abdiff route routing-one-kernel.diff ${PRESETS:-glm-4.7-flash,deepseek-v2-lite} 32 ;;
   34) abdiff soft decode-softmax-in-values.diff ${PRESETS:-glm-4.7-flash} 32,4000 ;;
   35) abdiff norm norm-one-kernel.diff ${PRESETS:-glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b} 32 ;;
+  37) abdiff fewer decode-fewer-kernels.diff ${PRESETS:-glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b} 32 ;;
   5) patch -s -p1 < runs/2026-12-01-gen/experiments/norm-fuse.diff || exit 1
      python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
      P=${PRESETS:-deepseek-v2-lite,glm-4.7-flash}
