@@ -164,6 +164,13 @@ abdiff() {  # abdiff TAG DIFF PRESETS POSITIONS: the generated decode step (benc
 #      159 -> 125 kernels, DeepSeek-V2-Lite-tiny 808 -> 673, Youtu-LLM-2B-tiny 100 -> 79; test_model.py's goldens pass with it on
 #      the CPU): abdiff of $PRESETS (default all three) at position 32. First in the next lease: if it gains, steps 33-35 say
 #      which of the three do
+#  38: where step 37's B lost (GLM-4.7-Flash 4.2 -> 21.3 ms a decode step, Youtu-LLM-2B 2.1-2.3 -> 2.6-2.8): tools.profile's
+#      per-kernel table of the combined diff's generated decode token on $PRESETS (default GLM-4.7-Flash, Youtu-LLM-2B), then
+#      each of steps 33-35's diffs alone, bench_block once a model
+#  39: the generated decode step of $PRESETS (default GLM-4.7-Flash) under Nsight Compute, as the tree is (step 1's profile)
+#  40: EXPERIMENT experiments/expert-picks-gemm.diff: a batched decode step's routed experts of more than 32 (token, expert)
+#      picks take the tensor-core GEMM (DeepSeek-V2-Lite at 8 sequences: 48 picks; GLM-4.7-Flash's 32 keep the matvecs):
+#      gpu_bench --batch $BATCH (default 8) of $PRESETS (default DeepSeek-V2-Lite), A B B A
 #   5: EXPERIMENT experiments/norm-fuse.diff (NORM_FUSE=0 the tree as it is): a decode product's norm inside it on the
 #      generated path (x * norm_w where the product reads x, which patch 63 stages once a workgroup; the rows' 1 / rms from
 #      one reduction kernel before, applied at the store): the norm's scale kernel goes where one product reads the normed x
@@ -449,6 +456,30 @@ case $1 in
   34) abdiff soft decode-softmax-in-values.diff ${PRESETS:-glm-4.7-flash} 32,4000 ;;
   35) abdiff norm norm-one-kernel.diff ${PRESETS:-glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b} 32 ;;
   37) abdiff fewer decode-fewer-kernels.diff ${PRESETS:-glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b} 32 ;;
+  38) export TINYGRAD_MLA_CACHE=$PWD/.cache; P=${PRESETS:-glm-4.7-flash,youtu-llm-2b}; synth ${P//,/ }
+     for diff in decode-fewer-kernels norm-one-kernel decode-softmax-in-values routing-one-kernel; do
+       rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/$diff.diff || exit 1
+       for m in ${P//,/ }; do
+         echo "-- $diff $m $(date +%T)"; mkdir -p /tmp/c$diff
+         if [ $diff = decode-fewer-kernels ]; then
+           (cd /tmp/B && CACHEDB=/tmp/c$diff/cache.db timeout $(($(left) - 3)) python3 -m tools.profile --model $m --kernels generated \
+             --target decode --pos 32 --repeat 3 --count 20 --top 25 > "$OUT/prof_$m.txt" 2>&1; head -32 "$OUT/prof_$m.txt")
+         else
+           (cd /tmp/B && CACHEDB=/tmp/c$diff/cache.db timeout $(($(left) - 3)) python3 bench_block.py 30 --rounds 3 --model $m \
+             --kernels generated --only decode --pos 32 --json > /tmp/bb.json 2> /tmp/bb.err; tail -1 /tmp/bb.err; python3 bench_block.py --markdown /tmp/bb.json 2>&1 | tail -1)
+         fi
+       done
+     done ;;
+  39) synth ${PRESETS:-glm-4.7-flash}; for m in ${PRESETS:-glm-4.7-flash}; do ncu_decode $m 5 decode --pos 32; head -75 "$OUT/ncu_decode_$m.txt" | cut -c1-190; done ;;
+  40) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/expert-picks-gemm.diff || exit 1
+     for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     P=${PRESETS:-deepseek-v2-lite}; synth ${P//,/ }; echo "synthesized $(date +%T)"
+     for v in A B B A; do
+       d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-8} --decode 32 --json "$OUT/picks_$v.$RANDOM.json" 2>&1 \
+         | grep -v '^{' | tail -3)
+     done ;;
   5) patch -s -p1 < runs/2026-12-01-gen/experiments/norm-fuse.diff || exit 1
      python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
      P=${PRESETS:-deepseek-v2-lite,glm-4.7-flash}
