@@ -1822,3 +1822,35 @@ print("ok")
 
 def test_0067_wide_group_reads_coalesced(trees):
   assert_patch_needed(trees, "0067", WIDE_GROUP_COALESCED)
+
+MATVEC_BLOCK_A_THREAD = SM90_OPTS + """
+# a matvec of rows of a few 32-weight blocks, each block's nibbles read as (4 words, 2 halves, 4 bytes) so the blocks are the
+# longest reduce range (an attention head's absorbed product of 192 weights: 6 blocks) takes a thread a block: a group of 2
+# walked 3 blocks a thread in series, and rows of 5 or 7 blocks got no group at all
+import numpy as np
+from tinygrad import Tensor, dtypes
+SHIFTS = [[0, 8, 16, 24], [4, 12, 20, 28]]   # (half, byte): weight 16 h + 4 w + b of a block is word w's nibble at 8 b + 4 h
+
+def q4_matvec(qs:Tensor, d:Tensor, x:Tensor) -> Tensor:
+  rows, blocks = d.shape
+  nib = (qs.reshape(rows, blocks, 4, 1, 1) >> Tensor(SHIFTS, dtype=dtypes.uint32, device=qs.device).reshape(1, 1, 1, 2, 4)) & 15
+  w = (nib.cast(dtypes.float32) - 8) * d.cast(dtypes.float32).reshape(rows, blocks, 1, 1, 1)
+  return (w * x.reshape(blocks, 2, 4, 4).permute(0, 2, 1, 3).reshape(1, blocks, 4, 2, 4)).sum((1, 2, 3, 4))
+
+for blocks in (4, 5, 6, 7):
+  opts = sm90_opts(q4_matvec(Tensor.empty(10240, blocks, 4, dtype=dtypes.uint32, device="NULL"),
+                             Tensor.empty(10240, blocks, dtype=dtypes.half, device="NULL"), Tensor.empty(blocks, 32, device="NULL")))
+  assert [o.arg for o in opts if o.op is OptOps.GROUP] == [blocks], (blocks, opts)
+rng = np.random.default_rng(0)   # the kernels those opts make compute the product (DEV=PYTHON: GPU-style kernels with locals)
+for blocks in (6, 5):
+  qs, d = rng.integers(0, 2**32, (64, blocks, 4), dtype=np.uint32), rng.standard_normal((64, blocks)).astype(np.float16)
+  x = rng.standard_normal((blocks, 32)).astype(np.float32)
+  nib = ((qs[..., None, None] >> np.array(SHIFTS, dtype=np.uint32)) & 15).astype(np.float32) - 8   # (rows, blocks, w, h, b)
+  w = (nib * d.astype(np.float32)[..., None, None, None]).transpose(0, 1, 3, 2, 4).reshape(64, blocks, 32)
+  got = q4_matvec(Tensor(qs, device="PYTHON"), Tensor(d, device="PYTHON"), Tensor(x, device="PYTHON")).numpy()
+  np.testing.assert_allclose(got, (w * x).sum((1, 2)), rtol=1e-4, atol=1e-4)
+print("ok")
+"""
+
+def test_0068_matvec_row_of_a_few_blocks(trees):
+  assert_patch_needed(trees, "0068", MATVEC_BLOCK_A_THREAD, env={"DEV": "PYTHON", "CACHELEVEL": "0"})

@@ -171,6 +171,9 @@ abdiff() {  # abdiff TAG DIFF PRESETS POSITIONS: the generated decode step (benc
 #  40: EXPERIMENT experiments/expert-picks-gemm.diff: a batched decode step's routed experts of more than 32 (token, expert)
 #      picks take the tensor-core GEMM (DeepSeek-V2-Lite at 8 sequences: 48 picks; GLM-4.7-Flash's 32 keep the matvecs):
 #      gpu_bench --batch $BATCH (default 8) of $PRESETS (default DeepSeek-V2-Lite), A B B A
+#  41: EXPERIMENT experiments/short-row-group.diff (the heuristic): the matvec rule's group of a row of up to 8 packed blocks is
+#      all of them (GLM-4.7-Flash's k_b, 6 blocks: GROUP 6 LOCAL 8 where it was GROUP 2 LOCAL 32, 4.5 us a call at 250 GB/s):
+#      abdiff of $PRESETS (default GLM-4.7-Flash) at position 32
 #   5: EXPERIMENT experiments/norm-fuse.diff (NORM_FUSE=0 the tree as it is): a decode product's norm inside it on the
 #      generated path (x * norm_w where the product reads x, which patch 63 stages once a workgroup; the rows' 1 / rms from
 #      one reduction kernel before, applied at the store): the norm's scale kernel goes where one product reads the normed x
@@ -455,6 +458,7 @@ case $1 in
   33) abdiff route routing-one-kernel.diff ${PRESETS:-glm-4.7-flash,deepseek-v2-lite} 32 ;;
   34) abdiff soft decode-softmax-in-values.diff ${PRESETS:-glm-4.7-flash} 32,4000 ;;
   35) abdiff norm norm-one-kernel.diff ${PRESETS:-glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b} 32 ;;
+  41) abdiff group short-row-group.diff ${PRESETS:-glm-4.7-flash} 32 ;;
   37) abdiff fewer decode-fewer-kernels.diff ${PRESETS:-glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b} 32 ;;
   38) export TINYGRAD_MLA_CACHE=$PWD/.cache; P=${PRESETS:-glm-4.7-flash,youtu-llm-2b}; synth ${P//,/ }
      for diff in decode-fewer-kernels norm-one-kernel decode-softmax-in-values routing-one-kernel; do
