@@ -174,6 +174,9 @@ abdiff() {  # abdiff TAG DIFF PRESETS POSITIONS: the generated decode step (benc
 #  41: EXPERIMENT experiments/short-row-group.diff (the heuristic): the matvec rule's group of a row of up to 8 packed blocks is
 #      all of them (GLM-4.7-Flash's k_b, 6 blocks: GROUP 6 LOCAL 8 where it was GROUP 2 LOCAL 32, 4.5 us a call at 250 GB/s):
 #      abdiff of $PRESETS (default GLM-4.7-Flash) at position 32
+#  42: EXPERIMENT experiments/short-row-warps.diff (the heuristic, on patch 68): the matvec rule's workgroup of a group that is not
+#      a power of two takes whole warps (GLM-4.7-Flash's k_b: GROUP 6 with LOCAL 16, 96 threads, where patch 68 gives LOCAL 8, 48
+#      threads, a warp half empty); abdiff of $PRESETS (default GLM-4.7-Flash) at position 32
 #   5: EXPERIMENT experiments/norm-fuse.diff (NORM_FUSE=0 the tree as it is): a decode product's norm inside it on the
 #      generated path (x * norm_w where the product reads x, which patch 63 stages once a workgroup; the rows' 1 / rms from
 #      one reduction kernel before, applied at the store): the norm's scale kernel goes where one product reads the normed x
@@ -458,6 +461,7 @@ case $1 in
   33) abdiff route routing-one-kernel.diff ${PRESETS:-glm-4.7-flash,deepseek-v2-lite} 32 ;;
   34) abdiff soft decode-softmax-in-values.diff ${PRESETS:-glm-4.7-flash} 32,4000 ;;
   35) abdiff norm norm-one-kernel.diff ${PRESETS:-glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b} 32 ;;
+  42) abdiff warps short-row-warps.diff ${PRESETS:-glm-4.7-flash} 32 ;;
   41) abdiff group short-row-group.diff ${PRESETS:-glm-4.7-flash} 32 ;;
   37) abdiff fewer decode-fewer-kernels.diff ${PRESETS:-glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b} 32 ;;
   38) export TINYGRAD_MLA_CACHE=$PWD/.cache; P=${PRESETS:-glm-4.7-flash,youtu-llm-2b}; synth ${P//,/ }
