@@ -177,6 +177,12 @@ abdiff() {  # abdiff TAG DIFF PRESETS POSITIONS: the generated decode step (benc
 #  42: EXPERIMENT experiments/short-row-warps.diff (the heuristic, on patch 68): the matvec rule's workgroup of a group that is not
 #      a power of two takes whole warps (GLM-4.7-Flash's k_b: GROUP 6 with LOCAL 16, 96 threads, where patch 68 gives LOCAL 8, 48
 #      threads, a warp half empty); abdiff of $PRESETS (default GLM-4.7-Flash) at position 32
+#  43: EXPERIMENT experiments/matvec-unroll-steps.diff (the heuristic, on patch 68): the matvec rule unrolls the blocks a thread
+#      walks after the group's share where the body stays at most 512 products (GLM-4.7-Flash's attn_output: 5 steps of 2 rows,
+#      whose loop issued each step's weight loads after the last step's math: SASS of the rendered kernel, 2 x LDG.128 a loop
+#      step; unrolled, all 10 go out before the first barrier, 56 -> 118 registers): 8 of GLM-4.7-Flash's decode products, 7
+#      of DeepSeek-V2-Lite's, 6 of Youtu-LLM-2B's change (rendered for sm_90). abdiff of $PRESETS (default all three) at 32.
+#      FIRST in the next lease
 #   5: EXPERIMENT experiments/norm-fuse.diff (NORM_FUSE=0 the tree as it is): a decode product's norm inside it on the
 #      generated path (x * norm_w where the product reads x, which patch 63 stages once a workgroup; the rows' 1 / rms from
 #      one reduction kernel before, applied at the store): the norm's scale kernel goes where one product reads the normed x
@@ -461,6 +467,7 @@ case $1 in
   33) abdiff route routing-one-kernel.diff ${PRESETS:-glm-4.7-flash,deepseek-v2-lite} 32 ;;
   34) abdiff soft decode-softmax-in-values.diff ${PRESETS:-glm-4.7-flash} 32,4000 ;;
   35) abdiff norm norm-one-kernel.diff ${PRESETS:-glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b} 32 ;;
+  43) abdiff unroll matvec-unroll-steps.diff ${PRESETS:-glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b} 32 ;;
   42) abdiff warps short-row-warps.diff ${PRESETS:-glm-4.7-flash} 32 ;;
   41) abdiff group short-row-group.diff ${PRESETS:-glm-4.7-flash} 32 ;;
   37) abdiff fewer decode-fewer-kernels.diff ${PRESETS:-glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b} 32 ;;
