@@ -183,6 +183,7 @@ abdiff() {  # abdiff TAG DIFF PRESETS POSITIONS: the generated decode step (benc
 #      step; unrolled, all 10 go out before the first barrier, 56 -> 118 registers): 8 of GLM-4.7-Flash's decode products, 7
 #      of DeepSeek-V2-Lite's, 6 of Youtu-LLM-2B's change (rendered for sm_90). abdiff of $PRESETS (default all three) at 32.
 #      FIRST in the next lease
+#  44: step 18 (the generated path beside llama.cpp; carry .cache/llama/llama-cpp-src.tar.xz) with step 43's diff applied
 #   5: EXPERIMENT experiments/norm-fuse.diff (NORM_FUSE=0 the tree as it is): a decode product's norm inside it on the
 #      generated path (x * norm_w where the product reads x, which patch 63 stages once a workgroup; the rows' 1 / rms from
 #      one reduction kernel before, applied at the store): the norm's scale kernel goes where one product reads the normed x
@@ -467,6 +468,8 @@ case $1 in
   33) abdiff route routing-one-kernel.diff ${PRESETS:-glm-4.7-flash,deepseek-v2-lite} 32 ;;
   34) abdiff soft decode-softmax-in-values.diff ${PRESETS:-glm-4.7-flash} 32,4000 ;;
   35) abdiff norm norm-one-kernel.diff ${PRESETS:-glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b} 32 ;;
+  44) patch -s -p1 < runs/2026-12-01-gen/experiments/matvec-unroll-steps.diff || exit 1
+      bash "$0" 18 ;;
   43) abdiff unroll matvec-unroll-steps.diff ${PRESETS:-glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b} 32 ;;
   42) abdiff warps short-row-warps.diff ${PRESETS:-glm-4.7-flash} 32 ;;
   41) abdiff group short-row-group.diff ${PRESETS:-glm-4.7-flash} 32 ;;
