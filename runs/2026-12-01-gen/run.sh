@@ -141,26 +141,26 @@ abdiff() {  # abdiff TAG DIFF PRESETS POSITIONS: the generated decode step (benc
 #      $MORE (default the MoE models) in B and A while time is left (a kernel cache a variant)
 #  31: step 30's A/B again on Youtu-LLM-2B alone, A B A B, nothing else on the host (step 30's first runs shared it with
 #      llama.cpp's build), the held quants realized in one schedule at the load
-#  32: the hand-written decode matvec's routed experts of several tokens with a row group's (slot, token) pairs as neighbouring
+#  32: [rejected, call39] the hand-written decode matvec's routed experts of several tokens with a row group's (slot, token) pairs as neighbouring
 #      workgroups (EXPERIMENT experiments/expert-pairs.diff, its emulator test in it: the pairs that picked one expert read its
 #      rows together; the grid kept each slot's pairs apart): A = the tree, B = the tree with the diff (a copy); gpu_bench
 #      --batch 1,2,4,8 of $PRESETS (default DeepSeek-V2-Lite; GLM-4.7-Flash in a call of its own), A B B A (one token's kernels are
 #      the same in both)
-#  33: EXPERIMENT experiments/routing-one-kernel.diff: the portable routing's selection in one kernel (each of the k outputs
+#  33: [rejected, call37] EXPERIMENT experiments/routing-one-kernel.diff: the portable routing's selection in one kernel (each of the k outputs
 #      counts the ranks it needs: k x n x n compares) where it ranked in one kernel and picked in another, and its weights with
 #      their sum in one more, beside it, where they gathered after the selection and summed apart (rendered for sm_90,
 #      generated decode: GLM-4.7-Flash-tiny 159 -> 151 kernels, 133 -> 129 on the critical path; DeepSeek-V2-Lite-tiny 808 ->
 #      782, 676 -> 650): abdiff (the generated decode step at position 32) of $PRESETS (default the MoE models)
-#  34: EXPERIMENT experiments/decode-softmax-in-values.diff: a generated decode step's attention without a kernel of the
+#  34: [rejected, call37] EXPERIMENT experiments/decode-softmax-in-values.diff: a generated decode step's attention without a kernel of the
 #      probabilities (the values' product takes exp(s - max) itself and divides by their sum after it: GLM-4.7-Flash-tiny 159
 #      -> 154 kernels rendered for sm_90, the critical path 133 -> 128; each of the values' threads takes the exp of its keys'
 #      scores, a cost that grows with the depth): abdiff of $PRESETS (default GLM-4.7-Flash) at positions 32 and 4000
-#  35: EXPERIMENT experiments/norm-one-kernel.diff: rms_norm of up to 8 rows as one kernel (the mean written once for each
+#  35: [rejected, call38] EXPERIMENT experiments/norm-one-kernel.diff: rms_norm of up to 8 rows as one kernel (the mean written once for each
 #      output, the row expanded over them: each workgroup sums the row itself) where it was a reduction and a scaling kernel
 #      (rendered for sm_90, generated decode: GLM-4.7-Flash 1,503 -> 1,314 kernels, the critical path 1,225 -> 1,083;
 #      DeepSeek-V2-Lite-tiny 808 -> 726, Youtu-LLM-2B-tiny 100 -> 83): abdiff of $PRESETS (default all three) at position 32;
 #      then the side-by-side step 18 on what lands
-#  37: steps 33-35's diffs together (experiments/decode-fewer-kernels.diff: rendered for sm_90, generated decode GLM-4.7-Flash-tiny
+#  37: [rejected, call36] steps 33-35's diffs together (experiments/decode-fewer-kernels.diff: rendered for sm_90, generated decode GLM-4.7-Flash-tiny
 #      159 -> 125 kernels, DeepSeek-V2-Lite-tiny 808 -> 673, Youtu-LLM-2B-tiny 100 -> 79; test_model.py's goldens pass with it on
 #      the CPU): abdiff of $PRESETS (default all three) at position 32. First in the next lease: if it gains, steps 33-35 say
 #      which of the three do
@@ -168,10 +168,10 @@ abdiff() {  # abdiff TAG DIFF PRESETS POSITIONS: the generated decode step (benc
 #      per-kernel table of the combined diff's generated decode token on $PRESETS (default GLM-4.7-Flash, Youtu-LLM-2B), then
 #      each of steps 33-35's diffs alone, bench_block once a model
 #  39: the generated decode step of $PRESETS (default GLM-4.7-Flash) under Nsight Compute, as the tree is (step 1's profile)
-#  40: EXPERIMENT experiments/expert-picks-gemm.diff: a batched decode step's routed experts of more than 32 (token, expert)
+#  40: [rejected, call42] EXPERIMENT experiments/expert-picks-gemm.diff: a batched decode step's routed experts of more than 32 (token, expert)
 #      picks take the tensor-core GEMM (DeepSeek-V2-Lite at 8 sequences: 48 picks; GLM-4.7-Flash's 32 keep the matvecs):
 #      gpu_bench --batch $BATCH (default 8) of $PRESETS (default DeepSeek-V2-Lite), A B B A
-#  41: EXPERIMENT experiments/short-row-group.diff (the heuristic): the matvec rule's group of a row of up to 8 packed blocks is
+#  41: [landed as patches/0068, call43; the diff no longer applies] EXPERIMENT experiments/short-row-group.diff (the heuristic): the matvec rule's group of a row of up to 8 packed blocks is
 #      all of them (GLM-4.7-Flash's k_b, 6 blocks: GROUP 6 LOCAL 8 where it was GROUP 2 LOCAL 32, 4.5 us a call at 250 GB/s):
 #      abdiff of $PRESETS (default GLM-4.7-Flash) at position 32
 #  42: EXPERIMENT experiments/short-row-warps.diff (the heuristic, on patch 68): the matvec rule's workgroup of a group that is not
