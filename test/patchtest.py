@@ -9,8 +9,10 @@ def tree_upto(base: Path, upto: int) -> Path:
   return dest
 
 def run_on_tree(tree: Path, code: str, env: dict | None = None) -> subprocess.CompletedProcess:
-  """Run python code in a fresh interpreter that imports tinygrad from `tree` (never from the project's upstream/)."""
-  full_env = {**os.environ, **(env or {}), "PYTHONPATH": str(tree)}
+  """Run python code in a fresh interpreter that imports tinygrad from `tree` (never from the project's upstream/), with a
+  disk cache of the tree's own unless env names one: the trees' tinygrad versions are the same, so a program another tree
+  lowered and pickled would otherwise be read back here."""
+  full_env = {**os.environ, "CACHEDB": str(tree / "cache.db"), **(env or {}), "PYTHONPATH": str(tree)}
   return subprocess.run([sys.executable, "-c", code], env=full_env, capture_output=True, text=True, timeout=600, cwd=tree)
 
 def patch_number(prefix: str) -> int:
