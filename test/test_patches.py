@@ -498,7 +498,7 @@ print("ok")
 """
 
 def test_0018_reductions_sharing_ranges(trees):
-  # CACHELEVEL=0: the two trees share the CACHEDB, and a program lowered with the patch must not pass the tree without it
+  # CACHELEVEL=0: each tree lowers the program itself (a copy from an earlier run's disk cache would not show the patch)
   assert_patch_needed(trees, "0018", REDUCTIONS_SHARING_RANGES, env={"DEV": "CPU", "CACHELEVEL": "0"})
 
 MATVEC_FEW_ROWS = SM90_OPTS + """
@@ -1854,3 +1854,19 @@ print("ok")
 
 def test_0068_matvec_row_of_a_few_blocks(trees):
   assert_patch_needed(trees, "0068", MATVEC_BLOCK_A_THREAD, env={"DEV": "PYTHON", "CACHELEVEL": "0"})
+
+MATVEC_STEPS_UNROLLED = Q4_MATVEC + """
+# the blocks a thread walks after its group's share (5 of a 160-block row over 32 threads, 2 of 64, 3 of 24 over 8) are
+# unrolled, so every step's weight loads go out before the first step's math; a walk whose unrolled body would pass 512
+# products (10 steps of 2 rows of 32 weights) keeps its loop
+for rows, blocks, steps in ((2048, 160, 5), (5120, 64, 2), (512, 24, 3)):
+  opts = chosen_opts(rows, blocks)
+  group = next(o.arg for o in opts if o.op is OptOps.GROUP)
+  assert blocks // group == steps and opts[-1].op is OptOps.UNROLL and opts[-1].arg == 0, (rows, blocks, opts)
+assert chosen_opts(2048, 320)[-1].op is not OptOps.UNROLL
+check_product(512, 24)   # the unrolled kernel computes the product
+print("ok")
+"""
+
+def test_0069_matvec_steps_unrolled(trees):
+  assert_patch_needed(trees, "0069", MATVEC_STEPS_UNROLLED, env={"DEV": "PYTHON", "CACHELEVEL": "0"})
