@@ -174,16 +174,26 @@ abdiff() {  # abdiff TAG DIFF PRESETS POSITIONS: the generated decode step (benc
 #  41: [landed as patches/0068, call43; the diff no longer applies] EXPERIMENT experiments/short-row-group.diff (the heuristic): the matvec rule's group of a row of up to 8 packed blocks is
 #      all of them (GLM-4.7-Flash's k_b, 6 blocks: GROUP 6 LOCAL 8 where it was GROUP 2 LOCAL 32, 4.5 us a call at 250 GB/s):
 #      abdiff of $PRESETS (default GLM-4.7-Flash) at position 32
-#  42: EXPERIMENT experiments/short-row-warps.diff (the heuristic, on patch 68): the matvec rule's workgroup of a group that is not
+#  42: [rejected, call47] EXPERIMENT experiments/short-row-warps.diff (the heuristic, on patch 69): the matvec rule's workgroup of a group that is not
 #      a power of two takes whole warps (GLM-4.7-Flash's k_b: GROUP 6 with LOCAL 16, 96 threads, where patch 68 gives LOCAL 8, 48
 #      threads, a warp half empty); abdiff of $PRESETS (default GLM-4.7-Flash) at position 32
-#  43: EXPERIMENT experiments/matvec-unroll-steps.diff (the heuristic, on patch 68): the matvec rule unrolls the blocks a thread
+#  43: [landed as patches/0069, call44; the diff no longer applies] EXPERIMENT experiments/matvec-unroll-steps.diff (the heuristic, on patch 68): the matvec rule unrolls the blocks a thread
 #      walks after the group's share where the body stays at most 512 products (GLM-4.7-Flash's attn_output: 5 steps of 2 rows,
 #      whose loop issued each step's weight loads after the last step's math: SASS of the rendered kernel, 2 x LDG.128 a loop
 #      step; unrolled, all 10 go out before the first barrier, 56 -> 118 registers): 8 of GLM-4.7-Flash's decode products, 7
-#      of DeepSeek-V2-Lite's, 6 of Youtu-LLM-2B's change (rendered for sm_90). abdiff of $PRESETS (default all three) at 32.
-#      FIRST in the next lease
-#  44: step 18 (the generated path beside llama.cpp; carry .cache/llama/llama-cpp-src.tar.xz) with step 43's diff applied
+#      of DeepSeek-V2-Lite's, 6 of Youtu-LLM-2B's change (rendered for sm_90). abdiff of $PRESETS (default all three) at 32
+#  44: [measured, call45; the diff no longer applies] step 18 (the generated path beside llama.cpp; carry
+#      .cache/llama/llama-cpp-src.tar.xz) with step 43's diff applied
+#  45: [rejected, call47-48] EXPERIMENT experiments/matvec-unroll-1024.diff (the heuristic, on patch 69): the unrolled walk's body up to 1024 products,
+#      not 512 (GLM-4.7-Flash's Q5_K shared gate_up and the dense down unroll too); abdiff of $PRESETS (default the MoE models)
+#  46: step 42 on GLM-4.7-Flash, then step 45: one call
+#  48: FIRST on the next lease: the full-size paths against each other on the series of 69 (tools.path_check: prefill,
+#      decode and generated logits of the three models, depth 0 and 600): patch 69's unrolled products at full size
+#  47: [rejected, call46] EXPERIMENT experiments/prefill-keys-stages.diff (patch 70: a program carries its dynamic shared memory;
+#      apps/kernels: DYN_SHARED, SourceKernel.smem, the tensor-core prefill attention's `keys` a stage) applied to the tree,
+#      then MMA_KEYS 8 -> 16 as B: two n8 tiles of scores between barriers (90.6 KB of workgroup memory, dynamic). The
+#      attention alone (bench_mla_attention --prefill 512 at 15872 / 4096 / 0, the three shapes, the 16-key kernel as a
+#      variant), then Youtu-LLM-2B's prompts of 4096 and 16384 tokens (gpu_bench --depths), A B B A
 #   5: EXPERIMENT experiments/norm-fuse.diff (NORM_FUSE=0 the tree as it is): a decode product's norm inside it on the
 #      generated path (x * norm_w where the product reads x, which patch 63 stages once a workgroup; the rows' 1 / rms from
 #      one reduction kernel before, applied at the store): the norm's scale kernel goes where one product reads the normed x
@@ -470,6 +480,24 @@ case $1 in
   35) abdiff norm norm-one-kernel.diff ${PRESETS:-glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b} 32 ;;
   44) patch -s -p1 < runs/2026-12-01-gen/experiments/matvec-unroll-steps.diff || exit 1
       bash "$0" 18 ;;
+  48) export TINYGRAD_MLA_CACHE=$PWD/.cache; synth youtu-llm-2b deepseek-v2-lite glm-4.7-flash
+     timeout $(($(left) - 3)) python3 -m tools.path_check --depth 0,600 2>&1 | tee "$OUT/paths.txt" | tail -14 ;;
+  47) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     patch -s -p1 < runs/2026-12-01-gen/experiments/prefill-keys-stages.diff && python3 apply_patches.py > /dev/null || exit 1
+     python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
+     mkdir -p /tmp/var && sed 's/^MMA_KEYS = 8 /MMA_KEYS = 16/' apps/kernels/mla_attention.py > /tmp/var/keys16.py
+     timeout 150 python3 -m tools.bench_mla_attention --prefill 512 --pos 15872,4096,0 --layers 4 --iters 10 --variants /tmp/var/keys16.py \
+       2>&1 | tee "$OUT/attn_keys16.txt" | grep -v '^$'
+     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && cp /tmp/var/keys16.py /tmp/B/apps/kernels/mla_attention.py
+     python3 -m compileall -q /tmp/B/apps > /dev/null
+     synth youtu-llm-2b; echo "synthesized $(date +%T)"
+     for v in A B B A; do
+       d=.; [ $v = B ] && d=/tmp/B; mkdir -p /tmp/k$v; echo "-- $v $(date +%T)"
+       (cd $d && CACHEDB=/tmp/k$v/cache.db timeout $(($(left) - 3)) python3 -m tools.gpu_bench --kernels hand --presets youtu-llm-2b \
+         --decode 32 --prefill 512 --depths 4096,16384 --json "$OUT/keys_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -4)
+     done ;;
+  46) abdiff warps short-row-warps.diff glm-4.7-flash 32; abdiff u1024 matvec-unroll-1024.diff glm-4.7-flash,deepseek-v2-lite 32 ;;
+  45) abdiff u1024 matvec-unroll-1024.diff ${PRESETS:-glm-4.7-flash,deepseek-v2-lite} 32 ;;
   43) abdiff unroll matvec-unroll-steps.diff ${PRESETS:-glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b} 32 ;;
   42) abdiff warps short-row-warps.diff ${PRESETS:-glm-4.7-flash} 32 ;;
   41) abdiff group short-row-group.diff ${PRESETS:-glm-4.7-flash} 32 ;;
