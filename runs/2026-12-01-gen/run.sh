@@ -187,6 +187,13 @@ abdiff() {  # abdiff TAG DIFF PRESETS POSITIONS: the generated decode step (benc
 #  45: [rejected, call47-48] EXPERIMENT experiments/matvec-unroll-1024.diff (the heuristic, on patch 69): the unrolled walk's body up to 1024 products,
 #      not 512 (GLM-4.7-Flash's Q5_K shared gate_up and the dense down unroll too); abdiff of $PRESETS (default the MoE models)
 #  46: step 42 on GLM-4.7-Flash, then step 45: one call
+#  49: EXPERIMENT experiments/experts-split.diff (apps/kernels/gemm.py, apps/dispatch.py; its tests pass on the CPU emulator): a
+#      batched decode step's routed experts on the tensor-core GEMM from 5 sequences on, in narrow tiles (8 or 16 entries x
+#      64 rows, 128 with SwiGLU) with K in up to 4 slices, the down's expert mix as tensor ops after the slices' sum (the
+#      journal's batch-8 profile: the routed matvecs, one per (token, expert) pick, are half of DeepSeek-V2-Lite's step; the
+#      GEMM at 16 x 256 rows unsplit left 72 workgroups): gpu_bench --batch $BATCH (default 8,32) --prefill 512 of $PRESETS
+#      (default DeepSeek-V2-Lite), A B B A (the agree column: each batched row's first 16 tokens against its tokens alone)
+#  50: step 48's path check on the tree with experts-split.diff (a prompt's last chunk of 32 tokens takes the split experts too)
 #  48: FIRST on the next lease: the full-size paths against each other on the series of 69 (tools.path_check: prefill,
 #      decode and generated logits of the three models, depth 0 and 600): patch 69's unrolled products at full size
 #  47: [rejected, call46] EXPERIMENT experiments/prefill-keys-stages.diff (patch 70: a program carries its dynamic shared memory;
@@ -480,6 +487,18 @@ case $1 in
   35) abdiff norm norm-one-kernel.diff ${PRESETS:-glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b} 32 ;;
   44) patch -s -p1 < runs/2026-12-01-gen/experiments/matvec-unroll-steps.diff || exit 1
       bash "$0" 18 ;;
+  49) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/experts-split.diff || exit 1
+     for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     P=${PRESETS:-deepseek-v2-lite}; synth ${P//,/ }; echo "synthesized $(date +%T)"
+     for v in A B B A; do
+       d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-8,32} --decode 32 --prefill 512 \
+         --json "$OUT/split_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -8)
+     done ;;
+  50) patch -s -p1 < runs/2026-12-01-gen/experiments/experts-split.diff || exit 1
+     python3 -m compileall -q apps tools > /dev/null
+     bash "$0" 48 ;;
   48) export TINYGRAD_MLA_CACHE=$PWD/.cache; synth youtu-llm-2b deepseek-v2-lite glm-4.7-flash
      timeout $(($(left) - 3)) python3 -m tools.path_check --depth 0,600 2>&1 | tee "$OUT/paths.txt" | tail -14 ;;
   47) export TINYGRAD_MLA_CACHE=$PWD/.cache
