@@ -194,6 +194,11 @@ abdiff() {  # abdiff TAG DIFF PRESETS POSITIONS: the generated decode step (benc
 #      GEMM at 16 x 256 rows unsplit left 72 workgroups): gpu_bench --batch $BATCH (default 8,32) --prefill 512 of $PRESETS
 #      (default DeepSeek-V2-Lite), A B B A (the agree column: each batched row's first 16 tokens against its tokens alone)
 #  50: step 48's path check on the tree with experts-split.diff (a prompt's last chunk of 32 tokens takes the split experts too)
+#  51: EXPERIMENT experiments/prefill-flash-expanded.diff (apps/kernels/mla_attention.py flash_prefill_kernel, its emulator tests,
+#      bench_mla_attention's expanded rows): a prefill chunk's attention in the form expanded per head (keys 192 / 256 wide,
+#      values 128 / 256) as flash attention on the tensor cores (tf32 x3, the scores in registers), against the absorbed
+#      tensor-core kernel on the same chunk: bench_mla_attention --prefill 512 at 15872 / 4096 / 0 (the flash kernel with its
+#      tensor-op expansions, and alone; its output against the expanded tensor ops'), then the same at 2048 tokens, 14336
 #  48: FIRST on the next lease: the full-size paths against each other on the series of 69 (tools.path_check: prefill,
 #      decode and generated logits of the three models, depth 0 and 600): patch 69's unrolled products at full size
 #  47: [rejected, call46] EXPERIMENT experiments/prefill-keys-stages.diff (patch 70: a program carries its dynamic shared memory;
@@ -499,6 +504,12 @@ case $1 in
   50) patch -s -p1 < runs/2026-12-01-gen/experiments/experts-split.diff || exit 1
      python3 -m compileall -q apps tools > /dev/null
      bash "$0" 48 ;;
+  51) patch -s -p1 < runs/2026-12-01-gen/experiments/prefill-flash-expanded.diff || exit 1
+     python3 -m compileall -q apps tools > /dev/null
+     timeout $(($(left) / 2)) python3 -m tools.bench_mla_attention --prefill 512 --pos 15872,4096,0 --layers 4 --iters 10 2>&1 \
+       | tee "$OUT/flash512.txt" | grep -v '^$'
+     timeout $(($(left) - 3)) python3 -m tools.bench_mla_attention --prefill 2048 --pos 14336 --layers 2 --iters 5 2>&1 \
+       | tee "$OUT/flash2048.txt" | grep -v '^$' ;;
   48) export TINYGRAD_MLA_CACHE=$PWD/.cache; synth youtu-llm-2b deepseek-v2-lite glm-4.7-flash
      timeout $(($(left) - 3)) python3 -m tools.path_check --depth 0,600 2>&1 | tee "$OUT/paths.txt" | tail -14 ;;
   47) export TINYGRAD_MLA_CACHE=$PWD/.cache
