@@ -199,6 +199,12 @@ abdiff() {  # abdiff TAG DIFF PRESETS POSITIONS: the generated decode step (benc
 #      values 128 / 256) as flash attention on the tensor cores (tf32 x3, the scores in registers), against the absorbed
 #      tensor-core kernel on the same chunk: bench_mla_attention --prefill 512 at 15872 / 4096 / 0 (the flash kernel with its
 #      tensor-op expansions, and alone; its output against the expanded tensor ops'), then the same at 2048 tokens, 14336
+#  52: EXPERIMENT experiments/gemm-strided-x.diff (apps/kernels/gemm.py: the x quantization reads rows x_stride apart, so the
+#      tensor-core GEMM takes a strided input: q_b's normed q_a inside [q_a; kv_a], k_b's q_nope inside q): a batched step
+#      of 5-8 sequences runs them on the tensor cores, not as 8-token matvecs (DeepSeek-V2-Lite's k_b 14.8 us a layer at 8,
+#      the journal's batch-8 profile), and a prompt's chunk without the copy (and the norm kernels) before them:
+#      gpu_bench --batch 8 --decode 32 --prefill 512 of $PRESETS (default Youtu-LLM-2B, DeepSeek-V2-Lite), A B B A; then
+#      PRESETS=... step 48's path check with the diff (PATHS=1)
 #  48: FIRST on the next lease: the full-size paths against each other on the series of 69 (tools.path_check: prefill,
 #      decode and generated logits of the three models, depth 0 and 600): patch 69's unrolled products at full size
 #  47: [rejected, call46] EXPERIMENT experiments/prefill-keys-stages.diff (patch 70: a program carries its dynamic shared memory;
@@ -510,6 +516,16 @@ case $1 in
        | tee "$OUT/flash512.txt" | grep -v '^$'
      timeout $(($(left) - 3)) python3 -m tools.bench_mla_attention --prefill 2048 --pos 14336 --layers 2 --iters 5 2>&1 \
        | tee "$OUT/flash2048.txt" | grep -v '^$' ;;
+  52) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/gemm-strided-x.diff || exit 1
+     for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite}; synth ${P//,/ }; echo "synthesized $(date +%T)"
+     for v in A B B A; do
+       d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-8} --decode 32 --prefill 512 \
+         --json "$OUT/xs_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -6)
+     done
+     if [ -n "$PATHS" ]; then (cd /tmp/B && timeout $(($(left) - 3)) python3 -m tools.path_check --presets $P --depth 0,600 2>&1 | tail -14); fi ;;
   48) export TINYGRAD_MLA_CACHE=$PWD/.cache; synth youtu-llm-2b deepseek-v2-lite glm-4.7-flash
      timeout $(($(left) - 3)) python3 -m tools.path_check --depth 0,600 2>&1 | tee "$OUT/paths.txt" | tail -14 ;;
   47) export TINYGRAD_MLA_CACHE=$PWD/.cache
