@@ -205,6 +205,11 @@ abdiff() {  # abdiff TAG DIFF PRESETS POSITIONS: the generated decode step (benc
 #      the journal's batch-8 profile), and a prompt's chunk without the copy (and the norm kernels) before them:
 #      gpu_bench --batch 8 --decode 32 --prefill 512 of $PRESETS (default Youtu-LLM-2B, DeepSeek-V2-Lite), A B B A; then
 #      PRESETS=... step 48's path check with the diff (PATHS=1)
+#  53: EXPERIMENT experiments/prefill-flash-model.diff (step 51's kernel and, in apps/mla.py / model.py, the hand-written path's
+#      long chunks (those expands_latents gives: 512 tokens) on it: the keys and values of rows 0..start_pos + T - 1 expanded
+#      per head by two tensor-op products into the model's zeroed buffers (Transformer.expanded), the flash kernel over
+#      them): gpu_bench --depths 4096,16384 --decode 32 --prefill 512 of $PRESETS (default Youtu-LLM-2B), A B B A; with
+#      PATHS=1 the full-size path check of the diff (a 600-token depth: its 512-token chunk takes the flash kernel)
 #  48: FIRST on the next lease: the full-size paths against each other on the series of 69 (tools.path_check: prefill,
 #      decode and generated logits of the three models, depth 0 and 600): patch 69's unrolled products at full size
 #  47: [rejected, call46] EXPERIMENT experiments/prefill-keys-stages.diff (patch 70: a program carries its dynamic shared memory;
@@ -514,8 +519,11 @@ case $1 in
      python3 -m compileall -q apps tools > /dev/null
      timeout $(($(left) / 2)) python3 -m tools.bench_mla_attention --prefill 512 --pos 15872,4096,0 --layers 4 --iters 10 2>&1 \
        | tee "$OUT/flash512.txt" | grep -v '^$'
-     timeout $(($(left) - 3)) python3 -m tools.bench_mla_attention --prefill 2048 --pos 14336 --layers 2 --iters 5 2>&1 \
-       | tee "$OUT/flash2048.txt" | grep -v '^$' ;;
+     timeout $(($(left) / 2)) python3 -m tools.bench_mla_attention --prefill 2048 --pos 14336 --layers 2 --iters 5 2>&1 \
+       | tee "$OUT/flash2048.txt" | grep -v '^$'
+     # the expansions' products on the tensor cores at fp32 accuracy (patched tinygrad's ALLOW_TF32=2: three tf32 products)
+     ALLOW_TF32=2 timeout $(($(left) - 3)) python3 -m tools.bench_mla_attention --prefill 512 --pos 15872 --layers 4 --iters 10 2>&1 \
+       | tee "$OUT/flash512_tf32.txt" | grep -v '^$' ;;
   52) export TINYGRAD_MLA_CACHE=$PWD/.cache
      rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/gemm-strided-x.diff || exit 1
      for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
@@ -526,6 +534,16 @@ case $1 in
          --json "$OUT/xs_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -6)
      done
      if [ -n "$PATHS" ]; then (cd /tmp/B && timeout $(($(left) - 3)) python3 -m tools.path_check --presets $P --depth 0,600 2>&1 | tail -14); fi ;;
+  53) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/prefill-flash-model.diff || exit 1
+     for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     P=${PRESETS:-youtu-llm-2b}; synth ${P//,/ }; echo "synthesized $(date +%T)"
+     if [ -n "$PATHS" ]; then (cd /tmp/B && timeout $(($(left) / 2)) python3 -m tools.path_check --presets $P --depth 0,600 2>&1 | tail -14); fi
+     for v in A B B A; do
+       d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --decode 32 --prefill 512 --depths ${DEPTHS:-4096,16384} \
+         --json "$OUT/flashm_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -6)
+     done ;;
   48) export TINYGRAD_MLA_CACHE=$PWD/.cache; synth youtu-llm-2b deepseek-v2-lite glm-4.7-flash
      timeout $(($(left) - 3)) python3 -m tools.path_check --depth 0,600 2>&1 | tee "$OUT/paths.txt" | tail -14 ;;
   47) export TINYGRAD_MLA_CACHE=$PWD/.cache
