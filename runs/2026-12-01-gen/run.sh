@@ -210,6 +210,12 @@ abdiff() {  # abdiff TAG DIFF PRESETS POSITIONS: the generated decode step (benc
 #      per head by two tensor-op products into the model's zeroed buffers (Transformer.expanded), the flash kernel over
 #      them): gpu_bench --depths 4096,16384 --decode 32 --prefill 512 of $PRESETS (default Youtu-LLM-2B), A B B A; with
 #      PATHS=1 the full-size path check of the diff (a 600-token depth: its 512-token chunk takes the flash kernel)
+#  54: EXPERIMENT experiments/staging-pieces.diff (apps/readback.py, apps/packed.py): uploads through the pinned slots in pieces
+#      of at most 32 MB (readback.CHUNK), a tensor's file blocks memmoved from the mapping into a slot a piece at a time and
+#      split on the device a piece at a time, so the two slots are pinned at 32 MB, not at the largest upload (~150 MB each:
+#      156 ms of cuMemHostAlloc before the first tensor, call16's profile); the lent-slot path goes. First the weights as
+#      loaded: each preset's greedy text of one prompt in A and B (a misplaced piece changes it); then tools.start_time
+#      --repeat 3 of $PRESETS (default Youtu-LLM-2B, DeepSeek-V2-Lite), A B B A (the load's phases and GB/s)
 #  48: FIRST on the next lease: the full-size paths against each other on the series of 69 (tools.path_check: prefill,
 #      decode and generated logits of the three models, depth 0 and 600): patch 69's unrolled products at full size
 #  47: [rejected, call46] EXPERIMENT experiments/prefill-keys-stages.diff (patch 70: a program carries its dynamic shared memory;
@@ -543,6 +549,20 @@ case $1 in
        d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
        (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --decode 32 --prefill 512 --depths ${DEPTHS:-4096,16384} \
          --json "$OUT/flashm_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -6)
+     done ;;
+  54) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/staging-pieces.diff || exit 1
+     for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite}; synth ${P//,/ }; echo "synthesized $(date +%T)"
+     for m in ${P//,/ }; do
+       for v in A B; do d=.; [ $v = B ] && d=/tmp/B; (cd $d && timeout 150 python3 -m apps.llm --model $m -p "The capital of France is" \
+         -n 24 --temperature 0 > /tmp/greedy_${m}_$v.txt 2>/dev/null); done
+       cmp -s /tmp/greedy_${m}_A.txt /tmp/greedy_${m}_B.txt && [ -s /tmp/greedy_${m}_A.txt ] && echo "$m greedy: the same text" \
+         || echo "$m greedy: DIFFERENT or empty"
+     done
+     for v in A B B A; do
+       d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 5)) python3 -m tools.start_time --presets $P --repeat 3 --json "$OUT/pieces_$v.$RANDOM.json" 2>&1 | tail -3)
      done ;;
   48) export TINYGRAD_MLA_CACHE=$PWD/.cache; synth youtu-llm-2b deepseek-v2-lite glm-4.7-flash
      timeout $(($(left) - 3)) python3 -m tools.path_check --depth 0,600 2>&1 | tee "$OUT/paths.txt" | tail -14 ;;
