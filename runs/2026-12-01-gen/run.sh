@@ -216,6 +216,12 @@ abdiff() {  # abdiff TAG DIFF PRESETS POSITIONS: the generated decode step (benc
 #      156 ms of cuMemHostAlloc before the first tensor, call16's profile); the lent-slot path goes. First the weights as
 #      loaded: each preset's greedy text of one prompt in A and B (a misplaced piece changes it); then tools.start_time
 #      --repeat 3 of $PRESETS (default Youtu-LLM-2B, DeepSeek-V2-Lite), A B B A (the load's phases and GB/s)
+#  55: EXPERIMENT (variants made here by sed): the decode attend kernel at two workgroups an SM. It takes 169 registers a
+#      thread (8 warps, 43k registers: one workgroup an SM, 8 warps, latency-bound at depth, the journal); __launch_bounds__(256,
+#      2) holds it to 128 (ptxas sm_90: 152 bytes of spill stores for the 16-head shape, 564 for GLM-4.7-Flash's 20 at 96),
+#      and 256 splits give the second workgroup work (256 splits at one an SM lost: 2026-11-27). bench_mla_attention --pos
+#      32,4095,16383,32767 with variants mb2 (128 registers), s256 (256 splits), s256mb2 (both); then, where one wins at depth
+#      and holds at 32, Youtu-LLM-2B's decode at depth with it in a copy of the tree (gpu_bench --depths 4096,16384, A B B A)
 #  48: FIRST on the next lease: the full-size paths against each other on the series of 69 (tools.path_check: prefill,
 #      decode and generated logits of the three models, depth 0 and 600): patch 69's unrolled products at full size
 #  47: [rejected, call46] EXPERIMENT experiments/prefill-keys-stages.diff (patch 70: a program carries its dynamic shared memory;
@@ -564,6 +570,22 @@ case $1 in
        d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.start_time --presets $P --repeat 3 --json "$OUT/pieces_$v.$RANDOM.json" 2>&1 | tail -3)
      done ;;
+  55) mkdir -p /tmp/var && f=apps/kernels/mla_attention.py
+     sed 's/^SPLITS = 128 /SPLITS = 256 /' $f > /tmp/var/s256.py
+     sed 's/(SPLITS, rows, 1), (32, g, 1), _ROPE_LANE)$/(SPLITS, rows, 1), (32, g, 1), _ROPE_LANE, min_blocks=2)/' $f > /tmp/var/mb2.py
+     sed 's/(SPLITS, rows, 1), (32, g, 1), _ROPE_LANE)$/(SPLITS, rows, 1), (32, g, 1), _ROPE_LANE, min_blocks=2)/' /tmp/var/s256.py > /tmp/var/s256mb2.py
+     timeout $(($(left) / 3)) python3 -m tools.bench_mla_attention --pos 32,4095,16383,32767 --layers 8 --iters 30 \
+       --variants /tmp/var/mb2.py,/tmp/var/s256.py,/tmp/var/s256mb2.py 2>&1 | tee "$OUT/attend_variants.txt" | grep -v '^$'
+     if [ -n "$VARIANT" ]; then   # VARIANT=s256mb2 (a file above): the model's decode at depth with it, A B B A
+       export TINYGRAD_MLA_CACHE=$PWD/.cache
+       rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && cp /tmp/var/$VARIANT.py /tmp/B/$f
+       python3 -m compileall -q /tmp/B/apps > /dev/null; synth youtu-llm-2b
+       for v in A B B A; do
+         d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
+         (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets youtu-llm-2b --decode 32 --prefill 512 --depths 4096,16384 \
+           --json "$OUT/attv_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -4)
+       done
+     fi ;;
   48) export TINYGRAD_MLA_CACHE=$PWD/.cache; synth youtu-llm-2b deepseek-v2-lite glm-4.7-flash
      timeout $(($(left) - 3)) python3 -m tools.path_check --depth 0,600 2>&1 | tee "$OUT/paths.txt" | tail -14 ;;
   47) export TINYGRAD_MLA_CACHE=$PWD/.cache
