@@ -1,4 +1,6 @@
 # GPU steps of 2026-12-01, from the repository root; carry upstream/tinygrad upstream/.stamp upstream/.cache .cache/vocab.
+# Next lease, in order: 48 (FIRST: the full-size path check of the series of 69), 51, 55, 49, 52, 54; then 53 (PATHS=1) and
+# 50 where steps 51 and 49 win (the journal's "prepared" entries of 2026-12-02 say what each expects).
 #   1: where a generated decode token of DeepSeek-V2-Lite and GLM-4.7-Flash goes, kernel by kernel: Nsight Compute's device
 #      times (L2 and clocks left as they run: --cache-control none --clock-control none) against the step as run in its
 #      graphs; then BEAM=2 on DeepSeek-V2-Lite's 8 slowest decode kernels (tools.beam_kernels) while the time lasts
