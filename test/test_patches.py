@@ -1870,3 +1870,28 @@ print("ok")
 
 def test_0069_matvec_steps_unrolled(trees):
   assert_patch_needed(trees, "0069", MATVEC_STEPS_UNROLLED, env={"DEV": "PYTHON", "CACHELEVEL": "0"})
+
+PADDED_REDUCTION_UNROLLED = """
+# a reduction over a range PADTO masks, then unrolled (as the matvec rule unrolls a padded group's walk, or BEAM may): the
+# masked steps add nothing and the others all count
+import numpy as np
+from tinygrad import Tensor
+from tinygrad.codegen.opt import Opt, OptOps
+from tinygrad.uop.ops import AxisType
+import tinygrad.codegen.opt.heuristic as heuristic
+
+def padded_unrolled(k):
+  if k.reduceop is None: return k
+  (k := k.copy()).apply_opt(Opt(OptOps.PADTO, k.axes_of(AxisType.REDUCE)[0], 8))   # 22 -> 24
+  k.apply_opt(Opt(OptOps.UNROLL, 0, 0))                                              # all 24 steps
+  return k
+heuristic.hand_coded_optimizations = padded_unrolled
+rng = np.random.default_rng(0)
+a, b = rng.standard_normal((4, 22)).astype(np.float32), rng.standard_normal((4, 22)).astype(np.float32)
+np.testing.assert_allclose(Tensor(a).sum(1).numpy(), a.sum(1), rtol=1e-5)
+np.testing.assert_allclose((Tensor(a) * Tensor(b)).sum(1).numpy(), (a * b).sum(1), rtol=1e-5)
+print("ok")
+"""
+
+def test_0070_padded_reduction_unrolled(trees):
+  assert_patch_needed(trees, "0070", PADDED_REDUCTION_UNROLLED, env={"DEV": "CPU", "CACHELEVEL": "0"})

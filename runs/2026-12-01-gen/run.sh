@@ -1,6 +1,7 @@
 # GPU steps of 2026-12-01, from the repository root; carry upstream/tinygrad upstream/.stamp upstream/.cache .cache/vocab.
-# Next lease, in order: 48 (FIRST: the full-size path check of the series of 69), 51, 55, 49, 52, 54; then 53 (PATHS=1) and
-# 50 where steps 51 and 49 win (the journal's "prepared" entries of 2026-12-02 say what each expects).
+# Measured 2026-12-02 (calls 49-54): 48 (found DeepSeek-V2-Lite's generated path wrong), 56 (the bisect: patch 69), 57 (the
+# series with patch 70 checked and timed), 51 (the flash prefill kernel: 1.9-4.0x at depth), 55 and 54 (rejected).
+# Next lease, in order: 53 (PATHS=1) once the flash kernel's error at depth is understood, 49, 52; 50 where 49 wins.
 #   1: where a generated decode token of DeepSeek-V2-Lite and GLM-4.7-Flash goes, kernel by kernel: Nsight Compute's device
 #      times (L2 and clocks left as they run: --cache-control none --clock-control none) against the step as run in its
 #      graphs; then BEAM=2 on DeepSeek-V2-Lite's 8 slowest decode kernels (tools.beam_kernels) while the time lasts
@@ -224,6 +225,13 @@ abdiff() {  # abdiff TAG DIFF PRESETS POSITIONS: the generated decode step (benc
 #      and 256 splits give the second workgroup work (256 splits at one an SM lost: 2026-11-27). bench_mla_attention --pos
 #      32,4095,16383,32767 with variants mb2 (128 registers), s256 (256 splits), s256mb2 (both); then, where one wins at depth
 #      and holds at 32, Youtu-LLM-2B's decode at depth with it in a copy of the tree (gpu_bench --depths 4096,16384, A B B A)
+#  56: which patch breaks DeepSeek-V2-Lite's generated path at full size (call49: prefill vs generated 1.27, argmax 0/32 at
+#      depth 0, where the tiny presets agree and GLM-4.7-Flash holds 1.7e-5): tools.path_check of DeepSeek-V2-Lite at depth 0
+#      on trees of the first N patches ($UPTOS, each its own copy and kernel cache, side by side on the one GPU), and
+#      path_check --blocks on the whole series (which block's attention or feed-forward parts first)
+#  57: the series with patch 0070 (an unrolled padded reduction keeps its unmasked steps): llama.cpp built in the background
+#      (carry .cache/llama/llama-cpp-src.tar.xz) while tools.path_check runs at depth 0 on the three models and at 600 on
+#      DeepSeek-V2-Lite; then DeepSeek-V2-Lite's generated path beside llama.cpp (gpu_bench --kernels generated --llama)
 #  48: FIRST on the next lease: the full-size paths against each other on the series of 69 (tools.path_check: prefill,
 #      decode and generated logits of the three models, depth 0 and 600): patch 69's unrolled products at full size
 #  47: [rejected, call46] EXPERIMENT experiments/prefill-keys-stages.diff (patch 70: a program carries its dynamic shared memory;
@@ -588,6 +596,24 @@ case $1 in
            --json "$OUT/attv_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -4)
        done
      fi ;;
+  56) export TINYGRAD_MLA_CACHE=$PWD/.cache; synth deepseek-v2-lite; echo "synthesized $(date +%T)"
+     for n in ${UPTOS:-56 62 63 65 66 67 68}; do
+       rm -rf /tmp/u$n && mkdir /tmp/u$n && cp -r $(ls -A | grep -v '^.cache$') /tmp/u$n/
+       (cd /tmp/u$n && python3 apply_patches.py --upto $n > /dev/null && TINYGRAD_UPTO=$n CACHEDB=/tmp/u$n/cache.db timeout $(($(left) - 10)) \
+         python3 -m tools.path_check --presets deepseek-v2-lite --depth 0 --tokens 16 --skip 8 > /tmp/u$n.txt 2>&1) &
+     done
+     timeout $(($(left) - 10)) python3 -m tools.path_check --blocks deepseek-v2-lite --tokens 16 > "$OUT/blocks.txt" 2>&1 &
+     wait
+     for n in ${UPTOS:-56 62 63 65 66 67 68}; do echo "== upto $n"; grep -v Warn /tmp/u$n.txt | tail -3; done | tee "$OUT/bisect.txt"
+     grep -v Warn "$OUT/blocks.txt" | tail -30 ;;
+  57) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     (python3 -m tools.llama_bench build --time-limit 330 > "$OUT/llama_build.log" 2>&1) &
+     synth deepseek-v2-lite youtu-llm-2b glm-4.7-flash; echo "synthesized $(date +%T)"
+     timeout $(($(left) - 150)) python3 -m tools.path_check --depth 0 2>&1 | tee "$OUT/paths0.txt" | grep -v Warn | tail -6
+     timeout $(($(left) - 120)) python3 -m tools.path_check --presets deepseek-v2-lite --depth 600 2>&1 | tee "$OUT/paths600.txt" | grep -v Warn | tail -4
+     wait; tail -2 "$OUT/llama_build.log"; echo "built $(date +%T)"
+     timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets ${PRESETS:-deepseek-v2-lite} --kernels generated --llama --decode 32 --prefill 512 \
+       --json "$OUT/side_gen.json" 2>&1 | tee "$OUT/side_gen.log" | grep -v '^{' | tail -8 ;;
   48) export TINYGRAD_MLA_CACHE=$PWD/.cache; synth youtu-llm-2b deepseek-v2-lite glm-4.7-flash
      timeout $(($(left) - 3)) python3 -m tools.path_check --depth 0,600 2>&1 | tee "$OUT/paths.txt" | tail -14 ;;
   47) export TINYGRAD_MLA_CACHE=$PWD/.cache
