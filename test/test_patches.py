@@ -1665,7 +1665,9 @@ STAGED_OPERAND = RUN_WITH_OPTS + """
 # for sm_90, a local buffer of x's 6,144 floats and 4 of padding every 32 (6,912) beside its group's partial sums, and so does
 # a product of a batch of matrices by a batch of x (the batch a global range: a workgroup reads one x, at its base); a
 # reduction of one row group a workgroup (a row's sum of squares under the heuristics) holds none. On the sm_80 emulator the
-# products equal numpy's under those opts, with as many threads as words to copy, twice as many (half copy nothing) and 48
+# products equal numpy's under those opts, with as many threads as words to copy, twice as many (half copy nothing) and 48,
+# and with a reduce range padded past x's end (a batch of rows of 44 blocks, PADTO 48 for a group of 16: the last batch's copy
+# stops at the buffer's end; the emulator stops at a load past it)
 import numpy as np
 from tinygrad import Tensor, dtypes
 from tinygrad.codegen import full_rewrite_to_sink
@@ -1698,6 +1700,13 @@ for batch, rows, blocks, group, local in ((), 16, 64, 32, 4), ((), 32, 32, 32, 1
   ref = ((w * d.astype(np.float32)[..., None, None]).reshape(*batch, rows, blocks, 32) * x[..., None, :, :]).sum((-2, -1))
   got = run_with_opts(q4_matvec(Tensor(qs), Tensor(d), Tensor(x)), mv_opts(group, local, axis=len(batch)))
   np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+qs, d = rng.integers(0, 2**32, (3, 8, 44, 4), dtype=np.uint32), rng.standard_normal((3, 8, 44)).astype(np.float16)
+x = rng.standard_normal((3, 44, 32)).astype(np.float32)
+w = ((qs[..., None] >> (np.arange(8, dtype=np.uint32) * 4)) & 15).astype(np.float32) - 8
+ref = ((w * d.astype(np.float32)[..., None, None]).reshape(3, 8, 44, 32) * x[:, None]).sum((-2, -1))
+padded = [Opt(OptOps.UNROLL, 2, 0), Opt(OptOps.UNROLL, 1, 0), Opt(OptOps.PADTO, 2, 16), Opt(OptOps.GROUP, 0, 16),
+          Opt(OptOps.UPCAST, 1, 2), Opt(OptOps.LOCAL, 1, 4)]
+np.testing.assert_allclose(run_with_opts(q4_matvec(Tensor(qs), Tensor(d), Tensor(x)), padded), ref, rtol=1e-4, atol=1e-4)
 print("ok")
 """
 
