@@ -48,7 +48,8 @@ def product(typ: GGMLType, kind: str, J: int, N: int, K: int, E: int, device: st
     small = PackedTensor.from_bytes(random_tensor(typ, (K, 2), np.random.default_rng(0)), typ, (K, 2), device="CPU")
     rows = tuple(reversed(ne[1:]))
     w = PackedTensor(small.fmt, rows, K, {k: Tensor.empty(*rows, *p.shape[1:], dtype=p.dtype, device=device) for k, p in small.parts.items()})
-    x, sel, res, ref = Tensor.empty(*xshape, device=device), Tensor.empty(1, J, dtype=dtypes.int32, device=device), Tensor.empty(1, N, device=device), None
+    x, sel, res = Tensor.empty(*xshape, device=device), Tensor.empty(1, J, dtype=dtypes.int32, device=device), Tensor.empty(1, N, device=device)
+    ref = None
   else:
     raw = random_tensor(typ, ne, rng)
     w, W = PackedTensor.from_bytes(raw, typ, ne, device=device), ref_weight(raw, typ, ne).astype(np.float64)
