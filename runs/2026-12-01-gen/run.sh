@@ -1,7 +1,7 @@
 # GPU steps of 2026-12-01, from the repository root; carry upstream/tinygrad upstream/.stamp upstream/.cache .cache/vocab.
 # Measured 2026-12-02 (calls 49-54): 48 (found DeepSeek-V2-Lite's generated path wrong), 56 (the bisect: patch 69), 57 (the
 # series with patch 70 checked and timed), 51 (the flash prefill kernel: 1.9-4.0x at depth), 55 and 54 (rejected).
-# Next lease, in order: 53 (PATHS=1) once the flash kernel's error at depth is understood, 49, 52; 50 where 49 wins.
+# Next lease, in order: 53 (PATHS=1: the flash kernel against float64 at 16k first), 49, 52; 50 where 49 wins.
 #   1: where a generated decode token of DeepSeek-V2-Lite and GLM-4.7-Flash goes, kernel by kernel: Nsight Compute's device
 #      times (L2 and clocks left as they run: --cache-control none --clock-control none) against the step as run in its
 #      graphs; then BEAM=2 on DeepSeek-V2-Lite's 8 slowest decode kernels (tools.beam_kernels) while the time lasts
@@ -560,6 +560,8 @@ case $1 in
      rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/prefill-flash-model.diff || exit 1
      for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      P=${PRESETS:-youtu-llm-2b}; synth ${P//,/ }; echo "synthesized $(date +%T)"
+     # the kernel's last 32 queries at 16k keys against float64 (the "vs f64" column; the tensor ops' too)
+     (cd /tmp/B && timeout 150 python3 -m tools.bench_mla_attention --prefill 512 --pos 15872 --layers 2 --iters 5 2>&1 | tee "$OUT/flash_f64.txt" | grep -v '^$')
      if [ -n "$PATHS" ]; then (cd /tmp/B && timeout $(($(left) / 2)) python3 -m tools.path_check --presets $P --depth 0,600 2>&1 | tail -14); fi
      for v in A B B A; do
        d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
