@@ -1,7 +1,7 @@
 # GPU steps of 2026-12-01, from the repository root; carry upstream/tinygrad upstream/.stamp upstream/.cache .cache/vocab.
 # Measured 2026-12-02 (calls 49-54): 48 (found DeepSeek-V2-Lite's generated path wrong), 56 (the bisect: patch 69), 57 (the
 # series with patch 70 checked and timed), 51 (the flash prefill kernel: 1.9-4.0x at depth), 55 and 54 (rejected).
-# Next lease, in order: 53 (PATHS=1: the flash kernel against float64 at 16k first), 49, 52; 50 where 49 wins.
+# Next lease, in order: 53 (PATHS=1: the flash kernel against float64 at 16k first), 58, 49, 52; 50 where 49 wins.
 #   1: where a generated decode token of DeepSeek-V2-Lite and GLM-4.7-Flash goes, kernel by kernel: Nsight Compute's device
 #      times (L2 and clocks left as they run: --cache-control none --clock-control none) against the step as run in its
 #      graphs; then BEAM=2 on DeepSeek-V2-Lite's 8 slowest decode kernels (tools.beam_kernels) while the time lasts
@@ -232,6 +232,10 @@ abdiff() {  # abdiff TAG DIFF PRESETS POSITIONS: the generated decode step (benc
 #  57: the series with patch 0070 (an unrolled padded reduction keeps its unmasked steps): llama.cpp built in the background
 #      (carry .cache/llama/llama-cpp-src.tar.xz) while tools.path_check runs at depth 0 on the three models and at 600 on
 #      DeepSeek-V2-Lite; then DeepSeek-V2-Lite's generated path beside llama.cpp (gpu_bench --kernels generated --llama)
+#  58: EXPERIMENT experiments/decode-mma.diff (apps/kernels/mla_attention.py decode_mma_kernel, mla_decode_attention_mma;
+#      its emulator tests; bench_mla_attention's "tensor cores" row): a decode token's scores and value product on the
+#      tensor cores, the heads an m16 tile, the keys split as attend_kernel splits them, then its combine. bench_mla_attention
+#      --pos 32,4095,16383,32767 (the row's rel err against float64 on the host; the tensor-op reference's us beside it)
 #  48: FIRST on the next lease: the full-size paths against each other on the series of 69 (tools.path_check: prefill,
 #      decode and generated logits of the three models, depth 0 and 600): patch 69's unrolled products at full size
 #  47: [rejected, call46] EXPERIMENT experiments/prefill-keys-stages.diff (patch 70: a program carries its dynamic shared memory;
@@ -616,6 +620,10 @@ case $1 in
      wait; tail -2 "$OUT/llama_build.log"; echo "built $(date +%T)"
      timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets ${PRESETS:-deepseek-v2-lite} --kernels generated --llama --decode 32 --prefill 512 \
        --json "$OUT/side_gen.json" 2>&1 | tee "$OUT/side_gen.log" | grep -v '^{' | tail -8 ;;
+  58) patch -s -p1 < runs/2026-12-01-gen/experiments/decode-mma.diff || exit 1
+     python3 -m compileall -q apps tools > /dev/null
+     timeout $(($(left) - 3)) python3 -m tools.bench_mla_attention --pos 32,4095,16383,32767 --layers 8 --iters 30 2>&1 \
+       | tee "$OUT/decode_mma.txt" | grep -v '^$' ;;
   48) export TINYGRAD_MLA_CACHE=$PWD/.cache; synth youtu-llm-2b deepseek-v2-lite glm-4.7-flash
      timeout $(($(left) - 3)) python3 -m tools.path_check --depth 0,600 2>&1 | tee "$OUT/paths.txt" | tail -14 ;;
   47) export TINYGRAD_MLA_CACHE=$PWD/.cache
