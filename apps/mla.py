@@ -20,7 +20,7 @@ from apps.gguf import GGUFFile, GGUFError
 from apps.packed import format_for
 from apps.quantized import QuantizedLinear, QuantizedExpertWeights, dequantize_rows, load_tensor, rms_norm
 from apps.dispatch import KernelCall, run, run_sum
-from apps.kernels import Fusions, KernelModules, to_bound
+from apps.kernels import Fusions, KernelModules, to_bound, has_mma
 
 class Gating(enum.IntEnum):
   """llama.cpp's LLAMA_EXPERT_GATING_FUNC_TYPE values."""
@@ -222,6 +222,20 @@ def decode_attention_reference(q_lat: Tensor, q_raw: Tensor, kv_raw: Tensor, kv_
   scores = q.transpose(0, 1).float() @ keys.float().T * scale                 # (H, 1, S)
   return (scores.softmax(-1) @ values.float()).transpose(0, 1).reshape(n_head, kv_lora)
 
+def heads_side_by_side(k_b: Tensor, v_b: Tensor) -> tuple[Tensor, Tensor]:
+  """k_b (H, kv_lora, nope) and v_b (H, v_head, kv_lora) as (kv_lora, H * nope) and (kv_lora, H * v_head): every head's
+  expansion of a latent row in one product."""
+  (H, KV, nope), dv = k_b.shape, v_b.shape[1]
+  return k_b.permute(1, 0, 2).reshape(KV, H * nope), v_b.permute(2, 0, 1).reshape(KV, H * dv)
+
+def expand_per_head(rows: Tensor, w_k: Tensor, w_v: Tensor, n_head: int, qk_rope: int) -> tuple[Tensor, Tensor]:
+  """Latent cache rows (S, kv_lora + rope) in the form expanded per head, a row a token: keys (S, H, nope + rope) =
+  [c_kv @ k_b[h] | k_rope] and values (S, H, v_head) = c_kv @ v_b[h].T, the heads side by side (heads_side_by_side)."""
+  S, KV = rows.shape[0], w_k.shape[0]
+  c_kv, k_pe = rows[:, :KV], rows[:, KV:]
+  keys = (c_kv @ w_k).reshape(S, n_head, -1).cat(k_pe.unsqueeze(1).expand(S, n_head, qk_rope), dim=-1)
+  return keys, (c_kv @ w_v).reshape(S, n_head, -1)
+
 def causal_attention(q: Tensor, keys: Tensor, values: Tensor, start_pos: int | UOp, max_keys: int, scale: float, slices: bool = True,
                      split=lambda x: x) -> Tensor:
   """Causal attention from tensor ops of the queries q (T, H, D) at positions start_pos.. over the S = start_pos + T keys
@@ -256,6 +270,16 @@ def expands_latents(cfg: Config, chunk: int) -> bool:
   (kv_lora + rope + kv_lora) absorbed, chunk x heads x (qk_nope + rope + v_head) expanded plus its expansion, heads x
   kv_lora x (qk_nope + v_head), which the absorbed form spends once a query instead (on q_nope and the output)."""
   return chunk * (2 * cfg.kv_lora_rank - cfg.qk_nope - cfg.v_head) > cfg.kv_lora_rank * (cfg.qk_nope + cfg.v_head)
+
+def flash_prefills(cfg: Config, chunk: int) -> bool:
+  """Whether a prefill chunk of `chunk` queries on the tensor cores attends in the expanded form (its context's rows
+  expanded per head, then the flash kernel) rather than over the latent rows: where the expanded form's FLOPs a key (the
+  chunk's scores and values over the expanded key, and the key's expansion) are at most 2/3 of the absorbed form's. The
+  expansions run as fp32 products, slower a FLOP than the kernels: on an H200 at 16k keys DeepSeek-V2-Lite's and
+  Youtu-LLM-2B's 512-token chunks (0.53 of the FLOPs) attend 2.1x faster, GLM-4.7-Flash's (0.88) no faster."""
+  absorbed = chunk * (2 * cfg.kv_lora_rank + cfg.qk_rope)
+  expanded = chunk * (cfg.qk_nope + cfg.qk_rope + cfg.v_head) + cfg.kv_lora_rank * (cfg.qk_nope + cfg.v_head)
+  return 3 * expanded <= 2 * absorbed
 
 def expanded_attention(q_nope: Tensor, q_pe: Tensor, cache: Tensor, start_pos: int | UOp, k_b: Tensor, v_b: Tensor, kv_lora: int,
                        scale: float, slices: bool = True, split=lambda x: x) -> Tensor:
@@ -390,9 +414,10 @@ class Block:
                 base: int | UOp = 0, rows: Rows | None = None) -> Tensor:
     """x + MLA(attn_norm(x)) for x (T, dim) fp32 at positions start_pos.. of the sequence whose cache rows start at `base`
     (their latent rows go into the cache), or with `rows` the new tokens of T sequences (Rows). cos/sin are the rope rows
-    of those positions; `tables` = (rope_cos, rope_sin, an int32 buffer of [start_pos, base]) lets the attention kernels
-    run where the device has them: a decode token's (T = 1, or the rows: one pass, the new row included) or a prefill
-    chunk's (after the chunk's rows are stored)."""
+    of those positions; `tables` = (rope_cos, rope_sin, an int32 buffer of [start_pos, base][, the expanded keys' and values'
+    buffers or None]) lets the attention kernels run where the device has them: a decode token's (T = 1, or the rows: one
+    pass, the new row included) or a prefill chunk's (after the chunk's rows are stored; a long one's on the tensor cores
+    over its keys and values expanded per head, where the buffers are given)."""
     cfg, T = self.cfg, x.shape[0]
     xn, qn = (self.attn_norm, cfg.norm_eps), (self.attn_q_a_norm, cfg.norm_eps) if cfg.q_lora_rank else None
     kq = cfg.qk_nope + cfg.qk_rope                                              # query width per head
@@ -430,6 +455,12 @@ class Block:
                          for i, (p, b) in enumerate(zip(rows.pos, rows.base))])
     else:
       cache = Tensor(cache.uop.after(cache[base + start_pos:base + start_pos + T].uop.store(row.uop)))
+      if tables is not None and len(tables) > 3 and tables[3] is not None and self.hand_written(x.device) and has_mma(x.device) and \
+         flash_prefills(cfg, T.vmax if isinstance(T, UOp) else T):
+        # a long chunk on the tensor cores: the keys and values of rows 0..start_pos + T - 1 expanded per head (one product
+        # each) into the model's buffers, then flash attention over them; the output already past v_b
+        out = self.flash_attention(q_nope, q_pe, cache[base:base + max_context], start_pos, T, tables)
+        return self.attn_output(self.split(out.cast(x.dtype).reshape(T, cfg.n_head * cfg.v_head), "attn_out"), residual=x)
       if tables is not None and self.prefills_by_kernel(x.device, cache, T):
         # causal attention of the chunk over the cache: one kernel on the tensor cores (CUDA sm_80+), else a split of each
         # token's keys and their combine; on the CPU one kernel that reads each key row once for a few tokens and heads
@@ -449,6 +480,20 @@ class Block:
         out = latent_attention(q, view, start_pos, cfg.kv_lora_rank, cfg.kq_scale, slices=self.fusions.slices, split=scores)
     out = self.attn_v_b.batched(out.cast(x.dtype))                              # (T, H, v_head)
     return self.attn_output(self.split(out.reshape(T, cfg.n_head * cfg.v_head), "attn_out"), residual=x)
+
+  def flash_attention(self, q_nope: Tensor, q_pe: Tensor, view: Tensor, start_pos: int | UOp, T: int | UOp, tables: tuple) -> Tensor:
+    """Causal attention (T, H, v_head) fp32 of a chunk's queries over the rows of its sequence's cache `view`, in the form
+    expanded per head (expand_per_head) of rows 0..start_pos + T - 1, stored in the model's expanded buffers (tables[3], a
+    row a position: the chunk's rows a prefix), the flash kernel over them."""
+    cfg, S = self.cfg, start_pos + T
+    w_k, w_v = heads_side_by_side(*(dequantize_rows(w.groups[0]) for w in (self.attn_k_b, self.attn_v_b)))
+    keys, values = expand_per_head(view[0:S].float(), w_k, w_v, cfg.n_head, cfg.qk_rope)
+    kbuf, vbuf = tables[3]
+    kbuf = Tensor(kbuf.uop.after(kbuf[0:S].uop.store(keys.uop)))
+    vbuf = Tensor(vbuf.uop.after(vbuf[0:S].uop.store(values.uop)))
+    (q,), _, _ = to_bound(q_nope.float().cat(q_pe.float(), dim=-1), slices=self.fusions.slices)
+    out = self.kernel_modules.mla_attention.mla_flash_prefill(q, kbuf, vbuf, tables[2], cfg.kq_scale)
+    return out if isinstance(T, int) else out[:T]
 
   # ---- feed-forward
   def route(self, logits: Tensor, sel: Tensor | None = None) -> tuple[Tensor, Tensor]:

@@ -18,9 +18,9 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 from tinygrad import Tensor, TinyJit, UOp, Device, GlobalCounters, dtypes
 from apps.gguf import GGUFFile
-from apps.mla import Block, Config, Rows, DEFAULT_SPLIT_MASK, expands_latents
+from apps.mla import Block, Config, Rows, DEFAULT_SPLIT_MASK, expands_latents, flash_prefills
 from apps import KERNEL_PATHS, CACHE_TYPES
-from apps.kernels import Fusions, KernelModules
+from apps.kernels import Fusions, KernelModules, has_mma
 from apps.quantized import QuantizedEmbedding, QuantizedExpertWeights, QuantizedLinear, load_tensor, block_product_bytes, int8_tensor_cores
 from apps import sampling
 from apps.readback import Readback, device_full, to_device, trim, upload, upload_many
@@ -119,6 +119,12 @@ class Transformer:
     self.caches = [zeros(slots * self.max_context, cfg.kv_lora_rank + cfg.qk_rope, dtype=self.cache_dtype) for _ in self.blocks]
     cos, sin = rope_tables(cfg, self.max_context)
     self.rope_cos, self.rope_sin = to_device(cos, self.device), to_device(sin, self.device)
+    # a long chunk's keys and values expanded per head, a row a position (the hand-written path's flash prefill on the
+    # tensor cores: apps/mla.py); zeroed once, so the rows past a chunk that a padded query reaches are finite (fit_context
+    # counts them)
+    self.expanded = (zeros(self.max_context, cfg.n_head, cfg.qk_nope + cfg.qk_rope, dtype=dtypes.float32),
+                     zeros(self.max_context, cfg.n_head, cfg.v_head, dtype=dtypes.float32)) \
+      if kernels == "hand" and has_mma(self.device) and any(flash_prefills(cfg, c) for c in prefill_chunks) else None
     self._pos_zero = zeros(2)
     # the last sampled id lives on the device: the decode step reads it and overwrites it (a JIT input would be copied)
     self.token = zeros(1)
@@ -218,12 +224,12 @@ class Transformer:
 
   def rope_args(self, start_pos: int | UOp, T, slot: int | UOp | None = None) -> tuple:
     """What every block takes besides x and its cache: start_pos, the rope rows of the T positions, the whole tables with
-    [start_pos, the slot's first cache row] in a device buffer (for the attention kernels, which read them on the device),
-    and that first row."""
+    [start_pos, the slot's first cache row] in a device buffer (for the attention kernels, which read them on the device)
+    and the expanded keys' and values' buffers (or None), and that first row."""
     cos, sin = self.rope_cos[start_pos:start_pos + T], self.rope_sin[start_pos:start_pos + T]
     base = 0 if slot is None else slot * self.max_context
     pos = (self._pos_zero + Tensor.stack(Tensor(start_pos, device=self.device), Tensor(base, device=self.device)).cast(dtypes.int32)).contiguous()
-    return start_pos, cos, sin, (self.rope_cos, self.rope_sin, pos), base
+    return start_pos, cos, sin, (self.rope_cos, self.rope_sin, pos, self.expanded), base
 
   def head(self, x: Tensor) -> Tensor:
     """Logits (T, vocab) fp32 of residual-stream rows x (T, dim): output(output_norm(x))."""

@@ -20,7 +20,8 @@ from apps.mla import decode_attention_reference
 from apps.kernels.mla_attention import (AttentionShape, attend_kernel, combine_kernel, mla_decode_attention,
                                         SPLITS, MIN_CHUNK, prefill_attend_kernel,
                                         mla_prefill_attention, prefill_splits, PREFILL_SPLITS, PREFILL_MIN_CHUNK,
-                                        prefill_mma_kernel, mma_warps, mma_group, MMA_GROUP)
+                                        prefill_mma_kernel, mma_warps, mma_group, MMA_GROUP,
+                                        flash_prefill_kernel, flash_keys, flash_split, FLASH_KEYS)
 
 REPO = Path(__file__).resolve().parent.parent
 SMALL = AttentionShape(n_head=4, kv_lora=64, qk_nope=32, qk_rope=16)
@@ -587,3 +588,86 @@ def test_prefill_on_the_device():
     out = mla_prefill_attention(Tensor(c["q"][..., :s.kv_lora].copy()), Tensor(c["q"][..., s.kv_lora:].copy()), Tensor(c["cache"]),
                                 Tensor(c["pos"]), kv_lora=s.kv_lora, qk_rope=s.qk_rope, scale=c["scale"]).numpy()
     assert rel_err(out, numpy_prefill(s, c)) < 1e-5, (P, T)
+
+# ---------------------------------------------------------------- the expanded form's flash kernel (tensor cores, emulated)
+
+def flash_case(H: int, dqk: int, dv: int, P: int, T: int, key_rows: int, seed: int = 0, sharp: float = 1.0) -> dict:
+  """A chunk of T queries at positions P..P+T-1 over per-head keys and values whose rows past P + T are NaN (never read)."""
+  rng = np.random.default_rng(seed)
+  k, v = np.full((key_rows, H, dqk), np.nan, np.float32), np.full((key_rows, H, dv), np.nan, np.float32)
+  k[:P + T], v[:P + T] = rng.standard_normal((P + T, H, dqk)), rng.standard_normal((P + T, H, dv))
+  return dict(q=(rng.standard_normal((T, H, dqk)) * sharp).astype(np.float32), k=k, v=v, pos=np.array([P, 0], np.int32),
+              scale=1 / math.sqrt(dqk))
+
+def numpy_flash(c: dict) -> np.ndarray:
+  """(T, H, dv) in float64: query t at position P + t attends to rows 0..P + t of its head's keys and values."""
+  P, q, k, v = int(c["pos"][0]), c["q"].astype(np.float64), c["k"].astype(np.float64), c["v"].astype(np.float64)
+  out = np.zeros((q.shape[0], q.shape[1], v.shape[2]))
+  for t in range(q.shape[0]):
+    for h in range(q.shape[1]):
+      sc = k[:P + t + 1, h] @ q[t, h] * c["scale"]
+      pr = np.exp(sc - sc.max())
+      out[t, h] = pr / pr.sum() @ v[:P + t + 1, h]
+  return out
+
+def emulate_flash(c: dict, work: Path, tokens: int | None = None, edit=lambda body: body, ws: int | None = None) -> np.ndarray:
+  T, H, dqk = c["q"].shape
+  tokens = tokens or T
+  q = np.concatenate([c["q"], np.zeros((tokens - T, H, dqk), np.float32)])
+  out = np.full((tokens, H, c["v"].shape[2]), np.nan, np.float32)
+  k = flash_prefill_kernel(H, dqk, c["v"].shape[2], c["scale"], tokens, c["k"].shape[0], ws)
+  k = SourceKernel(k.name, k.params, edit(k.body), k.global_size, k.local_size, trigger=k.trigger)
+  emulate(k, "CUDA", [out, q, c["k"], c["v"], c["pos"]], work)
+  return out
+
+@pytest.mark.parametrize("ws", [1, 2])
+@pytest.mark.parametrize("H,dqk,dv,P,T", [(2, 32, 16, 13, 20), (1, 16, 16, 70, 70), (3, 32, 48, 0, 5)], ids=["small", "two-tiles", "start"])
+def test_flash_prefill_emulated(H, dqk, dv, P, T, ws, tmp_path):
+  """Causal attention of a chunk over per-head keys and values to fp32 accuracy against float64, a warp a tile of queries
+  or two (each a slice of the dims and columns): several stages of keys, a chunk of two or three query tiles (the later
+  ones first), a chunk at position 0; queries sharp enough that the running max moves."""
+  c = flash_case(H, dqk, dv, P, T, P + T + 9, seed=P + T, sharp=4.0)
+  assert rel_err(emulate_flash(c, tmp_path, ws=ws), numpy_flash(c)) < 1e-5
+
+def test_flash_prefill_emulated_padded_and_wide(tmp_path):
+  """A chunk of 3 tokens run as its bound of 6: the padded rows reach key rows past the chunk (stale: finite, as the
+  expansions of the model's zeroed cache are; large, so any weight on them would show), the real rows exact; and rows
+  too wide for two stages of 16 keys in 48 KB (GLM-4.7-Flash's 256 + 256: stages of 8)."""
+  c = flash_case(2, 16, 8, 30, 3, 40, seed=3)
+  c["k"][33:36], c["v"][33:36] = 1e3, 1e3
+  out = emulate_flash(c, tmp_path / "pad", tokens=6)
+  assert rel_err(out[:3], numpy_flash(c)) < 1e-5
+  assert flash_keys(192, 128) == FLASH_KEYS and flash_keys(256, 256) == 8 and flash_split(256, 256) == flash_split(192, 128) == 2
+  assert flash_split(24, 16) == 1
+  c = flash_case(1, 256, 256, 21, 4, 30, seed=4)
+  assert rel_err(emulate_flash(c, tmp_path / "wide"), numpy_flash(c)) < 1e-5
+
+def test_flash_prefill_needs_the_split_products(tmp_path):
+  """Queries and keys rounded to tf32 once (their lo parts dropped) miss the bound: the test sees the precision."""
+  c = flash_case(2, 24, 16, 13, 20, 40, seed=7, sharp=4.0)
+  crude = lambda body: body.replace("ql[i] = qf[j][i] - qh[i]", "ql[i] = 0.0f").replace("k0l = k0 - k0h", "k0l = 0.0f") \
+                           .replace("k1l = k1 - k1h", "k1l = 0.0f")
+  assert rel_err(emulate_flash(c, tmp_path, edit=crude), numpy_flash(c)) > 1e-5
+
+def test_expand_per_head():
+  """The form expanded per head of latent rows: keys [c_kv @ k_b[h] | k_rope], values c_kv @ v_b[h].T, every head one
+  product (the flash prefill's keys and values)."""
+  from apps.mla import heads_side_by_side, expand_per_head
+  rng = np.random.default_rng(0)
+  H, KV, nope, R, dv, S = 3, 16, 8, 4, 6, 5
+  rows, k_b, v_b = rng.standard_normal((S, KV + R)), rng.standard_normal((H, KV, nope)), rng.standard_normal((H, dv, KV))
+  keys, values = expand_per_head(Tensor(rows.astype(np.float32)), *heads_side_by_side(Tensor(k_b.astype(np.float32)),
+                                 Tensor(v_b.astype(np.float32))), H, R)
+  want_k = np.concatenate([np.einsum("sk,hkn->shn", rows[:, :KV], k_b), np.repeat(rows[:, None, KV:], H, 1)], -1)
+  np.testing.assert_allclose(keys.numpy(), want_k, rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(values.numpy(), np.einsum("sk,hvk->shv", rows[:, :KV], v_b), rtol=1e-5, atol=1e-5)
+
+def test_flash_prefills_where_its_flops_pay():
+  """The tensor cores' chunks take the expanded form's flash kernel where its FLOPs a key are at most 2/3 of the absorbed
+  form's: DeepSeek-V2-Lite's (and Youtu-LLM-2B's: the same attention shape) 512-token chunks, not GLM-4.7-Flash's (whose
+  wide expansion measured no faster), which its 2048-token ones would; no chunk of 128."""
+  from apps.mla import Config, flash_prefills
+  dsv2 = Config(n_layer=1, dim=1, n_head=16, vocab_size=1, norm_eps=1e-6, context_length=1, q_lora_rank=0, kv_lora_rank=512, qk_nope=128,
+                qk_rope=64, v_head=128, ffn_dim=1, n_dense_lead=1)
+  glm = Config(**{**vars(dsv2), "n_head": 20, "qk_nope": 192, "v_head": 256})
+  assert [flash_prefills(c, n) for c in (dsv2, glm) for n in (2048, 512, 128)] == [True, True, False, True, False, False]

@@ -3,7 +3,8 @@ math from tinygrad ops (the portable path apps/mla.py runs), at several context 
 
   DEV=CUDA python3 -m tools.bench_mla_attention [--layers 8] [--iters 50] [--pos 16,128,512,1024,4095]
   DEV=CUDA python3 -m tools.bench_mla_attention --prefill 512,128 [--pos 0,1024]   (a prefill chunk's attention instead:
-      the tensor-core kernel vs the CUDA-core one, chunks of those lengths at those start positions)
+      the tensor-core kernel vs the CUDA-core one, chunks of those lengths at those start positions; on the tensor cores also
+      the form expanded per head: the flash kernel with its expansions, and alone)
   [JITBEAM=2] python3 -m tools.bench_mla_attention --prefill 512 --pos 0 --kernels generated   (the generated path's chunk
       attention kernel by kernel, with each kernel's opts: the absorbed form, and the form expanded per head, its expansions
       included, which a long chunk takes)
@@ -106,6 +107,52 @@ def bench_prefill(name: str, shape: tuple, tokens: int, start: int, layers: int,
   for tag, (us, out) in outs.items():
     err = float(np.abs(out - ref).max() / np.abs(ref).max())
     print(f"{name:32s} {tokens:6d} {start:6d} {tag:>13s} {us:10.1f} {outs['CUDA cores'][0] / us:8.2f} {err:9.1e}", flush=True)
+  if has_mma(dev): bench_flash_prefill(name, shape, tokens, start, layers, iters, caches, [q for q, _ in qs], [qpe for _, qpe in qs], pos,
+                                       outs["CUDA cores"][0])
+
+def bench_flash_prefill(name: str, shape: tuple, tokens: int, start: int, layers: int, iters: int, caches: list, qs: list, qpes: list,
+                        pos: Tensor, base_us: float) -> None:
+  """The same chunk in the form expanded per head (apps/mla.expanded_attention's keys and values from the cache rows, k_b and
+  v_b as floats): the flash kernel with the expansions (tensor ops) it needs, and alone; its output against the expanded
+  tensor ops' (causal_attention), on the first block. The speedup column is against the absorbed CUDA-core kernel."""
+  from apps.kernels.mla_attention import mla_flash_prefill
+  from apps.mla import causal_attention, heads_side_by_side, expand_per_head
+  H, KV, NOPE, R, _ = shape
+  DV, S, scale = V_HEAD[name], start + tokens, 1 / math.sqrt(NOPE + R)
+  rng = np.random.default_rng(1)
+  k_b, v_b = (Tensor(rng.standard_normal(s).astype(np.float32) / 16).realize() for s in ((H, KV, NOPE), (H, DV, KV)))
+  w_k, w_v = (w.contiguous().realize() for w in heads_side_by_side(k_b, v_b))
+  def expand(cache: Tensor) -> tuple[Tensor, Tensor]:   # (S, H, nope + rope) and (S, H, dv): rows are tokens
+    return tuple(t.contiguous() for t in expand_per_head(cache[:S], w_k, w_v, H, R))
+  qfull = [q[..., :NOPE].cat(qpe, dim=-1).contiguous().realize() for q, qpe in zip(qs, qpes)]   # q_nope's width of the absorbed q
+  kvs = [tuple(t.realize() for t in expand(c)) for c in caches]
+  steps = {"flash+expand": lambda: Tensor.stack(*[mla_flash_prefill(q, *expand(c), pos, scale) for q, c in zip(qfull, caches)]).realize(),
+           "flash": lambda: Tensor.stack(*[mla_flash_prefill(q, k, v, pos, scale) for q, (k, v) in zip(qfull, kvs)]).realize(),
+           "flash w1": lambda: Tensor.stack(*[mla_flash_prefill(q, k, v, pos, scale, ws=1) for q, (k, v) in zip(qfull, kvs)]).realize()}
+  k, v = kvs[0]
+  ref = causal_attention(qfull[0], k.permute(1, 0, 2), v.permute(1, 0, 2), start, S, scale).numpy()
+  # the last 32 queries (the most keys) in float64 on the host: which side of a difference is off
+  n64 = min(32, tokens)
+  q64, k64, v64 = (t.numpy().astype(np.float64) for t in (qfull[0][tokens - n64:], k, v))
+  ref64 = np.zeros((n64, H, DV))
+  for h in range(H):
+    sc = q64[:, h] @ k64[:, h].T * scale
+    sc[np.arange(S)[None, :] > start + tokens - n64 + np.arange(n64)[:, None]] = -np.inf
+    w = np.exp(sc - sc.max(-1, keepdims=True))
+    ref64[:, h] = (w / w.sum(-1, keepdims=True)) @ v64[:, h]
+  e64 = lambda o: float(np.abs(o[tokens - n64:] - ref64).max() / np.abs(ref64).max())
+  print(f"{name:32s} {tokens:6d} {start:6d} {'tensor ops':>13s} {'':>10s} {'':>8s} {'':>9s} {e64(ref):9.1e}", flush=True)
+  for tag, fn in steps.items():
+    step = TinyJit(fn)
+    for _ in range(3): out = step()
+    Device[Device.DEFAULT].synchronize()
+    t0 = time.perf_counter()
+    for _ in range(iters): out = step()
+    Device[Device.DEFAULT].synchronize()
+    us = (time.perf_counter() - t0) / iters / layers * 1e6
+    got = out[0].numpy()
+    err = float(np.abs(got - ref).max() / np.abs(ref).max())
+    print(f"{name:32s} {tokens:6d} {start:6d} {tag:>13s} {us:10.1f} {base_us / us:8.2f} {err:9.1e} {e64(got):9.1e}", flush=True)
 
 def bench_generated_prefill(name: str, shape: tuple, tokens: int, start: int, layers: int, iters: int, repeat: int = 3) -> None:
   """The generated path's attention of one chunk (apps/mla.py, tensor ops, tinygrad's kernels) at the model's symbolic start
@@ -170,7 +217,7 @@ def main() -> None:
   args = ap.parse_args()
   print(f"device {Device.DEFAULT}")
   if args.prefill:
-    print(f"{'shape':32s} {'tokens':>6s} {'start':>6s} {'kernel':>13s} {'us/block':>10s} {'speedup':>8s} {'rel err':>9s}")
+    print(f"{'shape':32s} {'tokens':>6s} {'start':>6s} {'kernel':>13s} {'us/block':>10s} {'speedup':>8s} {'rel err':>9s} {'vs f64':>9s}")
     for name, shape in SHAPES.items():
       for T in (int(t) for t in args.prefill.split(",")):
         for p in (int(p) for p in args.pos.split(",")):

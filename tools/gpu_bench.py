@@ -79,12 +79,14 @@ def bench(preset: str, path: Path, n_decode: int, n_prefill: int, mix: str, upst
   del model
   return res
 
-def at_depths(preset: str, path: Path, depths: list[int], n_decode: int, kernels: str = "hand", cache_type: str = "f32") -> list[dict]:
+def at_depths(preset: str, path: Path, depths: list[int], n_decode: int, kernels: str = "hand", cache_type: str = "f32",
+              chunks: tuple[int, ...] | None = None) -> list[dict]:
   """Long prompts and decode deep in the context, llama-bench's pp<D> and tg<n>@d<D>: for each D, one generate of a
   D-token prompt and n_decode tokens after it; prefill tok/s = D / the time to the first token, decode tok/s from the first
   token to the last. The steps are captured first by a short prompt (they serve every position, so no warm-up at D)."""
   release()
-  model = Transformer.from_gguf(path, max_context=max(depths) + n_decode + 64, kernels=kernels, cache_type=cache_type)
+  model = Transformer.from_gguf(path, max_context=max(depths) + n_decode + 64, kernels=kernels, cache_type=cache_type,
+                                **({"prefill_chunks": chunks} if chunks else {}))
   rng = np.random.default_rng(0)
   for c in model.prefill_chunks:  # a prompt that ends in a chunk of each length: the captures, then their first replay
     warm = rng.integers(0, 100000, min(max(model.prefill_chunks) + c, model.max_context - 8)).tolist()
@@ -217,6 +219,7 @@ def main() -> None:
   ap.add_argument("--cache-type", choices=CACHE_TYPES, default="f32", help="our latent cache's elements (llama-bench keeps its f16 default)")
   ap.add_argument("--depths", help="comma list of context depths: prefill of a prompt that long and decode after it (and llama-bench's "
                   "pp<D>, tg128@d<D> with --llama), instead of the short-context numbers")
+  ap.add_argument("--chunks", help="comma list of prefill chunk lengths for --depths (the model's default: 512,128,32)")
   ap.add_argument("--batch", help="comma list of batch sizes: aggregate decode of that many sequences at once (and llama-batched-bench's "
                   "S_TG with --llama), instead of the short-context numbers")
   ap.add_argument("--json", type=Path)
@@ -257,7 +260,8 @@ def main() -> None:
     print("\n" + "\n".join(batch_table(rows, llama)))
     return
   if depths:
-    rows = [r for p in presets for r in at_depths(p, paths[p], depths, args.decode, args.kernels, args.cache_type)]
+    chunks = tuple(int(c) for c in args.chunks.split(",")) if args.chunks else None
+    rows = [r for p in presets for r in at_depths(p, paths[p], depths, args.decode, args.kernels, args.cache_type, chunks)]
     if args.json: args.json.write_text(json.dumps({"device": Device.DEFAULT, "rows": rows, "llama": llama}, indent=1))
     print("\n" + "\n".join(depth_table(rows, llama)))
     return

@@ -643,3 +643,161 @@ def launch_prefill(attend, combine, q: Tensor, q_pe: Tensor, cache: Tensor, pos:
   part, ml, *_ = Tensor.empty(T, S, n_head, kv_lora, device=dev).custom_kernel(Tensor.empty(T, S, n_head, 2, device=dev), q, q_pe,
                                                                                cache, pos, fxn=attend)
   return Tensor.empty(T, n_head, kv_lora, device=dev).custom_kernel(part, ml, pos, fxn=combine)[0]
+
+# ---- a prefill chunk's attention in the form expanded per head (apps/mla.expanded_attention: keys [c_kv @ k_b[h] | k_rope],
+# values c_kv @ v_b[h].T): flash attention on the tensor cores, the scores never leave the registers
+FLASH_KEYS = 16   # keys per shared-memory stage: two n8 tiles of the scores, two k8 steps of the values
+FLASH_WARPS = 4   # warps a workgroup: 16 query rows each, one head
+
+def flash_keys(dqk: int, dv: int) -> int:
+  """Keys a stage holds: FLASH_KEYS where two stages of keys and values (and the warps' partial scores) fit the 48 KB of
+  static workgroup memory, else 8."""
+  return next(kt for kt in (FLASH_KEYS, 8) if 2 * kt * (dqk + 4 + dv + 8) * 4 + FLASH_WARPS * kt * 64 <= 48 * 1024)
+
+def flash_split(dqk: int, dv: int) -> int:
+  """Warps that share a tile of 16 queries (each a slice of the query's dims and of the value columns): two where one warp
+  would hold more than 128 registers of queries and output (a row tile's dqk / 2 + dv / 2 a lane)."""
+  return 2 if (dqk + dv) // 2 > 128 and dqk % 16 == 0 and dv % 16 == 0 else 1
+
+def flash_prefill_kernel(n_head: int, dqk: int, dv: int, scale: float, tokens: int, key_rows: int, ws: int | None = None) -> SourceKernel:
+  """Causal attention of a chunk's `tokens` queries q (tokens, n_head, dqk) at positions pos[0].. over keys k (key_rows,
+  n_head, dqk) and values v (key_rows, n_head, dv), of which rows 0..pos[0] + tokens - 1 are read: out (tokens, n_head,
+  dv). Rows are tokens, as the cache's are, so a chunk's expansions of rows 0..start_pos + T - 1 are a prefix of a buffer of
+  the context's rows. A workgroup of FLASH_WARPS warps owns one head's queries in tiles of 16 (the last ones first: the
+  most keys), `ws` warps a tile (flash_split): each holds its slice of the tile's query dims in registers as A fragments and
+  walks the keys up to its workgroup's last query, a stage of keys and their values at a time through shared memory (two
+  stages, cp.async: the next loads while this one computes). The 16 x kt scores stay in registers (with ws 2, the two
+  slices' partial scores meet in shared memory and both warps sum them alike): the online softmax over the quad that holds
+  a row, the weights moved by shuffles from the scores' C layout into the A layout of P . V, each warp its slice of the
+  value columns. Every product is three tf32 mma.sync (hi hi + hi lo + lo hi: fp32 accuracy), a stage's values summed apart
+  and added to the running output in fp32, as prefill_mma_kernel does. The key and value rows up to the last query's
+  position must hold finite numbers, a padded query's too (a zero weight still multiplies them)."""
+  ws = ws or flash_split(dqk, dv)
+  assert ws in (1, 2) and dqk % (8 * ws) == 0 and dv % (8 * ws) == 0 and tokens > 0 and key_rows > 0, (dqk, dv, ws, tokens, key_rows)
+  kt, qt, DQW, DVW = flash_keys(dqk, dv), 16 * FLASH_WARPS // ws, dqk // ws, dv // ws
+  SK, SV = dqk + 4, dv + 8                       # staged row strides in floats: the fragments' reads hit 32 banks
+  split = lambda x, h, l: f"{h} = AS_FLOAT((AS_UINT({x}) + 0x1000u) & 0xffffe000u); {l} = {x} - {h};"
+  tiles = -(-tokens // qt)
+  exchange = "" if ws == 1 else f"""
+    // the two slices' partial scores: each warp's C fragments into shared memory, both warps of the tile sum them in order
+    for (int n = 0; n < {kt // 8}; n++) for (int i = 0; i < 4; i++) part[((w*{kt // 8} + n)*4 + i)*32 + lane] = sh[n][i] + sx[n][i];
+    BARRIER();
+    for (int n = 0; n < {kt // 8}; n++) for (int i = 0; i < 4; i++) {{
+      int w0 = w - wd;
+      sh[n][i] = part[((w0*{kt // 8} + n)*4 + i)*32 + lane] + part[(((w0 + 1)*{kt // 8} + n)*4 + i)*32 + lane]; sx[n][i] = 0.0f;
+    }}"""
+  body = f"""  GRID_WAIT();
+  const int H = {n_head}, DQK = {dqk}, DV = {dv}, T = {tokens}, KR = {key_rows}, SK = {SK}, SV = {SV};
+  const float NEG = {NEG}, SCALE2 = {_f32(scale * math.log2(math.e))};
+  int lane = LID_X, w = LID_Y, g = lane >> 2, t = lane & 3, tid = w * 32 + lane, h = GID_Y, wd = w % {ws};
+  int q0 = ({tiles - 1} - (int)GID_X) * {qt}, ra = q0 + 16 * (w / {ws}) + g, rb = ra + 8;
+  const int d0 = wd * {DQW}, v0c = wd * {DVW};   // this warp's query dims and value columns
+  int p0 = pos[0];
+  // keys 0..n - 1 of query row r: its position p0 + r, + 1 (a padded row past the chunk: the last query's)
+  int na = p0 + (ra < T ? ra : T - 1) + 1, nb = p0 + (rb < T ? rb : T - 1) + 1;
+  int nmax = p0 + (q0 + {qt - 1} < T ? q0 + {qt - 1} : T - 1) + 1;
+  if (nmax > KR) nmax = KR;
+  // the warp's queries as A fragments (rows g, g + 8; dims d0 + 8j + t, + 4), scaled to base-2 scores
+  float qf[{DQW // 8}][4];
+  for (int j = 0; j < {DQW // 8}; j++) for (int i = 0; i < 4; i++) {{
+    int r = (i & 1) ? rb : ra;
+    qf[j][i] = r < T ? q[(r*H + h)*DQK + d0 + 8*j + t + 4*(i >> 1)] * SCALE2 : 0.0f;
+  }}
+  SHARED float4 ks4[{2 * kt * SK // 4}];
+  SHARED float4 vs4[{2 * kt * SV // 4}];
+  {"" if ws == 1 else f"SHARED float part[{FLASH_WARPS * kt // 8 * 4 * 32}];"}
+  const float* ksf = (const float*)ks4;
+  const float* vsf = (const float*)vs4;
+  float o[{DVW // 8}][4], ma = NEG, mb = NEG, la = 0.0f, lb = 0.0f;
+  for (int m = 0; m < {DVW // 8}; m++) o[m][0] = o[m][1] = o[m][2] = o[m][3] = 0.0f;
+  // stage b <- the keys and values c0..c0 + {kt - 1} (past the last one: the last one again)
+  #define LOAD_STAGE(c0, b) for (int e = tid; e < {kt * (dqk + dv) // 4}; e += {32 * FLASH_WARPS}) {{ \
+    int i = e / {(dqk + dv) // 4}, c = e % {(dqk + dv) // 4}, key = (c0) + i < nmax ? (c0) + i : nmax - 1; \
+    if (c < {dqk // 4}) CP_ASYNC16(&ks4[((b)*{kt} + i)*{SK // 4} + c], (const GLOBAL float4*)(k + ((long)key*H + h)*DQK) + c); \
+    else CP_ASYNC16(&vs4[((b)*{kt} + i)*{SV // 4} + c - {dqk // 4}], (const GLOBAL float4*)(v + ((long)key*H + h)*DV) + c - {dqk // 4}); }}
+  LOAD_STAGE(0, 0)
+  for (int c0 = 0, b = 0; c0 < nmax; c0 += {kt}, b ^= 1) {{
+    CP_ASYNC_WAIT();
+    BARRIER();                                   // stage b is in; every warp is done with stage b ^ 1 (and the partial scores)
+    if (c0 + {kt} < nmax) LOAD_STAGE(c0 + {kt}, b ^ 1)
+    const float* kb = ksf + b*{kt}*SK + d0;
+    const float* vb = vsf + b*{kt}*SV + v0c;
+    // scores of the 16 rows x keys c0 + 8n + 0..7: B fragment key g, dims t, t + 4; hi hi and the cross terms apart
+    float sh[{kt // 8}][4], sx[{kt // 8}][4];
+    for (int n = 0; n < {kt // 8}; n++) for (int i = 0; i < 4; i++) sh[n][i] = sx[n][i] = 0.0f;
+    for (int j = 0; j < {DQW // 8}; j++) {{
+      float qh[4], ql[4];
+      for (int i = 0; i < 4; i++) {{ {split("qf[j][i]", "qh[i]", "ql[i]")} }}
+      for (int n = 0; n < {kt // 8}; n++) {{
+        float k0 = kb[(8*n + g)*SK + 8*j + t], k1 = kb[(8*n + g)*SK + 8*j + t + 4], k0h, k0l, k1h, k1l;
+        {split("k0", "k0h", "k0l")} {split("k1", "k1h", "k1l")}
+        MMA_TF32(sh[n], qh, k0h, k1h); MMA_TF32(sx[n], qh, k0l, k1l); MMA_TF32(sx[n], ql, k0h, k1h);
+      }}
+    }}{exchange}
+    // C (row g | g + 8, key 8n + 2t + e): masked at each row's own position; the rows' max over the stage (a row's keys
+    // sit in its quad), rescale, weights
+    float xa = NEG, xb = NEG;
+    for (int n = 0; n < {kt // 8}; n++) for (int i = 0; i < 4; i++) {{
+      int key = c0 + 8*n + 2*t + (i & 1);
+      float s = sh[n][i] + sx[n][i];
+      sh[n][i] = key < ((i >> 1) ? nb : na) ? s : NEG;
+      if (i >> 1) xb = FMAX(xb, sh[n][i]); else xa = FMAX(xa, sh[n][i]);
+    }}
+    xa = FMAX(xa, SHFL_XOR(xa, 1)); xb = FMAX(xb, SHFL_XOR(xb, 1));
+    xa = FMAX(xa, SHFL_XOR(xa, 2)); xb = FMAX(xb, SHFL_XOR(xb, 2));
+    xa = FMAX(xa, ma); xb = FMAX(xb, mb);
+    float aa = EXP2(ma - xa), ab = EXP2(mb - xb);
+    ma = xa; mb = xb;
+    la *= aa; lb *= ab;
+    for (int n = 0; n < {kt // 8}; n++) for (int i = 0; i < 4; i++) {{
+      sh[n][i] = EXP2(sh[n][i] - ((i >> 1) ? xb : xa));
+      if (i >> 1) lb += sh[n][i]; else la += sh[n][i];
+    }}
+    // P's A fragments, a k8 step of the values per n8 tile: (row g, key t) and (row g, key t + 4) come from the quad's
+    // lanes t >> 1 and 2 + (t >> 1), slot t & 1 of their C (rows g + 8: slots 2, 3); then split hi / lo
+    float ph[{kt // 8}][4], pl[{kt // 8}][4];
+    int xo0 = t ^ (t >> 1), xo1 = t ^ (2 + (t >> 1)), odd = t & 1;
+    for (int n = 0; n < {kt // 8}; n++) {{
+      float a00 = SHFL_XOR(sh[n][0], xo0), a01 = SHFL_XOR(sh[n][1], xo0), a20 = SHFL_XOR(sh[n][0], xo1), a21 = SHFL_XOR(sh[n][1], xo1);
+      float b00 = SHFL_XOR(sh[n][2], xo0), b01 = SHFL_XOR(sh[n][3], xo0), b20 = SHFL_XOR(sh[n][2], xo1), b21 = SHFL_XOR(sh[n][3], xo1);
+      float pa[4] = {{odd ? a01 : a00, odd ? b01 : b00, odd ? a21 : a20, odd ? b21 : b20}};
+      for (int i = 0; i < 4; i++) {{ {split("pa[i]", "ph[n][i]", "pl[n][i]")} }}
+    }}
+    // out = out * alpha + P . V over this warp's value columns (B fragment: keys t, t + 4 of the step, column g)
+    for (int m = 0; m < {DVW // 8}; m++) {{
+      float acc[4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
+      for (int n = 0; n < {kt // 8}; n++) {{
+        float v0 = vb[(8*n + t)*SV + 8*m + g], v1 = vb[(8*n + t + 4)*SV + 8*m + g], v0h, v0l, v1h, v1l;
+        {split("v0", "v0h", "v0l")} {split("v1", "v1h", "v1l")}
+        MMA_TF32(acc, ph[n], v0h, v1h); MMA_TF32(acc, ph[n], v0l, v1l); MMA_TF32(acc, pl[n], v0h, v1h);
+      }}
+      o[m][0] = o[m][0]*aa + acc[0]; o[m][1] = o[m][1]*aa + acc[1]; o[m][2] = o[m][2]*ab + acc[2]; o[m][3] = o[m][3]*ab + acc[3];
+    }}
+  }}
+  #undef LOAD_STAGE
+  la += SHFL_XOR(la, 1); la += SHFL_XOR(la, 2); lb += SHFL_XOR(lb, 1); lb += SHFL_XOR(lb, 2);
+  float ia = 1.0f / la, ib = 1.0f / lb;
+  for (int m = 0; m < {DVW // 8}; m++) {{
+    int col = v0c + 8*m + 2*t;
+    if (ra < T) {{ out[(ra*H + h)*DV + col] = o[m][0] * ia; out[(ra*H + h)*DV + col + 1] = o[m][1] * ia; }}
+    if (rb < T) {{ out[(rb*H + h)*DV + col] = o[m][2] * ib; out[(rb*H + h)*DV + col + 1] = o[m][3] * ib; }}
+  }}"""
+  params = (Param("out", dtypes.float32, True), Param("q", dtypes.float32), Param("k", dtypes.float32), Param("v", dtypes.float32),
+            Param("pos", dtypes.int32))
+  return SourceKernel(f"mla_prefill_flash_{tokens}_h{n_head}_qk{dqk}_v{dv}_k{key_rows}" + (f"_w{ws}" if ws > 1 else ""), params, body,
+                      (tiles, n_head, 1), (32, FLASH_WARPS, 1), trigger=False)
+
+@cached
+def flash_prefill_program(n_head: int, dqk: int, dv: int, scale: float, tokens: int, key_rows: int, device: str, ws: int | None = None):
+  return program(flash_prefill_kernel(n_head, dqk, dv, scale, tokens, key_rows, ws), device)
+
+def mla_flash_prefill(q: Tensor, keys: Tensor, values: Tensor, pos: Tensor, scale: float, ws: int | None = None) -> Tensor:
+  """Causal attention (T, n_head, dv) fp32 of a chunk's queries q (T, n_head, dqk) at positions pos[0] .. pos[0] + T - 1
+  (pos an int32 (2,) buffer) over per-head keys (rows, n_head, dqk) and values (rows, n_head, dv), rows 0 .. pos[0] + T - 1
+  of them read: flash_prefill_kernel on the tensor cores (CUDA sm_80+)."""
+  (T, H, dqk), (rows, _, dv) = q.shape, values.shape
+  if not has_mma(q.device): raise ValueError(f"mla_flash_prefill: device {q.device} has no tensor-core kernels")
+  if keys.shape != (rows, H, dqk): raise ValueError(f"mla_flash_prefill: keys have shape {keys.shape}, expected ({rows}, {H}, {dqk})")
+  fxn = flash_prefill_program(H, dqk, dv, float(scale), T, rows, q.device, ws)
+  return Tensor.empty(T, H, dv, device=q.device).custom_kernel(q.float().contiguous(), keys.float().contiguous(), values.float().contiguous(),
+                                                             _expect(pos, (2,), "pos", dtypes.int32), fxn=fxn)[0]

@@ -195,7 +195,8 @@ abdiff() {  # abdiff TAG DIFF PRESETS POSITIONS: the generated decode step (benc
 #      64 rows, 128 with SwiGLU) with K in up to 4 slices, the down's expert mix as tensor ops after the slices' sum (the
 #      journal's batch-8 profile: the routed matvecs, one per (token, expert) pick, are half of DeepSeek-V2-Lite's step; the
 #      GEMM at 16 x 256 rows unsplit left 72 workgroups): gpu_bench --batch $BATCH (default 8,32) --prefill 512 of $PRESETS
-#      (default DeepSeek-V2-Lite), A B B A (the agree column: each batched row's first 16 tokens against its tokens alone)
+#      (default DeepSeek-V2-Lite), A B B A (the agree column: each batched row's first 16 tokens against its tokens alone);
+#      DIFF=experts-split-16.diff: the split experts up to 16 tokens only (call56: 8 sequences +7.5%, 32 -8.4%)
 #  50: step 48's path check on the tree with experts-split.diff (a prompt's last chunk of 32 tokens takes the split experts too)
 #  51: EXPERIMENT experiments/prefill-flash-expanded.diff (apps/kernels/mla_attention.py flash_prefill_kernel, its emulator tests,
 #      bench_mla_attention's expanded rows): a prefill chunk's attention in the form expanded per head (keys 192 / 256 wide,
@@ -236,6 +237,14 @@ abdiff() {  # abdiff TAG DIFF PRESETS POSITIONS: the generated decode step (benc
 #      its emulator tests; bench_mla_attention's "tensor cores" row): a decode token's scores and value product on the
 #      tensor cores, the heads an m16 tile, the keys split as attend_kernel splits them, then its combine. bench_mla_attention
 #      --pos 32,4095,16383,32767 (the row's rel err against float64 on the host; the tensor-op reference's us beside it)
+#  59: step 53 on the MoE models, the flash prefill in the tree (B; A = a copy without prefill-flash-model.diff): the full-size
+#      path check at a 600-token depth (its 512-token chunk takes the flash kernel), then gpu_bench --depths 4096,16384 of
+#      $PRESETS (default DeepSeek-V2-Lite, GLM-4.7-Flash) in $VARIANTS (default A B)
+#  60: long prompts in longer chunks (the flash prefill's expansions of the context's rows are paid once a chunk): gpu_bench
+#      --depths 4096,16384 --chunks C of $PRESETS (default Youtu-LLM-2B, DeepSeek-V2-Lite) for C in $CHUNKS (default the
+#      model's 512,128,32, then 2048,512,128,32 and 1024,512,128,32)
+#  61: one call for the flash prefill in the tree: the path check of DeepSeek-V2-Lite and GLM-4.7-Flash at a 600-token depth,
+#      their prompts of 4096 and 16384 tokens, then Youtu-LLM-2B's in chunks of 2048 (step 60's first variant)
 #  48: FIRST on the next lease: the full-size paths against each other on the series of 69 (tools.path_check: prefill,
 #      decode and generated logits of the three models, depth 0 and 600): patch 69's unrolled products at full size
 #  47: [rejected, call46] EXPERIMENT experiments/prefill-keys-stages.diff (patch 70: a program carries its dynamic shared memory;
@@ -530,7 +539,7 @@ case $1 in
   44) patch -s -p1 < runs/2026-12-01-gen/experiments/matvec-unroll-steps.diff || exit 1
       bash "$0" 18 ;;
   49) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/experts-split.diff || exit 1
+     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/${DIFF:-experts-split.diff} || exit 1
      for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      P=${PRESETS:-deepseek-v2-lite}; synth ${P//,/ }; echo "synthesized $(date +%T)"
      for v in A B B A; do
@@ -620,6 +629,32 @@ case $1 in
      wait; tail -2 "$OUT/llama_build.log"; echo "built $(date +%T)"
      timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets ${PRESETS:-deepseek-v2-lite} --kernels generated --llama --decode 32 --prefill 512 \
        --json "$OUT/side_gen.json" 2>&1 | tee "$OUT/side_gen.log" | grep -v '^{' | tail -8 ;;
+  59) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     rm -rf /tmp/A && mkdir /tmp/A && cp -r $(ls -A | grep -v '^.cache$') /tmp/A/ && patch -R -s -p1 -d /tmp/A < runs/2026-12-01-gen/experiments/prefill-flash-model.diff || exit 1
+     for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     P=${PRESETS:-deepseek-v2-lite,glm-4.7-flash}; synth ${P//,/ }; echo "synthesized $(date +%T)"
+     timeout $(($(left) / 2)) python3 -m tools.path_check --presets $P --depth 600 2>&1 | tee "$OUT/paths600.txt" | grep -v Warn | tail -5
+     for v in ${VARIANTS:-A B}; do for m in ${P//,/ }; do
+       d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $m $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $m --decode 32 --prefill 512 --depths ${DEPTHS:-4096,16384} \
+         --json "$OUT/flashm_${v}_$m.json" 2>&1 | grep -v '^{' | tail -4)
+     done; done ;;
+  60) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite}; synth ${P//,/ }; echo "synthesized $(date +%T)"
+     for c in ${CHUNKS:-512,128,32 2048,512,128,32 1024,512,128,32}; do for m in ${P//,/ }; do
+       echo "-- chunks $c $m $(date +%T)"
+       timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $m --decode 32 --depths ${DEPTHS:-4096,16384} --chunks $c \
+         --json "$OUT/chunks_${c%%,*}_$m.json" 2>&1 | grep -v '^{' | tail -3
+     done; done ;;
+  61) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     for m in deepseek-v2-lite glm-4.7-flash youtu-llm-2b; do synth $m & done; wait; echo "synthesized $(date +%T)"
+     timeout $(($(left) - 200)) python3 -m tools.path_check --presets deepseek-v2-lite,glm-4.7-flash --depth 600 2>&1 | tee "$OUT/paths600.txt" | grep -v Warn | tail -5
+     echo "-- flash $(date +%T)"
+     timeout $(($(left) - 60)) python3 -m tools.gpu_bench --presets deepseek-v2-lite,glm-4.7-flash --decode 32 --depths 4096,16384 \
+       --json "$OUT/flash_moe.json" 2>&1 | grep -v '^{' | tail -4
+     echo "-- chunks 2048 $(date +%T)"
+     timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets youtu-llm-2b --decode 32 --depths 4096,16384 --chunks 2048,512,128,32 \
+       --json "$OUT/chunks2048.json" 2>&1 | grep -v '^{' | tail -3 ;;
   58) patch -s -p1 < runs/2026-12-01-gen/experiments/decode-mma.diff || exit 1
      python3 -m compileall -q apps tools > /dev/null
      timeout $(($(left) - 3)) python3 -m tools.bench_mla_attention --pos 32,4095,16383,32767 --layers 8 --iters 30 2>&1 \
