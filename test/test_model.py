@@ -303,3 +303,35 @@ def test_rope_tables_in_spans():
   ang = np.arange(2 * 8192 + 5, dtype=np.float64)[:, None] * cfg.rope_freqs()[None, :]
   np.testing.assert_array_equal(cos, (np.cos(ang) * cfg.rope_mag).astype(np.float32))
   np.testing.assert_array_equal(sin, (np.sin(ang) * cfg.rope_mag).astype(np.float32))
+
+def test_flash_prefill_wiring(monkeypatch):
+  """The model's flash branch (apps/mla.py Block.flash_attention: a chunk's rows 0..start_pos + T - 1 expanded per head into
+  Transformer.expanded, then mla_flash_prefill over them) gives the CPU path's logits, with the tensor cores' kernel stood in
+  for by tensor-op causal attention over the buffers and positions it is given: two chunks of 256, the second 44 tokens
+  under its bound (the padded queries reach zeroed rows past the prompt)."""
+  import dataclasses, types
+  import apps.mla as mla
+  from tinygrad import Tensor, dtypes
+  from tools.path_check import rel, window
+  path = synth.generate("youtu-llm-2b-tiny", "release", progress=False)
+  ref, m = (Transformer.from_gguf(path, max_context=512, prefill_chunks=(256,)) for _ in range(2))
+  cfg = m.cfg
+  assert mla.flash_prefills(cfg, 256) and m.expanded is None   # the CPU has no tensor cores: no buffers, no flash branch
+  def flash(q, keys, values, pos, scale):
+    T, rows = q.shape[0], keys.shape[0]
+    seen = Tensor.arange(rows).reshape(1, 1, rows) <= (Tensor.arange(T) + pos[0].cast(dtypes.int32)).reshape(1, T, 1)
+    s = seen.where(q.permute(1, 0, 2) @ keys.permute(1, 2, 0) * scale, float("-inf"))             # (H, T, rows)
+    return (s.softmax(-1) @ values.permute(1, 0, 2)).permute(1, 0, 2)                              # (T, H, v_head)
+  calls = []
+  stand_in = types.ModuleType(m.kernel_modules.mla_attention.__name__)
+  stand_in.__dict__.update(vars(m.kernel_modules.mla_attention))
+  stand_in.available, stand_in.decodes = (lambda device: True), (lambda *a: False)
+  stand_in.mla_flash_prefill = lambda *a: (calls.append(a[0].shape), flash(*a))[1]
+  monkeypatch.setattr(mla, "has_mma", lambda device: True)
+  m.set_kernel_modules(dataclasses.replace(m.kernel_modules, mla_attention=stand_in))
+  m.expanded = (Tensor.zeros(512, cfg.n_head, cfg.qk_nope + cfg.qk_rope).contiguous().realize(),
+                Tensor.zeros(512, cfg.n_head, cfg.v_head).contiguous().realize())
+  ids = window(cfg.vocab_size, 300, 5)
+  got, want = m.logits(ids), ref.logits(ids)
+  assert calls and all(s[0] == 256 for s in calls), calls   # every block's chunks took the flash branch
+  assert rel(got, want) < 1e-5 and (got.argmax(-1) == want.argmax(-1)).all(), rel(got, want)
