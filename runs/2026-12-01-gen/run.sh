@@ -1,7 +1,10 @@
 # GPU steps of 2026-12-01, from the repository root; carry upstream/tinygrad upstream/.stamp upstream/.cache .cache/vocab.
 # Measured 2026-12-02 (calls 49-54): 48 (found DeepSeek-V2-Lite's generated path wrong), 56 (the bisect: patch 69), 57 (the
 # series with patch 70 checked and timed), 51 (the flash prefill kernel: 1.9-4.0x at depth), 55 and 54 (rejected).
-# Next lease, in order: 53 (PATHS=1: the flash kernel against float64 at 16k first), 58, 49, 52; 50 where 49 wins.
+# Measured 2026-12-02 (calls 55-57): 53 (PATHS=1: the flash prefill in the model, landed), 49 (split experts: +7.5% at 8, -8.4%
+# at 32), 58 (rejected), 61 (the flash prefill's path check on the MoE models and their long prompts).
+# Next lease, in order: 62 (the long prompts beside llama.cpp, with the flash prefill), 60 (chunks of 2048), DIFF=experts-split-16.diff
+# BATCH=8,16,32 49, 52, LLAMA=1 14 (start times beside llama.cpp).
 #   1: where a generated decode token of DeepSeek-V2-Lite and GLM-4.7-Flash goes, kernel by kernel: Nsight Compute's device
 #      times (L2 and clocks left as they run: --cache-control none --clock-control none) against the step as run in its
 #      graphs; then BEAM=2 on DeepSeek-V2-Lite's 8 slowest decode kernels (tools.beam_kernels) while the time lasts
@@ -245,6 +248,9 @@ abdiff() {  # abdiff TAG DIFF PRESETS POSITIONS: the generated decode step (benc
 #      model's 512,128,32, then 2048,512,128,32 and 1024,512,128,32)
 #  61: one call for the flash prefill in the tree: the path check of DeepSeek-V2-Lite and GLM-4.7-Flash at a 600-token depth,
 #      their prompts of 4096 and 16384 tokens, then Youtu-LLM-2B's in chunks of 2048 (step 60's first variant)
+#  62: long prompts and decode at depth beside llama.cpp in one run (carry .cache/llama/llama-cpp-src.tar.xz too), the flash
+#      prefill in the tree: gpu_bench --llama --depths 4096,16384 of $PRESETS (default Youtu-LLM-2B, DeepSeek-V2-Lite; then
+#      PRESETS=glm-4.7-flash), llama.cpp built while the files are synthesized
 #  48: FIRST on the next lease: the full-size paths against each other on the series of 69 (tools.path_check: prefill,
 #      decode and generated logits of the three models, depth 0 and 600): patch 69's unrolled products at full size
 #  47: [rejected, call46] EXPERIMENT experiments/prefill-keys-stages.diff (patch 70: a program carries its dynamic shared memory;
@@ -655,6 +661,12 @@ case $1 in
      echo "-- chunks 2048 $(date +%T)"
      timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets youtu-llm-2b --decode 32 --depths 4096,16384 --chunks 2048,512,128,32 \
        --json "$OUT/chunks2048.json" 2>&1 | grep -v '^{' | tail -3 ;;
+  62) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     (python3 -m tools.llama_bench build --time-limit 330 > "$OUT/llama_build.log" 2>&1) &
+     P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite}; synth ${P//,/ }; echo "synthesized $(date +%T)"
+     wait; tail -2 "$OUT/llama_build.log"; echo "built $(date +%T)"
+     timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --llama --decode 64 --depths ${DEPTHS:-4096,16384} \
+       --json "$OUT/depths_llama.json" 2>&1 | tee "$OUT/depths_llama.log" | grep -v '^{' | tail -8 ;;
   58) patch -s -p1 < runs/2026-12-01-gen/experiments/decode-mma.diff || exit 1
      python3 -m compileall -q apps tools > /dev/null
      timeout $(($(left) - 3)) python3 -m tools.bench_mla_attention --pos 32,4095,16383,32767 --layers 8 --iters 30 2>&1 \
