@@ -119,12 +119,7 @@ class Transformer:
     self.caches = [zeros(slots * self.max_context, cfg.kv_lora_rank + cfg.qk_rope, dtype=self.cache_dtype) for _ in self.blocks]
     cos, sin = rope_tables(cfg, self.max_context)
     self.rope_cos, self.rope_sin = to_device(cos, self.device), to_device(sin, self.device)
-    # a long chunk's keys and values expanded per head, a row a position (the hand-written path's flash prefill on the
-    # tensor cores: apps/mla.py); zeroed once, so the rows past a chunk that a padded query reaches are finite (fit_context
-    # counts them)
-    self.expanded = (zeros(self.max_context, cfg.n_head, cfg.qk_nope + cfg.qk_rope, dtype=dtypes.float32),
-                     zeros(self.max_context, cfg.n_head, cfg.v_head, dtype=dtypes.float32)) \
-      if kernels == "hand" and has_mma(self.device) and any(flash_prefills(cfg, c) for c in prefill_chunks) else None
+    self.expanded: tuple[Tensor, Tensor] | None = None   # the flash prefill's keys and values (_size_expanded)
     self._pos_zero = zeros(2)
     # the last sampled id lives on the device: the decode step reads it and overwrites it (a JIT input would be copied)
     self.token = zeros(1)
@@ -144,7 +139,7 @@ class Transformer:
     # chunk's length or 0: decode), ("fill", chunk length), feed()'s ("logits", chunk length or 0) and the batched decode
     # steps' ("rows", rows, the rows' merged sampler structure)
     self.captures = captures.Captures(self, capture_dir, self._capture_key)
-    self.kernels, self.fusions, self.kernel_modules = "hand", fusions, kernel_modules or KernelModules()
+    self.kernels, self.fusions, self.kernel_modules = kernels, fusions, kernel_modules or KernelModules()
     self.set_prefill_chunks(*prefill_chunks)
     self.set_kernels(kernels)
 
@@ -154,6 +149,7 @@ class Transformer:
     or BEAM), as on a device without hand-written kernels. The captures are redone."""
     if kernels not in KERNEL_PATHS: raise ValueError(f"kernels {kernels!r}: choose one of {', '.join(KERNEL_PATHS)}")
     self.kernels = kernels
+    self._size_expanded()
     self._configure_layers()
 
   def set_fusions(self, fusions: Fusions) -> None:
@@ -190,7 +186,18 @@ class Transformer:
     if not lengths or min(lengths) < 1: raise ValueError(f"prefill chunks {lengths}: need lengths of at least 1 token")
     self.prefill_chunks = tuple(sorted({min(n, self.max_context) for n in lengths}, reverse=True))
     self._v_len = {n: UOp.variable(f"n_tokens_{n}", 1, n) for n in self.prefill_chunks}
+    self._size_expanded()
     self.drop_captures()
+
+  def _size_expanded(self) -> None:
+    """The buffers of a long chunk's keys and values expanded per head, a row a position, where a chunk of the hand-written
+    path on the tensor cores takes the flash kernel (apps/mla.py flash_prefills), else none. Zeroed once, so the rows past
+    a chunk that a padded query reaches are finite; fit_context counts them."""
+    cfg = self.cfg
+    if not (self.kernels == "hand" and has_mma(self.device) and any(flash_prefills(cfg, c) for c in self.prefill_chunks)): self.expanded = None
+    elif self.expanded is None:
+      self.expanded = tuple(device_full((self.max_context, cfg.n_head, w), 0, dtypes.float32, self.device)
+                            for w in (cfg.qk_nope + cfg.qk_rope, cfg.v_head))
 
   def _capture_key(self) -> str:
     modules = tuple((f.name, getattr(m, "__file__", None), Path(m.__file__).read_bytes() if getattr(m, "__file__", None) else None)

@@ -308,9 +308,10 @@ def test_flash_prefill_wiring(monkeypatch):
   """The model's flash branch (apps/mla.py Block.flash_attention: a chunk's rows 0..start_pos + T - 1 expanded per head into
   Transformer.expanded, then mla_flash_prefill over them) gives the CPU path's logits, with the tensor cores' kernel stood in
   for by tensor-op causal attention over the buffers and positions it is given: two chunks of 256, the second 44 tokens
-  under its bound (the padded queries reach zeroed rows past the prompt)."""
+  under its bound (the padded queries reach zeroed rows past the prompt). The buffers exist where a chunk length of the
+  hand-written path takes the flash kernel."""
   import dataclasses, types
-  import apps.mla as mla
+  import apps.mla as mla, apps.model as M
   from tinygrad import Tensor, dtypes
   from tools.path_check import rel, window
   path = synth.generate("youtu-llm-2b-tiny", "release", progress=False)
@@ -328,9 +329,15 @@ def test_flash_prefill_wiring(monkeypatch):
   stand_in.available, stand_in.decodes = (lambda device: True), (lambda *a: False)
   stand_in.mla_flash_prefill = lambda *a: (calls.append(a[0].shape), flash(*a))[1]
   monkeypatch.setattr(mla, "has_mma", lambda device: True)
+  monkeypatch.setattr(M, "has_mma", lambda device: True)
   m.set_kernel_modules(dataclasses.replace(m.kernel_modules, mla_attention=stand_in))
-  m.expanded = (Tensor.zeros(512, cfg.n_head, cfg.qk_nope + cfg.qk_rope).contiguous().realize(),
-                Tensor.zeros(512, cfg.n_head, cfg.v_head).contiguous().realize())
+  m.set_prefill_chunks(128)
+  assert m.expanded is None                                  # no chunk of 128 takes the flash kernel: no buffers
+  m.set_prefill_chunks(256)
+  assert [t.shape for t in m.expanded] == [(512, cfg.n_head, cfg.qk_nope + cfg.qk_rope), (512, cfg.n_head, cfg.v_head)]
+  m.set_kernels("generated")
+  assert m.expanded is None
+  m.set_kernels("hand")
   ids = window(cfg.vocab_size, 300, 5)
   got, want = m.logits(ids), ref.logits(ids)
   assert calls and all(s[0] == 256 for s in calls), calls   # every block's chunks took the flash branch
