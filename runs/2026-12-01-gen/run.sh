@@ -3,7 +3,7 @@
 # series with patch 70 checked and timed), 51 (the flash prefill kernel: 1.9-4.0x at depth), 55 and 54 (rejected).
 # Measured 2026-12-02 (calls 55-57): 53 (PATHS=1: the flash prefill in the model, landed), 49 (split experts: +7.5% at 8, -8.4%
 # at 32), 58 (rejected), 61 (the flash prefill's path check on the MoE models and their long prompts).
-# Next lease, in order: 62 (the long prompts beside llama.cpp, with the flash prefill), 60 (chunks of 2048), DIFF=experts-split-16.diff
+# Next lease, in order: 62 (the long prompts beside llama.cpp, with the flash prefill), PATHS=1 63 (chunks of 2048), DIFF=experts-split-16.diff
 # BATCH=8,16,32 49, 52, LLAMA=1 14 (start times beside llama.cpp).
 #   1: where a generated decode token of DeepSeek-V2-Lite and GLM-4.7-Flash goes, kernel by kernel: Nsight Compute's device
 #      times (L2 and clocks left as they run: --cache-control none --clock-control none) against the step as run in its
@@ -251,6 +251,11 @@ abdiff() {  # abdiff TAG DIFF PRESETS POSITIONS: the generated decode step (benc
 #  62: long prompts and decode at depth beside llama.cpp in one run (carry .cache/llama/llama-cpp-src.tar.xz too), the flash
 #      prefill in the tree: gpu_bench --llama --depths 4096,16384 of $PRESETS (default Youtu-LLM-2B, DeepSeek-V2-Lite; then
 #      PRESETS=glm-4.7-flash), llama.cpp built while the files are synthesized
+#  63: EXPERIMENT experiments/long-chunks.diff (apps/model.py: one sequence on the tensor cores' hand-written path prefills in
+#      chunks of 2048 too, a server's model of several keeps 512; "fit" counts no per-key scores there): with PATHS=1 the
+#      path check at a 2600-token depth (a chunk of 2048, then 512), then gpu_bench --depths 4096,16384 of $PRESETS (default
+#      Youtu-LLM-2B, GLM-4.7-Flash: its chunks of 2048 take the flash kernel) in $VARIANTS (default A B); step 60 measures the
+#      chunk lengths alone (gpu_bench --chunks) without the diff
 #  48: FIRST on the next lease: the full-size paths against each other on the series of 69 (tools.path_check: prefill,
 #      decode and generated logits of the three models, depth 0 and 600): patch 69's unrolled products at full size
 #  47: [rejected, call46] EXPERIMENT experiments/prefill-keys-stages.diff (patch 70: a program carries its dynamic shared memory;
@@ -667,6 +672,16 @@ case $1 in
      wait; tail -2 "$OUT/llama_build.log"; echo "built $(date +%T)"
      timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --llama --decode 64 --depths ${DEPTHS:-4096,16384} \
        --json "$OUT/depths_llama.json" 2>&1 | tee "$OUT/depths_llama.log" | grep -v '^{' | tail -8 ;;
+  63) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/long-chunks.diff || exit 1
+     for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     P=${PRESETS:-youtu-llm-2b,glm-4.7-flash}; synth ${P//,/ }; echo "synthesized $(date +%T)"
+     if [ -n "$PATHS" ]; then (cd /tmp/B && timeout $(($(left) / 2)) python3 -m tools.path_check --presets $P --depth 2600 2>&1 | tee "$OUT/paths2600.txt" | grep -v Warn | tail -5); fi
+     for v in ${VARIANTS:-A B}; do for m in ${P//,/ }; do
+       d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $m $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $m --decode 32 --depths ${DEPTHS:-4096,16384} \
+         --json "$OUT/long_${v}_$m.json" 2>&1 | grep -v '^{' | tail -4)
+     done; done ;;
   58) patch -s -p1 < runs/2026-12-01-gen/experiments/decode-mma.diff || exit 1
      python3 -m compileall -q apps tools > /dev/null
      timeout $(($(left) - 3)) python3 -m tools.bench_mla_attention --pos 32,4095,16383,32767 --layers 8 --iters 30 2>&1 \
