@@ -4,7 +4,7 @@
 # Measured 2026-12-02 (calls 55-57): 53 (PATHS=1: the flash prefill in the model, landed), 49 (split experts: +7.5% at 8, -8.4%
 # at 32), 58 (rejected), 61 (the flash prefill's path check on the MoE models and their long prompts).
 # Next lease, in order: 62 (the long prompts beside llama.cpp, with the flash prefill), PATHS=1 63 (chunks of 2048), DIFF=experts-split-16.diff
-# BATCH=8,16,32 49, 52, LLAMA=1 14 (start times beside llama.cpp).
+# BATCH=8,16,32 49, 64, 52, LLAMA=1 14 (start times beside llama.cpp).
 #   1: where a generated decode token of DeepSeek-V2-Lite and GLM-4.7-Flash goes, kernel by kernel: Nsight Compute's device
 #      times (L2 and clocks left as they run: --cache-control none --clock-control none) against the step as run in its
 #      graphs; then BEAM=2 on DeepSeek-V2-Lite's 8 slowest decode kernels (tools.beam_kernels) while the time lasts
@@ -256,6 +256,10 @@ abdiff() {  # abdiff TAG DIFF PRESETS POSITIONS: the generated decode step (benc
 #      path check at a 2600-token depth (a chunk of 2048, then 512), then gpu_bench --depths 4096,16384 of $PRESETS (default
 #      Youtu-LLM-2B, GLM-4.7-Flash: its chunks of 2048 take the flash kernel) in $VARIANTS (default A B); step 60 measures the
 #      chunk lengths alone (gpu_bench --chunks) without the diff
+#  64: EXPERIMENT the decode attend kernel with 4 keys a step of a warp (TT = 4, not 2): each warp sum's shuffle chain then
+#      serves 4 keys of a head, where call56 found the kernel bound by its chains at one workgroup an SM, not by its
+#      instructions or bytes (sm_90: 207 registers, no spills; the emulated decode and prefill tests pass with it):
+#      bench_mla_attention --pos 32,4095,16383,32767 with the variant; with MODEL=1 Youtu-LLM-2B's decode at 4k / 16k A B B A
 #  48: FIRST on the next lease: the full-size paths against each other on the series of 69 (tools.path_check: prefill,
 #      decode and generated logits of the three models, depth 0 and 600): patch 69's unrolled products at full size
 #  47: [rejected, call46] EXPERIMENT experiments/prefill-keys-stages.diff (patch 70: a program carries its dynamic shared memory;
@@ -682,6 +686,20 @@ case $1 in
        (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $m --decode 32 --depths ${DEPTHS:-4096,16384} \
          --json "$OUT/long_${v}_$m.json" 2>&1 | grep -v '^{' | tail -4)
      done; done ;;
+  64) mkdir -p /tmp/var && f=apps/kernels/mla_attention.py
+     sed 's/^TT = 2 /TT = 4 /' $f > /tmp/var/tt4.py; grep -q '^TT = 4 ' /tmp/var/tt4.py || exit 1
+     timeout $(($(left) / 3)) python3 -m tools.bench_mla_attention --pos 32,4095,16383,32767 --layers 8 --iters 30 \
+       --variants /tmp/var/tt4.py 2>&1 | tee "$OUT/attend_tt4.txt" | grep -v '^$'
+     if [ -n "$MODEL" ]; then   # the model's decode at depth with it, A B B A
+       export TINYGRAD_MLA_CACHE=$PWD/.cache
+       rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && cp /tmp/var/tt4.py /tmp/B/$f
+       python3 -m compileall -q /tmp/B/apps > /dev/null; synth youtu-llm-2b
+       for v in A B B A; do
+         d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
+         (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets youtu-llm-2b --decode 32 --depths 4096,16384 \
+           --json "$OUT/tt4_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -4)
+       done
+     fi ;;
   58) patch -s -p1 < runs/2026-12-01-gen/experiments/decode-mma.diff || exit 1
      python3 -m compileall -q apps tools > /dev/null
      timeout $(($(left) - 3)) python3 -m tools.bench_mla_attention --pos 32,4095,16383,32767 --layers 8 --iters 30 2>&1 \
