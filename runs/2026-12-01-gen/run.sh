@@ -259,7 +259,8 @@ abdiff() {  # abdiff TAG DIFF PRESETS POSITIONS: the generated decode step (benc
 #  64: EXPERIMENT the decode attend kernel with 4 keys a step of a warp (TT = 4, not 2): each warp sum's shuffle chain then
 #      serves 4 keys of a head, where call56 found the kernel bound by its chains at one workgroup an SM, not by its
 #      instructions or bytes (sm_90: 207 registers, no spills; the emulated decode and prefill tests pass with it):
-#      bench_mla_attention --pos 32,4095,16383,32767 with the variant; with MODEL=1 Youtu-LLM-2B's decode at 4k / 16k A B B A
+#      bench_mla_attention --pos 32,4095,16383,32767 with the variant and with it at 16 rows a stage (tt4s16: 36 KB, past
+#      Metal's 32 KB; 14 rows of 576 floats leave a step of 4 half masked); with MODEL=1 Youtu-LLM-2B's decode at 4k / 16k A B B A
 #  48: FIRST on the next lease: the full-size paths against each other on the series of 69 (tools.path_check: prefill,
 #      decode and generated logits of the three models, depth 0 and 600): patch 69's unrolled products at full size
 #  47: [rejected, call46] EXPERIMENT experiments/prefill-keys-stages.diff (patch 70: a program carries its dynamic shared memory;
@@ -688,8 +689,10 @@ case $1 in
      done; done ;;
   64) mkdir -p /tmp/var && f=apps/kernels/mla_attention.py
      sed 's/^TT = 2 /TT = 4 /' $f > /tmp/var/tt4.py; grep -q '^TT = 4 ' /tmp/var/tt4.py || exit 1
+     sed 's/32768 \/\/ (4 \* (self.kv_lora + self.qk_rope))/40960 \/\/ (4 * (self.kv_lora + self.qk_rope))/' /tmp/var/tt4.py > /tmp/var/tt4s16.py
+     grep -q '40960 //' /tmp/var/tt4s16.py || exit 1
      timeout $(($(left) / 3)) python3 -m tools.bench_mla_attention --pos 32,4095,16383,32767 --layers 8 --iters 30 \
-       --variants /tmp/var/tt4.py 2>&1 | tee "$OUT/attend_tt4.txt" | grep -v '^$'
+       --variants /tmp/var/tt4.py,/tmp/var/tt4s16.py 2>&1 | tee "$OUT/attend_tt4.txt" | grep -v '^$'
      if [ -n "$MODEL" ]; then   # the model's decode at depth with it, A B B A
        export TINYGRAD_MLA_CACHE=$PWD/.cache
        rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && cp /tmp/var/tt4.py /tmp/B/$f
