@@ -4,7 +4,7 @@
 # Measured 2026-12-02 (calls 55-57): 53 (PATHS=1: the flash prefill in the model, landed), 49 (split experts: +7.5% at 8, -8.4%
 # at 32), 58 (rejected), 61 (the flash prefill's path check on the MoE models and their long prompts).
 # Next lease, in order: 62 (the long prompts beside llama.cpp, with the flash prefill), PATHS=1 63 (chunks of 2048), DIFF=experts-split-16.diff
-# BATCH=8,16,32 49, 64, 52, LLAMA=1 14 (start times beside llama.cpp).
+# BATCH=8,16,32 49, 64 (then VARIANT=tt4 65 in the same call), 52, LLAMA=1 14 (start times beside llama.cpp).
 #   1: where a generated decode token of DeepSeek-V2-Lite and GLM-4.7-Flash goes, kernel by kernel: Nsight Compute's device
 #      times (L2 and clocks left as they run: --cache-control none --clock-control none) against the step as run in its
 #      graphs; then BEAM=2 on DeepSeek-V2-Lite's 8 slowest decode kernels (tools.beam_kernels) while the time lasts
@@ -261,6 +261,9 @@ abdiff() {  # abdiff TAG DIFF PRESETS POSITIONS: the generated decode step (benc
 #      instructions or bytes (sm_90: 207 registers, no spills; the emulated decode and prefill tests pass with it):
 #      bench_mla_attention --pos 32,4095,16383,32767 with the variant and with it at 16 rows a stage (tt4s16: 36 KB, past
 #      Metal's 32 KB; 14 rows of 576 floats leave a step of 4 half masked); with MODEL=1 Youtu-LLM-2B's decode at 4k / 16k A B B A
+#  65: the decode attend kernel at 16k keys under Nsight Compute's full set (Youtu-LLM-2B's decode step at position 16383:
+#      warp states, stall reasons, issue slots, DRAM throughput), what bounds it (call56: not its instructions, not its bytes);
+#      VARIANT=tt4 after step 64 in the same call: the same for its variant
 #  48: FIRST on the next lease: the full-size paths against each other on the series of 69 (tools.path_check: prefill,
 #      decode and generated logits of the three models, depth 0 and 600): patch 69's unrolled products at full size
 #  47: [rejected, call46] EXPERIMENT experiments/prefill-keys-stages.diff (patch 70: a program carries its dynamic shared memory;
@@ -703,6 +706,15 @@ case $1 in
            --json "$OUT/tt4_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -4)
        done
      fi ;;
+  65) export TINYGRAD_MLA_CACHE=$PWD/.cache; synth youtu-llm-2b
+     for v in . ${VARIANT:+/tmp/var}; do   # VARIANT=tt4 (step 64's file, made there first): the same for it
+       f=; [ $v = . ] || { rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && cp /tmp/var/$VARIANT.py /tmp/B/apps/kernels/mla_attention.py; f=/tmp/B; }
+       (cd ${f:-.} && timeout $(($(left) / 2 - 5)) ncu --profile-from-start off --set full --launch-count 4 --kernel-name regex:"mla_attend" \
+         python3 -m tools.profile --model youtu-llm-2b --kernels hand --target decode --pos 16383 --max-context 16448 --repeat 1 --count 2 --ncu \
+         > "$OUT/ncu_attend${f:+_$VARIANT}.txt" 2>&1)
+       grep -E "^  [a-z_0-9]+\(|Duration|Registers Per|Achieved Occupancy|DRAM Throughput|Warp Cycles Per Issued|Issue Slots Busy|Stall|No Eligible" \
+         "$OUT/ncu_attend${f:+_$VARIANT}.txt" | head -60
+     done ;;
   58) patch -s -p1 < runs/2026-12-01-gen/experiments/decode-mma.diff || exit 1
      python3 -m compileall -q apps tools > /dev/null
      timeout $(($(left) - 3)) python3 -m tools.bench_mla_attention --pos 32,4095,16383,32767 --layers 8 --iters 30 2>&1 \
