@@ -304,18 +304,19 @@ def test_rope_tables_in_spans():
   np.testing.assert_array_equal(cos, (np.cos(ang) * cfg.rope_mag).astype(np.float32))
   np.testing.assert_array_equal(sin, (np.sin(ang) * cfg.rope_mag).astype(np.float32))
 
-def test_flash_prefill_wiring(monkeypatch):
+@pytest.mark.parametrize("cache_type", ["f32", "f16"])
+def test_flash_prefill_wiring(monkeypatch, cache_type):
   """The model's flash branch (apps/mla.py Block.flash_attention: a chunk's rows 0..start_pos + T - 1 expanded per head into
   Transformer.expanded, then mla_flash_prefill over them) gives the CPU path's logits, with the tensor cores' kernel stood in
   for by tensor-op causal attention over the buffers and positions it is given: two chunks of 256, the second 44 tokens
-  under its bound (the padded queries reach zeroed rows past the prompt). The buffers exist where a chunk length of the
-  hand-written path takes the flash kernel."""
+  under its bound (the padded queries reach zeroed rows past the prompt), over an fp32 and an fp16 cache. The buffers exist
+  where a chunk length of the hand-written path takes the flash kernel."""
   import dataclasses, types
   import apps.mla as mla, apps.model as M
   from tinygrad import Tensor, dtypes
   from tools.path_check import rel, window
   path = synth.generate("youtu-llm-2b-tiny", "release", progress=False)
-  ref, m = (Transformer.from_gguf(path, max_context=512, prefill_chunks=(256,)) for _ in range(2))
+  ref, m = (Transformer.from_gguf(path, max_context=512, prefill_chunks=(256,), cache_type=cache_type) for _ in range(2))
   cfg = m.cfg
   assert mla.flash_prefills(cfg, 256) and m.expanded is None   # the CPU has no tensor cores: no buffers, no flash branch
   def flash(q, keys, values, pos, scale):
@@ -341,4 +342,6 @@ def test_flash_prefill_wiring(monkeypatch):
   ids = window(cfg.vocab_size, 300, 5)
   got, want = m.logits(ids), ref.logits(ids)
   assert calls and all(s[0] == 256 for s in calls), calls   # every block's chunks took the flash branch
-  assert rel(got, want) < 1e-5 and (got.argmax(-1) == want.argmax(-1)).all(), rel(got, want)
+  # an fp16 cache rounds each row once: where the two attentions' fp32 sums differ by ~1e-6, a later block's row that sits at
+  # a rounding boundary moves by one fp16 step (the f16 cache itself moves this preset's logits by ~7e-4: the README)
+  assert rel(got, want) < {"f32": 1e-5, "f16": 2e-4}[cache_type] and (got.argmax(-1) == want.argmax(-1)).all(), rel(got, want)
