@@ -276,7 +276,8 @@ def flash_prefills(cfg: Config, chunk: int) -> bool:
   expanded per head, then the flash kernel) rather than over the latent rows: where the expanded form's FLOPs a key (the
   chunk's scores and values over the expanded key, and the key's expansion) are at most 2/3 of the absorbed form's. The
   expansions run as fp32 products, slower a FLOP than the kernels: on an H200 at 16k keys DeepSeek-V2-Lite's and
-  Youtu-LLM-2B's 512-token chunks (0.53 of the FLOPs) attend 2.1x faster, GLM-4.7-Flash's (0.88) no faster."""
+  Youtu-LLM-2B's 512-token chunks (0.53 of the FLOPs) attend 2.1x faster, GLM-4.7-Flash's (0.88) no faster; its chunks of
+  2048 (0.57) take the expanded form."""
   absorbed = chunk * (2 * cfg.kv_lora_rank + cfg.qk_rope)
   expanded = chunk * (cfg.qk_nope + cfg.qk_rope + cfg.v_head) + cfg.kv_lora_rank * (cfg.qk_nope + cfg.v_head)
   return 3 * expanded <= 2 * absorbed

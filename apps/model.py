@@ -36,6 +36,12 @@ class Step:
   read: Readback
 
 MAX_SLOTS = 64      # sequences of one model at most (batched decode steps of up to that many rows)
+# Prefill chunk lengths (Transformer.set_prefill_chunks). One sequence on the tensor cores' hand-written path takes chunks of
+# 2048 too: a chunk's flash attention expands the context's rows once a chunk, a quarter as often (H200: prompts of 4k / 16k
+# tokens 1.3x / 1.5-1.6x faster, OPTIMIZATION_JOURNAL.md); a model of several sequences (a server) keeps 512, a chunk it
+# runs between the others' decode steps.
+PREFILL_CHUNKS = (512, 128, 32)
+LONG_PREFILL_CHUNKS = (2048, *PREFILL_CHUNKS)
 FIT_RESERVE = 2**30  # device memory the steps' activations and scratch may take beyond what fit_context counts
 
 def free_bytes(device: str) -> int | None:
@@ -56,14 +62,14 @@ def free_bytes(device: str) -> int | None:
     except (OSError, StopIteration, ValueError): pass   # no /proc (macOS): the default
   return None
 
-def fit_context(cfg: Config, cache_itemsize: int, free: int | None, chunk: int, slots: int = 1) -> int:
+def fit_context(cfg: Config, cache_itemsize: int, free: int | None, chunk: int, slots: int = 1, scores: bool = True) -> int:
   """The longest context of each of `slots` sequences, up to the model's trained length, whose memory fits in `free` bytes
   (with FIT_RESERVE and a tenth kept back): every block's cache row of every slot, the rope tables' row and the prompt
-  buffer's entry a token, and what a prefill chunk's tensor-op attention holds per key (the generated path's; the
-  hand-written kernels hold none): its scores (chunk x heads x fp32, twice) and, where it expands the latent rows, their keys
-  and values (heads x (qk_nope + rope + v_head) x fp32). 4096 where the free memory is unknown."""
+  buffer's entry a token, and what a prefill chunk's attention holds per key: with `scores` (the tensor-op attention of the
+  generated path; the tensor cores' kernels hold none) its scores (chunk x heads x fp32, twice) and, where it expands the
+  latent rows, their keys and values (heads x (qk_nope + rope + v_head) x fp32). 4096 where the free memory is unknown."""
   if free is None: return min(4096, cfg.context_length)
-  per_token = slots * cfg.n_layer * (cfg.kv_lora_rank + cfg.qk_rope) * cache_itemsize + 4 * cfg.qk_rope + 4 + 2 * 4 * chunk * cfg.n_head
+  per_token = slots * cfg.n_layer * (cfg.kv_lora_rank + cfg.qk_rope) * cache_itemsize + 4 * cfg.qk_rope + 4 + 2 * 4 * chunk * cfg.n_head * scores
   if expands_latents(cfg, chunk): per_token += 4 * cfg.n_head * (cfg.qk_nope + cfg.qk_rope + cfg.v_head)
   n = (int(free * 0.9) - FIT_RESERVE) // per_token // 256 * 256
   if n < 256: raise ValueError(f"{free / 2**20:.0f} MiB free on the device after the weights: no room for a context (pass a smaller --max-context)")
@@ -82,7 +88,7 @@ def rope_tables(cfg: Config, n: int) -> tuple[np.ndarray, np.ndarray]:
 
 class Transformer:
   def __init__(self, gf: GGUFFile, max_context: int | str | None = None, device: str | None = None, split_mask: int = DEFAULT_SPLIT_MASK,
-               prefill_chunks: Sequence[int] = (512, 128, 32), progress: Callable[[int, int], None] | None = None, kernels: str = "hand",
+               prefill_chunks: Sequence[int] | None = None, progress: Callable[[int, int], None] | None = None, kernels: str = "hand",
                fusions: Fusions = Fusions(), kernel_modules: KernelModules | None = None, capture_dir: Path | None = None,
                cache_type: str = "f32", slots: int = 1):
     if cache_type not in CACHE_TYPES: raise ValueError(f"cache type {cache_type!r}: choose one of {', '.join(CACHE_TYPES)}")
@@ -90,6 +96,8 @@ class Transformer:
     self.cfg = cfg = Config.from_gguf(gf)
     self.path, self.split_mask = Path(gf.path), split_mask
     self.device = Device.canonicalize(device)
+    tensor_cores = kernels == "hand" and has_mma(self.device)
+    if prefill_chunks is None: prefill_chunks = LONG_PREFILL_CHUNKS if tensor_cores and slots == 1 else PREFILL_CHUNKS
     # Activations and latents stay float32 on every device: decode reads weights, not activations, so fp16 would save
     # almost nothing, while one fp16 rounding per layer moves logits of a 27-block random model by ~1e-2 (measured, and
     # the same as llama.cpp's default f16 KV cache on that file). Weights are dequantized in registers either way.
@@ -109,7 +117,7 @@ class Transformer:
       free = free_bytes(self.device)
       # the generated path's chunk products on the int8 tensor cores make a block's weights as int8 quants each chunk
       if free is not None and kernels == "generated" and int8_tensor_cores(self.device): free -= block_product_bytes(gf)
-      self.max_context = fit_context(cfg, self.cache_dtype.itemsize, free, max(prefill_chunks), slots)
+      self.max_context = fit_context(cfg, self.cache_dtype.itemsize, free, max(prefill_chunks), slots, scores=not tensor_cores)
     else: self.max_context = min(max_context or 4096, cfg.context_length)
     # the latent cache of every block: `slots` sequences of max_context rows each, one after the other
     self.slots = slots

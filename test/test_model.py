@@ -145,7 +145,7 @@ def test_prefill_chunk_lengths(case):
   assert list(model._chunks(len(ids), 0)) == [(0, 16, 16), (16, 16, 16), (32, 1, 16)]
   # by default a short prompt runs in a chunk of 32, not padded to 128 (on a CPU a third of the time for 16 tokens)
   default = Transformer.from_gguf(synth.generate(preset, mix, progress=False), max_context=1024)
-  assert default.prefill_chunks == (512, 128, 32)
+  assert default.prefill_chunks == (512, 128, 32)   # the CPU: no tensor cores (test_long_chunks_on_the_tensor_cores)
   assert list(default._chunks(16, 0)) == [(0, 16, 32)]
   assert list(default._chunks(200, 0)) == [(0, 128, 128), (128, 32, 32), (160, 32, 32), (192, 8, 32)]
 
@@ -345,3 +345,19 @@ def test_flash_prefill_wiring(monkeypatch, cache_type):
   # an fp16 cache rounds each row once: where the two attentions' fp32 sums differ by ~1e-6, a later block's row that sits at
   # a rounding boundary moves by one fp16 step (the f16 cache itself moves this preset's logits by ~7e-4: the README)
   assert rel(got, want) < {"f32": 1e-5, "f16": 2e-4}[cache_type] and (got.argmax(-1) == want.argmax(-1)).all(), rel(got, want)
+
+def test_long_chunks_on_the_tensor_cores(monkeypatch):
+  """One sequence on the tensor cores' hand-written path prefills in chunks of 2048 too (a long prompt's flash attention
+  expands its rows once a chunk); a model of several sequences (a server, which runs a chunk between decode steps), the
+  generated path and a device without tensor cores keep 512; "fit" counts no per-key scores where the kernels hold none."""
+  import apps.model as M
+  path = synth.generate("youtu-llm-2b-tiny", "release", progress=False)
+  assert Transformer.from_gguf(path, max_context=64).prefill_chunks == (64, 32)   # the CPU; lengths clamped to the context
+  monkeypatch.setattr(M, "has_mma", lambda device: True)
+  assert Transformer.from_gguf(path, max_context=4096).prefill_chunks == (2048, 512, 128, 32)
+  assert Transformer.from_gguf(path, max_context=4096, slots=2).prefill_chunks == (512, 128, 32)
+  assert Transformer.from_gguf(path, max_context=4096, kernels="generated").prefill_chunks == (512, 128, 32)
+  assert list(Transformer.from_gguf(path, max_context=4096)._chunks(2600, 0)) == [(0, 2048, 2048), (2048, 512, 512), (2560, 32, 32), (2592, 8, 32)]
+  cfg = Transformer.from_gguf(path, max_context=64).cfg
+  free = int((M.FIT_RESERVE + 2**27) / 0.9) + 1   # 128 MiB for the context
+  assert M.fit_context(cfg, 4, free, 2048, scores=False) == cfg.context_length > 4 * M.fit_context(cfg, 4, free, 2048)

@@ -50,12 +50,13 @@ def decode_logits(model: Transformer, ids: list[int], first: int) -> np.ndarray:
   model.cached = list(ids)
   return np.concatenate(rows)
 
-def three_ways(model: Transformer, ids: list[int], first: int, floor: bool = False) -> dict[str, np.ndarray]:
+def three_ways(model: Transformer, ids: list[int], first: int, floor: bool = False, generated: bool = True) -> dict[str, np.ndarray]:
   """Logits of rows first.. of ids by the prefill, decode and generated paths (and with `floor` the generated one unoptimized)."""
   out = {}
   model.set_kernels("hand")
   out["prefill"] = model.logits(ids)[first:]
   out["decode"] = decode_logits(model, ids, first)
+  if not generated: return out
   model.set_kernels("generated")
   out["generated"] = model.logits(ids)[first:]
   if floor:  # fp32 against fp32 summed in another order: tinygrad's kernels without optimizations (one thread an output)
@@ -67,7 +68,7 @@ def three_ways(model: Transformer, ids: list[int], first: int, floor: bool = Fal
 PAIRS = (("prefill", "generated"), ("decode", "generated"), ("prefill", "decode"), ("generated, NOOPT", "generated"))
 
 def check(presets: list[str], mix: str, depths: list[int], n_tokens: int, skip: int, seed: int, floor: bool = False,
-          pin: bool = False, cache_type: str = "f32") -> list[dict]:
+          pin: bool = False, cache_type: str = "f32", generated: bool = True) -> list[dict]:
   rows = []
   for preset in presets:
     path = synth.generate(preset, mix, progress=False)
@@ -77,10 +78,10 @@ def check(presets: list[str], mix: str, depths: list[int], n_tokens: int, skip: 
     for depth in depths:
       ids = window(model.cfg.vocab_size, depth + n_tokens, seed)
       t0 = time.perf_counter()
-      got = three_ways(model, ids, depth + skip, floor)
+      got = three_ways(model, ids, depth + skip, floor, generated)
       row = {"preset": preset, "mix": mix, "depth": depth, "rows": n_tokens - skip, "s": round(time.perf_counter() - t0, 1)}
       for a, b in PAIRS:
-        if a not in got: continue
+        if a not in got or b not in got: continue
         row[f"{a}/{b}"] = rel(got[a], got[b])
         row[f"{a}/{b} argmax"] = int((got[a].argmax(-1) == got[b].argmax(-1)).sum())
       if pin: row.update(pinned(model, ids, depth + skip))
@@ -192,12 +193,13 @@ def main() -> None:
   ap.add_argument("--cache-type", choices=CACHE_TYPES, default="f32", help="the latent cache's elements (every path reads the same)")
   ap.add_argument("--floor", action="store_true", help="add the generated path unoptimized (NOOPT=1) against the generated path")
   ap.add_argument("--pinned", action="store_true", help="add the prefill path against the generated path with the same expert choices")
+  ap.add_argument("--no-generated", action="store_true", help="prefill vs decode only (the generated path is the slow one at depth)")
   ap.add_argument("--blocks", metavar="PRESET", help="block by block on this preset instead of the table")
   args = ap.parse_args()
   print(f"device {Device.DEFAULT}", flush=True)
   if args.blocks: return blocks(args.blocks, args.mix, args.tokens, args.seed)
   rows = check(args.presets.split(","), args.mix, [int(d) for d in args.depth.split(",")], args.tokens, args.skip, args.seed, args.floor,
-               args.pinned, args.cache_type)
+               args.pinned, args.cache_type, not args.no_generated)
   print(table(rows))
 
 if __name__ == "__main__": main()

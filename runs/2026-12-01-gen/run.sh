@@ -715,6 +715,16 @@ case $1 in
        grep -E "^  [a-z_0-9]+\(|Duration|Registers Per|Achieved Occupancy|DRAM Throughput|Warp Cycles Per Issued|Issue Slots Busy|Stall|No Eligible" \
          "$OUT/ncu_attend${f:+_$VARIANT}.txt" | head -60
      done ;;
+  66) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     [ -x .cache/llama/build/bin/llama-bench ] || (python3 -m tools.llama_bench build --time-limit 330 > "$OUT/llama_build.log" 2>&1) &
+     (for m in youtu-llm-2b deepseek-v2-lite glm-4.7-flash; do synth $m & done; wait); echo "synthesized $(date +%T)"
+     # depth 2010: the compared rows sit in the prefill path's chunk of 2048 (flash), the decode path's prefix in chunks of 512
+     [ -n "$PATHS" ] && timeout 240 python3 -m tools.path_check --depth 2010 --no-generated 2>&1 | tee "$OUT/paths2010.txt" | grep -v Warn | tail -6
+     wait; tail -2 "$OUT/llama_build.log" 2>/dev/null; echo "built $(date +%T)"
+     for m in ${PRESETS:-youtu-llm-2b deepseek-v2-lite}; do
+       timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $m --llama --decode 64 --depths ${DEPTHS:-4096,16384} \
+         --json "$OUT/depths_$m.json" 2>&1 | grep -v '^{' | tail -4
+     done ;;
   58) patch -s -p1 < runs/2026-12-01-gen/experiments/decode-mma.diff || exit 1
      python3 -m compileall -q apps tools > /dev/null
      timeout $(($(left) - 3)) python3 -m tools.bench_mla_attention --pos 32,4095,16383,32767 --layers 8 --iters 30 2>&1 \
