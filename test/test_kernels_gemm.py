@@ -328,10 +328,14 @@ def test_mma_tiles_steps_and_occupancy():
   assert gemm._mma_steps(S(q, 20, 40, 96), (8, 64)) == 1
 
 def test_bench_gemm_shapes_are_the_kernels():
-  """tools/bench_gemm.py's products of a chunk are shapes the tensor-core GEMM serves, and its variants start with the rule."""
+  """tools/bench_gemm.py's products of a chunk are shapes the tensor-core GEMM serves, and its variants start with the rule;
+  so are those of the longest chunk (DeepSeek-V2-Lite's experts at 2048 tokens list 12,288 entries: 16-bit, or they fall
+  back to the matvecs, 4x slower a prompt)."""
   from tools.bench_gemm import MODELS, shape_of, variants
+  from apps.model import LONG_PREFILL_CHUNKS
   for model, products in MODELS.items():
     for name, typ, N, K, form in products:
+      assert gemm.mma_supports(shape_of(typ, max(LONG_PREFILL_CHUNKS), N, K, form)), (model, name)
       s = shape_of(typ, 512, N, K, form)
       assert gemm.mma_supports(s), (model, name)
       v = variants(s, True)

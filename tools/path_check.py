@@ -68,12 +68,13 @@ def three_ways(model: Transformer, ids: list[int], first: int, floor: bool = Fal
 PAIRS = (("prefill", "generated"), ("decode", "generated"), ("prefill", "decode"), ("generated, NOOPT", "generated"))
 
 def check(presets: list[str], mix: str, depths: list[int], n_tokens: int, skip: int, seed: int, floor: bool = False,
-          pin: bool = False, cache_type: str = "f32", generated: bool = True) -> list[dict]:
+          pin: bool = False, cache_type: str = "f32", generated: bool = True, chunks: tuple[int, ...] | None = None) -> list[dict]:
   rows = []
   for preset in presets:
     path = synth.generate(preset, mix, progress=False)
     t0 = time.perf_counter()
-    model = Transformer.from_gguf(path, max_context=max(depths) + n_tokens + 8, cache_type=cache_type)
+    model = Transformer.from_gguf(path, max_context=max(depths) + n_tokens + 8, cache_type=cache_type,
+                                  **({"prefill_chunks": chunks} if chunks else {}))
     print(f"{preset}: loaded in {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
     for depth in depths:
       ids = window(model.cfg.vocab_size, depth + n_tokens, seed)
@@ -193,13 +194,14 @@ def main() -> None:
   ap.add_argument("--cache-type", choices=CACHE_TYPES, default="f32", help="the latent cache's elements (every path reads the same)")
   ap.add_argument("--floor", action="store_true", help="add the generated path unoptimized (NOOPT=1) against the generated path")
   ap.add_argument("--pinned", action="store_true", help="add the prefill path against the generated path with the same expert choices")
+  ap.add_argument("--chunks", help="comma list of prefill chunk lengths (the model's default unless given)")
   ap.add_argument("--no-generated", action="store_true", help="prefill vs decode only (the generated path is the slow one at depth)")
   ap.add_argument("--blocks", metavar="PRESET", help="block by block on this preset instead of the table")
   args = ap.parse_args()
   print(f"device {Device.DEFAULT}", flush=True)
   if args.blocks: return blocks(args.blocks, args.mix, args.tokens, args.seed)
   rows = check(args.presets.split(","), args.mix, [int(d) for d in args.depth.split(",")], args.tokens, args.skip, args.seed, args.floor,
-               args.pinned, args.cache_type, not args.no_generated)
+               args.pinned, args.cache_type, not args.no_generated, tuple(int(c) for c in args.chunks.split(",")) if args.chunks else None)
   print(table(rows))
 
 if __name__ == "__main__": main()

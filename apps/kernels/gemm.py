@@ -129,11 +129,16 @@ class GemmShape:
 
 def shared_bytes(s: GemmShape, tile: tuple[int, int] | None = None) -> int:
   tt, tn = tile or s.tile
-  return KB * (tt // 4 + 1 + tn // 4 + 1) * 16 + (s.T * s.J * 4 + (tt // 4) * (tn // 4) * 4 if s.experts else 0)
+  return KB * (tt // 4 + 1 + tn // 4 + 1) * 16 + (_list_bytes(s) + (tt // 4) * (tn // 4) * 4 if s.experts else 0)
 
 def supports(s: GemmShape, language: str = "CUDA") -> bool:
   return s.type in TYPES and s.K % BLOCK[s.type][0] == 0 and s.T > 0 and s.N > 0 and s.J > 0 and \
          shared_bytes(s) <= matvec.SHARED_BYTES[language]
+
+def _list_bytes(s: GemmShape) -> int:
+  """Workgroup memory of an expert's list of entries: 16-bit entries where they fit (a chunk of 2048 tokens of
+  DeepSeek-V2-Lite lists 12,288 entries: 48 KiB as ints, over the static limit with the tensor-core kernel's x records)."""
+  return s.T * s.J * (2 if s.T * s.J <= 65536 else 4)
 
 def _entries(s: GemmShape, NT: int, TT: int) -> tuple[str, str, str, str, str]:
   """The rows of a workgroup's tiles, for a kernel of NT threads and tiles of TT entries: (the code that lists them: an
@@ -145,7 +150,7 @@ def _entries(s: GemmShape, NT: int, TT: int) -> tuple[str, str, str, str, str]:
     # a warp's prefix sum by a butterfly of shuffles (at distance o, the lanes of a group's upper half add the lower half's
     # total), then the warps' totals through shared memory: two barriers per NT entries (a shared-memory scan took 15)
     listing = f"""  int e = GID_Z;
-  SHARED int lst[{P}];
+  SHARED {"unsigned short" if P <= 65536 else "int"} lst[{P}];
   SHARED int wsum[{NT // 32}];
   int cnt = 0;
   for (int base = 0; base < {P}; base += {NT}) {{
@@ -376,7 +381,7 @@ def mma_tile(s: GemmShape) -> tuple[int, int]:
   while tt > 8 and wgs(tt, tn) < matvec.SMS: tt //= 2
   return (tt, tn)
 
-def _experts_bytes(s: GemmShape) -> int: return s.T * s.J * 4 + 128 * 4 if s.experts else 0
+def _experts_bytes(s: GemmShape) -> int: return _list_bytes(s) + 128 * 4 if s.experts else 0
 
 def _mma_steps(s: GemmShape, tile: tuple[int, int]) -> int:
   """Sub-steps of 32 weights per step (a step's loads are in flight together): two, one where K or the shared memory (two

@@ -725,6 +725,21 @@ case $1 in
        timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $m --llama --decode 64 --depths ${DEPTHS:-4096,16384} \
          --json "$OUT/depths_$m.json" 2>&1 | grep -v '^{' | tail -4
      done ;;
+  67) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     (for m in deepseek-v2-lite glm-4.7-flash; do synth $m & done; wait); echo "synthesized $(date +%T)"
+     # DeepSeek-V2-Lite's chunks of 2048 with the experts' 16-bit lists (the tensor-core GEMM; its 32-bit lists fell back to
+     # the matvecs) against chunks of 512, one process each
+     for c in 512,128,32 2048,512,128,32; do
+       echo "-- chunks $c $(date +%T)"
+       timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets deepseek-v2-lite --decode 32 --depths ${DEPTHS:-4096,16384} --chunks $c \
+         --json "$OUT/chunks_${c%%,*}_dsv2.json" 2>&1 | grep -v '^{' | tail -3
+     done
+     # GLM-4.7-Flash's prefill vs decode at depth 2010 with chunks of 512 for both paths (their prefixes chunked apart, no flash)
+     # against the default (the prefill path's chunk of 2048 flash): near-tie routing or the chunk of 2048
+     for c in 512,128,32 2048,512,128,32; do
+       timeout $(($(left) - 3)) python3 -m tools.path_check --presets glm-4.7-flash --depth 2010 --no-generated --chunks $c 2>&1 \
+         | tee "$OUT/paths2010_${c%%,*}.txt" | grep -v Warn | tail -1
+     done ;;
   58) patch -s -p1 < runs/2026-12-01-gen/experiments/decode-mma.diff || exit 1
      python3 -m compileall -q apps tools > /dev/null
      timeout $(($(left) - 3)) python3 -m tools.bench_mla_attention --pos 32,4095,16383,32767 --layers 8 --iters 30 2>&1 \
