@@ -349,7 +349,8 @@ def test_flash_prefill_wiring(monkeypatch, cache_type):
 def test_long_chunks_on_the_tensor_cores(monkeypatch):
   """One sequence on the tensor cores' hand-written path prefills in chunks of 2048 too (a long prompt's flash attention
   expands its rows once a chunk); a model of several sequences (a server, which runs a chunk between decode steps), the
-  generated path and a device without tensor cores keep 512; "fit" counts no per-key scores where the kernels hold none."""
+  generated path, a device without tensor cores and a model whose chunks of 512 do not flash keep 512; "fit" counts no
+  per-key scores where the kernels hold none."""
   import apps.model as M
   path = synth.generate("youtu-llm-2b-tiny", "release", progress=False)
   assert Transformer.from_gguf(path, max_context=64).prefill_chunks == (64, 32)   # the CPU; lengths clamped to the context
@@ -361,3 +362,5 @@ def test_long_chunks_on_the_tensor_cores(monkeypatch):
   cfg = Transformer.from_gguf(path, max_context=64).cfg
   free = int((M.FIT_RESERVE + 2**27) / 0.9) + 1   # 128 MiB for the context
   assert M.fit_context(cfg, 4, free, 2048, scores=False) == cfg.context_length > 4 * M.fit_context(cfg, 4, free, 2048)
+  monkeypatch.setattr(M, "flash_prefills", lambda cfg, chunk: chunk > 512)   # GLM-4.7-Flash's rule
+  assert Transformer.from_gguf(path, max_context=4096).prefill_chunks == (512, 128, 32)

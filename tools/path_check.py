@@ -155,9 +155,10 @@ def pinned(model: Transformer, ids: list[int], first: int) -> dict[str, float]:
     margins += [float(sc[t, k - 1] - sc[t, k]) for t, (a, own) in enumerate(zip(h["sel"], order[:, :k])) if set(a.tolist()) != set(own.tolist())]
   return {"pinned": rel(head(hand), head(gen)), "decisions that differ": len(margins), "largest margin where they differ": max(margins, default=0.0)}
 
-def blocks(preset: str, mix: str, n_tokens: int, seed: int) -> None:
+def blocks(preset: str, mix: str, n_tokens: int, seed: int, chunks: tuple[int, ...] | None = None) -> None:
   path = synth.generate(preset, mix, progress=False)
-  model = Transformer.from_gguf(path, max_context=n_tokens + 8)
+  # the window is one chunk of n_tokens: `chunks` decides which attention forms the model prepares (flash_prefills)
+  model = Transformer.from_gguf(path, max_context=n_tokens + 8, **({"prefill_chunks": chunks} if chunks else {}))
   k = model.cfg.n_expert_used
   ids = window(model.cfg.vocab_size, n_tokens, seed)
   model.set_kernels("generated")
@@ -199,9 +200,10 @@ def main() -> None:
   ap.add_argument("--blocks", metavar="PRESET", help="block by block on this preset instead of the table")
   args = ap.parse_args()
   print(f"device {Device.DEFAULT}", flush=True)
-  if args.blocks: return blocks(args.blocks, args.mix, args.tokens, args.seed)
+  chunks = tuple(int(c) for c in args.chunks.split(",")) if args.chunks else None
+  if args.blocks: return blocks(args.blocks, args.mix, args.tokens, args.seed, chunks)
   rows = check(args.presets.split(","), args.mix, [int(d) for d in args.depth.split(",")], args.tokens, args.skip, args.seed, args.floor,
-               args.pinned, args.cache_type, not args.no_generated, tuple(int(c) for c in args.chunks.split(",")) if args.chunks else None)
+               args.pinned, args.cache_type, not args.no_generated, chunks)
   print(table(rows))
 
 if __name__ == "__main__": main()

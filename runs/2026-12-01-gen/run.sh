@@ -3,8 +3,10 @@
 # series with patch 70 checked and timed), 51 (the flash prefill kernel: 1.9-4.0x at depth), 55 and 54 (rejected).
 # Measured 2026-12-02 (calls 55-57): 53 (PATHS=1: the flash prefill in the model, landed), 49 (split experts: +7.5% at 8, -8.4%
 # at 32), 58 (rejected), 61 (the flash prefill's path check on the MoE models and their long prompts).
-# Next lease, in order: 62 (the long prompts beside llama.cpp, with the flash prefill), PATHS=1 63 (chunks of 2048), DIFF=experts-split-16.diff
-# BATCH=8,16,32 49, 64 (then VARIANT=tt4 65 in the same call), 52, LLAMA=1 14 (start times beside llama.cpp).
+# Measured 2026-12-02 (calls 58-60): PATHS=1 63 (chunks of 2048: landed where the 512s flash), PATHS=1 66 (beside llama.cpp; found
+# DeepSeek-V2-Lite's 2048-token experts on the matvecs), 67 (its fix timed; GLM-4.7-Flash's 2048 check, open).
+# Next lease, in order: 68 (GLM-4.7-Flash's chunk of 2048 block by block), PRESETS=glm-4.7-flash 66 (beside llama.cpp),
+# DIFF=experts-split-16.diff BATCH=8,16,32 49, 64 (then VARIANT=tt4 65 in the same call), 52, LLAMA=1 14.
 #   1: where a generated decode token of DeepSeek-V2-Lite and GLM-4.7-Flash goes, kernel by kernel: Nsight Compute's device
 #      times (L2 and clocks left as they run: --cache-control none --clock-control none) against the step as run in its
 #      graphs; then BEAM=2 on DeepSeek-V2-Lite's 8 slowest decode kernels (tools.beam_kernels) while the time lasts
@@ -739,6 +741,15 @@ case $1 in
      for c in 512,128,32 2048,512,128,32; do
        timeout $(($(left) - 3)) python3 -m tools.path_check --presets glm-4.7-flash --depth 2010 --no-generated --chunks $c 2>&1 \
          | tee "$OUT/paths2010_${c%%,*}.txt" | grep -v Warn | tail -1
+     done ;;
+  68) export TINYGRAD_MLA_CACHE=$PWD/.cache; synth glm-4.7-flash; echo "synthesized $(date +%T)"
+     # GLM-4.7-Flash's 2048 tokens as one chunk, block by block against tinygrad's own kernels: the flash form (chunks 2048)
+     # then the latent-row form (chunks 512); teacher-forced attention distances a block ("attn fc": the form's numerics) and
+     # the routing decisions that differ with their margins (near ties or not)
+     for c in 2048,512,128,32 512,128,32; do
+       echo "-- blocks, chunks $c $(date +%T)"
+       timeout $(($(left) / 2)) python3 -m tools.path_check --blocks glm-4.7-flash --tokens 2048 --chunks $c 2>&1 \
+         | tee "$OUT/blocks2048_${c%%,*}.txt" | grep -v Warn | tail -50 | cut -c1-160
      done ;;
   58) patch -s -p1 < runs/2026-12-01-gen/experiments/decode-mma.diff || exit 1
      python3 -m compileall -q apps tools > /dev/null
