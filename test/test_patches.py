@@ -1904,3 +1904,27 @@ print("ok")
 
 def test_0070_padded_reduction_unrolled(trees):
   assert_patch_needed(trees, "0070", PADDED_REDUCTION_UNROLLED, env={"DEV": "CPU", "CACHELEVEL": "0"})
+
+BUFFER_STATE_READ_AS_ITS_BUFFER = """
+# a store whose value reads its target's buffer only through another buffer's state (which an earlier kernel wrote from
+# the target) is not a write-after-read hazard: the value is stored in place, not computed into a buffer and copied
+import numpy as np
+from tinygrad import Tensor
+from tinygrad.uop.ops import Ops
+def build():
+  buf, other = Tensor.zeros(8, 4).contiguous().realize(), Tensor.zeros(4).contiguous().realize()
+  x = Tensor.arange(16).reshape(4, 4).float().contiguous().realize()
+  s1 = Tensor(buf.uop.after(buf[0:4].uop.store((x * 2).uop)))                  # buf rows 0..3: 2x
+  r = Tensor(other.uop.after(other.uop.store(s1[0:4].sum(1).uop)))             # other: their row sums, read from buf
+  return buf, Tensor(buf.uop.after(buf[4:8].uop.store((x + r.reshape(4, 1)).uop)))   # buf rows 4..7: from other
+kernels = [u for u in build()[1].schedule_linear().src if u.op is Ops.CALL]
+assert len(kernels) == 3, f"{len(kernels)} kernels: the last store's value computed apart and copied"
+buf, s2 = build()
+s2.realize()
+x = np.arange(16, dtype=np.float32).reshape(4, 4)
+np.testing.assert_equal(buf.numpy(), np.concatenate([2 * x, x + (2 * x).sum(1, keepdims=True)]))
+print("ok")
+"""
+
+def test_0071_buffer_state_read_as_its_buffer(trees):
+  assert_patch_needed(trees, "0071", BUFFER_STATE_READ_AS_ITS_BUFFER, env={"DEV": "CPU", "CACHELEVEL": "0"})
