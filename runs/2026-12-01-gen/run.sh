@@ -5,7 +5,7 @@
 # at 32), 58 (rejected), 61 (the flash prefill's path check on the MoE models and their long prompts).
 # Measured 2026-12-02 (calls 58-60): PATHS=1 63 (chunks of 2048: landed where the 512s flash), PATHS=1 66 (beside llama.cpp; found
 # DeepSeek-V2-Lite's 2048-token experts on the matvecs), 67 (its fix timed; GLM-4.7-Flash's 2048 check, open).
-# Next lease, in order: 68 (GLM-4.7-Flash's chunk of 2048 block by block), PRESETS=glm-4.7-flash 66 (beside llama.cpp),
+# Next lease, in order: 68 (GLM-4.7-Flash's chunk of 2048 block by block), 69 (patch 0071's time), PRESETS=glm-4.7-flash 66,
 # DIFF=experts-split-16.diff BATCH=8,16,32 49, 64 (then VARIANT=tt4 65 in the same call), 52, LLAMA=1 14.
 #   1: where a generated decode token of DeepSeek-V2-Lite and GLM-4.7-Flash goes, kernel by kernel: Nsight Compute's device
 #      times (L2 and clocks left as they run: --cache-control none --clock-control none) against the step as run in its
@@ -750,6 +750,16 @@ case $1 in
        echo "-- blocks, chunks $c $(date +%T)"
        timeout $(($(left) / 2)) python3 -m tools.path_check --blocks glm-4.7-flash --tokens 2048 --chunks $c 2>&1 \
          | tee "$OUT/blocks2048_${c%%,*}.txt" | grep -v Warn | tail -50 | cut -c1-160
+     done ;;
+  69) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # A = the series without patch 0071 (the flash prefill's expansions copied into their buffers), B = the tree's
+     rm -rf /tmp/A && mkdir /tmp/A && cp -r $(ls -A | grep -v '^.cache$') /tmp/A/ && (cd /tmp/A && python3 apply_patches.py --upto 70 > /dev/null) || exit 1
+     for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     P=${PRESETS:-youtu-llm-2b}; synth ${P//,/ }; echo "synthesized $(date +%T)"
+     for v in A B B A; do
+       d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $(date +%T)"
+       (cd $d && TINYGRAD_UPTO=$([ $v = A ] && echo 70 || echo 71) CACHEDB=/tmp/cache_$v.db timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --decode 32 --depths ${DEPTHS:-4096,16384} \
+         --json "$OUT/copies_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -4)
      done ;;
   58) patch -s -p1 < runs/2026-12-01-gen/experiments/decode-mma.diff || exit 1
      python3 -m compileall -q apps tools > /dev/null
