@@ -136,9 +136,10 @@ def supports(s: GemmShape, language: str = "CUDA") -> bool:
          shared_bytes(s) <= matvec.SHARED_BYTES[language]
 
 def _list_bytes(s: GemmShape) -> int:
-  """Workgroup memory of an expert's list of entries: 16-bit entries where they fit (a chunk of 2048 tokens of
-  DeepSeek-V2-Lite lists 12,288 entries: 48 KiB as ints, over the static limit with the tensor-core kernel's x records)."""
-  return s.T * s.J * (2 if s.T * s.J <= 65536 else 4)
+  """Workgroup memory of an expert's list of entries, 16 bits each (a chunk of 2048 tokens of DeepSeek-V2-Lite lists
+  12,288 entries: 48 KiB as ints, over the static limit with the tensor-core kernel's x records; any list past 65,536
+  entries is past that limit too)."""
+  return 2 * s.T * s.J
 
 def _entries(s: GemmShape, NT: int, TT: int) -> tuple[str, str, str, str, str]:
   """The rows of a workgroup's tiles, for a kernel of NT threads and tiles of TT entries: (the code that lists them: an
@@ -146,11 +147,11 @@ def _entries(s: GemmShape, NT: int, TT: int) -> tuple[str, str, str, str, str]:
   entry `ent`; the first W row of the workgroup's expert; entry {t} of the tile (a format string); the loop over tiles)."""
   P = s.T * s.J
   if s.experts:
-    assert NT % 32 == 0
+    assert NT % 32 == 0 and P <= 65536, (NT, P)
     # a warp's prefix sum by a butterfly of shuffles (at distance o, the lanes of a group's upper half add the lower half's
     # total), then the warps' totals through shared memory: two barriers per NT entries (a shared-memory scan took 15)
     listing = f"""  int e = GID_Z;
-  SHARED {"unsigned short" if P <= 65536 else "int"} lst[{P}];
+  SHARED unsigned short lst[{P}];
   SHARED int wsum[{NT // 32}];
   int cnt = 0;
   for (int base = 0; base < {P}; base += {NT}) {{
