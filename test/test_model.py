@@ -195,6 +195,9 @@ def test_path_check_agrees_on_cpu():
     assert r[f"{a}/{b}"] < 2e-5 and r[f"{a}/{b} argmax"] == 32, (a, b, r)
   assert r["pinned"] < 2e-5 and r["decisions that differ"] == 0 and r["largest margin where they differ"] == 0.0
   assert path_check.table(rows).count("\n") == 2 and " - " not in path_check.table(rows)
+  # without the generated path (its slow one at depth), and with the model's chunk lengths given: prefill vs decode only
+  rows = path_check.check(["glm-4.7-flash-tiny"], "release", [40], 40, 8, 7, generated=False, chunks=(16,))
+  assert [k for k in rows[0] if "/" in k] == ["prefill/decode", "prefill/decode argmax"] and rows[0]["prefill/decode"] < 2e-5
 
 def test_prefill_and_decode_agree_past_4096():
   """Correctness at depth: at positions past 4096 (filled in eight prefill chunks of 512, then chunks of 128) the prefill
