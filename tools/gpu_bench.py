@@ -219,7 +219,8 @@ def main() -> None:
   ap.add_argument("--cache-type", choices=CACHE_TYPES, default="f32", help="our latent cache's elements (llama-bench keeps its f16 default)")
   ap.add_argument("--depths", help="comma list of context depths: prefill of a prompt that long and decode after it (and llama-bench's "
                   "pp<D>, tg128@d<D> with --llama), instead of the short-context numbers")
-  ap.add_argument("--chunks", help="comma list of prefill chunk lengths for --depths (the model's default: 512,128,32)")
+  ap.add_argument("--chunks", help="comma list of prefill chunk lengths for --depths (the model's default: 512,128,32, and 2048 "
+                  "where apps/model.py takes it)")
   ap.add_argument("--batch", help="comma list of batch sizes: aggregate decode of that many sequences at once (and llama-batched-bench's "
                   "S_TG with --llama), instead of the short-context numbers")
   ap.add_argument("--json", type=Path)
