@@ -5,7 +5,8 @@
 # at 32), 58 (rejected), 61 (the flash prefill's path check on the MoE models and their long prompts).
 # Measured 2026-12-02 (calls 58-60): PATHS=1 63 (chunks of 2048: landed where the 512s flash), PATHS=1 66 (beside llama.cpp; found
 # DeepSeek-V2-Lite's 2048-token experts on the matvecs), 67 (its fix timed; GLM-4.7-Flash's 2048 check, open).
-# Next lease, in order: 68 (GLM-4.7-Flash's chunk of 2048 block by block), 69 (patch 0071's time), PRESETS=glm-4.7-flash 66,
+# Next lease, in order: 68 (GLM-4.7-Flash's chunk of 2048 block by block), 69 (patch 0071's time), 70 (one tf32 pass over an
+# fp16 cache), PRESETS=glm-4.7-flash 66,
 # DIFF=experts-split-16.diff BATCH=8,16,32 49, 64 (then VARIANT=tt4 65 in the same call), 52, LLAMA=1 14.
 #   1: where a generated decode token of DeepSeek-V2-Lite and GLM-4.7-Flash goes, kernel by kernel: Nsight Compute's device
 #      times (L2 and clocks left as they run: --cache-control none --clock-control none) against the step as run in its
@@ -760,6 +761,20 @@ case $1 in
        d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $(date +%T)"
        (cd $d && TINYGRAD_UPTO=$([ $v = A ] && echo 70 || echo 71) CACHEDB=/tmp/cache_$v.db timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --decode 32 --depths ${DEPTHS:-4096,16384} \
          --json "$OUT/copies_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -4)
+     done ;;
+  70) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT experiments/flash-one-pass.diff: over an fp16 cache the flash prefill's products take one tf32 pass, not three
+     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/flash-one-pass.diff || exit 1
+     for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     P=${PRESETS:-youtu-llm-2b}; synth ${P//,/ }; echo "synthesized $(date +%T)"
+     (cd /tmp/B && timeout 120 python3 -m tools.bench_mla_attention --prefill 2048 --pos 14336 --layers 2 --iters 5 2>&1 | tee "$OUT/flash_1pass.txt" | grep -v '^$')
+     for v in A B; do d=.; [ $v = B ] && d=/tmp/B
+       (cd $d && timeout 150 python3 -m tools.path_check --presets $P --depth 2600 --cache-type f16 2>&1 | tee "$OUT/paths_f16_$v.txt" | grep -v Warn | tail -3)
+     done
+     for v in A B B A; do
+       d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --cache-type f16 --decode 32 --depths ${DEPTHS:-4096,16384} \
+         --json "$OUT/onepass_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -4)
      done ;;
   58) patch -s -p1 < runs/2026-12-01-gen/experiments/decode-mma.diff || exit 1
      python3 -m compileall -q apps tools > /dev/null
