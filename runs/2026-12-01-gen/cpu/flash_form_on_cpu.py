@@ -63,12 +63,16 @@ def run(chunks, flash_branch):
 k, A, dA = run((512, 128, 32), False)
 _, B, dB = run((2048, 512, 128, 32), True)
 print(f"{preset} at depth {depth}: B vs A {rel(B, A):.2e}, argmax {(A.argmax(-1) == B.argmax(-1)).sum()}/{len(A)}")
-flips, margins, smallest = 0, [], []
-for (sc, sa), (_, sb) in zip(dA, dB):
+flips, margins, smallest, first = 0, [], [], None
+for i, ((sc, sa), (_, sb)) in enumerate(zip(dA, dB)):
   top = np.sort(sc, -1)[:, ::-1]
   margin = top[:, k - 1] - top[:, k]
   smallest.append(float(margin.min()))
-  for t in range(len(sa)):
-    if set(sa[t].tolist()) != set(sb[t].tolist()): flips += 1; margins.append(float(margin[t]))
+  apart = [t for t in range(len(sa)) if set(sa[t].tolist()) != set(sb[t].tolist())]
+  flips += len(apart); margins += [float(margin[t]) for t in apart]
+  if apart and first is None: first = i
+  # the blocks up to the first two with decisions apart: where the parting starts, and whether its margins are near ties
+  if apart and i <= (first or 0) + 1:
+    print(f"MoE block {i}: {len(apart)} decisions apart, tokens {apart[:8]}, their margins in A {[f'{margin[t]:.1e}' for t in apart[:8]]}")
 print(f"routing decisions that differ: {flips} of {sum(len(s) for _, s in dA)}; their margins in A: max {max(margins, default=0):.1e}, "
       f"median {np.median(margins) if margins else 0:.1e}; the smallest margin anywhere {min(smallest):.1e}")
