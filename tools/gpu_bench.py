@@ -85,8 +85,7 @@ def at_depths(preset: str, path: Path, depths: list[int], n_decode: int, kernels
   D-token prompt and n_decode tokens after it; prefill tok/s = D / the time to the first token, decode tok/s from the first
   token to the last. The steps are captured first by a short prompt (they serve every position, so no warm-up at D)."""
   release()
-  model = Transformer.from_gguf(path, max_context=max(depths) + n_decode + 64, kernels=kernels, cache_type=cache_type,
-                                **({"prefill_chunks": chunks} if chunks else {}))
+  model = Transformer.from_gguf(path, max_context=max(depths) + n_decode + 64, kernels=kernels, cache_type=cache_type, prefill_chunks=chunks)
   rng = np.random.default_rng(0)
   for c in model.prefill_chunks:  # a prompt that ends in a chunk of each length: the captures, then their first replay
     warm = rng.integers(0, 100000, min(max(model.prefill_chunks) + c, model.max_context - 8)).tolist()

@@ -73,8 +73,7 @@ def check(presets: list[str], mix: str, depths: list[int], n_tokens: int, skip: 
   for preset in presets:
     path = synth.generate(preset, mix, progress=False)
     t0 = time.perf_counter()
-    model = Transformer.from_gguf(path, max_context=max(depths) + n_tokens + 8, cache_type=cache_type,
-                                  **({"prefill_chunks": chunks} if chunks else {}))
+    model = Transformer.from_gguf(path, max_context=max(depths) + n_tokens + 8, cache_type=cache_type, prefill_chunks=chunks)
     print(f"{preset}: loaded in {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
     for depth in depths:
       ids = window(model.cfg.vocab_size, depth + n_tokens, seed)
@@ -158,7 +157,7 @@ def pinned(model: Transformer, ids: list[int], first: int) -> dict[str, float]:
 def blocks(preset: str, mix: str, n_tokens: int, seed: int, chunks: tuple[int, ...] | None = None) -> None:
   path = synth.generate(preset, mix, progress=False)
   # the window is one chunk of n_tokens: `chunks` decides which attention forms the model prepares (flash_prefills)
-  model = Transformer.from_gguf(path, max_context=n_tokens + 8, **({"prefill_chunks": chunks} if chunks else {}))
+  model = Transformer.from_gguf(path, max_context=n_tokens + 8, prefill_chunks=chunks)
   k = model.cfg.n_expert_used
   ids = window(model.cfg.vocab_size, n_tokens, seed)
   model.set_kernels("generated")
