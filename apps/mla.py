@@ -493,7 +493,8 @@ class Block:
     kbuf = Tensor(kbuf.uop.after(kbuf[0:S].uop.store(keys.uop)))
     vbuf = Tensor(vbuf.uop.after(vbuf[0:S].uop.store(values.uop)))
     (q,), _, _ = to_bound(q_nope.float().cat(q_pe.float(), dim=-1), slices=self.fusions.slices)
-    out = self.kernel_modules.mla_attention.mla_flash_prefill(q, kbuf, vbuf, tables[2], cfg.kq_scale)
+    # an fp16 cache's rows hold 10-bit mantissas: its attention's products take one tf32 pass (the same mantissa), not three
+    out = self.kernel_modules.mla_attention.mla_flash_prefill(q, kbuf, vbuf, tables[2], cfg.kq_scale, exact=view.dtype != dtypes.float16)
     return out if isinstance(T, int) else out[:T]
 
   # ---- feed-forward

@@ -37,11 +37,10 @@ class Step:
 
 MAX_SLOTS = 64      # sequences of one model at most (batched decode steps of up to that many rows)
 # Prefill chunk lengths (Transformer.set_prefill_chunks). One sequence on the tensor cores' hand-written path whose chunks
-# of 512 attend in the flash form takes chunks of 2048 too: their flash attention expands the context's rows a quarter as
-# often (H200: prompts of 4k / 16k tokens 1.14-1.33x / 1.32-1.48x faster, OPTIMIZATION_JOURNAL.md). A model of several
-# sequences (a server) keeps 512, a chunk it runs between the others' decode steps; so does a model whose chunks of 512
-# attend over the latent rows (GLM-4.7-Flash): its chunks of 2048 would change form, and its full-size check of that
-# form at 2048 is open (the journal).
+# of 2048 attend in the flash form takes them: its flash attention expands the context's rows a quarter as often as with
+# chunks of 512 (H200: prompts of 4k / 16k tokens 1.14-1.33x / 1.32-1.65x faster, OPTIMIZATION_JOURNAL.md), and a model
+# whose chunks of 512 attend over the latent rows (GLM-4.7-Flash) attends in the flash form's fewer FLOPs. A model of
+# several sequences (a server) keeps 512, a chunk it runs between the others' decode steps.
 PREFILL_CHUNKS = (512, 128, 32)
 LONG_PREFILL_CHUNKS = (2048, *PREFILL_CHUNKS)
 FIT_RESERVE = 2**30  # device memory the steps' activations and scratch may take beyond what fit_context counts
@@ -100,7 +99,7 @@ class Transformer:
     self.device = Device.canonicalize(device)
     tensor_cores = kernels == "hand" and has_mma(self.device)
     if prefill_chunks is None:
-      prefill_chunks = LONG_PREFILL_CHUNKS if tensor_cores and slots == 1 and flash_prefills(cfg, PREFILL_CHUNKS[0]) else PREFILL_CHUNKS
+      prefill_chunks = LONG_PREFILL_CHUNKS if tensor_cores and slots == 1 and flash_prefills(cfg, LONG_PREFILL_CHUNKS[0]) else PREFILL_CHUNKS
     # Activations and latents stay float32 on every device: decode reads weights, not activations, so fp16 would save
     # almost nothing, while one fp16 rounding per layer moves logits of a 27-block random model by ~1e-2 (measured, and
     # the same as llama.cpp's default f16 KV cache on that file). Weights are dequantized in registers either way.

@@ -331,7 +331,7 @@ def test_flash_prefill_wiring(monkeypatch, cache_type):
   stand_in = types.ModuleType(m.kernel_modules.mla_attention.__name__)
   stand_in.__dict__.update(vars(m.kernel_modules.mla_attention))
   stand_in.available, stand_in.decodes = (lambda device: True), (lambda *a: False)
-  stand_in.mla_flash_prefill = lambda *a: (calls.append(a[0].shape), flash(*a))[1]
+  stand_in.mla_flash_prefill = lambda *a, exact=True: (calls.append((*a[0].shape, exact)), flash(*a))[1]
   monkeypatch.setattr(mla, "has_mma", lambda device: True)
   monkeypatch.setattr(M, "has_mma", lambda device: True)
   m.set_kernel_modules(dataclasses.replace(m.kernel_modules, mla_attention=stand_in))
@@ -344,7 +344,8 @@ def test_flash_prefill_wiring(monkeypatch, cache_type):
   m.set_kernels("hand")
   ids = window(cfg.vocab_size, 300, 5)
   got, want = m.logits(ids), ref.logits(ids)
-  assert calls and all(s[0] == 256 for s in calls), calls   # every block's chunks took the flash branch
+  # every block's chunks took the flash branch, its products in three tf32 passes over an fp32 cache, one over an fp16 one
+  assert calls and all(s[0] == 256 and s[-1] == (cache_type == "f32") for s in calls), calls
   # an fp16 cache rounds each row once: where the two attentions' fp32 sums differ by ~1e-6, a later block's row that sits at
   # a rounding boundary moves by one fp16 step (the f16 cache itself moves this preset's logits by ~7e-4: the README)
   assert rel(got, want) < {"f32": 1e-5, "f16": 2e-4}[cache_type] and (got.argmax(-1) == want.argmax(-1)).all(), rel(got, want)
@@ -352,7 +353,7 @@ def test_flash_prefill_wiring(monkeypatch, cache_type):
 def test_long_chunks_on_the_tensor_cores(monkeypatch):
   """One sequence on the tensor cores' hand-written path prefills in chunks of 2048 too (a long prompt's flash attention
   expands its rows once a chunk); a model of several sequences (a server, which runs a chunk between decode steps), the
-  generated path, a device without tensor cores and a model whose chunks of 512 do not flash keep 512; "fit" counts no
+  generated path, a device without tensor cores and a model whose chunks of 2048 would not flash keep 512; "fit" counts no
   per-key scores where the kernels hold none."""
   import apps.model as M
   path = synth.generate("youtu-llm-2b-tiny", "release", progress=False)
@@ -365,5 +366,7 @@ def test_long_chunks_on_the_tensor_cores(monkeypatch):
   cfg = Transformer.from_gguf(path, max_context=64).cfg
   free = int((M.FIT_RESERVE + 2**27) / 0.9) + 1   # 128 MiB for the context
   assert M.fit_context(cfg, 4, free, 2048, scores=False) == cfg.context_length > 4 * M.fit_context(cfg, 4, free, 2048)
-  monkeypatch.setattr(M, "flash_prefills", lambda cfg, chunk: chunk > 512)   # GLM-4.7-Flash's rule
+  monkeypatch.setattr(M, "flash_prefills", lambda cfg, chunk: chunk > 512)   # GLM-4.7-Flash's rule: 2048 flash, 512 not
+  assert Transformer.from_gguf(path, max_context=4096).prefill_chunks == (2048, 512, 128, 32)
+  monkeypatch.setattr(M, "flash_prefills", lambda cfg, chunk: False)
   assert Transformer.from_gguf(path, max_context=4096).prefill_chunks == (512, 128, 32)

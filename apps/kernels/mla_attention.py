@@ -659,7 +659,8 @@ def flash_split(dqk: int, dv: int) -> int:
   would hold more than 128 registers of queries and output (a row tile's dqk / 2 + dv / 2 a lane)."""
   return 2 if (dqk + dv) // 2 > 128 and dqk % 16 == 0 and dv % 16 == 0 else 1
 
-def flash_prefill_kernel(n_head: int, dqk: int, dv: int, scale: float, tokens: int, key_rows: int, ws: int | None = None) -> SourceKernel:
+def flash_prefill_kernel(n_head: int, dqk: int, dv: int, scale: float, tokens: int, key_rows: int, ws: int | None = None,
+                         exact: bool = True) -> SourceKernel:
   """Causal attention of a chunk's `tokens` queries q (tokens, n_head, dqk) at positions pos[0].. over keys k (key_rows,
   n_head, dqk) and values v (key_rows, n_head, dv), of which rows 0..pos[0] + tokens - 1 are read: out (tokens, n_head,
   dv). Rows are tokens, as the cache's are, so a chunk's expansions of rows 0..start_pos + T - 1 are a prefix of a buffer of
@@ -669,9 +670,10 @@ def flash_prefill_kernel(n_head: int, dqk: int, dv: int, scale: float, tokens: i
   stages, cp.async: the next loads while this one computes). The 16 x kt scores stay in registers (with ws 2, the two
   slices' partial scores meet in shared memory and both warps sum them alike): the online softmax over the quad that holds
   a row, the weights moved by shuffles from the scores' C layout into the A layout of P . V, each warp its slice of the
-  value columns. Every product is three tf32 mma.sync (hi hi + hi lo + lo hi: fp32 accuracy), a stage's values summed apart
-  and added to the running output in fp32, as prefill_mma_kernel does. The key and value rows up to the last query's
-  position must hold finite numbers, a padded query's too (a zero weight still multiplies them)."""
+  value columns. Every product is three tf32 mma.sync (hi hi + hi lo + lo hi: fp32 accuracy), or with `exact` False one
+  (hi hi: the operands rounded to tf32, whose 10-bit mantissa is an fp16 cache's), a stage's values summed apart and added
+  to the running output in fp32, as prefill_mma_kernel does. The key and value rows up to the last query's position must
+  hold finite numbers, a padded query's too (a zero weight still multiplies them)."""
   ws = ws or flash_split(dqk, dv)
   assert ws in (1, 2) and dqk % (8 * ws) == 0 and dv % (8 * ws) == 0 and tokens > 0 and key_rows > 0, (dqk, dv, ws, tokens, key_rows)
   kt, qt, DQW, DVW = flash_keys(dqk, dv), 16 * FLASH_WARPS // ws, dqk // ws, dv // ws
@@ -731,7 +733,7 @@ def flash_prefill_kernel(n_head: int, dqk: int, dv: int, scale: float, tokens: i
       for (int n = 0; n < {kt // 8}; n++) {{
         float k0 = kb[(8*n + g)*SK + 8*j + t], k1 = kb[(8*n + g)*SK + 8*j + t + 4], k0h, k0l, k1h, k1l;
         {split("k0", "k0h", "k0l")} {split("k1", "k1h", "k1l")}
-        MMA_TF32(sh[n], qh, k0h, k1h); MMA_TF32(sx[n], qh, k0l, k1l); MMA_TF32(sx[n], ql, k0h, k1h);
+        MMA_TF32(sh[n], qh, k0h, k1h);{" MMA_TF32(sx[n], qh, k0l, k1l); MMA_TF32(sx[n], ql, k0h, k1h);" if exact else ""}
       }}
     }}{exchange}
     // C (row g | g + 8, key 8n + 2t + e): masked at each row's own position; the rows' max over the stage (a row's keys
@@ -769,7 +771,7 @@ def flash_prefill_kernel(n_head: int, dqk: int, dv: int, scale: float, tokens: i
       for (int n = 0; n < {kt // 8}; n++) {{
         float v0 = vb[(8*n + t)*SV + 8*m + g], v1 = vb[(8*n + t + 4)*SV + 8*m + g], v0h, v0l, v1h, v1l;
         {split("v0", "v0h", "v0l")} {split("v1", "v1h", "v1l")}
-        MMA_TF32(acc, ph[n], v0h, v1h); MMA_TF32(acc, ph[n], v0l, v1l); MMA_TF32(acc, pl[n], v0h, v1h);
+        MMA_TF32(acc, ph[n], v0h, v1h);{" MMA_TF32(acc, ph[n], v0l, v1l); MMA_TF32(acc, pl[n], v0h, v1h);" if exact else ""}
       }}
       o[m][0] = o[m][0]*aa + acc[0]; o[m][1] = o[m][1]*aa + acc[1]; o[m][2] = o[m][2]*ab + acc[2]; o[m][3] = o[m][3]*ab + acc[3];
     }}
@@ -784,20 +786,22 @@ def flash_prefill_kernel(n_head: int, dqk: int, dv: int, scale: float, tokens: i
   }}"""
   params = (Param("out", dtypes.float32, True), Param("q", dtypes.float32), Param("k", dtypes.float32), Param("v", dtypes.float32),
             Param("pos", dtypes.int32))
-  return SourceKernel(f"mla_prefill_flash_{tokens}_h{n_head}_qk{dqk}_v{dv}_k{key_rows}" + (f"_w{ws}" if ws > 1 else ""), params, body,
+  return SourceKernel(f"mla_prefill_flash_{tokens}_h{n_head}_qk{dqk}_v{dv}_k{key_rows}" + (f"_w{ws}" if ws > 1 else "") + ("" if exact else "_tf32"),
+                      params, body,
                       (tiles, n_head, 1), (32, FLASH_WARPS, 1), trigger=False)
 
 @cached
-def flash_prefill_program(n_head: int, dqk: int, dv: int, scale: float, tokens: int, key_rows: int, device: str, ws: int | None = None):
-  return program(flash_prefill_kernel(n_head, dqk, dv, scale, tokens, key_rows, ws), device)
+def flash_prefill_program(n_head: int, dqk: int, dv: int, scale: float, tokens: int, key_rows: int, device: str, ws: int | None = None,
+                          exact: bool = True):
+  return program(flash_prefill_kernel(n_head, dqk, dv, scale, tokens, key_rows, ws, exact), device)
 
-def mla_flash_prefill(q: Tensor, keys: Tensor, values: Tensor, pos: Tensor, scale: float, ws: int | None = None) -> Tensor:
+def mla_flash_prefill(q: Tensor, keys: Tensor, values: Tensor, pos: Tensor, scale: float, ws: int | None = None, exact: bool = True) -> Tensor:
   """Causal attention (T, n_head, dv) fp32 of a chunk's queries q (T, n_head, dqk) at positions pos[0] .. pos[0] + T - 1
   (pos an int32 (2,) buffer) over per-head keys (rows, n_head, dqk) and values (rows, n_head, dv), rows 0 .. pos[0] + T - 1
   of them read: flash_prefill_kernel on the tensor cores (CUDA sm_80+)."""
   (T, H, dqk), (rows, _, dv) = q.shape, values.shape
   if not has_mma(q.device): raise ValueError(f"mla_flash_prefill: device {q.device} has no tensor-core kernels")
   if keys.shape != (rows, H, dqk): raise ValueError(f"mla_flash_prefill: keys have shape {keys.shape}, expected ({rows}, {H}, {dqk})")
-  fxn = flash_prefill_program(H, dqk, dv, float(scale), T, rows, q.device, ws)
+  fxn = flash_prefill_program(H, dqk, dv, float(scale), T, rows, q.device, ws, exact)
   return Tensor.empty(T, H, dv, device=q.device).custom_kernel(q.float().contiguous(), keys.float().contiguous(), values.float().contiguous(),
                                                              _expect(pos, (2,), "pos", dtypes.int32), fxn=fxn)[0]

@@ -776,6 +776,17 @@ case $1 in
        (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --cache-type f16 --decode 32 --depths ${DEPTHS:-4096,16384} \
          --json "$OUT/onepass_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -4)
      done ;;
+  71) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # beside llama.cpp in one run: GLM-4.7-Flash's default (now chunks of 2048, the flash form) over our f32 cache, then the
+     # three over an fp16 cache (llama-bench's default; the flash products one tf32 pass), llama.cpp built while they synthesize
+     [ -x .cache/llama/build/bin/llama-bench ] || (python3 -m tools.llama_bench build --time-limit 330 > "$OUT/llama_build.log" 2>&1) &
+     (for m in youtu-llm-2b deepseek-v2-lite glm-4.7-flash; do synth $m & done; wait); echo "synthesized $(date +%T)"
+     wait; tail -2 "$OUT/llama_build.log" 2>/dev/null; echo "built $(date +%T)"
+     for run in glm-4.7-flash:f32 youtu-llm-2b:f16 deepseek-v2-lite:f16 glm-4.7-flash:f16; do
+       m=${run%:*} c=${run#*:}; echo "-- $m $c $(date +%T)"
+       timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $m --llama --cache-type $c --decode 64 --depths ${DEPTHS:-4096,16384} \
+         --json "$OUT/llama_${m%%-*}_$c.json" 2>&1 | grep -v '^{' | tail -3
+     done ;;
   58) patch -s -p1 < runs/2026-12-01-gen/experiments/decode-mma.diff || exit 1
      python3 -m compileall -q apps tools > /dev/null
      timeout $(($(left) - 3)) python3 -m tools.bench_mla_attention --pos 32,4095,16383,32767 --layers 8 --iters 30 2>&1 \
