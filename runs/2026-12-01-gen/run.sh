@@ -5,9 +5,12 @@
 # at 32), 58 (rejected), 61 (the flash prefill's path check on the MoE models and their long prompts).
 # Measured 2026-12-02 (calls 58-60): PATHS=1 63 (chunks of 2048: landed where the 512s flash), PATHS=1 66 (beside llama.cpp; found
 # DeepSeek-V2-Lite's 2048-token experts on the matvecs), 67 (its fix timed; GLM-4.7-Flash's 2048 check, open).
-# Next lease, in order: 68 (GLM-4.7-Flash's chunk of 2048 block by block), 69 (patch 0071's time), 70 (one tf32 pass over an
-# fp16 cache), PRESETS=glm-4.7-flash 66,
-# DIFF=experts-split-16.diff BATCH=8,16,32 49, 64 (then VARIANT=tt4 65 in the same call), 52, LLAMA=1 14.
+# Measured 2026-12-02 (calls 61-64): 70 (one tf32 pass over an fp16 cache: landed), 68 (GLM-4.7-Flash's 2048 block by
+# block: a routing cascade; landed), 69 (patch 0071: +2.5% / +3.0%), 71 (beside llama.cpp; DeepSeek-V2-Lite's and GLM-4.7-Flash's
+# fp16 rows ran out of the call).
+# Next lease, in order: 72 (fp16 mma flash over an fp16 cache), RUNS="deepseek-v2-lite:f16 glm-4.7-flash:f16" 71 (the fp16 rows of
+# DeepSeek-V2-Lite and GLM-4.7-Flash beside llama.cpp), DIFF=experts-split-16.diff BATCH=8,16,32 49, 64 (then VARIANT=tt4 65
+# in the same call), 52, LLAMA=1 14.
 #   1: where a generated decode token of DeepSeek-V2-Lite and GLM-4.7-Flash goes, kernel by kernel: Nsight Compute's device
 #      times (L2 and clocks left as they run: --cache-control none --clock-control none) against the step as run in its
 #      graphs; then BEAM=2 on DeepSeek-V2-Lite's 8 slowest decode kernels (tools.beam_kernels) while the time lasts
@@ -782,10 +785,23 @@ case $1 in
      [ -x .cache/llama/build/bin/llama-bench ] || (python3 -m tools.llama_bench build --time-limit 330 > "$OUT/llama_build.log" 2>&1) &
      (for m in youtu-llm-2b deepseek-v2-lite glm-4.7-flash; do synth $m & done; wait); echo "synthesized $(date +%T)"
      wait; tail -2 "$OUT/llama_build.log" 2>/dev/null; echo "built $(date +%T)"
-     for run in glm-4.7-flash:f32 youtu-llm-2b:f16 deepseek-v2-lite:f16 glm-4.7-flash:f16; do
+     for run in ${RUNS:-glm-4.7-flash:f32 youtu-llm-2b:f16 deepseek-v2-lite:f16 glm-4.7-flash:f16}; do
        m=${run%:*} c=${run#*:}; echo "-- $m $c $(date +%T)"
        timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $m --llama --cache-type $c --decode 64 --depths ${DEPTHS:-4096,16384} \
          --json "$OUT/llama_${m%%-*}_$c.json" 2>&1 | grep -v '^{' | tail -3
+     done ;;
+  72) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT experiments/flash-f16.diff: over an fp16 cache the expansions stay fp16 and the flash kernel's products are
+     # fp16 mma.sync m16n8k16 (ldmatrix .trans for the values), not one tf32 pass over fp32 expansions
+     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/flash-f16.diff || exit 1
+     for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     P=${PRESETS:-youtu-llm-2b}; synth ${P//,/ }; echo "synthesized $(date +%T)"
+     (cd /tmp/B && timeout 120 python3 -m tools.bench_mla_attention --prefill 2048 --pos 14336 --layers 2 --iters 5 2>&1 | tee "$OUT/flash_f16.txt" | grep -v '^$')
+     (cd /tmp/B && timeout 150 python3 -m tools.path_check --presets $P --depth 2600 --cache-type f16 2>&1 | tee "$OUT/paths_f16_B.txt" | grep -v Warn | tail -3)
+     for v in A B B A; do
+       d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --cache-type f16 --decode 32 --depths ${DEPTHS:-4096,16384} \
+         --json "$OUT/f16mma_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -4)
      done ;;
   58) patch -s -p1 < runs/2026-12-01-gen/experiments/decode-mma.diff || exit 1
      python3 -m compileall -q apps tools > /dev/null
