@@ -8,9 +8,9 @@
 # Measured 2026-12-02 (calls 61-64): 70 (one tf32 pass over an fp16 cache: landed), 68 (GLM-4.7-Flash's 2048 block by
 # block: a routing cascade; landed), 69 (patch 0071: +2.5% / +3.0%), 71 (beside llama.cpp; DeepSeek-V2-Lite's and GLM-4.7-Flash's
 # fp16 rows ran out of the call).
-# Next lease, in order: 72 (fp16 mma flash over an fp16 cache), RUNS="deepseek-v2-lite:f16 glm-4.7-flash:f16" 71 (the fp16 rows of
-# DeepSeek-V2-Lite and GLM-4.7-Flash beside llama.cpp), DIFF=experts-split-16.diff BATCH=8,16,32 49, 64 (then VARIANT=tt4 65
-# in the same call), 52, LLAMA=1 14.
+# Next lease, in order: 73 (72, the fp16 mma flash over an fp16 cache, while llama.cpp builds; then its tree beside llama.cpp
+# on the MoE models' f16 rows; carry .cache/llama/llama-cpp-src.tar.xz), DEPTHS=4096,16384,32768 PRESETS=... 66 (32k beside
+# llama.cpp), DIFF=experts-split-16.diff BATCH=8,16,32 49, 64 (then VARIANT=tt4 65 in the same call), 52, LLAMA=1 14.
 #   1: where a generated decode token of DeepSeek-V2-Lite and GLM-4.7-Flash goes, kernel by kernel: Nsight Compute's device
 #      times (L2 and clocks left as they run: --cache-control none --clock-control none) against the step as run in its
 #      graphs; then BEAM=2 on DeepSeek-V2-Lite's 8 slowest decode kernels (tools.beam_kernels) while the time lasts
@@ -790,6 +790,26 @@ case $1 in
        timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $m --llama --cache-type $c --decode 64 --depths ${DEPTHS:-4096,16384} \
          --json "$OUT/llama_${m%%-*}_$c.json" 2>&1 | grep -v '^{' | tail -3
      done ;;
+  73) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # step 72's checks while llama.cpp builds (its kernel bench and path check), its A B once the build is done (the build's
+     # 16 jobs would slow A alone; the tables in the log), then the diff's tree beside llama.cpp on the MoE models' f16 rows (none measured yet)
+     [ -x .cache/llama/build/bin/llama-bench ] || (python3 -m tools.llama_bench build --time-limit 330 > /tmp/llama_build.log 2>&1) &
+     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/flash-f16.diff || exit 1
+     for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     (for m in youtu-llm-2b deepseek-v2-lite glm-4.7-flash; do synth $m & done; wait); echo "synthesized $(date +%T)"
+     (cd /tmp/B && timeout 120 python3 -m tools.bench_mla_attention --prefill 2048 --pos 14336 --layers 2 --iters 5 2>&1 | tee "$OUT/flash_f16.txt" | grep -v '^$')
+     (cd /tmp/B && timeout 150 python3 -m tools.path_check --presets youtu-llm-2b --depth 2600 --cache-type f16 2>&1 | tee "$OUT/paths_f16_B.txt" | grep -v Warn | tail -3)
+     wait; tail -1 /tmp/llama_build.log 2>/dev/null; echo "built $(date +%T)"
+     for v in A B; do
+       d=.; [ $v = B ] && d=/tmp/B; echo "-- $v youtu-llm-2b f16 $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets youtu-llm-2b --cache-type f16 --decode 32 --depths ${DEPTHS:-4096,16384} \
+         --json /tmp/f16mma_$v.json 2>&1 | grep -v '^{' | tail -3)
+     done
+     for m in ${PRESETS_LLAMA:-deepseek-v2-lite glm-4.7-flash}; do
+       echo "-- B $m f16 $(date +%T)"
+       (cd /tmp/B && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $m --llama --cache-type f16 --decode 64 --depths ${DEPTHS:-4096,16384} \
+         --json "$OUT/llama_B_${m%%-*}_f16.json" 2>&1 | grep -v '^{' | tail -3)
+     done ;;
   72) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT experiments/flash-f16.diff: over an fp16 cache the expansions stay fp16 and the flash kernel's products are
      # fp16 mma.sync m16n8k16 (ldmatrix .trans for the values), not one tf32 pass over fp32 expansions
@@ -798,7 +818,7 @@ case $1 in
      P=${PRESETS:-youtu-llm-2b}; synth ${P//,/ }; echo "synthesized $(date +%T)"
      (cd /tmp/B && timeout 120 python3 -m tools.bench_mla_attention --prefill 2048 --pos 14336 --layers 2 --iters 5 2>&1 | tee "$OUT/flash_f16.txt" | grep -v '^$')
      (cd /tmp/B && timeout 150 python3 -m tools.path_check --presets $P --depth 2600 --cache-type f16 2>&1 | tee "$OUT/paths_f16_B.txt" | grep -v Warn | tail -3)
-     for v in A B B A; do
+     for v in ${VARIANTS:-A B B A}; do
        d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
        (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --cache-type f16 --decode 32 --depths ${DEPTHS:-4096,16384} \
          --json "$OUT/f16mma_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -4)
