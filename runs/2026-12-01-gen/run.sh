@@ -700,8 +700,11 @@ case $1 in
      sed 's/^TT = 2 /TT = 4 /' $f > /tmp/var/tt4.py; grep -q '^TT = 4 ' /tmp/var/tt4.py || exit 1
      sed 's/32768 \/\/ (4 \* (self.kv_lora + self.qk_rope))/40960 \/\/ (4 * (self.kv_lora + self.qk_rope))/' /tmp/var/tt4.py > /tmp/var/tt4s16.py
      grep -q '40960 //' /tmp/var/tt4s16.py || exit 1
+     # hg1: a head a warp (16 / 20 warps; sm_90 121 / 96 registers against 169 / 150): twice the warps a scheduler, each
+     # row read from shared memory by twice the warps
+     sed 's/for hg in (2, 4, 8, 1) if/for hg in (1, 2, 4, 8) if/' $f > /tmp/var/hg1.py; grep -q '(1, 2, 4, 8) if' /tmp/var/hg1.py || exit 1
      timeout $(($(left) / 3)) python3 -m tools.bench_mla_attention --pos 32,4095,16383,32767 --layers 8 --iters 30 \
-       --variants /tmp/var/tt4.py,/tmp/var/tt4s16.py 2>&1 | tee "$OUT/attend_tt4.txt" | grep -v '^$'
+       --variants /tmp/var/tt4.py,/tmp/var/tt4s16.py,/tmp/var/hg1.py 2>&1 | tee "$OUT/attend_tt4.txt" | grep -v '^$'
      if [ -n "$MODEL" ]; then   # the model's decode at depth with it, A B B A
        export TINYGRAD_MLA_CACHE=$PWD/.cache
        rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && cp /tmp/var/tt4.py /tmp/B/$f
