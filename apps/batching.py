@@ -1,10 +1,10 @@
 """Continuous batching: many requests share one model, each in its own slot of the latent cache (Transformer(slots=N)).
 
 One thread (run) owns the model. Each turn of its loop it takes waiting requests into free slots, queues one prefill chunk
-of the request being started (a long prompt goes in chunks between decode steps, so the running streams keep flowing),
-and launches one batched decode step of every running request (Transformer.launch: one launch of each product for all
-rows), then reads the step before it: the device runs a step while the host reads, detokenizes and sends the previous
-one's tokens. A request that ends costs its slot one wasted step.
+of the request being started (a long prompt goes in chunks between decode steps, the shortest while others decode, so the
+running streams keep flowing), and launches one batched decode step of every running request (Transformer.launch: one
+launch of each product for all rows), then reads the step before it: the device runs a step while the host reads,
+detokenizes and sends the previous one's tokens. A request that ends costs its slot one wasted step.
 Requests join and leave at step boundaries; a finished or cancelled request frees its slot at once, which keeps its
 tokens' latents: a later request whose prompt starts with them (the next turn of a chat) goes to that slot and prefills
 only the rest.
@@ -137,8 +137,13 @@ class Scheduler:
     self.free.remove(slot)
     req.slot, req.stats = slot, Stats(prompt_tokens=len(req.ids), reused=reuse(self.model.slot_cached[slot], req.ids)[0])
     req.reply = Reply(self.engine.tok, req.stats, req.stop)   # its clock starts now: prefill_s is the time in a slot
-    self.starting.append((req, self.model.start(slot, req.ids, req.params)))   # (a generator: nothing runs before its turn)
+    self.starting.append((req, self.model.start(slot, req.ids, req.params, self._longest_chunk)))   # (a generator: nothing runs before its turn)
     return True
+
+  def _longest_chunk(self) -> int | None:
+    """While other requests decode, a prompt's chunk between their steps is the shortest: each of their next tokens waits
+    for it (a chunk of 512 held them ~10x a step). Alone, a prompt takes the longest chunks its tokens fill."""
+    return self.model.prefill_chunks[-1] if self.running else None
 
   def _take(self, req: Request, t: int) -> None:
     """A new token of a running request: its text out, or the end of the request."""
@@ -174,8 +179,10 @@ class Scheduler:
     """Capture (or load) the prefill steps of a short and of a long prompt (one chunk of each length) and every batch
     size's step, for these samplers' structures."""
     short = self.engine.text_ids("Hello")
-    L = max(self.model.prefill_chunks)   # a prompt of one long chunk (its last), and one of a long chunk and a short last one
-    prompts = [short] + [(short * (L + 1))[:n] for n in (L, L + 1) if n + 1 < self.model.max_context and n > len(short)]
+    # a prompt of one long chunk (its last), one of a long chunk and a short last one, and one of two short chunks (a prompt's
+    # chunks while others decode)
+    L, S = max(self.model.prefill_chunks), min(self.model.prefill_chunks)
+    prompts = [short] + [(short * (L + 1))[:n] for n in (L, L + 1, S + 1) if n + 1 < self.model.max_context and n > len(short)]
     for params in structures:
       for ids in prompts[1:]:
         for _ in self.model.start(0, ids, params): pass

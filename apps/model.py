@@ -359,19 +359,22 @@ class Transformer:
     upload(self._tokens, padded)
     return self._tokens
 
-  def _chunks(self, n: int, start: int) -> Iterator[tuple[int, int, int]]:
-    """(start, tokens, chunk length) of each prefill chunk of tokens start..n-1."""
+  def _chunks(self, n: int, start: int, longest: Callable[[], int | None] | None = None) -> Iterator[tuple[int, int, int]]:
+    """(start, tokens, chunk length) of each prefill chunk of tokens start..n-1: the longest length the tokens left fill,
+    at most longest() where given (asked before each chunk), else the shortest."""
     while start < n:
-      length = next((L for L in self.prefill_chunks if L <= n - start), self.prefill_chunks[-1])
+      cap = min(n - start, (longest and longest()) or n)
+      length = next((L for L in self.prefill_chunks if L <= cap), self.prefill_chunks[-1])
       yield start, (m := min(length, n - start)), length
       start += m
 
-  def _prefill(self, buf: Tensor, n: int, start: int, params: sampling.Params, slot: int = 0) -> Iterator[tuple[int, int, int]]:
-    """Queue the prefill of tokens start..n-1 of buf (_token_buffer) into slot `slot` chunk by chunk, each chunk's (start,
-    tokens, length) yielded once queued: its captured fill step, the last chunk's step samples the first token into
+  def _prefill(self, buf: Tensor, n: int, start: int, params: sampling.Params, slot: int = 0,
+               longest: Callable[[], int | None] | None = None) -> Iterator[tuple[int, int, int]]:
+    """Queue the prefill of tokens start..n-1 of buf (_token_buffer) into slot `slot` chunk by chunk (_chunks), each chunk's
+    (start, tokens, length) yielded once queued: its captured fill step, the last chunk's step samples the first token into
     self.token (and the slot's slot_tokens entry)."""
     which = (self._v_slot.bind(slot),) if self.slots > 1 else ()
-    for start, m, L in self._chunks(n, start):
+    for start, m, L in self._chunks(n, start, longest):
       pos, length = self._v_pos.bind(start), self._v_len[L].bind(m)
       (self.captures.jit(("fill", L), self._fill) if start + m < n else self.decode_jit(params, prefill=L))(buf, pos, length, *which)
       yield start, m, L
@@ -451,10 +454,12 @@ class Transformer:
     result written twice)."""
     return tuple(sorted({min(2**i, self.slots) for i in range(MAX_SLOTS.bit_length())}))
 
-  def start(self, slot: int, token_ids: list[int], params: sampling.Params | None = None) -> Iterator[int | None]:
+  def start(self, slot: int, token_ids: list[int], params: sampling.Params | None = None,
+            longest: Callable[[], int | None] | None = None) -> Iterator[int | None]:
     """Prefill a prompt into slot `slot` (the longest prefix already in that slot's cache is reused, the last prompt token
     always recomputed) one chunk per next(): None while chunks remain, then the first generated token, after which the
-    slot continues in step(). Chunks can go between other slots' steps."""
+    slot continues in step(). Chunks can go between other slots' steps; longest() (asked before each chunk) bounds its
+    length (_chunks)."""
     ids = list(token_ids)
     if not 0 <= slot < self.slots: raise ValueError(f"slot {slot}: the model has {self.slots} slots")
     if not ids: raise ValueError("start needs at least one prompt token")
@@ -468,7 +473,7 @@ class Transformer:
     self.slot_cached[slot], self.slot_last[slot] = ids[:keep], None
     self.sampler.configure(params, ids, slot)
     buf = self._token_buffer(ids)
-    for start, m, _ in self._prefill(buf, len(ids), keep, params, slot):
+    for start, m, _ in self._prefill(buf, len(ids), keep, params, slot, longest):
       if start + m < len(ids): yield None
     self.slot_cached[slot] = ids
     read = self._readback()

@@ -124,8 +124,8 @@ def test_device_memory_of_a_loaded_model():
   assert model.weight_bytes() <= 1.1 * tensor_bytes
 
 def test_prefill_chunk_lengths(case):
-  """A prompt goes in chunks of the longest length that the tokens left fill, and the rest as one chunk of the shortest
-  (padded to it); logits the same within the bound whatever the chunks (only the kernels' batch changes); no length of no
+  """A prompt goes in chunks of the longest length that the tokens left fill (under a bound, where given), and the rest as
+  one chunk of the shortest (padded to it); logits the same within the bound whatever the chunks (only the kernels' batch changes); no length of no
   tokens; the fixture's single 16 is restored."""
   preset, mix, model, gold = case
   if (preset, mix) != MECHANICS_CASE: pytest.skip(MECHANICS)
@@ -136,6 +136,9 @@ def test_prefill_chunk_lengths(case):
     assert model.prefill_chunks == (96, 20, 8)
     assert list(model._chunks(33, 0)) == [(0, 20, 20), (20, 8, 8), (28, 5, 8)]
     assert list(model._chunks(150, 0)) == [(0, 96, 96), (96, 20, 20), (116, 20, 20), (136, 8, 8), (144, 6, 8)]
+    # a bound asked before each chunk (the server's, while others decode): the longest length under it, else the shortest
+    caps = iter([20, 4, None, 20, None])
+    assert list(model._chunks(150, 0, lambda: next(caps))) == [(0, 20, 20), (20, 8, 8), (28, 96, 96), (124, 20, 20), (144, 6, 8)]
     assert rel_err(model.logits(ids), gold["prompt33/hf_sketch"], S) < BOUND
     assert len(list(model.generate(ids, 2))) == 2          # the prefill steps of lengths 20 and 8 captured and replayed
     assert list(model.generate(ids, 2)) == list(model.generate(ids, 2))

@@ -162,6 +162,28 @@ def test_concurrent_clients_each_get_their_answer(srv):
   assert results == [(200, refs["A_sampled"] if t else refs["A"] if m is MSG_A else refs["B"]) for m, _, t in jobs]
   assert srv.scheduler.steps - steps < 12 * len(jobs) - 6   # fewer steps than one request at a time: batched
 
+def test_a_prompt_beside_running_streams_goes_in_short_chunks(srv, monkeypatch):
+  """A prompt that starts while other requests decode goes in the shortest chunks (each of their tokens waits for the chunk
+  between two steps), a prompt alone in the longest its tokens fill."""
+  model, sched, before = srv.engine.model, srv.scheduler, len(srv.finished)
+  seen, chunks = [], model._chunks
+  def recorded(n, start, longest=None):
+    for c in chunks(n, start, longest):
+      if n - start > 100: seen.append((c[2], len(sched.running)))   # the long prompts' chunks
+      yield c
+  monkeypatch.setattr(model, "_chunks", recorded)
+  def long_prompt(words: str) -> dict:   # ~170 tokens: past the second longest chunk; unlike the other's from its first word
+    return {"messages": [{"role": "user", "content": " ".join([words] * 40)}], "max_tokens": 4, "temperature": 0}
+  assert chat(srv, long_prompt("tell me about attention"))[0] == 200
+  assert seen and seen[0][0] > min(model.prefill_chunks) and all(r == 0 for _, r in seen), seen
+  seen.clear()
+  stream = open_stream(srv, {"messages": MSG_A, "max_tokens": 200, "temperature": 0})
+  read_chunks(stream, 3)   # it decodes
+  assert chat(srv, long_prompt("explain the latent cache"))[0] == 200
+  stream.close()
+  wait_for(lambda: len(srv.finished) >= before + 3)   # the stream's request ends (cancelled) before the next test counts
+  assert len(seen) > 2 and all(L == min(model.prefill_chunks) and r > 0 for L, r in seen), seen
+
 # ---------------------------------------------------------------- leaving clients, a full queue
 
 def open_stream(srv, body) -> socket.socket:

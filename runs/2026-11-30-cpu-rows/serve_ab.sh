@@ -4,7 +4,7 @@
 # From the repository root:   A=/tmp/wtA bash runs/2026-11-30-cpu-rows/serve_ab.sh > runs/2026-11-30-cpu-rows/serve_ab.txt
 #   (serve_ab_glm.txt: M=glm-4.7-flash-tiny, A = 0439c8d, B = 3d84362: the Q5_K / Q6_K products too)
 cd "$(dirname "$0")/../.."
-B=$PWD; OUT=$B/runs/2026-11-30-cpu-rows; M=${M:-youtu-llm-2b-tiny}
+B=$PWD; OUT=${OUT:-$B/runs/2026-11-30-cpu-rows}; M=${M:-youtu-llm-2b-tiny}
 for v in ${ORDER:-A B}; do
   dir=${!v}; echo "-- $v ($dir)"
   (cd "$dir" && DEV=CPU PYTHONPATH=. exec ./.venv/bin/python apps/llm.py --model $M --serve 8091 --parallel 8 --max-context 1024 --queue 16 \

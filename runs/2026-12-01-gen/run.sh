@@ -793,6 +793,19 @@ case $1 in
        timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $m --llama --cache-type $c --decode 64 --depths ${DEPTHS:-4096,16384} \
          --json "$OUT/llama_${m%%-*}_$c.json" 2>&1 | grep -v '^{' | tail -3
      done ;;
+  74) export TINYGRAD_MLA_CACHE=$PWD/.cache; M=${M:-youtu-llm-2b}
+     # the server under load: A = the tree with apps/batching.py of $AREV (a prompt beside running streams in the longest
+     # chunks), B = the tree (the shortest); Youtu-LLM-2B, 32 slots, 1 / 8 / 16 clients, A B B A (TTFT and ITL p50 / p99)
+     rm -rf /tmp/A && mkdir /tmp/A && cp -r $(ls -A | grep -v '^.cache$') /tmp/A/ && git show ${AREV:-HEAD~1}:apps/batching.py > /tmp/A/apps/batching.py || exit 1
+     for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     synth $M; echo "synthesized $(date +%T)"
+     for v in A B B A; do
+       d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $(date +%T)"
+       (cd $d && exec python3 apps/llm.py --model $M --serve 8080 --parallel 32 --max-context 2048 --queue 64 > /tmp/server_$v.log 2>&1) &
+       pid=$!
+       timeout $(( $(left) > 150 ? 150 : $(left) - 5 )) python3 -m tools.load --port 8080 --clients 1,8,16 --requests 3 --seconds 30 --wait 120 2>&1 | tail -5
+       kill $pid; wait $pid 2>/dev/null
+     done ;;
   73) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # step 72's checks while llama.cpp builds (its kernel bench and path check), its A B once the build is done (the build's
      # 16 jobs would slow A alone; the tables in the log), then the diff's tree beside llama.cpp on the MoE models' f16 rows (none measured yet)
