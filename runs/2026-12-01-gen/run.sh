@@ -10,7 +10,8 @@
 # fp16 rows ran out of the call).
 # Next lease, in order: 73 (72, the fp16 mma flash over an fp16 cache, while llama.cpp builds; then its tree beside llama.cpp
 # on the MoE models' f16 rows; carry .cache/llama/llama-cpp-src.tar.xz), DEPTHS=4096,16384,32768 PRESETS=... 66 (32k beside
-# llama.cpp), DIFF=experts-split-16.diff BATCH=8,16,32 49, 64 (then VARIANT=tt4 65 in the same call), 52, LLAMA=1 14.
+# llama.cpp), 74 (the server's short chunks beside running streams), DIFF=experts-split-16.diff BATCH=8,16,32 49, 64 (then
+# VARIANT=tt4 65 in the same call), 52, LLAMA=1 14.
 #   1: where a generated decode token of DeepSeek-V2-Lite and GLM-4.7-Flash goes, kernel by kernel: Nsight Compute's device
 #      times (L2 and clocks left as they run: --cache-control none --clock-control none) against the step as run in its
 #      graphs; then BEAM=2 on DeepSeek-V2-Lite's 8 slowest decode kernels (tools.beam_kernels) while the time lasts
@@ -794,9 +795,9 @@ case $1 in
          --json "$OUT/llama_${m%%-*}_$c.json" 2>&1 | grep -v '^{' | tail -3
      done ;;
   74) export TINYGRAD_MLA_CACHE=$PWD/.cache; M=${M:-youtu-llm-2b}
-     # the server under load: A = the tree with apps/batching.py of $AREV (a prompt beside running streams in the longest
+     # the server under load: A = the tree with experiments/batching-longest-chunks.py (a prompt beside running streams in the longest
      # chunks), B = the tree (the shortest); Youtu-LLM-2B, 32 slots, 1 / 8 / 16 clients, A B B A (TTFT and ITL p50 / p99)
-     rm -rf /tmp/A && mkdir /tmp/A && cp -r $(ls -A | grep -v '^.cache$') /tmp/A/ && git show ${AREV:-HEAD~1}:apps/batching.py > /tmp/A/apps/batching.py || exit 1
+     rm -rf /tmp/A && mkdir /tmp/A && cp -r $(ls -A | grep -v '^.cache$') /tmp/A/ && cp runs/2026-12-01-gen/experiments/batching-longest-chunks.py /tmp/A/apps/batching.py || exit 1
      for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      synth $M; echo "synthesized $(date +%T)"
      for v in A B B A; do

@@ -1,0 +1,188 @@
+"""Continuous batching: many requests share one model, each in its own slot of the latent cache (Transformer(slots=N)).
+
+One thread (run) owns the model. Each turn of its loop it takes waiting requests into free slots, queues one prefill chunk
+of the request being started (a long prompt goes in chunks between decode steps, so the running streams keep flowing),
+and launches one batched decode step of every running request (Transformer.launch: one launch of each product for all
+rows), then reads the step before it: the device runs a step while the host reads, detokenizes and sends the previous
+one's tokens. A request that ends costs its slot one wasted step.
+Requests join and leave at step boundaries; a finished or cancelled request frees its slot at once, which keeps its
+tokens' latents: a later request whose prompt starts with them (the next turn of a chat) goes to that slot and prefills
+only the rest.
+"""
+from __future__ import annotations
+import collections, queue, sys, threading, time, traceback
+from dataclasses import dataclass, field
+from apps.chat import reuse
+from apps.engine import Engine, Reply, Stats
+from apps.sampling import Params
+
+@dataclass
+class Request:
+  """One completion: its prompt ids and limits in, events out: ("text", str) ... then ("done", Stats) or ("error", str)."""
+  ids: list[int]
+  max_tokens: int
+  params: Params = field(default_factory=Params)
+  stop: list[str] = field(default_factory=list)
+  events: queue.Queue = field(default_factory=queue.Queue)
+  cancelled: threading.Event = field(default_factory=threading.Event)
+  # the scheduler's
+  slot: int = -1
+  stats: Stats = field(default_factory=Stats)
+  reply: Reply | None = None
+
+class Scheduler:
+  """The request loop of one engine whose model has slots. submit() from any thread; run() on the thread that owns the model."""
+
+  def __init__(self, engine: Engine, queue_size: int = 8):
+    self.engine, self.model = engine, engine.model
+    self.queue_size = queue_size
+    self.waiting: queue.Queue[Request] = queue.Queue()   # without a slot yet; more than queue_size: submit refuses
+    self.running: dict[int, Request] = {}      # slot -> its request, decoding
+    self.inflight: tuple[object, list[Request]] | None = None   # a launched step not read yet, and its requests
+    self.starting: collections.deque[tuple[Request, object]] = collections.deque()   # given a slot, to prefill in turn (Transformer.start)
+    self.free = list(range(self.model.slots))
+    self.finished: collections.deque[Stats] = collections.deque(maxlen=256)
+    self.recent: collections.deque[tuple[float, int]] = collections.deque()   # (time, tokens) of recent steps: tok/s
+    self.steps = self.tokens = 0
+    self._wake, self._stop, self._lock = threading.Event(), threading.Event(), threading.Lock()
+
+  # ---- any thread
+  def submit(self, req: Request) -> None:
+    """Queue a request; queue.Full when queue_size requests would be left waiting after every free slot took one."""
+    with self._lock:
+      if self.waiting.qsize() >= self.queue_size + self.model.slots - len(self.running) - len(self.starting): raise queue.Full
+      self.waiting.put_nowait(req)
+    self._wake.set()
+
+  def stop(self) -> None:
+    self._stop.set()
+    self._wake.set()
+
+  def status(self) -> dict:
+    """Slots in use, requests waiting for one, decode tok/s of the last 10 s, steps and tokens so far, and the device memory
+    tinygrad holds (weights, caches, captured steps' buffers)."""
+    from tinygrad import GlobalCounters
+    now = time.perf_counter()
+    toks = sum(n for t, n in list(self.recent) if now - t <= 10.0)
+    return {"slots": self.model.slots, "slots_busy": len(self.running) + len(self.starting), "waiting": self.waiting.qsize(),
+            "decode_tokens_per_s": round(toks / 10.0, 1), "steps": self.steps, "tokens": self.tokens, "device_memory_bytes": GlobalCounters.mem_used}
+
+  # ---- the model's thread
+  def run(self) -> None:
+    """Serve until stop(): a failure of the model is reported to the requests it touched, and the loop goes on."""
+    while not self._stop.is_set():
+      try: busy = self.turn()
+      except Exception as e:   # a bug, not a client's fault: report it to the requests in flight and keep serving
+        traceback.print_exc(file=sys.stderr)
+        for req in [*self.running.values(), *(r for r, _ in self.starting)]: self._fail(req, f"{type(e).__name__}: {e}")
+        self.inflight = None
+        self.model.forget_steps()
+        busy = True
+      if not busy:
+        self._wake.wait(0.2)
+        self._wake.clear()
+    for req in [*self.running.values(), *(r for r, _ in self.starting)]: self._fail(req, "the server is shutting down")
+    while True:
+      try: self._fail(self.waiting.get_nowait(), "the server is shutting down", free=False)
+      except queue.Empty: break
+
+  def turn(self) -> bool:
+    """One turn: cancelled requests leave, waiting ones get the free slots, one prefill chunk (of the first request given a
+    slot), one decode step. Whether there was anything to do."""
+    for req in [*self.running.values(), *(r for r, _ in self.starting)]:
+      if req.cancelled.is_set():
+        req.stats.finish_reason = "cancelled"
+        self._finish(req)
+    if self.inflight is not None and (self.starting or (self.free and self.waiting.qsize())): self._collect()   # slots settle first
+    with self._lock:   # a request moves from waiting to a slot at once for submit's count
+      while self.free and self._admit(): pass
+    did = False
+    if self.starting:
+      req, chunks = self.starting[0]
+      first = next(chunks)
+      did = True
+      if first is not None:
+        self.starting.popleft()
+        self.running[req.slot] = req
+        self._take(req, first)
+    if self.running:
+      launched = (self.model.launch(list(self.running)), list(self.running.values()))
+      if self.inflight is not None: self._collect()
+      self.inflight = launched
+      did = True
+    elif self.inflight is not None:
+      self._collect()
+      did = True
+    return did
+
+  def _collect(self) -> None:
+    """Read the launched step's tokens and hand them to their requests (one that ended since gets none)."""
+    (step, reqs), self.inflight = self.inflight, None
+    toks = self.model.collect(step)
+    now = time.perf_counter()
+    self.steps, self.tokens = self.steps + 1, self.tokens + len(toks)
+    self.recent.append((now, len(toks)))
+    while self.recent and now - self.recent[0][0] > 10.0: self.recent.popleft()
+    for req, t in zip(reqs, toks):
+      if req.slot >= 0 and self.running.get(req.slot) is req: self._take(req, t)
+
+  def _admit(self) -> bool:
+    """Give the next waiting request a free slot; False when none waits."""
+    while True:
+      try: req = self.waiting.get_nowait()
+      except queue.Empty: return False
+      if not req.cancelled.is_set(): break
+    # the free slot that holds the longest prefix of this prompt (the earlier turns of its chat), else the least recent
+    slot = max(self.free, key=lambda s: reuse(self.model.slot_cached[s], req.ids)[0])
+    self.free.remove(slot)
+    req.slot, req.stats = slot, Stats(prompt_tokens=len(req.ids), reused=reuse(self.model.slot_cached[slot], req.ids)[0])
+    req.reply = Reply(self.engine.tok, req.stats, req.stop)   # its clock starts now: prefill_s is the time in a slot
+    self.starting.append((req, self.model.start(slot, req.ids, req.params)))   # (a generator: nothing runs before its turn)
+    return True
+
+  def _take(self, req: Request, t: int) -> None:
+    """A new token of a running request: its text out, or the end of the request."""
+    text, done = req.reply.add(t)
+    if text: req.events.put(("text", text))
+    if done: return self._finish(req)
+    if req.stats.completion_tokens >= req.max_tokens or len(self.model.slot_cached[req.slot]) >= self.model.max_context:
+      if text := req.reply.end(): req.events.put(("text", text))
+      self._finish(req)
+
+  def _finish(self, req: Request) -> None:
+    self._release(req)
+    self.finished.append(req.stats)
+    req.events.put(("done", req.stats))
+
+  def _fail(self, req: Request, message: str, free: bool = True) -> None:
+    if free: self._release(req)
+    req.events.put(("error", message))
+
+  def _release(self, req: Request) -> None:
+    """Free the request's slot (its cached tokens stay, for a later prompt that starts with them)."""
+    if self.running.get(req.slot) is req: del self.running[req.slot]
+    for i, (r, chunks) in enumerate(self.starting):
+      if r is req:
+        del self.starting[i]
+        chunks.close()
+        self.model.reset(req.slot)   # a prefill cut short: what its slot holds is not known
+        break
+    if req.slot >= 0 and req.slot not in self.free and req.slot not in self.running: self.free.append(req.slot)
+    req.slot = -1
+
+  def warmup(self, structures: list[Params]) -> None:
+    """Capture (or load) the prefill steps of a short and of a long prompt (one chunk of each length) and every batch
+    size's step, for these samplers' structures."""
+    short = self.engine.text_ids("Hello")
+    L = max(self.model.prefill_chunks)   # a prompt of one long chunk (its last), and one of a long chunk and a short last one
+    prompts = [short] + [(short * (L + 1))[:n] for n in (L, L + 1) if n + 1 < self.model.max_context and n > len(short)]
+    for params in structures:
+      for ids in prompts[1:]:
+        for _ in self.model.start(0, ids, params): pass
+        self.model.reset(0)
+      for B in self.model.step_sizes:
+        slots = list(range(B))
+        for s in slots:
+          for _ in self.model.start(s, short, params): pass
+        for _ in range(3): self.model.step(slots)
+    for s in range(self.model.slots): self.model.reset(s)
