@@ -795,9 +795,9 @@ case $1 in
          --json "$OUT/llama_${m%%-*}_$c.json" 2>&1 | grep -v '^{' | tail -3
      done ;;
   74) export TINYGRAD_MLA_CACHE=$PWD/.cache; M=${M:-youtu-llm-2b}
-     # the server under load: A = the tree with experiments/batching-longest-chunks.py (a prompt beside running streams in the longest
+     # the server under load: A = the tree with experiments/batching-longest-chunks.diff (a prompt beside running streams in the longest
      # chunks), B = the tree (the shortest); Youtu-LLM-2B, 32 slots, 1 / 8 / 16 clients, A B B A (TTFT and ITL p50 / p99)
-     rm -rf /tmp/A && mkdir /tmp/A && cp -r $(ls -A | grep -v '^.cache$') /tmp/A/ && cp runs/2026-12-01-gen/experiments/batching-longest-chunks.py /tmp/A/apps/batching.py || exit 1
+     rm -rf /tmp/A && mkdir /tmp/A && cp -r $(ls -A | grep -v '^.cache$') /tmp/A/ && patch -s -p1 -d /tmp/A < runs/2026-12-01-gen/experiments/batching-longest-chunks.diff || exit 1
      for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      synth $M; echo "synthesized $(date +%T)"
      for v in A B B A; do
