@@ -11,7 +11,7 @@
 # Next lease, in order: 73 (72, the fp16 mma flash over an fp16 cache, while llama.cpp builds; then its tree beside llama.cpp
 # on the MoE models' f16 rows; carry .cache/llama/llama-cpp-src.tar.xz), DEPTHS=4096,16384,32768 PRESETS=... 66 (32k beside
 # llama.cpp), 74 (the server's short chunks beside running streams), DIFF=experts-split-16.diff BATCH=8,16,32 49, 64 (then
-# VARIANT=tt4 65 in the same call), 52, LLAMA=1 14.
+# VARIANT=tt4 65 in the same call), 75 (what bounds the batched step's routed experts), 52, LLAMA=1 14.
 #   1: where a generated decode token of DeepSeek-V2-Lite and GLM-4.7-Flash goes, kernel by kernel: Nsight Compute's device
 #      times (L2 and clocks left as they run: --cache-control none --clock-control none) against the step as run in its
 #      graphs; then BEAM=2 on DeepSeek-V2-Lite's 8 slowest decode kernels (tools.beam_kernels) while the time lasts
@@ -794,6 +794,15 @@ case $1 in
        timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $m --llama --cache-type $c --decode 64 --depths ${DEPTHS:-4096,16384} \
          --json "$OUT/llama_${m%%-*}_$c.json" 2>&1 | grep -v '^{' | tail -3
      done ;;
+  75) export TINYGRAD_MLA_CACHE=$PWD/.cache; synth deepseek-v2-lite; echo "synthesized $(date +%T)"
+     # what bounds the routed experts' matvecs of a batched decode step (half of DeepSeek-V2-Lite's step at 8 sequences,
+     # call40): Nsight Compute's full set on the gate_up and down of 8 sequences (stalls, issue slots, L2 and DRAM
+     # throughput, achieved occupancy), the first two calls of each; whether grouping a step's rows by expert (each expert's
+     # rows loaded once for the tokens that picked it) would pay: an L2 / load bound says yes, an issue bound no
+     timeout $(($(left) - 5)) ncu --profile-from-start off --set full --launch-count 4 --kernel-name regex:"mv_q4_0_experts_8_" \
+       python3 -m tools.profile --model deepseek-v2-lite --target decode --batch 8 --pos 32 --repeat 1 --count 2 --ncu > "$OUT/ncu_experts_b8.txt" 2>&1
+     grep -E "^  [a-z_0-9]+\(|Duration|Registers Per|Achieved Occupancy|DRAM Throughput|L2 Cache Throughput|L1/TEX Cache Throughput|Warp Cycles Per Issued|Issue Slots Busy|Stall|No Eligible|Compute \(SM\) Throughput|Memory Throughput" \
+       "$OUT/ncu_experts_b8.txt" | head -80 ;;
   74) export TINYGRAD_MLA_CACHE=$PWD/.cache; M=${M:-youtu-llm-2b}
      # the server under load: A = the tree with experiments/batching-longest-chunks.diff (a prompt beside running streams in the longest
      # chunks), B = the tree (the shortest); Youtu-LLM-2B, 32 slots, 1 / 8 / 16 clients, A B B A (TTFT and ITL p50 / p99)
