@@ -831,7 +831,7 @@ case $1 in
        (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets youtu-llm-2b --cache-type f16 --decode 32 --depths ${DEPTHS:-4096,16384} \
          --json /tmp/f16mma_$v.json 2>&1 | grep -v '^{' | tail -3)
      done
-     for m in ${PRESETS_LLAMA:-deepseek-v2-lite glm-4.7-flash}; do
+     for m in ${PRESETS_LLAMA:-glm-4.7-flash deepseek-v2-lite}; do
        echo "-- B $m f16 $(date +%T)"
        (cd /tmp/B && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $m --llama --cache-type f16 --decode 64 --depths ${DEPTHS:-4096,16384} \
          --json "$OUT/llama_B_${m%%-*}_f16.json" 2>&1 | grep -v '^{' | tail -3)
