@@ -363,7 +363,8 @@ class Transformer:
     """(start, tokens, chunk length) of each prefill chunk of tokens start..n-1: the longest length the tokens left fill,
     at most longest() where given (asked before each chunk), else the shortest."""
     while start < n:
-      cap = min(n - start, (longest and longest()) or n)
+      cap = n - start
+      if longest is not None and (bound := longest()) is not None: cap = min(cap, bound)
       length = next((L for L in self.prefill_chunks if L <= cap), self.prefill_chunks[-1])
       yield start, (m := min(length, n - start)), length
       start += m

@@ -125,8 +125,8 @@ def test_device_memory_of_a_loaded_model():
 
 def test_prefill_chunk_lengths(case):
   """A prompt goes in chunks of the longest length that the tokens left fill (under a bound, where given), and the rest as
-  one chunk of the shortest (padded to it); logits the same within the bound whatever the chunks (only the kernels' batch changes); no length of no
-  tokens; the fixture's single 16 is restored."""
+  one chunk of the shortest (padded to it); logits the same within the bound whatever the chunks (only the kernels' batch
+  changes); no length of no tokens; the fixture's single 16 is restored."""
   preset, mix, model, gold = case
   if (preset, mix) != MECHANICS_CASE: pytest.skip(MECHANICS)
   S = sketch_matrix(model.cfg.vocab_size)

@@ -786,9 +786,8 @@ def flash_prefill_kernel(n_head: int, dqk: int, dv: int, scale: float, tokens: i
   }}"""
   params = (Param("out", dtypes.float32, True), Param("q", dtypes.float32), Param("k", dtypes.float32), Param("v", dtypes.float32),
             Param("pos", dtypes.int32))
-  return SourceKernel(f"mla_prefill_flash_{tokens}_h{n_head}_qk{dqk}_v{dv}_k{key_rows}" + (f"_w{ws}" if ws > 1 else "") + ("" if exact else "_tf32"),
-                      params, body,
-                      (tiles, n_head, 1), (32, FLASH_WARPS, 1), trigger=False)
+  name = f"mla_prefill_flash_{tokens}_h{n_head}_qk{dqk}_v{dv}_k{key_rows}" + (f"_w{ws}" if ws > 1 else "") + ("" if exact else "_tf32")
+  return SourceKernel(name, params, body, (tiles, n_head, 1), (32, FLASH_WARPS, 1), trigger=False)
 
 @cached
 def flash_prefill_program(n_head: int, dqk: int, dv: int, scale: float, tokens: int, key_rows: int, device: str, ws: int | None = None,
