@@ -490,11 +490,11 @@ class Block:
     w_k, w_v = heads_side_by_side(*(dequantize_rows(w.groups[0]) for w in (self.attn_k_b, self.attn_v_b)))
     keys, values = expand_per_head(view[0:S].float(), w_k, w_v, cfg.n_head, cfg.qk_rope)
     kbuf, vbuf = tables[3]
-    kbuf = Tensor(kbuf.uop.after(kbuf[0:S].uop.store(keys.uop)))
-    vbuf = Tensor(vbuf.uop.after(vbuf[0:S].uop.store(values.uop)))
+    # the buffers' dtype is the cache's (Transformer._size_expanded): an fp16 cache's expansions fp16, the kernel's products too
+    kbuf = Tensor(kbuf.uop.after(kbuf[0:S].uop.store(keys.cast(kbuf.dtype).uop)))
+    vbuf = Tensor(vbuf.uop.after(vbuf[0:S].uop.store(values.cast(vbuf.dtype).uop)))
     (q,), _, _ = to_bound(q_nope.float().cat(q_pe.float(), dim=-1), slices=self.fusions.slices)
-    # an fp16 cache's rows hold 10-bit mantissas: its attention's products take one tf32 pass (the same mantissa), not three
-    out = self.kernel_modules.mla_attention.mla_flash_prefill(q, kbuf, vbuf, tables[2], cfg.kq_scale, exact=view.dtype != dtypes.float16)
+    out = self.kernel_modules.mla_attention.mla_flash_prefill(q, kbuf, vbuf, tables[2], cfg.kq_scale)
     return out if isinstance(T, int) else out[:T]
 
   # ---- feed-forward

@@ -201,12 +201,13 @@ class Transformer:
 
   def _size_expanded(self) -> None:
     """The buffers of a long chunk's keys and values expanded per head, a row a position, where a chunk of the hand-written
-    path on the tensor cores takes the flash kernel (apps/mla.py flash_prefills), else none. Zeroed once, so the rows past
-    a chunk that a padded query reaches are finite; fit_context counts them."""
+    path on the tensor cores takes the flash kernel (apps/mla.py flash_prefills), else none; in the cache's precision (an
+    fp16 cache's rows expand to fp16 ones, which the kernel multiplies in fp16). Zeroed once, so the rows past a chunk that
+    a padded query reaches are finite; fit_context counts them."""
     cfg = self.cfg
     if not (self.kernels == "hand" and has_mma(self.device) and any(flash_prefills(cfg, c) for c in self.prefill_chunks)): self.expanded = None
     elif self.expanded is None:
-      self.expanded = tuple(device_full((self.max_context, cfg.n_head, w), 0, dtypes.float32, self.device)
+      self.expanded = tuple(device_full((self.max_context, cfg.n_head, w), 0, self.cache_dtype, self.device)
                             for w in (cfg.qk_nope + cfg.qk_rope, cfg.v_head))
 
   def _capture_key(self) -> str:

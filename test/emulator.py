@@ -156,6 +156,43 @@ static void emu_mma_tf32(float* c, const float* a, float b0, float b1) {
   emu_wait(emu_warp[w]);
 }
 #define MMA_TF32(c, a, b0, b1) emu_mma_tf32((c), (a), (b0), (b1))
+// fp16 mma.sync (MMA_F16, m16n8k16): A(r, k) in lane 4 (r % 8) + (k % 8) / 2, register (r >= 8) + 2 (k >= 8), half k % 2;
+// B(k, n) in lane 4 n + (k % 8) / 2, register k >= 8, half k % 2; the products of two fp16 exact in fp32, the sums in fp32
+static inline float emu_h(unsigned u, int hi) { unsigned short s = hi ? u >> 16 : u & 0xffffu; _Float16 h; memcpy(&h, &s, 2); return (float)h; }
+static inline unsigned PACK_H2(float lo, float hi) {
+  _Float16 a = (_Float16)lo, b = (_Float16)hi; unsigned short x, y; memcpy(&x, &a, 2); memcpy(&y, &b, 2);
+  return x | ((unsigned)y << 16);
+}
+static void emu_mma_f16(float* c, const unsigned* a, unsigned b0, unsigned b1) {
+  int t = emu_thread(), w = t / 32, lane = t % 32, g = lane / 4, q = lane % 4;
+  if (emu_mma_in.size() < 6 * (size_t)(emu_local.x * emu_local.y * emu_local.z)) emu_mma_in.resize(6 * emu_local.x * emu_local.y * emu_local.z);
+  unsigned* mine = &emu_mma_in[6 * t];
+  memcpy(mine, a, 16); mine[4] = b0; mine[5] = b1;
+  emu_wait(emu_warp[w]);
+  const unsigned* in = &emu_mma_in[6 * 32 * w];
+  for (int i = 0; i < 4; i++) {
+    int r = g + 8 * (i >> 1), n = 2 * q + (i & 1);
+    float s = 0.0f;
+    for (int k = 0; k < 16; k++)
+      s += emu_h(in[6 * (4 * (r % 8) + (k % 8) / 2) + (r >= 8) + 2 * (k >= 8)], k % 2) * emu_h(in[6 * (4 * n + (k % 8) / 2) + 4 + (k >= 8)], k % 2);
+    c[i] += s;
+  }
+  emu_wait(emu_warp[w]);
+}
+#define MMA_F16(c, a, b0, b1) emu_mma_f16((c), (a), (b0), (b1))
+// ldmatrix .x4 .trans: every lane posts its row's address; lane 4 g + t then takes rows 2t, 2t + 1 of column g of each
+// matrix m (its rows the addresses of lanes 8m .. 8m + 7)
+static std::vector<const unsigned short*> emu_ldsm_in;
+static void emu_ldsm_x4_t(unsigned* r, const void* p) {
+  int t = emu_thread(), w = t / 32, lane = t % 32, g = lane / 4, q = lane % 4;
+  if (emu_ldsm_in.size() < (size_t)(emu_local.x * emu_local.y * emu_local.z)) emu_ldsm_in.resize(emu_local.x * emu_local.y * emu_local.z);
+  emu_ldsm_in[t] = (const unsigned short*)p;
+  emu_wait(emu_warp[w]);
+  const unsigned short* const* in = &emu_ldsm_in[32 * w];
+  for (int m = 0; m < 4; m++) r[m] = in[8 * m + 2 * q][g] | ((unsigned)in[8 * m + 2 * q + 1][g] << 16);
+  emu_wait(emu_warp[w]);
+}
+#define LDSM_X4_T(r, p) emu_ldsm_x4_t((r), (p))
 // cp.async: the copy done at once is one order the GPU may run it in; the wait has nothing left to do
 #define CP_ASYNC16(dst, src) (*(dst) = *(src))
 #define CP_ASYNC_WAIT()

@@ -610,14 +610,15 @@ def numpy_flash(c: dict) -> np.ndarray:
       out[t, h] = pr / pr.sum() @ v[:P + t + 1, h]
   return out
 
-def emulate_flash(c: dict, work: Path, tokens: int | None = None, edit=lambda body: body, ws: int | None = None, exact: bool = True) -> np.ndarray:
+def emulate_flash(c: dict, work: Path, tokens: int | None = None, edit=lambda body: body, ws: int | None = None, half: bool = False) -> np.ndarray:
   T, H, dqk = c["q"].shape
   tokens = tokens or T
   q = np.concatenate([c["q"], np.zeros((tokens - T, H, dqk), np.float32)])
   out = np.full((tokens, H, c["v"].shape[2]), np.nan, np.float32)
-  k = flash_prefill_kernel(H, dqk, c["v"].shape[2], c["scale"], tokens, c["k"].shape[0], ws, exact)
+  k = flash_prefill_kernel(H, dqk, c["v"].shape[2], c["scale"], tokens, c["k"].shape[0], ws, half)
   k = SourceKernel(k.name, k.params, edit(k.body), k.global_size, k.local_size, trigger=k.trigger)
-  emulate(k, "CUDA", [out, q, c["k"], c["v"], c["pos"]], work)
+  kv = (lambda x: x.astype(np.float16)) if half else (lambda x: x)
+  emulate(k, "CUDA", [out, q, kv(c["k"]), kv(c["v"]), c["pos"]], work)
   return out
 
 @pytest.mark.parametrize("ws", [1, 2])
@@ -638,7 +639,7 @@ def test_flash_prefill_emulated_padded_and_wide(tmp_path):
   out = emulate_flash(c, tmp_path / "pad", tokens=6)
   assert rel_err(out[:3], numpy_flash(c)) < 1e-5
   assert flash_keys(192, 128) == FLASH_KEYS and flash_keys(256, 256) == 8 and flash_split(256, 256) == flash_split(192, 128) == 2
-  assert flash_split(24, 16) == 1
+  assert flash_split(24, 16) == 1 and flash_split(256, 256, half=True) == flash_split(192, 128, half=True) == 1
   c = flash_case(1, 256, 256, 21, 4, 30, seed=4)
   assert rel_err(emulate_flash(c, tmp_path / "wide"), numpy_flash(c)) < 1e-5
 
@@ -649,12 +650,25 @@ def test_flash_prefill_needs_the_split_products(tmp_path):
                            .replace("k1l = k1 - k1h", "k1l = 0.0f")
   assert rel_err(emulate_flash(c, tmp_path, edit=crude), numpy_flash(c)) > 1e-5
 
-def test_flash_prefill_one_pass_emulated(tmp_path):
-  """With exact False (an fp16 cache) every product is one tf32 pass: against float64 within the error of operands rounded
-  to a 10-bit mantissa (as the fp16 cache's rows are), and past the three passes' bound."""
-  c = flash_case(2, 24, 16, 13, 20, 40, seed=7, sharp=4.0)
-  err = rel_err(emulate_flash(c, tmp_path, exact=False), numpy_flash(c))
-  assert 1e-5 < err < 2e-3, err
+@pytest.mark.parametrize("ws", [1, 2])
+@pytest.mark.parametrize("H,dqk,dv,P,T", [(2, 32, 32, 13, 20), (1, 64, 32, 70, 70), (3, 32, 64, 0, 5)], ids=["small", "two-tiles", "start"])
+def test_flash_prefill_f16_emulated(H, dqk, dv, P, T, ws, tmp_path):
+  """fp16 keys and values (an fp16 cache's expansions): every product one fp16 m16n8k16, the weights' A fragments the scores'
+  C fragments, the values' B fragments transposed by ldmatrix. Against float64 over the same fp16 rows: within the error of
+  queries and weights rounded to fp16's 10-bit mantissa (1e-3 on sharp queries), and past the fp32 kernel's bound."""
+  c = flash_case(H, dqk, dv, P, T, P + T + 9, seed=P + T, sharp=4.0)
+  c["k"], c["v"] = (c[n].astype(np.float16).astype(np.float32) for n in ("k", "v"))
+  err = rel_err(emulate_flash(c, tmp_path, ws=ws, half=True), numpy_flash(c))
+  assert 1e-5 < err < 1.5e-3, err
+
+def test_flash_prefill_f16_padded(tmp_path):
+  """fp16 rows: a chunk of 3 tokens run as its bound of 6, the padded rows' keys past the chunk large and finite (a weight on
+  them would show); GLM-4.7-Flash's 256 + 256 rows take stages of 16 keys in fp16 (8 in fp32)."""
+  c = flash_case(2, 32, 32, 30, 3, 40, seed=3)
+  c["k"][33:36], c["v"][33:36] = 1e3, 1e3
+  c["k"], c["v"] = (c[n].astype(np.float16).astype(np.float32) for n in ("k", "v"))
+  assert rel_err(emulate_flash(c, tmp_path, tokens=6, half=True)[:3], numpy_flash(c)) < 2e-3
+  assert flash_keys(256, 256, half=True) == FLASH_KEYS and flash_keys(192, 128, half=True) == FLASH_KEYS
 
 def test_expand_per_head():
   """The form expanded per head of latent rows: keys [c_kv @ k_b[h] | k_rope], values c_kv @ v_b[h].T, every head one

@@ -126,10 +126,12 @@ def bench_flash_prefill(name: str, shape: tuple, tokens: int, start: int, layers
     return tuple(t.contiguous() for t in expand_per_head(cache[:S], w_k, w_v, H, R))
   qfull = [q[..., :NOPE].cat(qpe, dim=-1).contiguous().realize() for q, qpe in zip(qs, qpes)]   # q_nope's width of the absorbed q
   kvs = [tuple(t.realize() for t in expand(c)) for c in caches]
+  kvs16 = [tuple(t.half().contiguous().realize() for t in kv) for kv in kvs]   # an fp16 cache's expansions
   steps = {"flash+expand": lambda: Tensor.stack(*[mla_flash_prefill(q, *expand(c), pos, scale) for q, c in zip(qfull, caches)]).realize(),
            "flash": lambda: Tensor.stack(*[mla_flash_prefill(q, k, v, pos, scale) for q, (k, v) in zip(qfull, kvs)]).realize(),
            "flash w1": lambda: Tensor.stack(*[mla_flash_prefill(q, k, v, pos, scale, ws=1) for q, (k, v) in zip(qfull, kvs)]).realize(),
-           "flash 1 pass": lambda: Tensor.stack(*[mla_flash_prefill(q, k, v, pos, scale, exact=False) for q, (k, v) in zip(qfull, kvs)]).realize()}
+           "flash f16": lambda: Tensor.stack(*[mla_flash_prefill(q, k, v, pos, scale) for q, (k, v) in zip(qfull, kvs16)]).realize(),
+           "flash f16 w2": lambda: Tensor.stack(*[mla_flash_prefill(q, k, v, pos, scale, ws=2) for q, (k, v) in zip(qfull, kvs16)]).realize()}
   k, v = kvs[0]
   ref = causal_attention(qfull[0], k.permute(1, 0, 2), v.permute(1, 0, 2), start, S, scale).numpy()
   # the last 32 queries (the most keys) in float64 on the host: which side of a difference is off

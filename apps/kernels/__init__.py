@@ -37,6 +37,13 @@ The dialect (macros defined per backend by the prelude):
                            mantissa bits ignored): A 16 x 8 in float a[4] (a[0] row g, k t; a[1] row g + 8; a[2], a[3] the
                            same at k t + 4), B 8 x 8 in b0 (k t, column g) and b1 (k t + 4), C as above (fp32). With
                            hi = x rounded to tf32 and lo = x - hi, three products (hi hi, hi lo, lo hi) are fp32-accurate
+  MMA_F16(c, a, b0, b1)    CUDA sm_80+ only: float c[4] += A . B, one mma.sync m16n8k16 of fp16 (fp32 sums): A 16 x 16 in
+                           unsigned a[4] of fp16 pairs (a[0] row g, k 2t, 2t + 1; a[1] row g + 8; a[2], a[3] the same at k +
+                           8), B 16 x 8 in b0 (k 2t, 2t + 1 of column g) and b1 (k + 8), C as above: C's two n8 tiles of a
+                           product are the A fragment of the next one's k16 step. PACK_H2(lo, hi) two floats as an fp16 pair
+                           (to nearest even, lo in the low half); LDSM_X4_T(r, p) ldmatrix .x4 .trans: four 8 x 8 fp16
+                           matrices of shared memory, row i of matrix m at lane 8m + i's p (16 bytes), into unsigned r[4]
+                           transposed (r[m]: rows 2t, 2t + 1 of column g: a B fragment of rows that are keys)
   CP_ASYNC16(dst, src)     CUDA sm_80+ only: starts copying 16 bytes from global src to shared dst (cp.async, no registers);
                            CP_ASYNC_WAIT() waits for all of the thread's copies (BARRIER() after it: for the workgroup's)
 
@@ -226,6 +233,13 @@ _CUDA_MMA = """#ifndef MMA_K32
   : "+r"((c)[0]), "+r"((c)[1]), "+r"((c)[2]), "+r"((c)[3]) : "r"(a0), "r"(a1), "r"(b0))
 #define CP_ASYNC16(dst, src) asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"((unsigned)__cvta_generic_to_shared(dst)), "l"(src) : "memory")
 #define CP_ASYNC_WAIT() asm volatile("cp.async.commit_group;\\n cp.async.wait_group 0;" ::: "memory")
+#endif
+#ifndef MMA_F16
+#define MMA_F16(c, a, b0, b1) asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};" \\
+  : "+f"((c)[0]), "+f"((c)[1]), "+f"((c)[2]), "+f"((c)[3]) : "r"((a)[0]), "r"((a)[1]), "r"((a)[2]), "r"((a)[3]), "r"(b0), "r"(b1))
+#define LDSM_X4_T(r, p) asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];" \\
+  : "=r"((r)[0]), "=r"((r)[1]), "=r"((r)[2]), "=r"((r)[3]) : "r"((unsigned)__cvta_generic_to_shared(p)))
+static __device__ __forceinline__ unsigned PACK_H2(float lo, float hi) { unsigned r; asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo)); return r; }
 #endif
 #ifndef MMA_TF32
 #define MMA_TF32(c, a, b0, b1) asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};" \\

@@ -649,18 +649,21 @@ def launch_prefill(attend, combine, q: Tensor, q_pe: Tensor, cache: Tensor, pos:
 FLASH_KEYS = 16   # keys per shared-memory stage: two n8 tiles of the scores, two k8 steps of the values
 FLASH_WARPS = 4   # warps a workgroup: 16 query rows each, one head
 
-def flash_keys(dqk: int, dv: int) -> int:
+def flash_keys(dqk: int, dv: int, half: bool = False) -> int:
   """Keys a stage holds: FLASH_KEYS where two stages of keys and values (and the warps' partial scores) fit the 48 KB of
-  static workgroup memory, else 8."""
-  return next(kt for kt in (FLASH_KEYS, 8) if 2 * kt * (dqk + 4 + dv + 8) * 4 + FLASH_WARPS * kt * 64 <= 48 * 1024)
+  static workgroup memory, else 8 (fp32 rows only: fp16 ones take the values' products in k16 steps)."""
+  pad, size = (8, 2) if half else (4, 4)
+  return next(kt for kt in (FLASH_KEYS, 8) if 2 * kt * (dqk + pad + dv + 8) * size + FLASH_WARPS * kt * 64 <= 48 * 1024)
 
-def flash_split(dqk: int, dv: int) -> int:
+def flash_split(dqk: int, dv: int, half: bool = False) -> int:
   """Warps that share a tile of 16 queries (each a slice of the query's dims and of the value columns): two where one warp
-  would hold more than 128 registers of queries and output (a row tile's dqk / 2 + dv / 2 a lane)."""
-  return 2 if (dqk + dv) // 2 > 128 and dqk % 16 == 0 and dv % 16 == 0 else 1
+  would hold more than 128 registers of fp32 queries and output (a row tile's dqk / 2 + dv / 2 a lane). fp16 kernels take
+  one: their queries hold half the registers, and the workgroup's 64 queries share each staged key (at 2048 x 14,336 keys on
+  the H200 4.4 against 5.6 ms at GLM-4.7-Flash's shape, whose 255 registers spill 136 bytes; 2.1 against 3.1 ms at 16 heads)."""
+  return 2 if not half and (dqk + dv) // 2 > 128 and dqk % 16 == 0 and dv % 16 == 0 else 1
 
 def flash_prefill_kernel(n_head: int, dqk: int, dv: int, scale: float, tokens: int, key_rows: int, ws: int | None = None,
-                         exact: bool = True) -> SourceKernel:
+                         half: bool = False) -> SourceKernel:
   """Causal attention of a chunk's `tokens` queries q (tokens, n_head, dqk) at positions pos[0].. over keys k (key_rows,
   n_head, dqk) and values v (key_rows, n_head, dv), of which rows 0..pos[0] + tokens - 1 are read: out (tokens, n_head,
   dv). Rows are tokens, as the cache's are, so a chunk's expansions of rows 0..start_pos + T - 1 are a prefix of a buffer of
@@ -669,24 +672,108 @@ def flash_prefill_kernel(n_head: int, dqk: int, dv: int, scale: float, tokens: i
   walks the keys up to its workgroup's last query, a stage of keys and their values at a time through shared memory (two
   stages, cp.async: the next loads while this one computes). The 16 x kt scores stay in registers (with ws 2, the two
   slices' partial scores meet in shared memory and both warps sum them alike): the online softmax over the quad that holds
-  a row, the weights moved by shuffles from the scores' C layout into the A layout of P . V, each warp its slice of the
-  value columns. Every product is three tf32 mma.sync (hi hi + hi lo + lo hi: fp32 accuracy), or with `exact` False one
-  (hi hi: the operands rounded to tf32, whose 10-bit mantissa is an fp16 cache's), a stage's values summed apart and added
-  to the running output in fp32, as prefill_mma_kernel does. The key and value rows up to the last query's position must
-  hold finite numbers, a padded query's too (a zero weight still multiplies them)."""
-  ws = ws or flash_split(dqk, dv)
+  a row, then P . V, each warp its slice of the value columns, a stage's values summed apart and added to the running
+  output in fp32. fp32 keys and values: every product three tf32 mma.sync (hi hi + hi lo + lo hi: fp32 accuracy), the
+  weights moved by shuffles from the scores' C layout into the A layout of P . V, as prefill_mma_kernel does. With `half`
+  the keys and values are fp16 (an fp16 cache's expansions, its 10-bit mantissas) and every product one fp16 mma.sync
+  m16n8k16 of the queries and weights rounded to fp16: the scores' C fragments are the weights' A fragments as they stand,
+  the values' B fragments come transposed from shared memory (ldmatrix). The key and value rows up to the last query's
+  position must hold finite numbers, a padded query's too (a zero weight still multiplies them)."""
+  ws = ws or flash_split(dqk, dv, half)
   assert ws in (1, 2) and dqk % (8 * ws) == 0 and dv % (8 * ws) == 0 and tokens > 0 and key_rows > 0, (dqk, dv, ws, tokens, key_rows)
-  kt, qt, DQW, DVW = flash_keys(dqk, dv), 16 * FLASH_WARPS // ws, dqk // ws, dv // ws
-  SK, SV = dqk + 4, dv + 8                       # staged row strides in floats: the fragments' reads hit 32 banks
+  kt, qt, DQW, DVW = flash_keys(dqk, dv, half), 16 * FLASH_WARPS // ws, dqk // ws, dv // ws
+  assert not half or (kt % 16 == 0 and DQW % 16 == 0 and DVW % 16 == 0), (kt, DQW, DVW)
+  # staged row strides in elements: the fragments' reads (and ldmatrix's rows) hit 32 banks
+  SK, SV, E, vec = (dqk + 8, dv + 8, 8, "uint4") if half else (dqk + 4, dv + 8, 4, "float4")
   split = lambda x, h, l: f"{h} = AS_FLOAT((AS_UINT({x}) + 0x1000u) & 0xffffe000u); {l} = {x} - {h};"
   tiles = -(-tokens // qt)
   exchange = "" if ws == 1 else f"""
-    // the two slices' partial scores: each warp's C fragments into shared memory, both warps of the tile sum them in order
+    // the slices' partial scores: each warp's C fragments into shared memory, every warp of the tile sums them in order
     for (int n = 0; n < {kt // 8}; n++) for (int i = 0; i < 4; i++) part[((w*{kt // 8} + n)*4 + i)*32 + lane] = sh[n][i] + sx[n][i];
     BARRIER();
     for (int n = 0; n < {kt // 8}; n++) for (int i = 0; i < 4; i++) {{
       int w0 = w - wd;
-      sh[n][i] = part[((w0*{kt // 8} + n)*4 + i)*32 + lane] + part[(((w0 + 1)*{kt // 8} + n)*4 + i)*32 + lane]; sx[n][i] = 0.0f;
+      float p = part[((w0*{kt // 8} + n)*4 + i)*32 + lane];
+      for (int u = 1; u < {ws}; u++) p += part[(((w0 + u)*{kt // 8} + n)*4 + i)*32 + lane];
+      sh[n][i] = p; sx[n][i] = 0.0f;
+    }}"""
+  if half:
+    queries = f"""  // the warp's queries as fp16 A fragments of m16n8k16 (rows g, g + 8; dims d0 + 16j + 2t, + 1 and + 8, + 9), scaled to
+  // base-2 scores
+  unsigned qf[{DQW // 16}][4];
+  for (int j = 0; j < {DQW // 16}; j++) for (int i = 0; i < 4; i++) {{
+    int r = (i & 1) ? rb : ra, d = (r*H + h)*DQK + d0 + 16*j + 2*t + 8*(i >> 1);
+    qf[j][i] = r < T ? PACK_H2(q[d] * SCALE2, q[d + 1] * SCALE2) : 0u;
+  }}"""
+    scores = f"""    // scores of the 16 rows x keys c0 + 8n + 0..7: B fragment key g, dims 2t, 2t + 1 (and + 8, + 9), a word each
+    const unsigned* kb = (const unsigned*)ks4 + b*{kt * SK // 2} + d0 / 2;
+    float sh[{kt // 8}][4], sx[{kt // 8}][4];
+    for (int n = 0; n < {kt // 8}; n++) for (int i = 0; i < 4; i++) sh[n][i] = sx[n][i] = 0.0f;
+    for (int j = 0; j < {DQW // 16}; j++) for (int n = 0; n < {kt // 8}; n++) {{
+      const unsigned* kr = kb + (8*n + g)*{SK // 2} + 8*j + t;
+      MMA_F16(sh[n], qf[j], kr[0], kr[4]);
+    }}{exchange}"""
+    values = f"""    // P's A fragments, a k16 step of the values: the C fragments of its two n8 tiles of scores as they stand, in fp16
+    unsigned pf[{kt // 16}][4];
+    for (int s = 0; s < {kt // 16}; s++) {{
+      pf[s][0] = PACK_H2(sh[2*s][0], sh[2*s][1]); pf[s][1] = PACK_H2(sh[2*s][2], sh[2*s][3]);
+      pf[s][2] = PACK_H2(sh[2*s + 1][0], sh[2*s + 1][1]); pf[s][3] = PACK_H2(sh[2*s + 1][2], sh[2*s + 1][3]);
+    }}
+    // out = out * alpha + P . V over this warp's value columns, two n8 tiles at a time: ldmatrix's four 8 x 8 matrices
+    // (keys 0..7 and 8..15 of the step, columns 8m.. and 8m + 8..) transposed into B fragments (keys 2t, 2t + 1, column g)
+    const half* vb = (const half*)vs4 + b*{kt * SV} + v0c;
+    for (int m = 0; m < {DVW // 8}; m += 2) {{
+      float acc[2][4] = {{{{0.0f, 0.0f, 0.0f, 0.0f}}, {{0.0f, 0.0f, 0.0f, 0.0f}}}};
+      for (int s = 0; s < {kt // 16}; s++) {{
+        unsigned vf[4];
+        LDSM_X4_T(vf, vb + (16*s + (lane & 15))*SV + 8*m + 8*(lane >> 4));
+        MMA_F16(acc[0], pf[s], vf[0], vf[1]); MMA_F16(acc[1], pf[s], vf[2], vf[3]);
+      }}
+      for (int e = 0; e < 2; e++) {{
+        o[m + e][0] = o[m + e][0]*aa + acc[e][0]; o[m + e][1] = o[m + e][1]*aa + acc[e][1];
+        o[m + e][2] = o[m + e][2]*ab + acc[e][2]; o[m + e][3] = o[m + e][3]*ab + acc[e][3];
+      }}
+    }}"""
+  else:
+    queries = f"""  // the warp's queries as A fragments (rows g, g + 8; dims d0 + 8j + t, + 4), scaled to base-2 scores
+  float qf[{DQW // 8}][4];
+  for (int j = 0; j < {DQW // 8}; j++) for (int i = 0; i < 4; i++) {{
+    int r = (i & 1) ? rb : ra;
+    qf[j][i] = r < T ? q[(r*H + h)*DQK + d0 + 8*j + t + 4*(i >> 1)] * SCALE2 : 0.0f;
+  }}"""
+    scores = f"""    // scores of the 16 rows x keys c0 + 8n + 0..7: B fragment key g, dims t, t + 4; hi hi and the cross terms apart
+    const float* kb = (const float*)ks4 + b*{kt * SK} + d0;
+    float sh[{kt // 8}][4], sx[{kt // 8}][4];
+    for (int n = 0; n < {kt // 8}; n++) for (int i = 0; i < 4; i++) sh[n][i] = sx[n][i] = 0.0f;
+    for (int j = 0; j < {DQW // 8}; j++) {{
+      float qh[4], ql[4];
+      for (int i = 0; i < 4; i++) {{ {split("qf[j][i]", "qh[i]", "ql[i]")} }}
+      for (int n = 0; n < {kt // 8}; n++) {{
+        float k0 = kb[(8*n + g)*SK + 8*j + t], k1 = kb[(8*n + g)*SK + 8*j + t + 4], k0h, k0l, k1h, k1l;
+        {split("k0", "k0h", "k0l")} {split("k1", "k1h", "k1l")}
+        MMA_TF32(sh[n], qh, k0h, k1h); MMA_TF32(sx[n], qh, k0l, k1l); MMA_TF32(sx[n], ql, k0h, k1h);
+      }}
+    }}{exchange}"""
+    values = f"""    // P's A fragments, a k8 step of the values per n8 tile: (row g, key t) and (row g, key t + 4) come from the quad's
+    // lanes t >> 1 and 2 + (t >> 1), slot t & 1 of their C (rows g + 8: slots 2, 3); then split hi / lo
+    float ph[{kt // 8}][4], pl[{kt // 8}][4];
+    int xo0 = t ^ (t >> 1), xo1 = t ^ (2 + (t >> 1)), odd = t & 1;
+    for (int n = 0; n < {kt // 8}; n++) {{
+      float a00 = SHFL_XOR(sh[n][0], xo0), a01 = SHFL_XOR(sh[n][1], xo0), a20 = SHFL_XOR(sh[n][0], xo1), a21 = SHFL_XOR(sh[n][1], xo1);
+      float b00 = SHFL_XOR(sh[n][2], xo0), b01 = SHFL_XOR(sh[n][3], xo0), b20 = SHFL_XOR(sh[n][2], xo1), b21 = SHFL_XOR(sh[n][3], xo1);
+      float pa[4] = {{odd ? a01 : a00, odd ? b01 : b00, odd ? a21 : a20, odd ? b21 : b20}};
+      for (int i = 0; i < 4; i++) {{ {split("pa[i]", "ph[n][i]", "pl[n][i]")} }}
+    }}
+    // out = out * alpha + P . V over this warp's value columns (B fragment: keys t, t + 4 of the step, column g)
+    const float* vb = (const float*)vs4 + b*{kt * SV} + v0c;
+    for (int m = 0; m < {DVW // 8}; m++) {{
+      float acc[4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
+      for (int n = 0; n < {kt // 8}; n++) {{
+        float v0 = vb[(8*n + t)*SV + 8*m + g], v1 = vb[(8*n + t + 4)*SV + 8*m + g], v0h, v0l, v1h, v1l;
+        {split("v0", "v0h", "v0l")} {split("v1", "v1h", "v1l")}
+        MMA_TF32(acc, ph[n], v0h, v1h); MMA_TF32(acc, ph[n], v0l, v1l); MMA_TF32(acc, pl[n], v0h, v1h);
+      }}
+      o[m][0] = o[m][0]*aa + acc[0]; o[m][1] = o[m][1]*aa + acc[1]; o[m][2] = o[m][2]*ab + acc[2]; o[m][3] = o[m][3]*ab + acc[3];
     }}"""
   body = f"""  GRID_WAIT();
   const int H = {n_head}, DQK = {dqk}, DV = {dv}, T = {tokens}, KR = {key_rows}, SK = {SK}, SV = {SV};
@@ -699,43 +786,23 @@ def flash_prefill_kernel(n_head: int, dqk: int, dv: int, scale: float, tokens: i
   int na = p0 + (ra < T ? ra : T - 1) + 1, nb = p0 + (rb < T ? rb : T - 1) + 1;
   int nmax = p0 + (q0 + {qt - 1} < T ? q0 + {qt - 1} : T - 1) + 1;
   if (nmax > KR) nmax = KR;
-  // the warp's queries as A fragments (rows g, g + 8; dims d0 + 8j + t, + 4), scaled to base-2 scores
-  float qf[{DQW // 8}][4];
-  for (int j = 0; j < {DQW // 8}; j++) for (int i = 0; i < 4; i++) {{
-    int r = (i & 1) ? rb : ra;
-    qf[j][i] = r < T ? q[(r*H + h)*DQK + d0 + 8*j + t + 4*(i >> 1)] * SCALE2 : 0.0f;
-  }}
-  SHARED float4 ks4[{2 * kt * SK // 4}];
-  SHARED float4 vs4[{2 * kt * SV // 4}];
+{queries}
+  SHARED {vec} ks4[{2 * kt * SK // E}];
+  SHARED {vec} vs4[{2 * kt * SV // E}];
   {"" if ws == 1 else f"SHARED float part[{FLASH_WARPS * kt // 8 * 4 * 32}];"}
-  const float* ksf = (const float*)ks4;
-  const float* vsf = (const float*)vs4;
   float o[{DVW // 8}][4], ma = NEG, mb = NEG, la = 0.0f, lb = 0.0f;
   for (int m = 0; m < {DVW // 8}; m++) o[m][0] = o[m][1] = o[m][2] = o[m][3] = 0.0f;
-  // stage b <- the keys and values c0..c0 + {kt - 1} (past the last one: the last one again)
-  #define LOAD_STAGE(c0, b) for (int e = tid; e < {kt * (dqk + dv) // 4}; e += {32 * FLASH_WARPS}) {{ \
-    int i = e / {(dqk + dv) // 4}, c = e % {(dqk + dv) // 4}, key = (c0) + i < nmax ? (c0) + i : nmax - 1; \
-    if (c < {dqk // 4}) CP_ASYNC16(&ks4[((b)*{kt} + i)*{SK // 4} + c], (const GLOBAL float4*)(k + ((long)key*H + h)*DQK) + c); \
-    else CP_ASYNC16(&vs4[((b)*{kt} + i)*{SV // 4} + c - {dqk // 4}], (const GLOBAL float4*)(v + ((long)key*H + h)*DV) + c - {dqk // 4}); }}
+  // stage b <- the keys and values c0..c0 + {kt - 1} (past the last one: the last one again), 16 bytes a copy
+  #define LOAD_STAGE(c0, b) for (int e = tid; e < {kt * (dqk + dv) // E}; e += {32 * FLASH_WARPS}) {{ \\
+    int i = e / {(dqk + dv) // E}, c = e % {(dqk + dv) // E}, key = (c0) + i < nmax ? (c0) + i : nmax - 1; \\
+    if (c < {dqk // E}) CP_ASYNC16(&ks4[((b)*{kt} + i)*{SK // E} + c], (const GLOBAL {vec}*)(k + ((long)key*H + h)*DQK) + c); \\
+    else CP_ASYNC16(&vs4[((b)*{kt} + i)*{SV // E} + c - {dqk // E}], (const GLOBAL {vec}*)(v + ((long)key*H + h)*DV) + c - {dqk // E}); }}
   LOAD_STAGE(0, 0)
   for (int c0 = 0, b = 0; c0 < nmax; c0 += {kt}, b ^= 1) {{
     CP_ASYNC_WAIT();
     BARRIER();                                   // stage b is in; every warp is done with stage b ^ 1 (and the partial scores)
     if (c0 + {kt} < nmax) LOAD_STAGE(c0 + {kt}, b ^ 1)
-    const float* kb = ksf + b*{kt}*SK + d0;
-    const float* vb = vsf + b*{kt}*SV + v0c;
-    // scores of the 16 rows x keys c0 + 8n + 0..7: B fragment key g, dims t, t + 4; hi hi and the cross terms apart
-    float sh[{kt // 8}][4], sx[{kt // 8}][4];
-    for (int n = 0; n < {kt // 8}; n++) for (int i = 0; i < 4; i++) sh[n][i] = sx[n][i] = 0.0f;
-    for (int j = 0; j < {DQW // 8}; j++) {{
-      float qh[4], ql[4];
-      for (int i = 0; i < 4; i++) {{ {split("qf[j][i]", "qh[i]", "ql[i]")} }}
-      for (int n = 0; n < {kt // 8}; n++) {{
-        float k0 = kb[(8*n + g)*SK + 8*j + t], k1 = kb[(8*n + g)*SK + 8*j + t + 4], k0h, k0l, k1h, k1l;
-        {split("k0", "k0h", "k0l")} {split("k1", "k1h", "k1l")}
-        MMA_TF32(sh[n], qh, k0h, k1h);{" MMA_TF32(sx[n], qh, k0l, k1l); MMA_TF32(sx[n], ql, k0h, k1h);" if exact else ""}
-      }}
-    }}{exchange}
+{scores}
     // C (row g | g + 8, key 8n + 2t + e): masked at each row's own position; the rows' max over the stage (a row's keys
     // sit in its quad), rescale, weights
     float xa = NEG, xb = NEG;
@@ -755,26 +822,7 @@ def flash_prefill_kernel(n_head: int, dqk: int, dv: int, scale: float, tokens: i
       sh[n][i] = EXP2(sh[n][i] - ((i >> 1) ? xb : xa));
       if (i >> 1) lb += sh[n][i]; else la += sh[n][i];
     }}
-    // P's A fragments, a k8 step of the values per n8 tile: (row g, key t) and (row g, key t + 4) come from the quad's
-    // lanes t >> 1 and 2 + (t >> 1), slot t & 1 of their C (rows g + 8: slots 2, 3); then split hi / lo
-    float ph[{kt // 8}][4], pl[{kt // 8}][4];
-    int xo0 = t ^ (t >> 1), xo1 = t ^ (2 + (t >> 1)), odd = t & 1;
-    for (int n = 0; n < {kt // 8}; n++) {{
-      float a00 = SHFL_XOR(sh[n][0], xo0), a01 = SHFL_XOR(sh[n][1], xo0), a20 = SHFL_XOR(sh[n][0], xo1), a21 = SHFL_XOR(sh[n][1], xo1);
-      float b00 = SHFL_XOR(sh[n][2], xo0), b01 = SHFL_XOR(sh[n][3], xo0), b20 = SHFL_XOR(sh[n][2], xo1), b21 = SHFL_XOR(sh[n][3], xo1);
-      float pa[4] = {{odd ? a01 : a00, odd ? b01 : b00, odd ? a21 : a20, odd ? b21 : b20}};
-      for (int i = 0; i < 4; i++) {{ {split("pa[i]", "ph[n][i]", "pl[n][i]")} }}
-    }}
-    // out = out * alpha + P . V over this warp's value columns (B fragment: keys t, t + 4 of the step, column g)
-    for (int m = 0; m < {DVW // 8}; m++) {{
-      float acc[4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
-      for (int n = 0; n < {kt // 8}; n++) {{
-        float v0 = vb[(8*n + t)*SV + 8*m + g], v1 = vb[(8*n + t + 4)*SV + 8*m + g], v0h, v0l, v1h, v1l;
-        {split("v0", "v0h", "v0l")} {split("v1", "v1h", "v1l")}
-        MMA_TF32(acc, ph[n], v0h, v1h);{" MMA_TF32(acc, ph[n], v0l, v1l); MMA_TF32(acc, pl[n], v0h, v1h);" if exact else ""}
-      }}
-      o[m][0] = o[m][0]*aa + acc[0]; o[m][1] = o[m][1]*aa + acc[1]; o[m][2] = o[m][2]*ab + acc[2]; o[m][3] = o[m][3]*ab + acc[3];
-    }}
+{values}
   }}
   #undef LOAD_STAGE
   la += SHFL_XOR(la, 1); la += SHFL_XOR(la, 2); lb += SHFL_XOR(lb, 1); lb += SHFL_XOR(lb, 2);
@@ -784,23 +832,26 @@ def flash_prefill_kernel(n_head: int, dqk: int, dv: int, scale: float, tokens: i
     if (ra < T) {{ out[(ra*H + h)*DV + col] = o[m][0] * ia; out[(ra*H + h)*DV + col + 1] = o[m][1] * ia; }}
     if (rb < T) {{ out[(rb*H + h)*DV + col] = o[m][2] * ib; out[(rb*H + h)*DV + col + 1] = o[m][3] * ib; }}
   }}"""
-  params = (Param("out", dtypes.float32, True), Param("q", dtypes.float32), Param("k", dtypes.float32), Param("v", dtypes.float32),
-            Param("pos", dtypes.int32))
-  name = f"mla_prefill_flash_{tokens}_h{n_head}_qk{dqk}_v{dv}_k{key_rows}" + (f"_w{ws}" if ws > 1 else "") + ("" if exact else "_tf32")
+  kv = dtypes.float16 if half else dtypes.float32
+  params = (Param("out", dtypes.float32, True), Param("q", dtypes.float32), Param("k", kv), Param("v", kv), Param("pos", dtypes.int32))
+  name = f"mla_prefill_flash_{tokens}_h{n_head}_qk{dqk}_v{dv}_k{key_rows}" + (f"_w{ws}" if ws > 1 else "") + ("_f16" if half else "")
   return SourceKernel(name, params, body, (tiles, n_head, 1), (32, FLASH_WARPS, 1), trigger=False)
 
 @cached
 def flash_prefill_program(n_head: int, dqk: int, dv: int, scale: float, tokens: int, key_rows: int, device: str, ws: int | None = None,
-                          exact: bool = True):
-  return program(flash_prefill_kernel(n_head, dqk, dv, scale, tokens, key_rows, ws, exact), device)
+                          half: bool = False):
+  return program(flash_prefill_kernel(n_head, dqk, dv, scale, tokens, key_rows, ws, half), device)
 
-def mla_flash_prefill(q: Tensor, keys: Tensor, values: Tensor, pos: Tensor, scale: float, ws: int | None = None, exact: bool = True) -> Tensor:
+def mla_flash_prefill(q: Tensor, keys: Tensor, values: Tensor, pos: Tensor, scale: float, ws: int | None = None) -> Tensor:
   """Causal attention (T, n_head, dv) fp32 of a chunk's queries q (T, n_head, dqk) at positions pos[0] .. pos[0] + T - 1
   (pos an int32 (2,) buffer) over per-head keys (rows, n_head, dqk) and values (rows, n_head, dv), rows 0 .. pos[0] + T - 1
-  of them read: flash_prefill_kernel on the tensor cores (CUDA sm_80+)."""
+  of them read: flash_prefill_kernel on the tensor cores (CUDA sm_80+), its fp16 products where the keys and values are fp16."""
   (T, H, dqk), (rows, _, dv) = q.shape, values.shape
   if not has_mma(q.device): raise ValueError(f"mla_flash_prefill: device {q.device} has no tensor-core kernels")
   if keys.shape != (rows, H, dqk): raise ValueError(f"mla_flash_prefill: keys have shape {keys.shape}, expected ({rows}, {H}, {dqk})")
-  fxn = flash_prefill_program(H, dqk, dv, float(scale), T, rows, q.device, ws, exact)
-  return Tensor.empty(T, H, dv, device=q.device).custom_kernel(q.float().contiguous(), keys.float().contiguous(), values.float().contiguous(),
+  half = keys.dtype == dtypes.float16
+  if values.dtype != keys.dtype: raise ValueError(f"mla_flash_prefill: keys are {keys.dtype}, values {values.dtype}")
+  fxn = flash_prefill_program(H, dqk, dv, float(scale), T, rows, q.device, ws, half)
+  kv = (lambda x: x.contiguous()) if half else (lambda x: x.float().contiguous())
+  return Tensor.empty(T, H, dv, device=q.device).custom_kernel(q.float().contiguous(), kv(keys), kv(values),
                                                              _expect(pos, (2,), "pos", dtypes.int32), fxn=fxn)[0]

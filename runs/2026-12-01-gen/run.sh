@@ -794,6 +794,27 @@ case $1 in
        timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $m --llama --cache-type $c --decode 64 --depths ${DEPTHS:-4096,16384} \
          --json "$OUT/llama_${m%%-*}_$c.json" 2>&1 | grep -v '^{' | tail -3
      done ;;
+  77) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # step 76's rows that ran out of its call: ours alone with an fp16 cache (GLM-4.7-Flash, then Youtu-LLM-2B), then
+     # Youtu-LLM-2B's paths at depth 2,600 with one warp a tile
+     (for m in youtu-llm-2b glm-4.7-flash; do synth $m & done; wait); echo "synthesized $(date +%T)"
+     for m in glm-4.7-flash youtu-llm-2b; do
+       echo "-- $m f16 $(date +%T)"
+       timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $m --cache-type f16 --decode 64 --depths ${DEPTHS:-4096,16384} \
+         --json "$OUT/ours_${m%%-*}_f16.json" 2>&1 | grep -v '^{' | tail -3
+     done
+     timeout $(($(left) - 3)) python3 -m tools.path_check --presets youtu-llm-2b --depth 2600 --cache-type f16 2>&1 | tee "$OUT/paths_f16.txt" | grep -v Warn | tail -3 ;;
+  76) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # the fp16 mma flash kernel landed (one warp a tile): the three models' f16 rows beside llama.cpp (its default f16 cache),
+     # the MoE models first (their pairs not measured in one run yet), llama.cpp building while the files are synthesized
+     [ -x .cache/llama/build/bin/llama-bench ] || (python3 -m tools.llama_bench build --time-limit 330 > /tmp/llama_build.log 2>&1) &
+     (for m in youtu-llm-2b deepseek-v2-lite glm-4.7-flash; do synth $m & done; wait); echo "synthesized $(date +%T)"
+     wait; tail -1 /tmp/llama_build.log 2>/dev/null; echo "built $(date +%T)"
+     for m in ${PRESETS_LLAMA:-deepseek-v2-lite glm-4.7-flash youtu-llm-2b}; do
+       echo "-- $m f16 $(date +%T)"
+       timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $m --llama --cache-type f16 --decode 64 --depths ${DEPTHS:-4096,16384} \
+         --json "$OUT/llama_${m%%-*}_f16.json" 2>&1 | grep -v '^{' | tail -3
+     done ;;
   75) export TINYGRAD_MLA_CACHE=$PWD/.cache; synth deepseek-v2-lite; echo "synthesized $(date +%T)"
      # what bounds the routed experts' matvecs of a batched decode step (half of DeepSeek-V2-Lite's step at 8 sequences,
      # call40): Nsight Compute's full set on the gate_up and down of 8 sequences (stalls, issue slots, L2 and DRAM
@@ -809,7 +830,7 @@ case $1 in
      rm -rf /tmp/A && mkdir /tmp/A && cp -r $(ls -A | grep -v '^.cache$') /tmp/A/ && patch -s -p1 -d /tmp/A < runs/2026-12-01-gen/experiments/batching-longest-chunks.diff || exit 1
      for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      synth $M; echo "synthesized $(date +%T)"
-     for v in A B B A; do
+     for v in ${VARIANTS:-A B B A}; do
        d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $(date +%T)"
        (cd $d && exec python3 apps/llm.py --model $M --serve 8080 --parallel 32 --max-context 2048 --queue 64 > /tmp/server_$v.log 2>&1) &
        pid=$!
