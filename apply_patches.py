@@ -254,13 +254,14 @@ def _reversed(p: Patch) -> Patch:
   return replace(p, files=files)
 
 def needs(n: int, pristine: Path, patch_dir: Path = PATCHES) -> list[int]:
-  """The earlier patches (1-based) that patch n needs to apply to the pristine tree: of those touching its files, the
-  fewest (dropping each one whose absence still lets the rest apply, the latest first: a later patch may need an earlier
-  one that n itself does not), in series order."""
+  """The earlier patches (1-based) that patch n needs to apply to the pristine tree: of those touching its files (with the
+  ones those need in turn), the fewest (dropping each one whose absence still lets the rest apply, the latest first: a
+  later patch may need an earlier one that n itself does not), in series order."""
   series = [parse_patch(p) for p in read_series(patch_dir)]
   files = lambda p: {f.old_path or f.new_path for f in p.files}
   declared = {d for i in declared_needs(series[n - 1]) if 0 < i < n for d in [i, *needs(i, pristine, patch_dir)]}
   deps = [i for i in range(1, n) if files(series[i - 1]) & files(series[n - 1]) or i in declared]
+  deps = sorted({*deps, *(d for i in deps for d in needs(i, pristine, patch_dir))})   # what those need to apply in turn
   if not _applies([series[i - 1] for i in deps + [n]], pristine):
     raise PatchError(f"patch {n} does not apply to pristine tinygrad after the patches before it")
   for i in reversed(list(deps)):

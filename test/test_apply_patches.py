@@ -176,6 +176,13 @@ def test_export_brings_the_patches_its_header_needs(repo):
   ap.extract_pristine(repo / "upstream" / ".cache" / ap.read_pin()["wheel"], pristine)
   assert ap.needs(11, pristine, repo / "patches") == [7, 9, 10] and ap.needs(9, pristine, repo / "patches") == []
 
+def test_export_past_a_patch_that_needs_others(repo):
+  """Patch 72 shares its file with patch 30, which applies only after earlier patches of another file: the patches that
+  share 72's file are taken with what they need in turn, and 72, which applies to the pristine tree by itself, needs none."""
+  pristine = repo / "pristine"
+  ap.extract_pristine(repo / "upstream" / ".cache" / ap.read_pin()["wheel"], pristine)
+  assert ap.needs(30, pristine, repo / "patches") and ap.needs(72, pristine, repo / "patches") == []
+
 def test_export_onto_another_checkout(repo, tmp_path):
   """--onto: a checkout that has patch 2 already, and its graph file shifted by 3 lines: patch 2 is left out (said so),
   patch 4's mail is made against that checkout's lines and git am takes it there; a checkout without tinygrad/ is refused."""

@@ -1928,3 +1928,17 @@ print("ok")
 
 def test_0071_buffer_state_read_as_its_buffer(trees):
   assert_patch_needed(trees, "0071", BUFFER_STATE_READ_AS_ITS_BUFFER, env={"DEV": "CPU", "CACHELEVEL": "0"})
+
+HALF_ROUND_TRIP_KEPT = """
+# a float rounded through half and back is rounded (x - x.half().float() is x's rounding error, not 0) where no images are made
+import numpy as np
+from tinygrad import Tensor, dtypes
+x = np.array([1.0001, 503.958, 3.14159, -2.5e-3], np.float32)
+got = (Tensor(x) - Tensor(x).cast(dtypes.float16).float()).numpy()
+np.testing.assert_allclose(got, x - x.astype(np.float16).astype(np.float32), rtol=0, atol=1e-9)
+assert (got != 0).all(), got
+print("ok")
+"""
+
+def test_0072_half_round_trip_kept(trees):
+  assert_patch_needed(trees, "0072", HALF_ROUND_TRIP_KEPT, env={"DEV": "CPU", "CACHELEVEL": "0"})
