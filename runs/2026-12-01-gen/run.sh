@@ -8,10 +8,12 @@
 # Measured 2026-12-02 (calls 61-64): 70 (one tf32 pass over an fp16 cache: landed), 68 (GLM-4.7-Flash's 2048 block by
 # block: a routing cascade; landed), 69 (patch 0071: +2.5% / +3.0%), 71 (beside llama.cpp; DeepSeek-V2-Lite's and GLM-4.7-Flash's
 # fp16 rows ran out of the call).
-# Next lease, in order: 73 (72, the fp16 mma flash over an fp16 cache, while llama.cpp builds; then its tree beside llama.cpp
-# on the MoE models' f16 rows; carry .cache/llama/llama-cpp-src.tar.xz), DEPTHS=4096,16384,32768 PRESETS=... 66 (32k beside
-# llama.cpp), 74 (the server's short chunks beside running streams), DIFF=experts-split-16.diff BATCH=8,16,32 49, 64 (then
-# VARIANT=tt4 65 in the same call), 75 (what bounds the batched step's routed experts), 52, LLAMA=1 14.
+# Measured 2026-12-02 (calls 65-67): 73 (the fp16 mma flash kernel: landed with one warp a tile), 76 (the f16 rows beside
+# llama.cpp: DeepSeek-V2-Lite in one run; GLM-4.7-Flash's ran out), 77 (GLM-4.7-Flash and Youtu-LLM-2B alone).
+# Next lease, in order: 78 (the split form over an fp32 cache: bench, paths, Youtu-LLM-2B A B B A), 79 (the same on
+# GLM-4.7-Flash), DEPTHS=4096,16384,32768 76 (32k beside llama.cpp with the fp16 cache; carry .cache/llama/llama-cpp-src.tar.xz),
+# VARIANTS="B A" 74 (the server's short chunks beside running streams), 75 (what bounds the batched step's routed experts),
+# DIFF=experts-split-16.diff BATCH=8,16,32 49, 64 (then VARIANT=tt4 65), 52, LLAMA=1 14.
 #   1: where a generated decode token of DeepSeek-V2-Lite and GLM-4.7-Flash goes, kernel by kernel: Nsight Compute's device
 #      times (L2 and clocks left as they run: --cache-control none --clock-control none) against the step as run in its
 #      graphs; then BEAM=2 on DeepSeek-V2-Lite's 8 slowest decode kernels (tools.beam_kernels) while the time lasts
@@ -793,6 +795,31 @@ case $1 in
        m=${run%:*} c=${run#*:}; echo "-- $m $c $(date +%T)"
        timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $m --llama --cache-type $c --decode 64 --depths ${DEPTHS:-4096,16384} \
          --json "$OUT/llama_${m%%-*}_$c.json" 2>&1 | grep -v '^{' | tail -3
+     done ;;
+  78) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT experiments/flash-split.diff: over an fp32 cache the flash kernel's rows are fp16 (hi, lo) pairs and every
+     # product three fp16 m16n8k16 (not three tf32 m16n8k8 with the splits in registers); GLM-4.7-Flash's in one stage. The
+     # kernel's bench (flash = tf32, flash split, split w1), Youtu-LLM-2B's paths at 2,600, then its prompts A B B A (f32)
+     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/flash-split.diff || exit 1
+     for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     P=${PRESETS:-youtu-llm-2b}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
+     (cd /tmp/B && timeout 150 python3 -m tools.bench_mla_attention --prefill 2048 --pos 14336 --layers 2 --iters 5 2>&1 | tee "$OUT/flash_split.txt" | grep -v '^$')
+     (cd /tmp/B && timeout 200 python3 -m tools.path_check --presets $P --depth 2600 2>&1 | tee "$OUT/paths_split_B.txt" | grep -v Warn | tail -4)
+     for v in ${VARIANTS:-A B B A}; do
+       d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --decode 32 --depths ${DEPTHS:-4096,16384} \
+         --json "$OUT/split_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -4)
+     done ;;
+  79) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # step 78 on GLM-4.7-Flash (its split rows in one stage): its paths at 2,600 with the diff, then its prompts A B B A
+     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/flash-split.diff || exit 1
+     for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     synth glm-4.7-flash; echo "synthesized $(date +%T)"
+     (cd /tmp/B && timeout 200 python3 -m tools.path_check --presets glm-4.7-flash --depth 2600 2>&1 | tee "$OUT/paths_split_glm.txt" | grep -v Warn | tail -4)
+     for v in ${VARIANTS:-A B B A}; do
+       d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets glm-4.7-flash --decode 32 --depths ${DEPTHS:-4096,16384} \
+         --json "$OUT/split_glm_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -4)
      done ;;
   77) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # step 76's rows that ran out of its call: ours alone with an fp16 cache (GLM-4.7-Flash, then Youtu-LLM-2B), then
