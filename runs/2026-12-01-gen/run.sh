@@ -11,7 +11,8 @@
 # Measured 2026-12-02 (calls 65-67): 73 (the fp16 mma flash kernel: landed with one warp a tile), 76 (the f16 rows beside
 # llama.cpp: DeepSeek-V2-Lite in one run; GLM-4.7-Flash's ran out), 77 (GLM-4.7-Flash and Youtu-LLM-2B alone).
 # Next lease, in order: 78 (the split form over an fp32 cache: bench, paths, Youtu-LLM-2B A B B A), 79 (the same on
-# GLM-4.7-Flash), DEPTHS=4096,16384,32768 76 (32k beside llama.cpp with the fp16 cache; carry .cache/llama/llama-cpp-src.tar.xz),
+# GLM-4.7-Flash), 80 (the fp16 cache's paths at full size with the landed fp16 kernel), DEPTHS=4096,16384,32768 76 (32k
+# beside llama.cpp with the fp16 cache; carry .cache/llama/llama-cpp-src.tar.xz),
 # VARIANTS="B A" 74 (the server's short chunks beside running streams), 75 (what bounds the batched step's routed experts),
 # DIFF=experts-split-16.diff BATCH=8,16,32 49, 64 (then VARIANT=tt4 65), 52, LLAMA=1 14.
 #   1: where a generated decode token of DeepSeek-V2-Lite and GLM-4.7-Flash goes, kernel by kernel: Nsight Compute's device
@@ -796,6 +797,12 @@ case $1 in
        timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $m --llama --cache-type $c --decode 64 --depths ${DEPTHS:-4096,16384} \
          --json "$OUT/llama_${m%%-*}_$c.json" 2>&1 | grep -v '^{' | tail -3
      done ;;
+  80) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # the fp16 cache's paths at full size with the landed fp16 flash kernel (one warp a tile): prefill against decode and
+     # the generated path at depth 2,600 (chunks of 2048 flash), the three models
+     (for m in youtu-llm-2b deepseek-v2-lite glm-4.7-flash; do synth $m & done; wait); echo "synthesized $(date +%T)"
+     timeout $(($(left) - 3)) python3 -m tools.path_check --presets youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash --depth 2600 --cache-type f16 2>&1 \
+       | tee "$OUT/paths_f16_all.txt" | grep -v Warn | tail -6 ;;
   78) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT experiments/flash-split.diff: over an fp32 cache the flash kernel's rows are fp16 (hi, lo) pairs and every
      # product three fp16 m16n8k16 (not three tf32 m16n8k8 with the splits in registers); GLM-4.7-Flash's in one stage. The
