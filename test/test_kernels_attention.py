@@ -651,7 +651,8 @@ def test_flash_prefill_needs_the_split_products(tmp_path):
   assert rel_err(emulate_flash(c, tmp_path, edit=crude), numpy_flash(c)) > 1e-5
 
 @pytest.mark.parametrize("ws", [1, 2])
-@pytest.mark.parametrize("H,dqk,dv,P,T", [(2, 32, 32, 13, 20), (1, 64, 32, 70, 70), (3, 32, 64, 0, 5)], ids=["small", "two-tiles", "start"])
+@pytest.mark.parametrize("H,dqk,dv,P,T", [(2, 32, 32, 13, 20), (1, 64, 32, 70, 70), (3, 32, 64, 0, 5), (1, 192, 128, 40, 24), (1, 256, 256, 40, 24)],
+                         ids=["small", "two-tiles", "start", "16-head-models", "glm-4.7-flash"])
 def test_flash_prefill_f16_emulated(H, dqk, dv, P, T, ws, tmp_path):
   """fp16 keys and values (an fp16 cache's expansions): every product one fp16 m16n8k16, the weights' A fragments the scores'
   C fragments, the values' B fragments transposed by ldmatrix. Against float64 over the same fp16 rows: within the error of
