@@ -688,14 +688,12 @@ def flash_prefill_kernel(n_head: int, dqk: int, dv: int, scale: float, tokens: i
   split = lambda x, h, l: f"{h} = AS_FLOAT((AS_UINT({x}) + 0x1000u) & 0xffffe000u); {l} = {x} - {h};"
   tiles = -(-tokens // qt)
   exchange = "" if ws == 1 else f"""
-    // the slices' partial scores: each warp's C fragments into shared memory, every warp of the tile sums them in order
+    // the two slices' partial scores: each warp's C fragments into shared memory, both warps of the tile sum them in order
     for (int n = 0; n < {kt // 8}; n++) for (int i = 0; i < 4; i++) part[((w*{kt // 8} + n)*4 + i)*32 + lane] = sh[n][i] + sx[n][i];
     BARRIER();
     for (int n = 0; n < {kt // 8}; n++) for (int i = 0; i < 4; i++) {{
       int w0 = w - wd;
-      float p = part[((w0*{kt // 8} + n)*4 + i)*32 + lane];
-      for (int u = 1; u < {ws}; u++) p += part[(((w0 + u)*{kt // 8} + n)*4 + i)*32 + lane];
-      sh[n][i] = p; sx[n][i] = 0.0f;
+      sh[n][i] = part[((w0*{kt // 8} + n)*4 + i)*32 + lane] + part[(((w0 + 1)*{kt // 8} + n)*4 + i)*32 + lane]; sx[n][i] = 0.0f;
     }}"""
   if half:
     queries = f"""  // the warp's queries as fp16 A fragments of m16n8k16 (rows g, g + 8; dims d0 + 16j + 2t, + 1 and + 8, + 9), scaled to
