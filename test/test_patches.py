@@ -1942,3 +1942,20 @@ print("ok")
 
 def test_0072_half_round_trip_kept(trees):
   assert_patch_needed(trees, "0072", HALF_ROUND_TRIP_KEPT, env={"DEV": "CPU", "CACHELEVEL": "0"})
+
+SYMBOLIC_LAUNCH_DIM = """
+# the global dims of an elementwise kernel over a symbolic row count times 20 heads (rows x 5, 16; the last dim is x, so the
+# rows land in y, whose limit is 65535): grouped by their largest value, every launch dim within its limit at any row count
+import math
+from tinygrad import UOp
+from tinygrad.codegen.gpudims import get_grouped_dims
+S = UOp.variable("S", 1, 16448)
+idxs = get_grouped_dims("gidx", (S * 5, 16), (2147483647, 65535, 65535), reverse=True)
+sizes = sorted({u for x in idxs for u in x.toposort() if u.op.name == "SPECIAL"}, key=lambda u: u.arg)
+assert all(int(u.src[0].vmax) <= m for u, m in zip(sizes, (2147483647, 65535, 65535))), [u.src[0] for u in sizes]
+assert math.prod(int(u.src[0].vmax) for u in sizes) == 16448 * 5 * 16
+print("ok")
+"""
+
+def test_0073_symbolic_launch_dim(trees):
+  assert_patch_needed(trees, "0073", SYMBOLIC_LAUNCH_DIM)
