@@ -90,8 +90,10 @@ def resolve_model(model: str, mix: str = "release") -> Path:
   if model in synth.PRESETS: return synth.generate(model, mix, progress=sys.stderr.isatty())
   raise SystemExit(f"bench: unknown model '{model}': not a file, and not a preset ({', '.join(synth.PRESETS)})")
 
-def load_model(path: Path, max_context: int, split_mask: int, verbose: bool = False, kernels: str = "hand", slots: int = 1) -> Transformer:
-  try: return Transformer.from_gguf(path, max_context=max_context, split_mask=split_mask, verbose=verbose, kernels=kernels, slots=slots)
+def load_model(path: Path, max_context: int, split_mask: int, verbose: bool = False, kernels: str = "hand", slots: int = 1,
+               cache_type: str = "f32") -> Transformer:
+  try: return Transformer.from_gguf(path, max_context=max_context, split_mask=split_mask, verbose=verbose, kernels=kernels, slots=slots,
+                                    cache_type=cache_type)
   except GGUFError as e: raise SystemExit(f"bench: {e}")
 
 def set_split_mask(model: Transformer, mask: int) -> None:

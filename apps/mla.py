@@ -488,11 +488,16 @@ class Block:
     row a position: the chunk's rows a prefix), the flash kernel over them."""
     cfg, S = self.cfg, start_pos + T
     w_k, w_v = heads_side_by_side(*(dequantize_rows(w.groups[0]) for w in (self.attn_k_b, self.attn_v_b)))
-    keys, values = expand_per_head(view[0:S].float(), w_k, w_v, cfg.n_head, cfg.qk_rope)
     kbuf, vbuf = tables[3]
-    # the buffers' dtype is the cache's (Transformer._size_expanded): an fp16 cache's expansions fp16, the kernel's products too
-    kbuf = Tensor(kbuf.uop.after(kbuf[0:S].uop.store(keys.cast(kbuf.dtype).uop)))
-    vbuf = Tensor(vbuf.uop.after(vbuf[0:S].uop.store(values.cast(vbuf.dtype).uop)))
+    store = lambda buf, x: Tensor(buf.uop.after(buf[0:S].uop.store(x.uop)))
+    keys, values = expand_per_head(view[0:S].float(), w_k, w_v, cfg.n_head, cfg.qk_rope)
+    # the buffers hold the kernel's form (Transformer._size_expanded): fp16 (hi, lo) pairs of the fp32 rows where they are
+    # twice as wide (made from the realized products: stored as pairs in the products' kernel, tinygrad computed each product
+    # twice, once a half), else the rows in the buffers' dtype (an fp16 cache's expansions fp16, the kernel's products too)
+    if kbuf.shape[-1] == 2 * keys.shape[-1]:
+      halves = self.kernel_modules.mla_attention.split_halves
+      keys, values = halves(keys.contiguous()), halves(values.contiguous())
+    kbuf, vbuf = store(kbuf, keys.cast(kbuf.dtype)), store(vbuf, values.cast(vbuf.dtype))
     (q,), _, _ = to_bound(q_nope.float().cat(q_pe.float(), dim=-1), slices=self.fusions.slices)
     out = self.kernel_modules.mla_attention.mla_flash_prefill(q, kbuf, vbuf, tables[2], cfg.kq_scale)
     return out if isinstance(T, int) else out[:T]

@@ -68,10 +68,11 @@ def fit_context(cfg: Config, cache_itemsize: int, free: int | None, chunk: int, 
   (with FIT_RESERVE and a tenth kept back): every block's cache row of every slot, the rope tables' row and the prompt
   buffer's entry a token, and what a prefill chunk's attention holds per key: with `scores` (the tensor-op attention of the
   generated path; the tensor cores' kernels hold none) its scores (chunk x heads x fp32, twice) and, where it expands the
-  latent rows, their keys and values (heads x (qk_nope + rope + v_head) x fp32). 4096 where the free memory is unknown."""
+  latent rows, their keys and values (heads x (qk_nope + rope + v_head) x fp32; twice without `scores` over an fp32 cache:
+  the flash kernel's products are realized before their fp16 pairs). 4096 where the free memory is unknown."""
   if free is None: return min(4096, cfg.context_length)
   per_token = slots * cfg.n_layer * (cfg.kv_lora_rank + cfg.qk_rope) * cache_itemsize + 4 * cfg.qk_rope + 4 + 2 * 4 * chunk * cfg.n_head * scores
-  if expands_latents(cfg, chunk): per_token += 4 * cfg.n_head * (cfg.qk_nope + cfg.qk_rope + cfg.v_head)
+  if expands_latents(cfg, chunk): per_token += 4 * cfg.n_head * (cfg.qk_nope + cfg.qk_rope + cfg.v_head) * (1 + (not scores and cache_itemsize == 4))
   n = (int(free * 0.9) - FIT_RESERVE) // per_token // 256 * 256
   if n < 256: raise ValueError(f"{free / 2**20:.0f} MiB free on the device after the weights: no room for a context (pass a smaller --max-context)")
   return min(n, cfg.context_length)
@@ -201,14 +202,17 @@ class Transformer:
 
   def _size_expanded(self) -> None:
     """The buffers of a long chunk's keys and values expanded per head, a row a position, where a chunk of the hand-written
-    path on the tensor cores takes the flash kernel (apps/mla.py flash_prefills), else none; in the cache's precision (an
-    fp16 cache's rows expand to fp16 ones, which the kernel multiplies in fp16). Zeroed once, so the rows past a chunk that
-    a padded query reaches are finite; fit_context counts them."""
+    path on the tensor cores takes the flash kernel (apps/mla.py flash_prefills), else none; in the kernel's form for the
+    cache (flash_form: an fp16 cache's rows expand to fp16 ones, an fp32 cache's to fp16 (hi, lo) pairs, twice as wide,
+    where a stage of them fits, else to fp32 ones). Zeroed once, so the rows past a chunk that a padded query reaches are
+    finite; fit_context counts them (4 bytes an element, what fp32 and the pairs take)."""
     cfg = self.cfg
     if not (self.kernels == "hand" and has_mma(self.device) and any(flash_prefills(cfg, c) for c in self.prefill_chunks)): self.expanded = None
     elif self.expanded is None:
-      self.expanded = tuple(device_full((self.max_context, cfg.n_head, w), 0, self.cache_dtype, self.device)
-                            for w in (cfg.qk_nope + cfg.qk_rope, cfg.v_head))
+      dqk, dv = cfg.qk_nope + cfg.qk_rope, cfg.v_head
+      form = self.kernel_modules.mla_attention.flash_form(dqk, dv, self.cache_dtype)
+      dtype, wide = (self.cache_dtype, 1) if form != "split" else (dtypes.float16, 2)
+      self.expanded = tuple(device_full((self.max_context, cfg.n_head, wide * w), 0, dtype, self.device) for w in (dqk, dv))
 
   def _capture_key(self) -> str:
     modules = tuple((f.name, getattr(m, "__file__", None), Path(m.__file__).read_bytes() if getattr(m, "__file__", None) else None)

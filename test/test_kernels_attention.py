@@ -21,7 +21,8 @@ from apps.kernels.mla_attention import (AttentionShape, attend_kernel, combine_k
                                         SPLITS, MIN_CHUNK, prefill_attend_kernel,
                                         mla_prefill_attention, prefill_splits, PREFILL_SPLITS, PREFILL_MIN_CHUNK,
                                         prefill_mma_kernel, mma_warps, mma_group, MMA_GROUP,
-                                        flash_prefill_kernel, flash_keys, flash_split, FLASH_KEYS)
+                                        flash_prefill_kernel, flash_keys, flash_split, FLASH_KEYS, flash_form, split_halves,
+                                        flash_stages)
 
 REPO = Path(__file__).resolve().parent.parent
 SMALL = AttentionShape(n_head=4, kv_lora=64, qk_nope=32, qk_rope=16)
@@ -610,14 +611,19 @@ def numpy_flash(c: dict) -> np.ndarray:
       out[t, h] = pr / pr.sum() @ v[:P + t + 1, h]
   return out
 
-def emulate_flash(c: dict, work: Path, tokens: int | None = None, edit=lambda body: body, ws: int | None = None, half: bool = False) -> np.ndarray:
+def numpy_split_halves(x: np.ndarray) -> np.ndarray:
+  hi = x.astype(np.float16)
+  return np.concatenate([hi, ((x - hi.astype(np.float32)) * 2048).astype(np.float16)], axis=-1)
+
+def emulate_flash(c: dict, work: Path, tokens: int | None = None, edit=lambda body: body, ws: int | None = None, half: bool = False,
+                  split: bool = False) -> np.ndarray:
   T, H, dqk = c["q"].shape
   tokens = tokens or T
   q = np.concatenate([c["q"], np.zeros((tokens - T, H, dqk), np.float32)])
   out = np.full((tokens, H, c["v"].shape[2]), np.nan, np.float32)
-  k = flash_prefill_kernel(H, dqk, c["v"].shape[2], c["scale"], tokens, c["k"].shape[0], ws, half)
+  k = flash_prefill_kernel(H, dqk, c["v"].shape[2], c["scale"], tokens, c["k"].shape[0], ws, half, split)
   k = SourceKernel(k.name, k.params, edit(k.body), k.global_size, k.local_size, trigger=k.trigger)
-  kv = (lambda x: x.astype(np.float16)) if half else (lambda x: x)
+  kv = (lambda x: x.astype(np.float16)) if half else numpy_split_halves if split else (lambda x: x)
   emulate(k, "CUDA", [out, q, kv(c["k"]), kv(c["v"]), c["pos"]], work)
   return out
 
@@ -640,6 +646,7 @@ def test_flash_prefill_emulated_padded_and_wide(tmp_path):
   assert rel_err(out[:3], numpy_flash(c)) < 1e-5
   assert flash_keys(192, 128) == FLASH_KEYS and flash_keys(256, 256) == 8 and flash_split(256, 256) == flash_split(192, 128) == 2
   assert flash_split(24, 16) == 1 and flash_split(256, 256, half=True) == flash_split(192, 128, half=True) == 1
+  assert flash_split(192, 128, split=True) == 1 and flash_split(256, 256, split=True) == 2
   c = flash_case(1, 256, 256, 21, 4, 30, seed=4)
   assert rel_err(emulate_flash(c, tmp_path / "wide"), numpy_flash(c)) < 1e-5
 
@@ -661,6 +668,42 @@ def test_flash_prefill_f16_emulated(H, dqk, dv, P, T, ws, tmp_path):
   c["k"], c["v"] = (c[n].astype(np.float16).astype(np.float32) for n in ("k", "v"))
   err = rel_err(emulate_flash(c, tmp_path, ws=ws, half=True), numpy_flash(c))
   assert 1e-5 < err < 1.5e-3, err
+
+@pytest.mark.parametrize("ws", [1, 2])
+@pytest.mark.parametrize("H,dqk,dv,P,T", [(2, 32, 32, 13, 20), (1, 64, 32, 70, 70), (3, 32, 64, 0, 5)], ids=["small", "two-tiles", "start"])
+def test_flash_prefill_split_emulated(H, dqk, dv, P, T, ws, tmp_path):
+  """fp32 keys and values as fp16 pairs (split_halves), every product three fp16 m16n8k16 (hi hi; hi lo and lo hi apart):
+  fp32 accuracy against float64, as the tf32 form's."""
+  c = flash_case(H, dqk, dv, P, T, P + T + 9, seed=P + T, sharp=4.0)
+  assert rel_err(emulate_flash(c, tmp_path, ws=ws, split=True), numpy_flash(c)) < 1e-5
+
+def test_flash_prefill_split_needs_the_cross_terms(tmp_path):
+  """Without the lo halves (the cross terms dropped) the split form is fp16's accuracy, not fp32's: the products above
+  are what make it exact."""
+  c = flash_case(2, 32, 32, 13, 20, 42, seed=9, sharp=4.0)
+  crude = lambda body: body.replace("* 0.00048828125f", "* 0.0f")
+  assert rel_err(emulate_flash(c, tmp_path, edit=crude, split=True), numpy_flash(c)) > 1e-4
+
+def test_flash_prefill_split_one_stage_emulated(tmp_path):
+  """GLM-4.7-Flash's 256 + 256 rows as pairs: two stages of 16 do not fit 48 KB, one does (its loads wait for the last
+  stage's math); fp32 accuracy as with two, two warps a tile (fp32's registers)."""
+  assert flash_stages(192, 128, split=True) == (FLASH_KEYS, 2) and flash_stages(256, 256, split=True) == (FLASH_KEYS, 1)
+  c = flash_case(1, 256, 256, 21, 20, 45, seed=6, sharp=4.0)
+  assert "LOAD_STAGE(c0, 0)" in flash_prefill_kernel(1, 256, 256, 0.1, 20, 45, split=True).body
+  assert rel_err(emulate_flash(c, tmp_path, split=True), numpy_flash(c)) < 1e-5
+
+def test_split_halves():
+  """split_halves: hi + lo * 2^-11 within 2^-21 of x relative where x is 2^-10 or more (fp32's 2^-24, near), and within
+  2^-34 absolute below (hi and lo subnormal there), on the device's own kernel (a float's rounding through half and back is
+  not dropped: patches/0072)."""
+  x = (np.random.default_rng(0).standard_normal((64, 3, 40)) * np.logspace(-6, 4, 40)).astype(np.float32)
+  got = split_halves(Tensor(x)).numpy()
+  assert got.dtype == np.float16 and got.shape == (64, 3, 80)
+  back = got[..., :40].astype(np.float64) + got[..., 40:].astype(np.float64) / 2048
+  assert (np.abs(back - x) <= np.maximum(np.abs(x) * 2.0**-21, 2.0**-34)).all()
+  assert (got[..., 40:] != 0).mean() > 0.9   # lo holds the rest
+  assert flash_form(192, 128, dtypes.float32) == flash_form(256, 256, dtypes.float32) == "split"
+  assert flash_form(256, 256, dtypes.float16) == "f16" and flash_form(576, 512, dtypes.float32) == "tf32"
 
 def test_flash_prefill_f16_padded(tmp_path):
   """fp16 rows: a chunk of 3 tokens run as its bound of 6, the padded rows' keys past the chunk large and finite (a weight on

@@ -315,8 +315,8 @@ def test_flash_prefill_wiring(monkeypatch, cache_type):
   """The model's flash branch (apps/mla.py Block.flash_attention: a chunk's rows 0..start_pos + T - 1 expanded per head into
   Transformer.expanded, then mla_flash_prefill over them) gives the CPU path's logits, with the tensor cores' kernel stood in
   for by tensor-op causal attention over the buffers and positions it is given: two chunks of 256, the second 44 tokens
-  under its bound (the padded queries reach zeroed rows past the prompt), over an fp32 and an fp16 cache. The buffers exist
-  where a chunk length of the hand-written path takes the flash kernel."""
+  under its bound (the padded queries reach zeroed rows past the prompt), over an fp32 cache (its rows as the fp16 pairs
+  of split_halves) and an fp16 one. The buffers exist where a chunk length of the hand-written path takes the flash kernel."""
   import dataclasses, types
   import apps.mla as mla, apps.model as M
   from tinygrad import Tensor, dtypes
@@ -327,6 +327,8 @@ def test_flash_prefill_wiring(monkeypatch, cache_type):
   assert mla.flash_prefills(cfg, 256) and m.expanded is None   # the CPU has no tensor cores: no buffers, no flash branch
   def flash(q, keys, values, pos, scale):
     T, rows = q.shape[0], keys.shape[0]
+    if keys.shape[-1] == 2 * q.shape[-1]:   # fp16 (hi, lo) pairs of fp32 rows
+      keys, values = ((x[..., :x.shape[-1] // 2].float() + x[..., x.shape[-1] // 2:].float() / 2048) for x in (keys, values))
     seen = Tensor.arange(rows).reshape(1, 1, rows) <= (Tensor.arange(T) + pos[0].cast(dtypes.int32)).reshape(1, T, 1)
     s = seen.where(q.permute(1, 0, 2) @ keys.float().permute(1, 2, 0) * scale, float("-inf"))     # (H, T, rows)
     return (s.softmax(-1) @ values.float().permute(1, 0, 2)).permute(1, 0, 2)                      # (T, H, v_head)
@@ -341,16 +343,17 @@ def test_flash_prefill_wiring(monkeypatch, cache_type):
   m.set_prefill_chunks(128)
   assert m.expanded is None                                  # no chunk of 128 takes the flash kernel: no buffers
   m.set_prefill_chunks(256)
-  assert [t.shape for t in m.expanded] == [(512, cfg.n_head, cfg.qk_nope + cfg.qk_rope), (512, cfg.n_head, cfg.v_head)]
+  wide = 2 if cache_type == "f32" else 1   # this preset's rows fit a stage as pairs: flash_form's "split"
+  assert stand_in.flash_form(cfg.qk_nope + cfg.qk_rope, cfg.v_head, m.cache_dtype) == {"f32": "split", "f16": "f16"}[cache_type]
+  assert [t.shape for t in m.expanded] == [(512, cfg.n_head, wide * (cfg.qk_nope + cfg.qk_rope)), (512, cfg.n_head, wide * cfg.v_head)]
   m.set_kernels("generated")
   assert m.expanded is None
   m.set_kernels("hand")
   ids = window(cfg.vocab_size, 300, 5)
   got, want = m.logits(ids), ref.logits(ids)
-  # every block's chunks took the flash branch, over keys and values expanded in the cache's precision (fp16: the kernel's
-  # fp16 products)
-  kv = {"f32": dtypes.float32, "f16": dtypes.float16}[cache_type]
-  assert calls and all(s[0] == 256 and s[-2:] == (kv, kv) for s in calls), calls
+  # every block's chunks took the flash branch, over keys and values in fp16: an fp32 cache's as (hi, lo) pairs (the
+  # kernel's three fp16 products a pair), an fp16 cache's as they are (one)
+  assert calls and all(s[0] == 256 and s[-2:] == (dtypes.float16, dtypes.float16) for s in calls), calls
   # an fp16 cache's expansions are rounded to fp16 as well (the kernel multiplies fp16 rows): their 10-bit mantissas move
   # this preset's logits by 8.4e-4, what the fp16 cache's own rounding moves them by against an fp32 cache (7.8e-4, and one
   # of these 300 rows' argmax)

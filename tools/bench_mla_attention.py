@@ -115,7 +115,7 @@ def bench_flash_prefill(name: str, shape: tuple, tokens: int, start: int, layers
   """The same chunk in the form expanded per head (apps/mla.expanded_attention's keys and values from the cache rows, k_b and
   v_b as floats): the flash kernel with the expansions (tensor ops) it needs, and alone; its output against the expanded
   tensor ops' (causal_attention), on the first block. The speedup column is against the absorbed CUDA-core kernel."""
-  from apps.kernels.mla_attention import mla_flash_prefill
+  from apps.kernels.mla_attention import mla_flash_prefill, split_halves, flash_form
   from apps.mla import causal_attention, heads_side_by_side, expand_per_head
   H, KV, NOPE, R, _ = shape
   DV, S, scale = V_HEAD[name], start + tokens, 1 / math.sqrt(NOPE + R)
@@ -132,6 +132,10 @@ def bench_flash_prefill(name: str, shape: tuple, tokens: int, start: int, layers
            "flash w1": lambda: Tensor.stack(*[mla_flash_prefill(q, k, v, pos, scale, ws=1) for q, (k, v) in zip(qfull, kvs)]).realize(),
            "flash f16": lambda: Tensor.stack(*[mla_flash_prefill(q, k, v, pos, scale) for q, (k, v) in zip(qfull, kvs16)]).realize(),
            "flash f16 w2": lambda: Tensor.stack(*[mla_flash_prefill(q, k, v, pos, scale, ws=2) for q, (k, v) in zip(qfull, kvs16)]).realize()}
+  if flash_form(NOPE + R, DV, dtypes.float32) == "split":   # an fp32 cache's expansions as fp16 (hi, lo) pairs
+    kvs2 = [tuple(split_halves(t).contiguous().realize() for t in kv) for kv in kvs]
+    steps["flash split"] = lambda: Tensor.stack(*[mla_flash_prefill(q, k, v, pos, scale) for q, (k, v) in zip(qfull, kvs2)]).realize()
+    steps["flash split w1"] = lambda: Tensor.stack(*[mla_flash_prefill(q, k, v, pos, scale, ws=1) for q, (k, v) in zip(qfull, kvs2)]).realize()
   k, v = kvs[0]
   ref = causal_attention(qfull[0], k.permute(1, 0, 2), v.permute(1, 0, 2), start, S, scale).numpy()
   # the last 32 queries (the most keys) in float64 on the host: which side of a difference is off

@@ -33,7 +33,7 @@ from dataclasses import dataclass, asdict
 from typing import Sequence
 import apps  # noqa: F401
 import bench_block as bb
-from apps import KERNEL_PATHS
+from apps import CACHE_TYPES, KERNEL_PATHS
 from tinygrad.helpers import Context, ansistrip
 from tinygrad.uop.ops import Ops, UOp, sym_infer
 from tinygrad.engine.jit import _prepare_jit_inputs, TinyJit
@@ -315,6 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
   ap.add_argument("--chunk", type=int, default=None, help="fill, prompt: the prefill chunk length (default: the model's shortest)")
   ap.add_argument("--batch", type=int, default=1, help="decode: a batched step of this many sequences (Transformer.step), each at --pos")
   ap.add_argument("--kernels", default="hand", choices=KERNEL_PATHS, help="hand-written kernels where the device has them, or generated only")
+  ap.add_argument("--cache-type", choices=CACHE_TYPES, default="f32", help="the latent cache's elements")
   ap.add_argument("--json", action="store_true")
   ap.add_argument("--ncu", action="store_true", help="run one more pass inside the CUDA profiler range (run under ncu)")
   ap.add_argument("--ncu-csv", metavar="CSV", help="measure nothing: print --rows's table with this Nsight Compute CSV's times "
@@ -344,7 +345,7 @@ def main(argv: Sequence[str] | None = None) -> int:
   a.model = a.model or bb.default_model()
   path = bb.resolve_model(a.model, a.mix)
   if a.batch < 1 or (a.batch > 1 and a.target != "decode"): ap.error("--batch is a positive number of sequences, for --target decode")
-  m = bb.load_model(path, max(a.max_context, a.pos + 1), a.mask, kernels=a.kernels, slots=a.batch)
+  m = bb.load_model(path, max(a.max_context, a.pos + (a.chunk or 1)), a.mask, kernels=a.kernels, slots=a.batch, cache_type=a.cache_type)
   if a.chunk is not None: m.set_prefill_chunks(a.chunk)
   bench = bb.Bench(m, a.pos, a.bank, rows=a.batch)
   res = profile(bench, a.target, a.repeat, a.count, a.ncu)

@@ -649,53 +649,128 @@ def launch_prefill(attend, combine, q: Tensor, q_pe: Tensor, cache: Tensor, pos:
 FLASH_KEYS = 16   # keys per shared-memory stage: two n8 tiles of the scores, two k8 steps of the values
 FLASH_WARPS = 4   # warps a workgroup: 16 query rows each, one head
 
-def flash_keys(dqk: int, dv: int, half: bool = False) -> int:
-  """Keys a stage holds: FLASH_KEYS where two stages of keys and values (and the warps' partial scores) fit the 48 KB of
-  static workgroup memory, else 8 (fp32 rows only: fp16 ones take the values' products in k16 steps)."""
-  pad, size = (8, 2) if half else (4, 4)
-  return next(kt for kt in (FLASH_KEYS, 8) if 2 * kt * (dqk + pad + dv + 8) * size + FLASH_WARPS * kt * 64 <= 48 * 1024)
+def flash_stages(dqk: int, dv: int, half: bool = False, split: bool = False) -> tuple[int, int] | None:
+  """Keys a stage holds and stages: FLASH_KEYS in two stages where two stages of keys and values (and the warps' partial
+  scores) fit the 48 KB of static workgroup memory, else 8 in two (fp32 rows only: fp16 ones take the values' products in
+  k16 steps), else FLASH_KEYS in one (`split` rows only: each stage's loads then wait for the last one's math, which a
+  second workgroup on the SM overlaps), else None. `split` rows are fp16 pairs (hi, lo) of fp32 ones: an fp32 row's bytes."""
+  pad, size, wide = (8, 2, 2 if split else 1) if half or split else (4, 4, 1)
+  tries = ((FLASH_KEYS, 2), (FLASH_KEYS, 1)) if split else ((FLASH_KEYS, 2),) if half else ((FLASH_KEYS, 2), (8, 2))
+  return next(((kt, n) for kt, n in tries if n * kt * (wide * dqk + pad + wide * dv + 8) * size + FLASH_WARPS * kt * 64 <= 48 * 1024), None)
 
-def flash_split(dqk: int, dv: int, half: bool = False) -> int:
+def flash_keys(dqk: int, dv: int, half: bool = False, split: bool = False) -> int | None:
+  """Keys a stage holds (flash_stages)."""
+  return None if (st := flash_stages(dqk, dv, half, split)) is None else st[0]
+
+def split_halves(x: Tensor) -> Tensor:
+  """fp32 x (..., n) as fp16 (..., 2n): hi = x to nearest, then lo = (x - hi) * 2^11 (fp16 keeps it normal where x is);
+  hi + lo * 2^-11 holds 22 of x's 24 mantissa bits. The flash kernel's `split` rows: three fp16 products a pair (hi hi,
+  hi lo, lo hi) are as accurate as three tf32 ones. |x| must stay within fp16's range (65504)."""
+  hi = x.cast(dtypes.float16)
+  return hi.cat(((x - hi.float()) * 2048).cast(dtypes.float16), dim=-1)
+
+def flash_form(dqk: int, dv: int, cache_dtype) -> str:
+  """The flash kernel's rows for a cache of `cache_dtype`: "f16" rows for an fp16 cache; for an fp32 one "split" (fp16 hi,
+  lo pairs: split_halves) where a stage of 16 of them fits (flash_stages), else "tf32" (fp32 rows, three tf32 products a
+  pair)."""
+  if cache_dtype == dtypes.float16: return "f16"
+  return "split" if flash_keys(dqk, dv, split=True) else "tf32"
+
+def flash_split(dqk: int, dv: int, half: bool = False, split: bool = False) -> int:
   """Warps that share a tile of 16 queries (each a slice of the query's dims and of the value columns): two where one warp
   would hold more than 128 registers of fp32 queries and output (a row tile's dqk / 2 + dv / 2 a lane). fp16 kernels take
   one: their queries hold half the registers, and the workgroup's 64 queries share each staged key (at 2048 x 14,336 keys on
-  the H200 4.4 against 5.6 ms at GLM-4.7-Flash's shape, whose 255 registers spill 136 bytes; 2.1 against 3.1 ms at 16 heads)."""
+  the H200 4.4 against 5.6 ms at GLM-4.7-Flash's shape, whose 255 registers spill 136 bytes; 2.1 against 3.1 ms at 16 heads).
+  fp16 pairs of fp32 rows (`split`) take one up to 192 + 128 dims (4.1 against 5.5 ms at 16 heads) and two above (GLM-4.7-
+  Flash's 256 + 256: 10.7 against 13.2 ms)."""
+  if split: return 2 if dqk + dv > 320 and dqk % 16 == 0 and dv % 16 == 0 else 1
   return 2 if not half and (dqk + dv) // 2 > 128 and dqk % 16 == 0 and dv % 16 == 0 else 1
 
 def flash_prefill_kernel(n_head: int, dqk: int, dv: int, scale: float, tokens: int, key_rows: int, ws: int | None = None,
-                         half: bool = False) -> SourceKernel:
+                         half: bool = False, split: bool = False) -> SourceKernel:
   """Causal attention of a chunk's `tokens` queries q (tokens, n_head, dqk) at positions pos[0].. over keys k (key_rows,
   n_head, dqk) and values v (key_rows, n_head, dv), of which rows 0..pos[0] + tokens - 1 are read: out (tokens, n_head,
   dv). Rows are tokens, as the cache's are, so a chunk's expansions of rows 0..start_pos + T - 1 are a prefix of a buffer of
   the context's rows. A workgroup of FLASH_WARPS warps owns one head's queries in tiles of 16 (the last ones first: the
   most keys), `ws` warps a tile (flash_split): each holds its slice of the tile's query dims in registers as A fragments and
   walks the keys up to its workgroup's last query, a stage of keys and their values at a time through shared memory (two
-  stages, cp.async: the next loads while this one computes). The 16 x kt scores stay in registers (with ws 2, the two
+  stages, cp.async: the next loads while this one computes; one where two do not fit: flash_stages). The 16 x kt scores stay in registers (with ws 2, the two
   slices' partial scores meet in shared memory and both warps sum them alike): the online softmax over the quad that holds
   a row, then P . V, each warp its slice of the value columns, a stage's values summed apart and added to the running
   output in fp32. fp32 keys and values: every product three tf32 mma.sync (hi hi + hi lo + lo hi: fp32 accuracy), the
   weights moved by shuffles from the scores' C layout into the A layout of P . V, as prefill_mma_kernel does. With `half`
   the keys and values are fp16 (an fp16 cache's expansions, its 10-bit mantissas) and every product one fp16 mma.sync
   m16n8k16 of the queries and weights rounded to fp16: the scores' C fragments are the weights' A fragments as they stand,
-  the values' B fragments come transposed from shared memory (ldmatrix). The key and value rows up to the last query's
+  the values' B fragments come transposed from shared memory (ldmatrix). With `split` the rows are fp32 ones as fp16 pairs
+  (split_halves: a key row [hi | lo] of 2 dqk halves, a value row of 2 dv) and so are the queries and weights: each product
+  three fp16 mma.sync (hi hi; hi lo and lo hi summed apart, scaled by 2^-11), fp32-accurate as the tf32 form is at half its
+  products (m16n8k16 against k8) and with no splits of staged rows in registers. The key and value rows up to the last query's
   position must hold finite numbers, a padded query's too (a zero weight still multiplies them)."""
-  ws = ws or flash_split(dqk, dv, half)
+  assert not (half and split)
+  h16, WK, WV = half or split, dqk * (1 + split), dv * (1 + split)   # fp16 rows; a row's elements in the buffers
+  ws = ws or flash_split(dqk, dv, half, split)
   assert ws in (1, 2) and dqk % (8 * ws) == 0 and dv % (8 * ws) == 0 and tokens > 0 and key_rows > 0, (dqk, dv, ws, tokens, key_rows)
-  kt, qt, DQW, DVW = flash_keys(dqk, dv, half), 16 * FLASH_WARPS // ws, dqk // ws, dv // ws
-  assert not half or (kt % 16 == 0 and DQW % 16 == 0 and DVW % 16 == 0), (kt, DQW, DVW)
+  (kt, stages), qt, DQW, DVW = flash_stages(dqk, dv, half, split) or (0, 0), 16 * FLASH_WARPS // ws, dqk // ws, dv // ws
+  assert kt > 0 and (not h16 or (kt % 16 == 0 and DQW % 16 == 0 and DVW % 16 == 0)), (kt, DQW, DVW)
   # staged row strides in elements: the fragments' reads (and ldmatrix's rows) hit 32 banks
-  SK, SV, E, vec = (dqk + 8, dv + 8, 8, "uint4") if half else (dqk + 4, dv + 8, 4, "float4")
-  split = lambda x, h, l: f"{h} = AS_FLOAT((AS_UINT({x}) + 0x1000u) & 0xffffe000u); {l} = {x} - {h};"
+  SK, SV, E, vec = (WK + 8, WV + 8, 8, "uint4") if h16 else (dqk + 4, dv + 8, 4, "float4")
+  # a score of the scores' two accumulators (hi hi; the cross terms, in units of 2^-11 with split)
+  score = "sh[n][i] + sx[n][i] * 0.00048828125f" if split else "sh[n][i] + sx[n][i]"
+  pack = lambda hi, lo, a, b: f"{hi} = PACK_H2({a}, {b}); {lo} = PACK_H2(({a} - H2F_BITS({hi})) * 2048.0f, ({b} - H2F_BITS({hi} >> 16)) * 2048.0f);"
+  tf32_hilo = lambda x, h, l: f"{h} = AS_FLOAT((AS_UINT({x}) + 0x1000u) & 0xffffe000u); {l} = {x} - {h};"
   tiles = -(-tokens // qt)
   exchange = "" if ws == 1 else f"""
     // the two slices' partial scores: each warp's C fragments into shared memory, both warps of the tile sum them in order
-    for (int n = 0; n < {kt // 8}; n++) for (int i = 0; i < 4; i++) part[((w*{kt // 8} + n)*4 + i)*32 + lane] = sh[n][i] + sx[n][i];
+    for (int n = 0; n < {kt // 8}; n++) for (int i = 0; i < 4; i++) part[((w*{kt // 8} + n)*4 + i)*32 + lane] = {score};
     BARRIER();
     for (int n = 0; n < {kt // 8}; n++) for (int i = 0; i < 4; i++) {{
       int w0 = w - wd;
       sh[n][i] = part[((w0*{kt // 8} + n)*4 + i)*32 + lane] + part[(((w0 + 1)*{kt // 8} + n)*4 + i)*32 + lane]; sx[n][i] = 0.0f;
     }}"""
-  if half:
+  if split:
+    queries = f"""  // the warp's queries as fp16 A fragments of m16n8k16, hi and lo (rows g, g + 8; dims d0 + 16j + 2t, + 1 and + 8, + 9),
+  // scaled to base-2 scores
+  unsigned qf[{DQW // 16}][4], qx[{DQW // 16}][4];
+  for (int j = 0; j < {DQW // 16}; j++) for (int i = 0; i < 4; i++) {{
+    int r = (i & 1) ? rb : ra, d = (r*H + h)*DQK + d0 + 16*j + 2*t + 8*(i >> 1);
+    float a = r < T ? q[d] * SCALE2 : 0.0f, b = r < T ? q[d + 1] * SCALE2 : 0.0f;
+    {pack("qf[j][i]", "qx[j][i]", "a", "b")}
+  }}"""
+    scores = f"""    // scores of the 16 rows x keys c0 + 8n + 0..7: B fragment key g, dims 2t, 2t + 1 (and + 8, + 9), a word each; the
+    // key's lo half {dqk // 2} words on
+    const unsigned* kb = (const unsigned*)ks4 + b*{kt * SK // 2} + d0 / 2;
+    float sh[{kt // 8}][4], sx[{kt // 8}][4];
+    for (int n = 0; n < {kt // 8}; n++) for (int i = 0; i < 4; i++) sh[n][i] = sx[n][i] = 0.0f;
+    for (int j = 0; j < {DQW // 16}; j++) for (int n = 0; n < {kt // 8}; n++) {{
+      const unsigned* kr = kb + (8*n + g)*{SK // 2} + 8*j + t;
+      MMA_F16(sh[n], qf[j], kr[0], kr[4]); MMA_F16(sx[n], qf[j], kr[{dqk // 2}], kr[{dqk // 2 + 4}]); MMA_F16(sx[n], qx[j], kr[0], kr[4]);
+    }}{exchange}"""
+    values = f"""    // P's A fragments, a k16 step of the values, hi and lo: the C fragments of its two n8 tiles of scores as they stand
+    unsigned pf[{kt // 16}][4], px[{kt // 16}][4];
+    for (int s = 0; s < {kt // 16}; s++) {{
+      {pack("pf[s][0]", "px[s][0]", "sh[2*s][0]", "sh[2*s][1]")} {pack("pf[s][1]", "px[s][1]", "sh[2*s][2]", "sh[2*s][3]")}
+      {pack("pf[s][2]", "px[s][2]", "sh[2*s + 1][0]", "sh[2*s + 1][1]")} {pack("pf[s][3]", "px[s][3]", "sh[2*s + 1][2]", "sh[2*s + 1][3]")}
+    }}
+    // out = out * alpha + P . V over this warp's value columns, two n8 tiles at a time, the hi and lo values (dv halves on)
+    // by ldmatrix .trans as in the fp16 form
+    const half* vb = (const half*)vs4 + b*{kt * SV} + v0c;
+    for (int m = 0; m < {DVW // 8}; m += 2) {{
+      float acc[2][4] = {{{{0.0f, 0.0f, 0.0f, 0.0f}}, {{0.0f, 0.0f, 0.0f, 0.0f}}}}, acx[2][4] = {{{{0.0f, 0.0f, 0.0f, 0.0f}}, {{0.0f, 0.0f, 0.0f, 0.0f}}}};
+      for (int s = 0; s < {kt // 16}; s++) {{
+        unsigned vf[4], vl[4];
+        LDSM_X4_T(vf, vb + (16*s + (lane & 15))*SV + 8*m + 8*(lane >> 4));
+        LDSM_X4_T(vl, vb + (16*s + (lane & 15))*SV + {dv} + 8*m + 8*(lane >> 4));
+        MMA_F16(acc[0], pf[s], vf[0], vf[1]); MMA_F16(acc[1], pf[s], vf[2], vf[3]);
+        MMA_F16(acx[0], pf[s], vl[0], vl[1]); MMA_F16(acx[1], pf[s], vl[2], vl[3]);
+        MMA_F16(acx[0], px[s], vf[0], vf[1]); MMA_F16(acx[1], px[s], vf[2], vf[3]);
+      }}
+      for (int e = 0; e < 2; e++) for (int i = 0; i < 4; i++) acc[e][i] += acx[e][i] * 0.00048828125f;
+      for (int e = 0; e < 2; e++) {{
+        o[m + e][0] = o[m + e][0]*aa + acc[e][0]; o[m + e][1] = o[m + e][1]*aa + acc[e][1];
+        o[m + e][2] = o[m + e][2]*ab + acc[e][2]; o[m + e][3] = o[m + e][3]*ab + acc[e][3];
+      }}
+    }}"""
+  elif half:
     queries = f"""  // the warp's queries as fp16 A fragments of m16n8k16 (rows g, g + 8; dims d0 + 16j + 2t, + 1 and + 8, + 9), scaled to
   // base-2 scores
   unsigned qf[{DQW // 16}][4];
@@ -745,10 +820,10 @@ def flash_prefill_kernel(n_head: int, dqk: int, dv: int, scale: float, tokens: i
     for (int n = 0; n < {kt // 8}; n++) for (int i = 0; i < 4; i++) sh[n][i] = sx[n][i] = 0.0f;
     for (int j = 0; j < {DQW // 8}; j++) {{
       float qh[4], ql[4];
-      for (int i = 0; i < 4; i++) {{ {split("qf[j][i]", "qh[i]", "ql[i]")} }}
+      for (int i = 0; i < 4; i++) {{ {tf32_hilo("qf[j][i]", "qh[i]", "ql[i]")} }}
       for (int n = 0; n < {kt // 8}; n++) {{
         float k0 = kb[(8*n + g)*SK + 8*j + t], k1 = kb[(8*n + g)*SK + 8*j + t + 4], k0h, k0l, k1h, k1l;
-        {split("k0", "k0h", "k0l")} {split("k1", "k1h", "k1l")}
+        {tf32_hilo("k0", "k0h", "k0l")} {tf32_hilo("k1", "k1h", "k1l")}
         MMA_TF32(sh[n], qh, k0h, k1h); MMA_TF32(sx[n], qh, k0l, k1l); MMA_TF32(sx[n], ql, k0h, k1h);
       }}
     }}{exchange}"""
@@ -760,7 +835,7 @@ def flash_prefill_kernel(n_head: int, dqk: int, dv: int, scale: float, tokens: i
       float a00 = SHFL_XOR(sh[n][0], xo0), a01 = SHFL_XOR(sh[n][1], xo0), a20 = SHFL_XOR(sh[n][0], xo1), a21 = SHFL_XOR(sh[n][1], xo1);
       float b00 = SHFL_XOR(sh[n][2], xo0), b01 = SHFL_XOR(sh[n][3], xo0), b20 = SHFL_XOR(sh[n][2], xo1), b21 = SHFL_XOR(sh[n][3], xo1);
       float pa[4] = {{odd ? a01 : a00, odd ? b01 : b00, odd ? a21 : a20, odd ? b21 : b20}};
-      for (int i = 0; i < 4; i++) {{ {split("pa[i]", "ph[n][i]", "pl[n][i]")} }}
+      for (int i = 0; i < 4; i++) {{ {tf32_hilo("pa[i]", "ph[n][i]", "pl[n][i]")} }}
     }}
     // out = out * alpha + P . V over this warp's value columns (B fragment: keys t, t + 4 of the step, column g)
     const float* vb = (const float*)vs4 + b*{kt * SV} + v0c;
@@ -768,11 +843,20 @@ def flash_prefill_kernel(n_head: int, dqk: int, dv: int, scale: float, tokens: i
       float acc[4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
       for (int n = 0; n < {kt // 8}; n++) {{
         float v0 = vb[(8*n + t)*SV + 8*m + g], v1 = vb[(8*n + t + 4)*SV + 8*m + g], v0h, v0l, v1h, v1l;
-        {split("v0", "v0h", "v0l")} {split("v1", "v1h", "v1l")}
+        {tf32_hilo("v0", "v0h", "v0l")} {tf32_hilo("v1", "v1h", "v1l")}
         MMA_TF32(acc, ph[n], v0h, v1h); MMA_TF32(acc, ph[n], v0l, v1l); MMA_TF32(acc, pl[n], v0h, v1h);
       }}
       o[m][0] = o[m][0]*aa + acc[0]; o[m][1] = o[m][1]*aa + acc[1]; o[m][2] = o[m][2]*ab + acc[2]; o[m][3] = o[m][3]*ab + acc[3];
     }}"""
+  pipeline = f"""  LOAD_STAGE(0, 0)
+  for (int c0 = 0, b = 0; c0 < nmax; c0 += {kt}, b ^= 1) {{
+    CP_ASYNC_WAIT();
+    BARRIER();                                   // stage b is in; every warp is done with stage b ^ 1 (and the partial scores)
+    if (c0 + {kt} < nmax) LOAD_STAGE(c0 + {kt}, b ^ 1)""" if stages == 2 else f"""  for (int c0 = 0, b = 0; c0 < nmax; c0 += {kt}) {{
+    BARRIER();                                   // every warp is done with the stage (and the partial scores)
+    LOAD_STAGE(c0, 0)
+    CP_ASYNC_WAIT();
+    BARRIER();                                   // the stage is in"""
   body = f"""  GRID_WAIT();
   const int H = {n_head}, DQK = {dqk}, DV = {dv}, T = {tokens}, KR = {key_rows}, SK = {SK}, SV = {SV};
   const float NEG = {NEG}, SCALE2 = {_f32(scale * math.log2(math.e))};
@@ -785,28 +869,24 @@ def flash_prefill_kernel(n_head: int, dqk: int, dv: int, scale: float, tokens: i
   int nmax = p0 + (q0 + {qt - 1} < T ? q0 + {qt - 1} : T - 1) + 1;
   if (nmax > KR) nmax = KR;
 {queries}
-  SHARED {vec} ks4[{2 * kt * SK // E}];
-  SHARED {vec} vs4[{2 * kt * SV // E}];
+  SHARED {vec} ks4[{stages * kt * SK // E}];
+  SHARED {vec} vs4[{stages * kt * SV // E}];
   {"" if ws == 1 else f"SHARED float part[{FLASH_WARPS * kt // 8 * 4 * 32}];"}
   float o[{DVW // 8}][4], ma = NEG, mb = NEG, la = 0.0f, lb = 0.0f;
   for (int m = 0; m < {DVW // 8}; m++) o[m][0] = o[m][1] = o[m][2] = o[m][3] = 0.0f;
   // stage b <- the keys and values c0..c0 + {kt - 1} (past the last one: the last one again), 16 bytes a copy
-  #define LOAD_STAGE(c0, b) for (int e = tid; e < {kt * (dqk + dv) // E}; e += {32 * FLASH_WARPS}) {{ \\
-    int i = e / {(dqk + dv) // E}, c = e % {(dqk + dv) // E}, key = (c0) + i < nmax ? (c0) + i : nmax - 1; \\
-    if (c < {dqk // E}) CP_ASYNC16(&ks4[((b)*{kt} + i)*{SK // E} + c], (const GLOBAL {vec}*)(k + ((long)key*H + h)*DQK) + c); \\
-    else CP_ASYNC16(&vs4[((b)*{kt} + i)*{SV // E} + c - {dqk // E}], (const GLOBAL {vec}*)(v + ((long)key*H + h)*DV) + c - {dqk // E}); }}
-  LOAD_STAGE(0, 0)
-  for (int c0 = 0, b = 0; c0 < nmax; c0 += {kt}, b ^= 1) {{
-    CP_ASYNC_WAIT();
-    BARRIER();                                   // stage b is in; every warp is done with stage b ^ 1 (and the partial scores)
-    if (c0 + {kt} < nmax) LOAD_STAGE(c0 + {kt}, b ^ 1)
+  #define LOAD_STAGE(c0, b) for (int e = tid; e < {kt * (WK + WV) // E}; e += {32 * FLASH_WARPS}) {{ \\
+    int i = e / {(WK + WV) // E}, c = e % {(WK + WV) // E}, key = (c0) + i < nmax ? (c0) + i : nmax - 1; \\
+    if (c < {WK // E}) CP_ASYNC16(&ks4[((b)*{kt} + i)*{SK // E} + c], (const GLOBAL {vec}*)(k + ((long)key*H + h)*{WK}) + c); \\
+    else CP_ASYNC16(&vs4[((b)*{kt} + i)*{SV // E} + c - {WK // E}], (const GLOBAL {vec}*)(v + ((long)key*H + h)*{WV}) + c - {WK // E}); }}
+{pipeline}
 {scores}
     // C (row g | g + 8, key 8n + 2t + e): masked at each row's own position; the rows' max over the stage (a row's keys
     // sit in its quad), rescale, weights
     float xa = NEG, xb = NEG;
     for (int n = 0; n < {kt // 8}; n++) for (int i = 0; i < 4; i++) {{
       int key = c0 + 8*n + 2*t + (i & 1);
-      float s = sh[n][i] + sx[n][i];
+      float s = {score};
       sh[n][i] = key < ((i >> 1) ? nb : na) ? s : NEG;
       if (i >> 1) xb = FMAX(xb, sh[n][i]); else xa = FMAX(xa, sh[n][i]);
     }}
@@ -830,26 +910,29 @@ def flash_prefill_kernel(n_head: int, dqk: int, dv: int, scale: float, tokens: i
     if (ra < T) {{ out[(ra*H + h)*DV + col] = o[m][0] * ia; out[(ra*H + h)*DV + col + 1] = o[m][1] * ia; }}
     if (rb < T) {{ out[(rb*H + h)*DV + col] = o[m][2] * ib; out[(rb*H + h)*DV + col + 1] = o[m][3] * ib; }}
   }}"""
-  kv = dtypes.float16 if half else dtypes.float32
+  kv = dtypes.float16 if h16 else dtypes.float32
   params = (Param("out", dtypes.float32, True), Param("q", dtypes.float32), Param("k", kv), Param("v", kv), Param("pos", dtypes.int32))
-  name = f"mla_prefill_flash_{tokens}_h{n_head}_qk{dqk}_v{dv}_k{key_rows}" + (f"_w{ws}" if ws > 1 else "") + ("_f16" if half else "")
+  name = f"mla_prefill_flash_{tokens}_h{n_head}_qk{dqk}_v{dv}_k{key_rows}" + (f"_w{ws}" if ws > 1 else "") + ("_f16" if half else "_split" if split else "")
   return SourceKernel(name, params, body, (tiles, n_head, 1), (32, FLASH_WARPS, 1), trigger=False)
 
 @cached
 def flash_prefill_program(n_head: int, dqk: int, dv: int, scale: float, tokens: int, key_rows: int, device: str, ws: int | None = None,
-                          half: bool = False):
-  return program(flash_prefill_kernel(n_head, dqk, dv, scale, tokens, key_rows, ws, half), device)
+                          half: bool = False, split: bool = False):
+  return program(flash_prefill_kernel(n_head, dqk, dv, scale, tokens, key_rows, ws, half, split), device)
 
 def mla_flash_prefill(q: Tensor, keys: Tensor, values: Tensor, pos: Tensor, scale: float, ws: int | None = None) -> Tensor:
   """Causal attention (T, n_head, dv) fp32 of a chunk's queries q (T, n_head, dqk) at positions pos[0] .. pos[0] + T - 1
   (pos an int32 (2,) buffer) over per-head keys (rows, n_head, dqk) and values (rows, n_head, dv), rows 0 .. pos[0] + T - 1
-  of them read: flash_prefill_kernel on the tensor cores (CUDA sm_80+), its fp16 products where the keys and values are fp16."""
-  (T, H, dqk), (rows, _, dv) = q.shape, values.shape
+  of them read: flash_prefill_kernel on the tensor cores (CUDA sm_80+), its fp16 products where the keys and values are fp16
+  (or fp16 pairs of fp32 rows from split_halves: keys (rows, n_head, 2 dqk), values (rows, n_head, 2 dv))."""
+  (T, H, dqk), (rows, _, wv) = q.shape, values.shape
   if not has_mma(q.device): raise ValueError(f"mla_flash_prefill: device {q.device} has no tensor-core kernels")
-  if keys.shape != (rows, H, dqk): raise ValueError(f"mla_flash_prefill: keys have shape {keys.shape}, expected ({rows}, {H}, {dqk})")
-  half = keys.dtype == dtypes.float16
   if values.dtype != keys.dtype: raise ValueError(f"mla_flash_prefill: keys are {keys.dtype}, values {values.dtype}")
-  fxn = flash_prefill_program(H, dqk, dv, float(scale), T, rows, q.device, ws, half)
-  kv = (lambda x: x.contiguous()) if half else (lambda x: x.float().contiguous())
+  split = keys.dtype == dtypes.float16 and keys.shape[-1] == 2 * dqk
+  half, dv = keys.dtype == dtypes.float16 and not split, wv // 2 if split else wv
+  if keys.shape != (rows, H, dqk * (1 + split)):
+    raise ValueError(f"mla_flash_prefill: keys have shape {keys.shape}, expected ({rows}, {H}, {dqk}) (or {2 * dqk} fp16: split_halves)")
+  fxn = flash_prefill_program(H, dqk, dv, float(scale), T, rows, q.device, ws, half, split)
+  kv = (lambda x: x.contiguous()) if half or split else (lambda x: x.float().contiguous())
   return Tensor.empty(T, H, dv, device=q.device).custom_kernel(q.float().contiguous(), kv(keys), kv(values),
                                                              _expect(pos, (2,), "pos", dtypes.int32), fxn=fxn)[0]

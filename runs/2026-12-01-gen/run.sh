@@ -797,6 +797,45 @@ case $1 in
        timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $m --llama --cache-type $c --decode 64 --depths ${DEPTHS:-4096,16384} \
          --json "$OUT/llama_${m%%-*}_$c.json" 2>&1 | grep -v '^{' | tail -3
      done ;;
+  83) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # an fp32 cache's flash expansions: C = the tree (fp32 products realized, then split_halves), B = the tree with
+     # experiments/expand-tc-products.diff (step 82's B: the products as fp16 ones on tinygrad's tensor cores, K 3 x 512);
+     # Youtu-LLM-2B's prompts, C B
+     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/expand-tc-products.diff || exit 1
+     for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     synth youtu-llm-2b; echo "synthesized $(date +%T)"
+     for v in ${VARIANTS:-C B}; do
+       d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets youtu-llm-2b --decode 8 --depths ${DEPTHS:-4096,16384} \
+         --json "$OUT/exp_$v.json" 2>&1 | grep -v '^{' | tail -3)
+     done ;;
+  82) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # the tree (B): flash-split.diff with one warp a tile at 16 heads, and the flash prefill's expansions as fp16 products on
+     # tinygrad's tensor cores (apps/mla.py latent_product); A = the tree with experiments/expand-tc.diff reversed (HEAD).
+     # B's paths at 2,600 (f32, f16), then the prompts of $PRESETS f32 and f16, A B B A
+     rm -rf /tmp/A && mkdir /tmp/A && cp -r $(ls -A | grep -v '^.cache$') /tmp/A/ && patch -s -R -p1 -d /tmp/A < runs/2026-12-01-gen/experiments/expand-tc.diff || exit 1
+     for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     P=${PRESETS:-youtu-llm-2b}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
+     for c in ${PATHS:-f32 f16}; do
+       timeout 200 python3 -m tools.path_check --presets $P --depth 2600 --cache-type $c 2>&1 | tee "$OUT/paths_B_$c.txt" | grep -v Warn | tail -2
+     done
+     for v in ${VARIANTS:-A B B A}; do for c in ${CACHES:-f32 f16}; do
+       d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $c $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --cache-type $c --decode 32 --depths ${DEPTHS:-4096,16384} \
+         --json "$OUT/tc_${v}_$c.$RANDOM.json" 2>&1 | grep -v "^{" | tail -4)
+     done; done ;;
+  81) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # where the last chunk of a 16k prompt goes (2048 tokens at 14,336, kernel by kernel, tools.profile --target fill):
+     # Youtu-LLM-2B over an fp32 cache (tf32 flash), the same with experiments/flash-split.diff (fp16 pairs: +6.5% on the
+     # 16k prompt where the kernel alone went 8.4 -> 5.5 ms, call68), and over an fp16 cache
+     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/flash-split.diff || exit 1
+     for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     M=${M:-youtu-llm-2b}; synth $M; echo "synthesized $(date +%T)"
+     for run in A:f32 B:f32 A:f16; do
+       v=${run%:*} c=${run#*:}; d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $c $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.profile --model $M --target fill --chunk 2048 --pos 14336 --max-context 16448 \
+         --cache-type $c --repeat 3 --count 3 --top 8 > "$OUT/prof_${M%%-*}_${v}_$c.txt" 2>&1; grep -E '\(all\)|^step|^total|graph' "$OUT/prof_${M%%-*}_${v}_$c.txt" | head -20)
+     done ;;
   80) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # the fp16 cache's paths at full size with the landed fp16 flash kernel (one warp a tile): prefill against decode and
      # the generated path at depth 2,600 (chunks of 2048 flash), the three models
