@@ -10,11 +10,14 @@
 # fp16 rows ran out of the call).
 # Measured 2026-12-02 (calls 65-67): 73 (the fp16 mma flash kernel: landed with one warp a tile), 76 (the f16 rows beside
 # llama.cpp: DeepSeek-V2-Lite in one run; GLM-4.7-Flash's ran out), 77 (GLM-4.7-Flash and Youtu-LLM-2B alone).
-# Next lease, in order: 78 (the split form over an fp32 cache: bench, paths, Youtu-LLM-2B A B B A), 79 (the same on
-# GLM-4.7-Flash), 80 (the fp16 cache's paths at full size with the landed fp16 kernel), DEPTHS=4096,16384,32768 76 (32k
-# beside llama.cpp with the fp16 cache; carry .cache/llama/llama-cpp-src.tar.xz),
-# VARIANTS="B A" 74 (the server's short chunks beside running streams), 75 (what bounds the batched step's routed experts),
-# DIFF=experts-split-16.diff BATCH=8,16,32 49, 64 (then VARIANT=tt4 65), 52, LLAMA=1 14.
+# Measured 2026-12-02 (calls 68-72): 78 (the pairs' kernel: 16 heads 8.4 -> 4.1 ms with one warp; the model +6.5% only), 81 (the
+# 16k prompt's last chunk kernel by kernel: the pairs' store doubled the expansions), 82 (B: the expansions as fp16 products on
+# tinygrad's tensor cores: slower, rejected; GLM-4.7-Flash's split kernel failed to compile: patches/0073), 83 (the realized
+# products split after: Youtu-LLM-2B's 16k prompt 8,142 -> 11,031 over an fp32 cache, landed).
+# Next lease, in order: 79 (GLM-4.7-Flash's paths and prompts with the pairs, A B B A; then PRESETS=deepseek-v2-lite 79),
+# 80 (the fp16 cache's paths at full size, three models), DEPTHS=4096,16384,32768 76 (32k beside llama.cpp; carry
+# .cache/llama/llama-cpp-src.tar.xz), VARIANTS="B A" 74 (the server's short chunks beside running streams), 75 (what bounds
+# the batched step's routed experts), DIFF=experts-split-16.diff BATCH=8,16,32 49, 64 (then VARIANT=tt4 65), 52, LLAMA=1 14.
 #   1: where a generated decode token of DeepSeek-V2-Lite and GLM-4.7-Flash goes, kernel by kernel: Nsight Compute's device
 #      times (L2 and clocks left as they run: --cache-control none --clock-control none) against the step as run in its
 #      graphs; then BEAM=2 on DeepSeek-V2-Lite's 8 slowest decode kernels (tools.beam_kernels) while the time lasts
@@ -857,15 +860,16 @@ case $1 in
          --json "$OUT/split_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -4)
      done ;;
   79) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     # step 78 on GLM-4.7-Flash (its split rows in one stage): its paths at 2,600 with the diff, then its prompts A B B A
-     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/flash-split.diff || exit 1
-     for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
-     synth glm-4.7-flash; echo "synthesized $(date +%T)"
-     (cd /tmp/B && timeout 200 python3 -m tools.path_check --presets glm-4.7-flash --depth 2600 2>&1 | tee "$OUT/paths_split_glm.txt" | grep -v Warn | tail -4)
+     # the fp32 cache's flash rows as pairs (the tree, B) on $PRESETS (default GLM-4.7-Flash, its pairs in one stage, two
+     # warps): the paths at 2,600, then the prompts A B B A, A = the tree with experiments/flash-pairs.diff reversed (tf32 rows)
+     rm -rf /tmp/A && mkdir /tmp/A && cp -r $(ls -A | grep -v '^.cache$') /tmp/A/ && patch -s -R -p1 -d /tmp/A < runs/2026-12-01-gen/experiments/flash-pairs.diff || exit 1
+     for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     P=${PRESETS:-glm-4.7-flash}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
+     timeout 250 python3 -m tools.path_check --presets $P --depth 2600 2>&1 | tee "$OUT/paths_pairs.txt" | grep -v Warn | tail -4
      for v in ${VARIANTS:-A B B A}; do
-       d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
-       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets glm-4.7-flash --decode 32 --depths ${DEPTHS:-4096,16384} \
-         --json "$OUT/split_glm_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -4)
+       d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --decode 32 --depths ${DEPTHS:-4096,16384} \
+         --json "$OUT/pairs_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -4)
      done ;;
   77) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # step 76's rows that ran out of its call: ours alone with an fp16 cache (GLM-4.7-Flash, then Youtu-LLM-2B), then
