@@ -683,8 +683,8 @@ def flash_split(dqk: int, dv: int, half: bool = False, split: bool = False) -> i
   the H200 4.4 against 5.6 ms at GLM-4.7-Flash's shape, whose 255 registers spill 136 bytes; 2.1 against 3.1 ms at 16 heads).
   fp16 pairs of fp32 rows (`split`) take one up to 192 + 128 dims (4.1 against 5.5 ms at 16 heads) and two above (GLM-4.7-
   Flash's 256 + 256: 10.7 against 13.2 ms)."""
-  if split: return 2 if dqk + dv > 320 and dqk % 16 == 0 and dv % 16 == 0 else 1
-  return 2 if not half and (dqk + dv) // 2 > 128 and dqk % 16 == 0 and dv % 16 == 0 else 1
+  wide = dqk + dv > 320 if split else not half and (dqk + dv) // 2 > 128
+  return 2 if wide and dqk % 16 == 0 and dv % 16 == 0 else 1
 
 def flash_prefill_kernel(n_head: int, dqk: int, dv: int, scale: float, tokens: int, key_rows: int, ws: int | None = None,
                          half: bool = False, split: bool = False) -> SourceKernel:
