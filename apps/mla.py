@@ -460,7 +460,7 @@ class Block:
          flash_prefills(cfg, T.vmax if isinstance(T, UOp) else T):
         # a long chunk on the tensor cores: the keys and values of rows 0..start_pos + T - 1 expanded per head (one product
         # each) into the model's buffers, then flash attention over them; the output already past v_b
-        out = self.flash_attention(q_nope, q_pe, cache[base:base + max_context], start_pos, T, tables)
+        out = self.flash_attention(q_nope, q_pe, cache, T, tables)
         return self.attn_output(self.split(out.cast(x.dtype).reshape(T, cfg.n_head * cfg.v_head), "attn_out"), residual=x)
       if tables is not None and self.prefills_by_kernel(x.device, cache, T):
         # causal attention of the chunk over the cache: one kernel on the tensor cores (CUDA sm_80+), else a split of each
@@ -482,24 +482,16 @@ class Block:
     out = self.attn_v_b.batched(out.cast(x.dtype))                              # (T, H, v_head)
     return self.attn_output(self.split(out.reshape(T, cfg.n_head * cfg.v_head), "attn_out"), residual=x)
 
-  def flash_attention(self, q_nope: Tensor, q_pe: Tensor, view: Tensor, start_pos: int | UOp, T: int | UOp, tables: tuple) -> Tensor:
-    """Causal attention (T, H, v_head) fp32 of a chunk's queries over the rows of its sequence's cache `view`, in the form
-    expanded per head (expand_per_head) of rows 0..start_pos + T - 1, stored in the model's expanded buffers (tables[3], a
-    row a position: the chunk's rows a prefix), the flash kernel over them."""
-    cfg, S = self.cfg, start_pos + T
-    w_k, w_v = heads_side_by_side(*(dequantize_rows(w.groups[0]) for w in (self.attn_k_b, self.attn_v_b)))
-    kbuf, vbuf = tables[3]
-    store = lambda buf, x: Tensor(buf.uop.after(buf[0:S].uop.store(x.uop)))
-    keys, values = expand_per_head(view[0:S].float(), w_k, w_v, cfg.n_head, cfg.qk_rope)
-    # the buffers hold the kernel's form (Transformer._size_expanded): fp16 (hi, lo) pairs of the fp32 rows where they are
-    # twice as wide (made from the realized products: stored as pairs in the products' kernel, tinygrad computed each product
-    # twice, once a half), else the rows in the buffers' dtype (an fp16 cache's expansions fp16, the kernel's products too)
-    if kbuf.shape[-1] == 2 * keys.shape[-1]:
-      halves = self.kernel_modules.mla_attention.split_halves
-      keys, values = halves(keys.contiguous()), halves(values.contiguous())
-    kbuf, vbuf = store(kbuf, keys.cast(kbuf.dtype)), store(vbuf, values.cast(vbuf.dtype))
+  def flash_attention(self, q_nope: Tensor, q_pe: Tensor, cache: Tensor, T: int | UOp, tables: tuple) -> Tensor:
+    """Causal attention (T, H, v_head) fp32 of a chunk's queries over its sequence's cache rows (cache rows pos[1] + r:
+    tables[2]) in the form expanded per head: rows 0..start_pos + T - 1 (a bound's padding too) expanded by a GEMM on the
+    tensor cores into the model's expanded buffers (tables[3], a row a position, in the flash kernel's form), then the
+    flash kernel over them."""
+    mod = self.kernel_modules.mla_attention
     (q,), _, _ = to_bound(q_nope.float().cat(q_pe.float(), dim=-1), slices=self.fusions.slices)
-    out = self.kernel_modules.mla_attention.mla_flash_prefill(q, kbuf, vbuf, tables[2], cfg.kq_scale)
+    k_b, v_b = (dequantize_rows(w.groups[0]) for w in (self.attn_k_b, self.attn_v_b))
+    keys, values = mod.mla_expand(cache, k_b, v_b, tables[2], *tables[3], tokens=q.shape[0])
+    out = mod.mla_flash_prefill(q, keys, values, tables[2], self.cfg.kq_scale)
     return out if isinstance(T, int) else out[:T]
 
   # ---- feed-forward

@@ -68,11 +68,11 @@ def fit_context(cfg: Config, cache_itemsize: int, free: int | None, chunk: int, 
   (with FIT_RESERVE and a tenth kept back): every block's cache row of every slot, the rope tables' row and the prompt
   buffer's entry a token, and what a prefill chunk's attention holds per key: with `scores` (the tensor-op attention of the
   generated path; the tensor cores' kernels hold none) its scores (chunk x heads x fp32, twice) and, where it expands the
-  latent rows, their keys and values (heads x (qk_nope + rope + v_head) x fp32; twice without `scores` over an fp32 cache:
-  the flash kernel's products are realized before their fp16 pairs). 4096 where the free memory is unknown."""
+  latent rows, their keys and values (heads x (qk_nope + rope + v_head) x 4 bytes: fp32, or the flash kernel's fp16 pairs).
+  4096 where the free memory is unknown."""
   if free is None: return min(4096, cfg.context_length)
   per_token = slots * cfg.n_layer * (cfg.kv_lora_rank + cfg.qk_rope) * cache_itemsize + 4 * cfg.qk_rope + 4 + 2 * 4 * chunk * cfg.n_head * scores
-  if expands_latents(cfg, chunk): per_token += 4 * cfg.n_head * (cfg.qk_nope + cfg.qk_rope + cfg.v_head) * (1 + (not scores and cache_itemsize == 4))
+  if expands_latents(cfg, chunk): per_token += 4 * cfg.n_head * (cfg.qk_nope + cfg.qk_rope + cfg.v_head)
   n = (int(free * 0.9) - FIT_RESERVE) // per_token // 256 * 256
   if n < 256: raise ValueError(f"{free / 2**20:.0f} MiB free on the device after the weights: no room for a context (pass a smaller --max-context)")
   return min(n, cfg.context_length)

@@ -22,7 +22,7 @@ from apps.kernels.mla_attention import (AttentionShape, attend_kernel, combine_k
                                         mla_prefill_attention, prefill_splits, PREFILL_SPLITS, PREFILL_MIN_CHUNK,
                                         prefill_mma_kernel, mma_warps, mma_group, MMA_GROUP,
                                         flash_prefill_kernel, flash_keys, flash_split, FLASH_KEYS, flash_form, split_halves,
-                                        flash_stages)
+                                        flash_stages, expand_kernel)
 
 REPO = Path(__file__).resolve().parent.parent
 SMALL = AttentionShape(n_head=4, kv_lora=64, qk_nope=32, qk_rope=16)
@@ -726,6 +726,48 @@ def test_expand_per_head():
   want_k = np.concatenate([np.einsum("sk,hkn->shn", rows[:, :KV], k_b), np.repeat(rows[:, None, KV:], H, 1)], -1)
   np.testing.assert_allclose(keys.numpy(), want_k, rtol=1e-5, atol=1e-5)
   np.testing.assert_allclose(values.numpy(), np.einsum("sk,hvk->shv", rows[:, :KV], v_b), rtol=1e-5, atol=1e-5)
+
+# ---------------------------------------------------------------- the flash prefill's expansions (tensor cores, emulated)
+
+def emulate_expand(H: int, nope: int, rope: int, dv: int, KV: int, P: int, tokens: int, key_rows: int, base: int, form: str, work: Path,
+                   groups: int = 3, edit=lambda body: body, seed: int = 0):
+  """expand_kernel over a random cache (base + key_rows + 3 rows) and random k_b, v_b: (keys, values) as fp32 (pairs put
+  together), the rows it wrote, and the float64 expansion of the cache's rows base.. (over the fp16 cache where form is f16)."""
+  rng = np.random.default_rng(seed)
+  half = form == "f16"
+  cache = rng.standard_normal((base + key_rows + 3, KV + rope)).astype(np.float16 if half else np.float32)
+  k_b, v_b = (rng.standard_normal(s).astype(np.float32) * 0.1 for s in ((H, KV, nope), (H, dv, KV)))
+  w = numpy_split_halves(np.concatenate([k_b.transpose(0, 2, 1).reshape(H * nope, KV), v_b.reshape(H * dv, KV)]))
+  wide, odt = (2, np.float16) if form == "split" else (1, np.float16 if half else np.float32)
+  keys, values = np.full((key_rows, H, wide * (nope + rope)), np.nan, odt), np.full((key_rows, H, wide * dv), np.nan, odt)
+  k = expand_kernel(H, nope, rope, dv, KV, tokens, key_rows, half, form, groups)
+  k = SourceKernel(k.name, k.params, edit(k.body), k.global_size, k.local_size, trigger=k.trigger)
+  emulate(k, "CUDA", [keys, values, cache, w, np.array([P, base], np.int32)], work)
+  def together(x):   # pairs put together
+    return x[..., :x.shape[-1] // 2].astype(np.float64) + x[..., x.shape[-1] // 2:].astype(np.float64) / 2048 if wide == 2 else x.astype(np.float64)
+  rows = cache[base:base + key_rows].astype(np.float64)
+  want_k = np.concatenate([np.einsum("sk,hkn->shn", rows[:, :KV], k_b), np.repeat(rows[:, None, KV:], H, 1)], -1)
+  return together(keys), together(values), min(P + tokens, key_rows), want_k, np.einsum("sk,hvk->shv", rows[:, :KV], v_b)
+
+@pytest.mark.parametrize("form", ["split", "f32", "f16"])
+@pytest.mark.parametrize("H,nope,rope,dv,P,tokens,key_rows,base", [(2, 64, 32, 64, 100, 70, 300, 7), (4, 96, 32, 64, 150, 40, 180, 0)],
+                         ids=["two-heads-a-tile", "heads-across-tiles-clamped"])
+def test_expand_emulated(H, nope, rope, dv, P, tokens, key_rows, base, form, tmp_path):
+  """The flash prefill's keys [c_kv . k_b[h] | k_rope] and values c_kv . v_b[h] of rows 0..P + tokens - 1 (clamped to the
+  buffers' rows) of a sequence whose cache rows start at `base`, one GEMM on the tensor cores: an fp32 cache's to fp32
+  accuracy (its rows' pairs, three fp16 products), into fp16 pairs or fp32 rows; an fp16 cache's to fp16's rounding of
+  the product. Tiles of 128 rows x columns walked by 3 workgroups; the rows past the chunk are not written."""
+  keys, values, n, want_k, want_v = emulate_expand(H, nope, rope, dv, 64, P, tokens, key_rows, base, form, tmp_path)
+  assert np.isnan(keys[n:]).all() and np.isnan(values[n:]).all() and n < key_rows or n == key_rows
+  bound = 1e-3 if form == "f16" else 5e-7
+  errs = rel_err(keys[:n], want_k[:n]), rel_err(values[:n], want_v[:n])
+  assert max(errs) < bound, errs
+
+def test_expand_needs_the_cross_terms(tmp_path):
+  """Without the lo halves' products an fp32 cache's expansion is fp16's accuracy: the cross terms are what make it fp32's."""
+  keys, values, n, want_k, want_v = emulate_expand(2, 64, 32, 64, 64, 20, 30, 60, 0, "split", tmp_path,
+                                                   edit=lambda body: body.replace("* 0.00048828125f", "* 0.0f"))
+  assert rel_err(values[:n], want_v[:n]) > 1e-4
 
 def test_flash_prefills_where_its_flops_pay():
   """The tensor cores' chunks take the expanded form's flash kernel where its FLOPs a key are at most 2/3 of the absorbed

@@ -269,8 +269,8 @@ def test_fit_context():
   assert expands_latents(cfg, 512) and fit_context(cfg, 4, free, 512) == 768 and fit_context(cfg, 4, None, 512) == 4096
   assert fit_context(cfg, 2, free, 512) > 768 and fit_context(cfg, 4, 10 * 2**40, 512) == 8192
   with pytest.raises(ValueError, match="no room for a context"): fit_context(cfg, 4, 2**30, 512)
-  # the tensor cores' kernels hold no scores; over an fp32 cache their expansions are realized before their fp16 pairs: twice
-  tc = cfg.n_layer * (cfg.kv_lora_rank + cfg.qk_rope) * 4 + 4 * cfg.qk_rope + 4 + 2 * 4 * cfg.n_head * (cfg.qk_nope + cfg.qk_rope + cfg.v_head)
+  # the tensor cores' kernels hold no scores, and their expansions only the buffers the GEMM writes (counted at 4 bytes)
+  tc = cfg.n_layer * (cfg.kv_lora_rank + cfg.qk_rope) * 4 + 4 * cfg.qk_rope + 4 + 4 * cfg.n_head * (cfg.qk_nope + cfg.qk_rope + cfg.v_head)
   free = int((FIT_RESERVE + 1000 * tc) / 0.9) + 1
   assert fit_context(cfg, 4, free, 512, scores=False) == 768 and fit_context(cfg, 4, free - int(240 * tc / 0.9), 512, scores=False) == 512
 
@@ -317,8 +317,9 @@ def test_rope_tables_in_spans():
 @pytest.mark.parametrize("cache_type", ["f32", "f16"])
 def test_flash_prefill_wiring(monkeypatch, cache_type):
   """The model's flash branch (apps/mla.py Block.flash_attention: a chunk's rows 0..start_pos + T - 1 expanded per head into
-  Transformer.expanded, then mla_flash_prefill over them) gives the CPU path's logits, with the tensor cores' kernel stood in
-  for by tensor-op causal attention over the buffers and positions it is given: two chunks of 256, the second 44 tokens
+  Transformer.expanded by mla_expand, then mla_flash_prefill over them) gives the CPU path's logits, with the tensor cores'
+  kernels stood in for by tensor ops (the expansion of the weights and cache it is given, causal attention over the buffers
+  and positions it is given): two chunks of 256, the second 44 tokens
   under its bound (the padded queries reach zeroed rows past the prompt), over an fp32 cache (its rows as the fp16 pairs
   of split_halves) and an fp16 one. The buffers exist where a chunk length of the hand-written path takes the flash kernel."""
   import dataclasses, types
@@ -341,6 +342,13 @@ def test_flash_prefill_wiring(monkeypatch, cache_type):
   stand_in.__dict__.update(vars(m.kernel_modules.mla_attention))
   stand_in.available, stand_in.decodes = (lambda device: True), (lambda *a: False)
   stand_in.mla_flash_prefill = lambda *a: (calls.append((*a[0].shape, a[1].dtype, a[2].dtype)), flash(*a))[1]
+  def expand(cache, k_b, v_b, pos, keys, values, tokens):   # the expansion GEMM: every row of the buffers, in their form
+    kk, vv = mla.expand_per_head(cache[:keys.shape[0]].float(), *mla.heads_side_by_side(k_b, v_b), cfg.n_head, cfg.qk_rope)
+    if keys.shape[-1] == 2 * kk.shape[-1]: kk, vv = stand_in.split_halves(kk.contiguous()), stand_in.split_halves(vv.contiguous())
+    expands.append(tokens)
+    return kk.cast(keys.dtype), vv.cast(values.dtype)
+  expands = []
+  stand_in.mla_expand = expand
   monkeypatch.setattr(mla, "has_mma", lambda device: True)
   monkeypatch.setattr(M, "has_mma", lambda device: True)
   m.set_kernel_modules(dataclasses.replace(m.kernel_modules, mla_attention=stand_in))
@@ -358,6 +366,7 @@ def test_flash_prefill_wiring(monkeypatch, cache_type):
   # every block's chunks took the flash branch, over keys and values in fp16: an fp32 cache's as (hi, lo) pairs (the
   # kernel's three fp16 products a pair), an fp16 cache's as they are (one)
   assert calls and all(s[0] == 256 and s[-2:] == (dtypes.float16, dtypes.float16) for s in calls), calls
+  assert expands == [256] * len(calls)
   # an fp16 cache's expansions are rounded to fp16 as well (the kernel multiplies fp16 rows): their 10-bit mantissas move
   # this preset's logits by 8.4e-4, what the fp16 cache's own rounding moves them by against an fp32 cache (7.8e-4, and one
   # of these 300 rows' argmax)

@@ -161,6 +161,40 @@ def bench_flash_prefill(name: str, shape: tuple, tokens: int, start: int, layers
     err = float(np.abs(got - ref).max() / np.abs(ref).max())
     print(f"{name:32s} {tokens:6d} {start:6d} {tag:>13s} {us:10.1f} {base_us / us:8.2f} {err:9.1e} {e64(got):9.1e}", flush=True)
 
+  bench_expansions(name, shape, tokens, start, layers, iters, caches, k_b, v_b, pos, kvs[0])
+
+def bench_expansions(name: str, shape: tuple, tokens: int, start: int, layers: int, iters: int, caches: list, k_b: Tensor, v_b: Tensor,
+                     pos: Tensor, want: tuple[Tensor, Tensor]) -> None:
+  """The flash prefill's expansions of rows 0..start + tokens - 1 alone, per block, in the flash kernel's forms: from tensor
+  ops (fp32 products, then their fp16 pairs where the form is split; over an fp16 cache the products rounded to fp16)
+  against the GEMM on the tensor cores (mla_expand), and the GEMM's keys and values against the fp32 products (max rel err,
+  the first block). The speedup column is the GEMM's over the tensor ops."""
+  from apps.kernels.mla_attention import mla_expand, split_halves, flash_form
+  from apps.mla import heads_side_by_side, expand_per_head
+  H, KV, NOPE, R, _ = shape
+  DV, S = V_HEAD[name], start + tokens
+  w_k, w_v = heads_side_by_side(k_b, v_b)
+  for cache_dtype in (dtypes.float32, dtypes.float16):
+    form = flash_form(NOPE + R, DV, cache_dtype)
+    cs = [c.cast(cache_dtype).contiguous().realize() for c in caches]
+    wide, bdt = (2, dtypes.float16) if form == "split" else (1, cache_dtype)
+    bufs = [tuple(Tensor.zeros(c.shape[0], H, wide * w, dtype=bdt).contiguous().realize() for w in (NOPE + R, DV)) for c in cs]
+    pairs = (lambda t: split_halves(t.contiguous())) if form == "split" else (lambda t: t.cast(bdt))
+    ops = TinyJit(lambda: Tensor.realize(*[pairs(t) for c in cs for t in expand_per_head(c[:S].float(), w_k, w_v, H, R)]))
+    gemm = TinyJit(lambda: Tensor.realize(*[t for c, (kb, vb) in zip(cs, bufs) for t in mla_expand(c, k_b, v_b, pos, kb, vb, tokens)]))
+    us = {}
+    for tag, step in (("ops", ops), ("gemm", gemm)):
+      for _ in range(3): step()
+      Device[Device.DEFAULT].synchronize()
+      t0 = time.perf_counter()
+      for _ in range(iters): step()
+      Device[Device.DEFAULT].synchronize()
+      us[tag] = (time.perf_counter() - t0) / iters / layers * 1e6
+    together = lambda t: (t[..., :t.shape[-1] // 2].float() + t[..., t.shape[-1] // 2:].float() / 2048) if wide == 2 else t.float()
+    errs = [float(np.abs(together(g)[:S].numpy() - w.numpy()).max() / np.abs(w.numpy()).max()) for g, w in zip(bufs[0], want)]  # written in place
+    print(f"{name:32s} {tokens:6d} {start:6d} {'expand ' + form:>13s} {us['ops']:10.1f} {us['gemm']:10.1f} {us['ops'] / us['gemm']:8.2f} "
+          f"{errs[0]:9.1e} {errs[1]:9.1e}", flush=True)
+
 def bench_generated_prefill(name: str, shape: tuple, tokens: int, start: int, layers: int, iters: int, repeat: int = 3) -> None:
   """The generated path's attention of one chunk (apps/mla.py, tensor ops, tinygrad's kernels) at the model's symbolic start
   and chunk length, per block as run (graphs) and kernel by kernel (graphs off), with the opts each kernel got: the

@@ -936,3 +936,143 @@ def mla_flash_prefill(q: Tensor, keys: Tensor, values: Tensor, pos: Tensor, scal
   kv = (lambda x: x.contiguous()) if half or split else (lambda x: x.float().contiguous())
   return Tensor.empty(T, H, dv, device=q.device).custom_kernel(q.float().contiguous(), kv(keys), kv(values),
                                                              _expect(pos, (2,), "pos", dtypes.int32), fxn=fxn)[0]
+
+EXPAND_TILE = 128    # rows and columns of the expansion a workgroup's tile holds (8 warps of 64 x 32)
+EXPAND_GROUPS = 132  # workgroups of an expansion: one an SM of an H100 / H200 (215 registers a thread), each walking tiles
+
+def expand_kernel(n_head: int, nope: int, rope: int, dv: int, kv_lora: int, tokens: int, key_rows: int, half: bool = False,
+                  form: str = "split", groups: int = EXPAND_GROUPS) -> SourceKernel:
+  """The flash kernel's keys k (key_rows, n_head, dqk) and values v (key_rows, n_head, dv) of rows 0 .. min(pos[0] + tokens,
+  key_rows) - 1, expanded per head from the latent cache rows base + r (base = pos[1]; a row [c_kv | k_rope], kv_lora + rope
+  wide): k[r, h] = [c_kv[r] . w[h nope + j] over j < nope | k_rope[r]], v[r, h, j] = c_kv[r] . w[H nope + h dv + j], with w
+  (H (nope + dv), 2 kv_lora) the expansions' weights as fp16 (hi, lo) pairs (split_halves of k_b's and v_b's rows, kv_lora
+  innermost). One GEMM of the rows by all heads' columns (keys' then values') on the tensor cores, fp16 mma.sync m16n8k16:
+  an fp32 cache's rows as (hi, lo) pairs in registers, three products (hi hi; hi lo and lo hi summed apart, scaled by
+  2^-11), fp32-accurate; an fp16 cache's rows as they are, two (w's hi and lo). Tiles of EXPAND_TILE rows x columns, `groups`
+  workgroups walking them (the rows' count is the chunk's, known on the device), k16 steps through shared memory (two
+  stages, cp.async). The output in the flash kernel's `form`: "split" fp16 pairs (a row [hi | lo], twice as wide), "f16"
+  fp16 rows, "f32" fp32 ones."""
+  assert form in ("split", "f16", "f32") and not (half and form != "f16") and (form != "f16" or half)
+  NK, NV, TL = n_head * nope, n_head * dv, EXPAND_TILE
+  assert NK % TL == 0 and NV % TL == 0 and kv_lora % 32 == 0 and nope % 2 == 0 and dv % 2 == 0, (NK, NV, kv_lora, nope)
+  dqk, wide = nope + rope, 2 if form == "split" else 1
+  # staged row strides: the cache's rows 24 elements (fp32: float2 fragment reads hit 32 banks; fp16: 12 words), w's rows 20
+  # words ([hi 16 | lo 16] halves and 8 of padding)
+  SA, SB = 24, 20
+  a_elems = "float" if not half else "half"
+  if half:
+    a_frag = """        const unsigned* ar = (const unsigned*)as + ((b*128 + r0 + g)*12 + t);
+        ah[mi][0] = ar[0]; ah[mi][1] = ar[8*12]; ah[mi][2] = ar[4]; ah[mi][3] = ar[8*12 + 4];"""
+    products = "MMA_F16(ch[mi][nj], ah[mi], bh[nj][0], bh[nj][1]); MMA_F16(cx[mi][nj], ah[mi], bl[nj][0], bl[nj][1]);"
+  else:
+    a_frag = """        const float* ar = as + (b*128 + r0 + g)*24 + 2*t;
+        for (int i = 0; i < 4; i++) {
+          float a0 = ar[(i & 1)*8*24 + (i >> 1)*8], a1 = ar[(i & 1)*8*24 + (i >> 1)*8 + 1];
+          ah[mi][i] = PACK_H2(a0, a1); al[mi][i] = PACK_H2((a0 - H2F_BITS(ah[mi][i])) * 2048.0f, (a1 - H2F_BITS(ah[mi][i] >> 16)) * 2048.0f);
+        }"""
+    products = ("MMA_F16(ch[mi][nj], ah[mi], bh[nj][0], bh[nj][1]); MMA_F16(cx[mi][nj], ah[mi], bl[nj][0], bl[nj][1]); "
+                "MMA_F16(cx[mi][nj], al[mi], bh[nj][0], bh[nj][1]);")
+  if form == "split":
+    store = lambda dst, lo, v0, v1: (f"{{ unsigned hi = PACK_H2({v0}, {v1}); *(GLOBAL unsigned*)({dst}) = hi; *(GLOBAL unsigned*)({dst} + {lo}) = "
+                                     f"PACK_H2(({v0} - H2F_BITS(hi)) * 2048.0f, ({v1} - H2F_BITS(hi >> 16)) * 2048.0f); }}")
+    store1 = lambda dst, lo, x: f"{{ half hi = F2H({x}); {dst}[0] = hi; {dst}[{lo}] = F2H(({x} - H2F(hi)) * 2048.0f); }}"
+  elif form == "f16":
+    store = lambda dst, lo, v0, v1: f"*(GLOBAL unsigned*)({dst}) = PACK_H2({v0}, {v1});"
+    store1 = lambda dst, lo, x: f"{dst}[0] = F2H({x});"
+  else:
+    store = lambda dst, lo, v0, v1: f"{{ {dst}[0] = {v0}; {dst}[1] = {v1}; }}"
+    store1 = lambda dst, lo, x: f"{dst}[0] = {x};"
+  rope_x = "H2F(cache[src])" if half else "cache[src]"
+  body = f"""  GRID_WAIT();
+  const int H = {n_head}, NOPE = {nope}, DQK = {dqk}, DV = {dv}, KV = {kv_lora}, CW = {kv_lora + rope}, NK = {NK}, NTILES = {(NK + NV) // TL};
+  int lane = LID_X, w = LID_Y, g = lane >> 2, t = lane & 3, tid = w*32 + lane, wm = w >> 2, wn = w & 3;
+  int rows = pos[0] + {tokens}, base = pos[1];
+  if (rows > {key_rows}) rows = {key_rows};
+  int tiles = (rows + 127) / 128 * NTILES;
+  SHARED {a_elems} as[{2 * TL * SA}];
+  SHARED unsigned bs[{2 * TL * SB}];
+  // stage b <- rows m0.. (past the last: the last one) and columns n0.. of k16 step k0: 16-byte copies, 2 a thread
+  #define LOAD_STAGE(k0, b) for (int e = tid; e < {TL * (64 // (2 if half else 1)) // 16 + TL * 4}; e += 256) {{ \\
+    if (e < {TL * (4 if not half else 2)}) {{ int i = e / {4 if not half else 2}, c = e % {4 if not half else 2}, r = m0 + i < rows ? m0 + i : rows - 1; \\
+      CP_ASYNC16((uint4*)(as + ((b)*128 + i)*{SA}) + c, (const GLOBAL uint4*)(cache + (long)(base + r)*CW + (k0)) + c); }} \\
+    else {{ int f = e - {TL * (4 if not half else 2)}, i = f >> 2, c = f & 3; \\
+      CP_ASYNC16((uint4*)(bs + ((b)*128 + i)*{SB}) + c, (const GLOBAL uint4*)(wp + (long)(n0 + i)*{2 * kv_lora} + (c >> 1)*KV + (k0)) + (c & 1)); }} }}
+  for (int tile = GID_X; tile < tiles; tile += {groups}) {{
+    int m0 = tile / NTILES * 128, n0 = tile % NTILES * 128;
+    float ch[4][4][4], cx[4][4][4];
+    for (int mi = 0; mi < 4; mi++) for (int nj = 0; nj < 4; nj++) for (int i = 0; i < 4; i++) ch[mi][nj][i] = cx[mi][nj][i] = 0.0f;
+    LOAD_STAGE(0, 0)
+    for (int s = 0, b = 0; s < {kv_lora // 16}; s++, b ^= 1) {{
+      CP_ASYNC_WAIT();
+      BARRIER();                                 // stage b is in; every warp is done with stage b ^ 1
+      if (s + 1 < {kv_lora // 16}) LOAD_STAGE((s + 1)*16, b ^ 1)
+      // A fragments of the warp's 4 m16 tiles (rows r0 + g, + 8; k 2t, 2t + 1 and + 8, + 9), B of its 4 n8 tiles (column
+      // g; the hi words, then the lo ones 8 words on)
+      unsigned ah[4][4], al[4][4], bh[4][2], bl[4][2];
+      for (int mi = 0; mi < 4; mi++) {{
+        int r0 = wm*64 + 16*mi;
+{a_frag}
+      }}
+      for (int nj = 0; nj < 4; nj++) {{
+        const unsigned* br = bs + (b*128 + wn*32 + 8*nj + g)*{SB} + t;
+        bh[nj][0] = br[0]; bh[nj][1] = br[4]; bl[nj][0] = br[8]; bl[nj][1] = br[12];
+      }}
+      for (int mi = 0; mi < 4; mi++) for (int nj = 0; nj < 4; nj++) {{ {products} }}
+    }}
+    // C (row g | g + 8, columns 2t, 2t + 1) into its head's row of the keys (the columns past NK: the values')
+    #pragma unroll
+    for (int mi = 0; mi < 4; mi++)
+    #pragma unroll
+    for (int nj = 0; nj < 4; nj++)
+    #pragma unroll
+    for (int e = 0; e < 2; e++) {{
+      int r = m0 + wm*64 + 16*mi + g + 8*e, n = n0 + wn*32 + 8*nj + 2*t;
+      if (r >= rows) continue;
+      float v0 = ch[mi][nj][2*e] + cx[mi][nj][2*e] * 0.00048828125f, v1 = ch[mi][nj][2*e + 1] + cx[mi][nj][2*e + 1] * 0.00048828125f;
+      if (n < NK) {{ int h = n / NOPE; GLOBAL {'half' if form != 'f32' else 'float'}* dst = k + ((long)r*H + h)*{wide * dqk} + n - h*NOPE; {store("dst", "DQK", "v0", "v1")} }}
+      else {{ int h = (n - NK) / DV; GLOBAL {'half' if form != 'f32' else 'float'}* dst = v + ((long)r*H + h)*{wide * dv} + n - NK - h*DV; {store("dst", "DV", "v0", "v1")} }}
+    }}
+    // the keys' rope dims: the cache row's k_rope, by the tile that holds the head's first column
+    for (int h = (n0 + NOPE - 1) / NOPE; h * NOPE < n0 + 128 && h * NOPE < NK; h++)
+      for (int e = tid; e < 128 * {rope}; e += 256) {{
+        int r = m0 + e / {rope}, d = e % {rope};
+        if (r >= rows) continue;
+        long src = (long)(base + r)*CW + KV + d;
+        float x = {rope_x};
+        GLOBAL {'half' if form != 'f32' else 'float'}* dst = k + ((long)r*H + h)*{wide * dqk} + NOPE + d;
+        {store1("dst", "DQK", "x")}
+      }}
+  }}
+  #undef LOAD_STAGE"""
+  out = dtypes.float32 if form == "f32" else dtypes.float16
+  params = (Param("k", out, True), Param("v", out, True), Param("cache", dtypes.float16 if half else dtypes.float32),
+            Param("wp", dtypes.float16), Param("pos", dtypes.int32))
+  name = f"mla_expand_{tokens}_h{n_head}_n{nope}_r{rope}_v{dv}_k{key_rows}_{'f16' if half else 'f32'}_{form}"
+  return SourceKernel(name, params, body, (groups, 1, 1), (32, 8, 1), trigger=False)
+
+def expansion_weights(k_b: Tensor, v_b: Tensor) -> Tensor:
+  """k_b (H, kv_lora, nope) and v_b (H, dv, kv_lora) as expand_kernel's w: (H nope + H dv, 2 kv_lora), a row a column of
+  the keys (then of the values), kv_lora innermost, as fp16 (hi, lo) pairs (split_halves)."""
+  H, KV, nope = k_b.shape
+  return split_halves(k_b.float().permute(0, 2, 1).reshape(H * nope, KV).cat(v_b.float().reshape(-1, KV), dim=0))
+
+@cached
+def expand_program(n_head: int, nope: int, rope: int, dv: int, kv_lora: int, tokens: int, key_rows: int, device: str, half: bool, form: str):
+  return program(expand_kernel(n_head, nope, rope, dv, kv_lora, tokens, key_rows, half, form), device)
+
+def mla_expand(cache: Tensor, k_b: Tensor, v_b: Tensor, pos: Tensor, keys: Tensor, values: Tensor, tokens: int) -> tuple[Tensor, Tensor]:
+  """The flash kernel's keys (rows, H, dqk) and values (rows, H, dv) buffers (or their fp16 pairs: flash_form) with rows 0 ..
+  pos[0] + tokens - 1 expanded per head from the latent cache rows pos[1] + r (k_b (H, kv_lora, qk_nope), v_b (H, v_head,
+  kv_lora)): expand_kernel on the tensor cores (CUDA sm_80+). The rows past the chunk's last real one (a bound's padding)
+  are expanded from what the cache holds there."""
+  (H, KV, nope), dv, rope, rows = k_b.shape, v_b.shape[1], cache.shape[1] - k_b.shape[1], keys.shape[0]
+  if not has_mma(cache.device): raise ValueError(f"mla_expand: device {cache.device} has no tensor-core kernels")
+  half = _half_cache(cache, "mla_expand")
+  form = "f32" if keys.dtype == dtypes.float32 else "split" if keys.shape[-1] == 2 * (nope + rope) else "f16"
+  wide = 2 if form == "split" else 1
+  if keys.shape != (rows, H, wide * (nope + rope)) or values.shape != (rows, H, wide * dv) or values.dtype != keys.dtype or (form == "f16") != half:
+    raise ValueError(f"mla_expand: buffers {keys.shape} {keys.dtype} / {values.shape} {values.dtype} are not the flash form of a "
+                     f"{cache.dtype} cache's {H} x ({nope} + {rope}, {dv}) rows")
+  fxn = expand_program(H, nope, rope, dv, KV, tokens, rows, cache.device, half, form)
+  keys, values, *_ = Tensor.custom_kernel(keys, values, cache, expansion_weights(k_b, v_b).contiguous(), _expect(pos, (2,), "pos", dtypes.int32), fxn=fxn)
+  return keys, values

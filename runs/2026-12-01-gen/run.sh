@@ -775,6 +775,23 @@ case $1 in
        (cd $d && TINYGRAD_UPTO=$([ $v = A ] && echo 70 || echo 71) CACHEDB=/tmp/cache_$v.db timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --decode 32 --depths ${DEPTHS:-4096,16384} \
          --json "$OUT/copies_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -4)
      done ;;
+  84) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # the flash prefill's expansions as one GEMM on the tensor cores (apps/kernels/mla_attention.py expand_kernel: B, the
+     # tree), A = the tree with experiments/expand-gemm.diff reversed (tensor ops: fp32 products, then their pairs): the
+     # expansions alone (bench_mla_attention, 2048 at 14,336, both shapes), B's paths at 2,600 on $PRESETS ($PATHS), then
+     # their prompts $VARIANTS over $CACHES
+     rm -rf /tmp/A && mkdir /tmp/A && cp -r $(ls -A | grep -v '^.cache$') /tmp/A/ && patch -s -R -p1 -d /tmp/A < runs/2026-12-01-gen/experiments/expand-gemm.diff || exit 1
+     for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     P=${PRESETS:-youtu-llm-2b}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
+     [ -n "$NOBENCH" ] || timeout 150 python3 -m tools.bench_mla_attention --prefill 2048 --pos 14336 --layers 2 --iters 5 2>&1 | tee "$OUT/expand_bench.txt" | grep -E "expand|split|f16 "
+     for c in ${PATHS:-f32 f16}; do
+       timeout 250 python3 -m tools.path_check --presets $P --depth 2600 --cache-type $c 2>&1 | tee "$OUT/paths_gemm_$c.txt" | grep -v Warn | tail -4
+     done
+     for v in ${VARIANTS:-A B B A}; do for c in ${CACHES:-f32 f16}; do
+       d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $c $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --cache-type $c --decode 32 --depths ${DEPTHS:-4096,16384} \
+         --json "$OUT/gemm_${v}_$c.$RANDOM.json" 2>&1 | grep -v "^{" | tail -3)
+     done; done ;;
   70) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT experiments/flash-one-pass.diff: over an fp16 cache the flash prefill's products take one tf32 pass, not three
      rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/flash-one-pass.diff || exit 1
