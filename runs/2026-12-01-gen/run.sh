@@ -14,8 +14,10 @@
 # 16k prompt's last chunk kernel by kernel: the pairs' store doubled the expansions), 82 (B: the expansions as fp16 products on
 # tinygrad's tensor cores: slower, rejected; GLM-4.7-Flash's split kernel failed to compile: patches/0073), 83 (the realized
 # products split after: Youtu-LLM-2B's 16k prompt 8,142 -> 11,031 over an fp32 cache, landed).
-# Next lease, in order: 79 (GLM-4.7-Flash's paths and prompts with the pairs, A B B A; then PRESETS=deepseek-v2-lite 79),
-# 80 (the fp16 cache's paths at full size, three models), DEPTHS=4096,16384,32768 76 (32k beside llama.cpp; carry
+# Measured 2026-12-03 (calls 73-77): 84 (the expansions as one GEMM on the tensor cores: landed; the paths of the three models
+# over an fp32 cache with it), 71 (Youtu-LLM-2B beside llama.cpp with it).
+# Next lease, in order: PRESETS=glm-4.7-flash,deepseek-v2-lite 84 (their prompts A B B A; GLM-4.7-Flash's 16k A B only so far),
+# 71 (the MoE models beside llama.cpp, f32 and f16), 80 (the fp16 cache's paths at full size, three models), DEPTHS=4096,16384,32768 76 (32k beside llama.cpp; carry
 # .cache/llama/llama-cpp-src.tar.xz), VARIANTS="B A" 74 (the server's short chunks beside running streams), 75 (what bounds
 # the batched step's routed experts), DIFF=experts-split-16.diff BATCH=8,16,32 49, 64 (then VARIANT=tt4 65), 52, LLAMA=1 14.
 #   1: where a generated decode token of DeepSeek-V2-Lite and GLM-4.7-Flash goes, kernel by kernel: Nsight Compute's device
