@@ -17,7 +17,9 @@
 # Measured 2026-12-03 (calls 73-77): 84 (the expansions as one GEMM on the tensor cores: landed; the paths of the three models
 # over an fp32 cache with it), 71 (Youtu-LLM-2B beside llama.cpp with it).
 # Next lease, in order: PRESETS=glm-4.7-flash,deepseek-v2-lite 84 (their prompts A B B A; GLM-4.7-Flash's 16k A B only so far),
-# 71 (the MoE models beside llama.cpp, f32 and f16), 80 (the fp16 cache's paths at full size, three models), DEPTHS=4096,16384,32768 76 (32k beside llama.cpp; carry
+# 86 (the attend kernels' rows prefetched to the L2: decode at depth), 71 (the MoE models beside llama.cpp, f32 and f16), 85
+# (chunks of 4096 for long prompts), 80 (the fp16 cache's paths at full
+# size, three models), DEPTHS=4096,16384,32768 76 (32k beside llama.cpp; carry
 # .cache/llama/llama-cpp-src.tar.xz), VARIANTS="B A" 74 (the server's short chunks beside running streams), 75 (what bounds
 # the batched step's routed experts), DIFF=experts-split-16.diff BATCH=8,16,32 49, 64 (then VARIANT=tt4 65), 52, LLAMA=1 14.
 #   1: where a generated decode token of DeepSeek-V2-Lite and GLM-4.7-Flash goes, kernel by kernel: Nsight Compute's device
@@ -777,6 +779,33 @@ case $1 in
        (cd $d && TINYGRAD_UPTO=$([ $v = A ] && echo 70 || echo 71) CACHEDB=/tmp/cache_$v.db timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --decode 32 --depths ${DEPTHS:-4096,16384} \
          --json "$OUT/copies_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -4)
      done ;;
+  86) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT experiments/attend-prefetch.diff: the attend kernels (decode, and the CUDA-core prefill) ask the L2 for the
+     # rows PREFETCH = 4 stages ahead (prefetch.global.L2, a line a thread, no registers): at 16k a split's 9 stages each wait
+     # for memory with about one stage in flight (1.6 TB/s of the H200's ~4.8, the journal). B = the tree with it: the kernel
+     # alone (bench_mla_attention --pos 32,4095,16383,32767, A then B), then $PRESETS' decode at depth, $VARIANTS
+     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/attend-prefetch.diff || exit 1
+     for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     P=${PRESETS:-youtu-llm-2b}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
+     for v in A B; do d=.; [ $v = B ] && d=/tmp/B
+       (cd $d && timeout 120 python3 -m tools.bench_mla_attention --pos 32,4095,16383,32767 --layers 8 --iters 30 2>&1 | tee "$OUT/attend_$v.txt" | grep -v '^$')
+     done
+     for v in ${VARIANTS:-A B B A}; do
+       d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --decode 64 --depths ${DEPTHS:-4096,16384,32768} \
+         --json "$OUT/prefetch_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -4)
+     done ;;
+  85) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT a long prompt in chunks of 4096 (gpu_bench --chunks 4096,2048,512,128,32): its context's rows expanded about
+     # half as often as in chunks of 2048 (a 16k prompt: 40,960 rows against 73,728; 32k: 147,456 against 278,528); A = the
+     # default, B = 4096 first; $PRESETS' prompts of $DEPTHS, $VARIANTS over $CACHES (a 4096-token chunk's expert lists may not
+     # fit the GEMM's shared memory: DeepSeek-V2-Lite's 6 a token would fall back to the matvecs)
+     P=${PRESETS:-youtu-llm-2b}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
+     for v in ${VARIANTS:-A B B A}; do for c in ${CACHES:-f32}; do
+       ch=""; [ $v = B ] && ch="--chunks 4096,2048,512,128,32"; echo "-- $v $c $(date +%T)"
+       timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --cache-type $c --decode 8 --depths ${DEPTHS:-16384,32768} $ch \
+         --json "$OUT/chunks_${v}_$c.$RANDOM.json" 2>&1 | grep -v "^{" | tail -3
+     done; done ;;
   84) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # the flash prefill's expansions as one GEMM on the tensor cores (apps/kernels/mla_attention.py expand_kernel: B, the
      # tree), A = the tree with experiments/expand-gemm.diff reversed (tensor ops: fp32 products, then their pairs): the
