@@ -17,7 +17,8 @@
 # Measured 2026-12-03 (calls 73-77): 84 (the expansions as one GEMM on the tensor cores: landed; the paths of the three models
 # over an fp32 cache with it), 71 (Youtu-LLM-2B beside llama.cpp with it).
 # Next lease, in order: PRESETS=glm-4.7-flash,deepseek-v2-lite 84 (their prompts A B B A; GLM-4.7-Flash's 16k A B only so far),
-# 86 (the attend kernels' rows prefetched to the L2: decode at depth), 71 (the MoE models beside llama.cpp, f32 and f16), 85
+# 86 (the attend kernels' rows prefetched to the L2: decode at depth), 87 (Nsight Compute on the expansion GEMM and the attend
+# kernel at 16k), 71 (the MoE models beside llama.cpp, f32 and f16), 85
 # (chunks of 4096 for long prompts), 80 (the fp16 cache's paths at full
 # size, three models), DEPTHS=4096,16384,32768 76 (32k beside llama.cpp; carry
 # .cache/llama/llama-cpp-src.tar.xz), VARIANTS="B A" 74 (the server's short chunks beside running streams), 75 (what bounds
@@ -778,6 +779,17 @@ case $1 in
        d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $(date +%T)"
        (cd $d && TINYGRAD_UPTO=$([ $v = A ] && echo 70 || echo 71) CACHEDB=/tmp/cache_$v.db timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --decode 32 --depths ${DEPTHS:-4096,16384} \
          --json "$OUT/copies_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -4)
+     done ;;
+  87) export TINYGRAD_MLA_CACHE=$PWD/.cache; synth youtu-llm-2b; echo "synthesized $(date +%T)"
+     # what bounds the expansion GEMM (~150 TFLOPS of fp16 mma, call73) and the decode attend kernel at 16k (1.6 TB/s, the
+     # journal): Nsight Compute's full set on two launches of each (stalls, issue slots, the tensor pipe, L2 and DRAM
+     # throughput), Youtu-LLM-2B's last chunk of a 16k prompt (2048 at 14,336) and a decode token at 16,383
+     for t in "fill --chunk 2048 --pos 14336:mla_expand" "decode --pos 16383:mla_attend"; do
+       args=${t%:*} k=${t#*:}
+       timeout $(( ($(left) - 10) / 2 )) ncu --profile-from-start off --set full --launch-count 2 --kernel-name regex:"$k" \
+         python3 -m tools.profile --model youtu-llm-2b --target $args --max-context 16448 --repeat 1 --count 1 --ncu > "$OUT/ncu_$k.txt" 2>&1
+       grep -E "^  [a-z_0-9]+\(|Duration|Registers Per|Achieved Occupancy|DRAM Throughput|L2 Cache Throughput|L1/TEX Cache Throughput|Warp Cycles Per Issued|Issue Slots Busy|Stall|No Eligible|Compute \(SM\) Throughput|Memory Throughput|Tensor" \
+         "$OUT/ncu_$k.txt" | head -60
      done ;;
   86) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT experiments/attend-prefetch.diff: the attend kernels (decode, and the CUDA-core prefill) ask the L2 for the
