@@ -458,8 +458,8 @@ class Block:
       cache = Tensor(cache.uop.after(cache[base + start_pos:base + start_pos + T].uop.store(row.uop)))
       if tables is not None and len(tables) > 3 and tables[3] is not None and self.hand_written(x.device) and has_mma(x.device) and \
          flash_prefills(cfg, T.vmax if isinstance(T, UOp) else T):
-        # a long chunk on the tensor cores: the keys and values of rows 0..start_pos + T - 1 expanded per head (one product
-        # each) into the model's buffers, then flash attention over them; the output already past v_b
+        # a long chunk on the tensor cores: the keys and values of rows 0..start_pos + T - 1 expanded per head (one GEMM)
+        # into the model's buffers, then flash attention over them; the output already past v_b
         out = self.flash_attention(q_nope, q_pe, cache, T, tables)
         return self.attn_output(self.split(out.cast(x.dtype).reshape(T, cfg.n_head * cfg.v_head), "attn_out"), residual=x)
       if tables is not None and self.prefills_by_kernel(x.device, cache, T):
