@@ -763,6 +763,33 @@ def test_expand_emulated(H, nope, rope, dv, P, tokens, key_rows, base, form, tmp
   errs = rel_err(keys[:n], want_k[:n]), rel_err(values[:n], want_v[:n])
   assert max(errs) < bound, errs
 
+EXPAND_SCRIPT = r"""
+import apps
+from tinygrad import Tensor, TinyJit, dtypes, GlobalCounters
+from apps.kernels.mla_attention import mla_expand, flash_form
+for H, nope, dv, cdt in ((16, 128, 128, dtypes.float), (20, 192, 256, dtypes.float), (16, 128, 128, dtypes.half), (20, 192, 256, dtypes.half)):
+  KV, R, MC = 512, 64, 4096
+  form = flash_form(nope + R, dv, cdt)
+  wide, bdt = (2, dtypes.half) if form == "split" else (1, cdt)
+  cache = Tensor.zeros(2 * MC, KV + R, dtype=cdt).contiguous().realize()   # two sequences' rows: the second one's at MC
+  keys, values = (Tensor.zeros(MC, H, wide * w, dtype=bdt).contiguous().realize() for w in (nope + R, dv))
+  k_b, v_b = Tensor.empty(H, KV, nope).realize(), Tensor.empty(H, dv, KV).realize()
+  step = TinyJit(lambda pos: Tensor.realize(*mla_expand(cache, k_b, v_b, pos, keys, values, 2048)))
+  for i in range(3):
+    pos = Tensor([1000 * i, MC], dtype=dtypes.int32).realize()
+    GlobalCounters.reset()
+    step(pos)
+    if i == 0: print("EXPAND", form, GlobalCounters.kernel_count)
+"""
+
+@needs_nvcc
+def test_expand_compiles_and_captures():
+  """The expansion GEMM for the three models' shapes over both caches, rendered and compiled with nvcc for sm_90 inside a
+  TinyJit (capture and replays), into the buffers in place: the weights' pairs and the GEMM, no copy of the cache or the
+  buffers."""
+  out = run_nvcc_script(EXPAND_SCRIPT)
+  assert [l.split()[1:] for l in out.splitlines() if l.startswith("EXPAND")] == [["split", "2"], ["split", "2"], ["f16", "2"], ["f16", "2"]], out
+
 def test_expand_needs_the_cross_terms(tmp_path):
   """Without the lo halves' products an fp32 cache's expansion is fp16's accuracy: the cross terms are what make it fp32's."""
   keys, values, n, want_k, want_v = emulate_expand(2, 64, 32, 64, 64, 20, 30, 60, 0, "split", tmp_path,
