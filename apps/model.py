@@ -202,15 +202,17 @@ class Transformer:
 
   def _size_expanded(self) -> None:
     """The buffers of a long chunk's keys and values expanded per head, a row a position, where a chunk of the hand-written
-    path on the tensor cores takes the flash kernel (apps/mla.py flash_prefills), else none; in the kernel's form for the
+    path on the tensor cores takes the flash kernel (apps/mla.py flash_prefills) and its kernels take the attention's shape
+    (flash_supports: else the chunk attends over the latent rows), else none; in the kernel's form for the
     cache (flash_form: an fp16 cache's rows expand to fp16 ones, an fp32 cache's to fp16 (hi, lo) pairs, twice as wide,
     where a stage of them fits, else to fp32 ones). Zeroed once, so the rows past a chunk that a padded query reaches are
     finite; fit_context counts them (4 bytes an element, what fp32 and the pairs take)."""
-    cfg = self.cfg
-    if not (self.kernels == "hand" and has_mma(self.device) and any(flash_prefills(cfg, c) for c in self.prefill_chunks)): self.expanded = None
+    cfg, mod = self.cfg, self.kernel_modules.mla_attention
+    if not (self.kernels == "hand" and has_mma(self.device) and any(flash_prefills(cfg, c) for c in self.prefill_chunks) and
+            mod.flash_supports(cfg.n_head, cfg.qk_nope, cfg.qk_rope, cfg.v_head, cfg.kv_lora_rank, self.cache_dtype)): self.expanded = None
     elif self.expanded is None:
       dqk, dv = cfg.qk_nope + cfg.qk_rope, cfg.v_head
-      form = self.kernel_modules.mla_attention.flash_form(dqk, dv, self.cache_dtype)
+      form = mod.flash_form(dqk, dv, self.cache_dtype)
       dtype, wide = (self.cache_dtype, 1) if form != "split" else (dtypes.float16, 2)
       self.expanded = tuple(device_full((self.max_context, cfg.n_head, wide * w), 0, dtype, self.device) for w in (dqk, dv))
 

@@ -790,6 +790,14 @@ def test_expand_compiles_and_captures():
   out = run_nvcc_script(EXPAND_SCRIPT)
   assert [l.split()[1:] for l in out.splitlines() if l.startswith("EXPAND")] == [["split", "2"], ["split", "2"], ["f16", "2"], ["f16", "2"]], out
 
+def test_flash_supports():
+  """The flash prefill takes the models' shapes (and the tiny presets') over both caches; a shape whose key columns are not
+  whole tiles of the expansion (3 heads x 40) or whose rows the flash kernel cannot step (dv 20) is left to the latent form."""
+  from apps.kernels.mla_attention import flash_supports
+  for H, nope, dv, kv in ((16, 128, 128, 512), (20, 192, 256, 512), (4, 96, 64, 256), (4, 64, 64, 256)):
+    assert all(flash_supports(H, nope, 64 if kv == 512 else 32, dv, kv, dt) for dt in (dtypes.float32, dtypes.float16))
+  assert not flash_supports(3, 40, 32, 64, 256, dtypes.float32) and not flash_supports(16, 128, 64, 20, 512, dtypes.float16)
+
 def test_expand_needs_the_cross_terms(tmp_path):
   """Without the lo halves' products an fp32 cache's expansion is fp16's accuracy: the cross terms are what make it fp32's."""
   keys, values, n, want_k, want_v = emulate_expand(2, 64, 32, 64, 64, 20, 30, 60, 0, "split", tmp_path,

@@ -676,6 +676,16 @@ def flash_form(dqk: int, dv: int, cache_dtype) -> str:
   if cache_dtype == dtypes.float16: return "f16"
   return "split" if flash_keys(dqk, dv, split=True) else "tf32"
 
+def flash_supports(n_head: int, nope: int, rope: int, dv: int, kv_lora: int, cache_dtype) -> bool:
+  """Whether the flash prefill's kernels take this attention shape over a cache of `cache_dtype`: its expansion GEMM
+  (expand_kernel: whole tiles of key and value columns) and the flash kernel in the cache's form (flash_form)."""
+  form = flash_form(nope + rope, dv, cache_dtype)
+  try:
+    expand_kernel(n_head, nope, rope, dv, kv_lora, 16, 64, form == "f16", "f32" if form == "tf32" else form)
+    flash_prefill_kernel(n_head, nope + rope, dv, 0.1, 16, 64, half=form == "f16", split=form == "split")
+  except AssertionError: return False
+  return True
+
 def flash_split(dqk: int, dv: int, half: bool = False, split: bool = False) -> int:
   """Warps that share a tile of 16 queries (each a slice of the query's dims and of the value columns): two where one warp
   would hold more than 128 registers of fp32 queries and output (a row tile's dqk / 2 + dv / 2 a lane). fp16 kernels take
