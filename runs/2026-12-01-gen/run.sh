@@ -820,7 +820,8 @@ case $1 in
      done; done ;;
   84) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # the flash prefill's expansions as one GEMM on the tensor cores (apps/kernels/mla_attention.py expand_kernel: B, the
-     # tree), A = the tree with experiments/expand-gemm.diff reversed (tensor ops: fp32 products, then their pairs): the
+     # tree), A = the tree with experiments/expand-gemm.diff reversed (Block.flash_attention's tensor ops: fp32 products,
+     # then their pairs; the diff of calls 73-77 held the kernel too, now only the model's use of it): the
      # expansions alone (bench_mla_attention, 2048 at 14,336, both shapes), B's paths at 2,600 on $PRESETS ($PATHS), then
      # their prompts $VARIANTS over $CACHES
      rm -rf /tmp/A && mkdir /tmp/A && cp -r $(ls -A | grep -v '^.cache$') /tmp/A/ && patch -s -R -p1 -d /tmp/A < runs/2026-12-01-gen/experiments/expand-gemm.diff || exit 1
