@@ -68,11 +68,12 @@ def fit_context(cfg: Config, cache_itemsize: int, free: int | None, chunk: int, 
   (with FIT_RESERVE and a tenth kept back): every block's cache row of every slot, the rope tables' row and the prompt
   buffer's entry a token, and what a prefill chunk's attention holds per key: with `scores` (the tensor-op attention of the
   generated path; the tensor cores' kernels hold none) its scores (chunk x heads x fp32, twice) and, where it expands the
-  latent rows, their keys and values (heads x (qk_nope + rope + v_head) x 4 bytes: fp32, or the flash kernel's fp16 pairs).
-  4096 where the free memory is unknown."""
+  latent rows, their keys and values (heads x (qk_nope + rope + v_head): fp32 tensors with `scores`; without, the flash
+  kernel's buffers, an fp16 cache's fp16 and an fp32 cache's fp16 pairs or fp32 rows: the cache's bytes an element). 4096
+  where the free memory is unknown."""
   if free is None: return min(4096, cfg.context_length)
   per_token = slots * cfg.n_layer * (cfg.kv_lora_rank + cfg.qk_rope) * cache_itemsize + 4 * cfg.qk_rope + 4 + 2 * 4 * chunk * cfg.n_head * scores
-  if expands_latents(cfg, chunk): per_token += 4 * cfg.n_head * (cfg.qk_nope + cfg.qk_rope + cfg.v_head)
+  if expands_latents(cfg, chunk): per_token += (4 if scores else cache_itemsize) * cfg.n_head * (cfg.qk_nope + cfg.qk_rope + cfg.v_head)
   n = (int(free * 0.9) - FIT_RESERVE) // per_token // 256 * 256
   if n < 256: raise ValueError(f"{free / 2**20:.0f} MiB free on the device after the weights: no room for a context (pass a smaller --max-context)")
   return min(n, cfg.context_length)
@@ -206,7 +207,7 @@ class Transformer:
     (flash_supports: else the chunk attends over the latent rows), else none; in the kernel's form for the
     cache (flash_form: an fp16 cache's rows expand to fp16 ones, an fp32 cache's to fp16 (hi, lo) pairs, twice as wide,
     where a stage of them fits, else to fp32 ones). Zeroed once, so the rows past a chunk that a padded query reaches are
-    finite; fit_context counts them (4 bytes an element, what fp32 and the pairs take)."""
+    finite; fit_context counts them (the cache's bytes an element: fp16 rows 2, the pairs and fp32 rows 4)."""
     cfg, mod = self.cfg, self.kernel_modules.mla_attention
     if not (self.kernels == "hand" and has_mma(self.device) and any(flash_prefills(cfg, c) for c in self.prefill_chunks) and
             mod.flash_supports(cfg.n_head, cfg.qk_nope, cfg.qk_rope, cfg.v_head, cfg.kv_lora_rank, self.cache_dtype)): self.expanded = None

@@ -269,10 +269,12 @@ def test_fit_context():
   assert expands_latents(cfg, 512) and fit_context(cfg, 4, free, 512) == 768 and fit_context(cfg, 4, None, 512) == 4096
   assert fit_context(cfg, 2, free, 512) > 768 and fit_context(cfg, 4, 10 * 2**40, 512) == 8192
   with pytest.raises(ValueError, match="no room for a context"): fit_context(cfg, 4, 2**30, 512)
-  # the tensor cores' kernels hold no scores, and their expansions only the buffers the GEMM writes (counted at 4 bytes)
-  tc = cfg.n_layer * (cfg.kv_lora_rank + cfg.qk_rope) * 4 + 4 * cfg.qk_rope + 4 + 4 * cfg.n_head * (cfg.qk_nope + cfg.qk_rope + cfg.v_head)
-  free = int((FIT_RESERVE + 1000 * tc) / 0.9) + 1
-  assert fit_context(cfg, 4, free, 512, scores=False) == 768 and fit_context(cfg, 4, free - int(240 * tc / 0.9), 512, scores=False) == 512
+  # the tensor cores' kernels hold no scores, and their expansions only the buffers the GEMM writes, an element in the
+  # cache's bytes (an fp32 cache's fp16 pairs, an fp16 cache's fp16 rows)
+  for size in (4, 2):
+    tc = cfg.n_layer * (cfg.kv_lora_rank + cfg.qk_rope) * size + 4 * cfg.qk_rope + 4 + size * cfg.n_head * (cfg.qk_nope + cfg.qk_rope + cfg.v_head)
+    free = int((FIT_RESERVE + 1000 * tc) / 0.9) + 1
+    assert fit_context(cfg, size, free, 512, scores=False) == 768 and fit_context(cfg, size, free - int(240 * tc / 0.9), 512, scores=False) == 512
 
 def test_fit_context_counts_block_products(monkeypatch):
   """On a device with int8 tensor cores the generated path's chunk products make a block's quantized weights as int8 quants
