@@ -42,6 +42,15 @@ ncu_decode() {  # ncu_decode M [SPARE [TARGET ARGS...]]: the generated step's ke
   [ -s "$OUT/ncu_${t}_$m.err" ] || rm -f "$OUT/ncu_${t}_$m.err"   # the device returns at most 8 files
   head -4 "$OUT/ncu_${t}_$m.txt"; grep -E '\(all\)' "$OUT/ncu_${t}_$m.txt"
 }
+prompts_ab() {  # prompts_ab TAG: $P's prompts of $DEPTHS (gpu_bench) over each of $CACHES, in the order $VARIANTS (A = /tmp/A,
+               # B = the tree), a json a run named TAG_<variant>_<cache>
+  local tag=$1 v c d
+  for v in ${VARIANTS:-A B B A}; do for c in ${CACHES:-f32 f16}; do
+    d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $c $(date +%T)"
+    (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --cache-type $c --decode 32 --depths ${DEPTHS:-4096,16384} \
+      --json "$OUT/${tag}_${v}_$c.$RANDOM.json" 2>&1 | grep -v "^{" | tail -4)
+  done; done
+}
 abdiff() {  # abdiff TAG DIFF PRESETS POSITIONS: the generated decode step (bench_block.py --only decode, a step's own time) of each
            # preset at each position, A = the tree, B = a copy with experiments/DIFF applied, A B B A (a kernel cache a variant)
   local tag=$1 diff=$2 P=$3 poses=$4 v d m pos
@@ -831,11 +840,7 @@ case $1 in
      for c in ${PATHS:-f32 f16}; do
        timeout 250 python3 -m tools.path_check --presets $P --depth 2600 --cache-type $c 2>&1 | tee "$OUT/paths_gemm_$c.txt" | grep -v Warn | tail -4
      done
-     for v in ${VARIANTS:-A B B A}; do for c in ${CACHES:-f32 f16}; do
-       d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $c $(date +%T)"
-       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --cache-type $c --decode 32 --depths ${DEPTHS:-4096,16384} \
-         --json "$OUT/gemm_${v}_$c.$RANDOM.json" 2>&1 | grep -v "^{" | tail -3)
-     done; done ;;
+     prompts_ab gemm ;;
   70) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT experiments/flash-one-pass.diff: over an fp16 cache the flash prefill's products take one tf32 pass, not three
      rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/flash-one-pass.diff || exit 1
@@ -883,11 +888,7 @@ case $1 in
      for c in ${PATHS:-f32 f16}; do
        timeout 200 python3 -m tools.path_check --presets $P --depth 2600 --cache-type $c 2>&1 | tee "$OUT/paths_B_$c.txt" | grep -v Warn | tail -2
      done
-     for v in ${VARIANTS:-A B B A}; do for c in ${CACHES:-f32 f16}; do
-       d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $c $(date +%T)"
-       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --cache-type $c --decode 32 --depths ${DEPTHS:-4096,16384} \
-         --json "$OUT/tc_${v}_$c.$RANDOM.json" 2>&1 | grep -v "^{" | tail -4)
-     done; done ;;
+     prompts_ab tc ;;
   81) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # where the last chunk of a 16k prompt goes (2048 tokens at 14,336, kernel by kernel, tools.profile --target fill):
      # Youtu-LLM-2B over an fp32 cache (tf32 flash), the same with experiments/flash-split.diff (fp16 pairs: +6.5% on the
