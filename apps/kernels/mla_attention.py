@@ -969,7 +969,7 @@ def expand_kernel(n_head: int, nope: int, rope: int, dv: int, kv_lora: int, toke
   # staged row strides: the cache's rows 24 elements (fp32: float2 fragment reads hit 32 banks; fp16: 12 words), w's rows 20
   # words ([hi 16 | lo 16] halves and 8 of padding)
   SA, SB = 24, 20
-  a_elems = "float" if not half else "half"
+  a_elems, CA = ("half", 2) if half else ("float", 4)   # 16-byte copies a staged row of the cache holds (16 elements)
   if half:
     a_frag = """        const unsigned* ar = (const unsigned*)as + ((b*128 + r0 + g)*12 + t);
         ah[mi][0] = ar[0]; ah[mi][1] = ar[8*12]; ah[mi][2] = ar[4]; ah[mi][3] = ar[8*12 + 4];"""
@@ -1002,10 +1002,10 @@ def expand_kernel(n_head: int, nope: int, rope: int, dv: int, kv_lora: int, toke
   SHARED {a_elems} as[{2 * TL * SA}];
   SHARED unsigned bs[{2 * TL * SB}];
   // stage b <- rows m0.. (past the last: the last one) and columns n0.. of k16 step k0: 16-byte copies, 2 a thread
-  #define LOAD_STAGE(k0, b) for (int e = tid; e < {TL * (64 // (2 if half else 1)) // 16 + TL * 4}; e += 256) {{ \\
-    if (e < {TL * (4 if not half else 2)}) {{ int i = e / {4 if not half else 2}, c = e % {4 if not half else 2}, r = m0 + i < rows ? m0 + i : rows - 1; \\
+  #define LOAD_STAGE(k0, b) for (int e = tid; e < {TL * CA + TL * 4}; e += 256) {{ \\
+    if (e < {TL * CA}) {{ int i = e / {CA}, c = e % {CA}, r = m0 + i < rows ? m0 + i : rows - 1; \\
       CP_ASYNC16((uint4*)(as + ((b)*128 + i)*{SA}) + c, (const GLOBAL uint4*)(cache + (long)(base + r)*CW + (k0)) + c); }} \\
-    else {{ int f = e - {TL * (4 if not half else 2)}, i = f >> 2, c = f & 3; \\
+    else {{ int f = e - {TL * CA}, i = f >> 2, c = f & 3; \\
       CP_ASYNC16((uint4*)(bs + ((b)*128 + i)*{SB}) + c, (const GLOBAL uint4*)(wp + (long)(n0 + i)*{2 * kv_lora} + (c >> 1)*KV + (k0)) + (c & 1)); }} }}
   for (int tile = GID_X; tile < tiles; tile += {groups}) {{
     int m0 = tile / NTILES * 128, n0 = tile % NTILES * 128;
