@@ -45,6 +45,7 @@ template <class T> static T emu_shfl_xor(T v, int o) {
   T r; memcpy(&r, &emu_lanes[32*w + (lane ^ o)], 4); emu_wait(emu_warp[w]);
   return r;
 }
+template <class T> static T emu_shfl(T v, int l) { return emu_shfl_xor(v, (emu_thread() % 32) ^ (l & 31)); }
 static float emu_reduce(float v, bool is_max) {
   int t = emu_thread(), w = t / 32, lane = t % 32;
   memcpy(&emu_lanes[32*w + lane], &v, 4); emu_wait(emu_warp[w]);
@@ -109,6 +110,7 @@ static inline int __dp4a(int a, int b, int c) {
   return c;
 }
 template <class T> static inline T __shfl_xor_sync(unsigned, T v, int o) { return emu_shfl_xor(v, o); }
+template <class T> static inline T __shfl_sync(unsigned, T v, int l) { return emu_shfl(v, l); }
 static inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
 static inline float __int_as_float(int u) { float f; memcpy(&f, &u, 4); return f; }
 static inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
@@ -222,6 +224,7 @@ static inline void threadgroup_barrier(mem_flags) { emu_barrier(); }
 static inline float simd_sum(float v) { return emu_reduce(v, false); }
 static inline float simd_max(float v) { return emu_reduce(v, true); }
 template <class T> static inline T simd_shuffle_xor(T v, unsigned short o) { return emu_shfl_xor(v, o); }
+template <class T> static inline T simd_shuffle(T v, unsigned short l) { return emu_shfl(v, l); }
 static inline float exp2(float x) { return __builtin_exp2f(x); }
 static inline float sqrt(float x) { return __builtin_sqrtf(x); }
 static inline float exp(float x) { return __builtin_expf(x); }

@@ -14,7 +14,7 @@ import pytest
 from nvcc import needs_nvcc, run_nvcc_script, run_script
 from emulator import emulate
 from tinygrad import Tensor, TinyJit, Device, UOp, dtypes
-from apps.kernels import render, language_of, SourceKernel
+from apps.kernels import render, language_of, SourceKernel, Param
 from apps.kernels import mla_attention
 from apps.mla import decode_attention_reference
 from apps.kernels.mla_attention import (AttentionShape, attend_kernel, combine_kernel, mla_decode_attention,
@@ -124,6 +124,21 @@ def test_kernels_emulated_cuda(shape, pos, tmp_path):
   ref, row = numpy_attention(shape, c)
   assert rel_err(out, ref) < 1e-5
   check_cache(shape, c, cache, row)
+
+@pytest.mark.parametrize("k", [2, 4, 8, 16, 32])
+@pytest.mark.parametrize("language", ["CUDA", "METAL"])
+def test_warp_sums_emulated(k, language, tmp_path):
+  """The transposed reduction gives every lane all k warp sums, each in its own slot (integers: exact in any order)."""
+  body = f"""int lane = LID_X;
+  float sc_[{k}];
+  for (int i = 0; i < {k}; i++) sc_[i] = x[lane*{k} + i];
+  {mla_attention._warp_sums(k)}
+  for (int i = 0; i < {k}; i++) out[lane*{k} + i] = sc_[i];"""
+  kern = SourceKernel(f"warp_sums_{k}", (Param("out", dtypes.float32, written=True), Param("x", dtypes.float32)), body, (1, 1, 1), (32, 1, 1))
+  x = np.random.default_rng(k).integers(-1000, 1000, (32, k)).astype(np.float32)
+  out = np.full((32, k), np.nan, np.float32)
+  emulate(kern, language, [out, x], tmp_path)
+  np.testing.assert_array_equal(out, np.broadcast_to(x.sum(0), (32, k)))
 
 def test_kernels_emulated_kv_offset(tmp_path):
   """The new token's kv row read at an offset into kv_raw (Youtu / GLM stack q_a and kv_a into one output)."""

@@ -15,6 +15,7 @@ The dialect (macros defined per backend by the prelude):
   SHARED                   declares workgroup memory (`__shared__` / `threadgroup`); BARRIER() synchronizes it
   WARP_SUM(v), WARP_MAX(v) sum / max of a float over the 32 lanes of a warp/simdgroup (every lane gets it)
   SHFL_XOR(v, o)           v of lane (this lane ^ o) in the warp (float or int)
+  SHFL(v, l)               v of lane l in the warp
   EXP2(x)                  2^x of a float
   FLOAT4(a, b, c, d)       a float4 value (for one wide store)
   DEVFN                    qualifies a helper function; H2F(h) half -> float; F2H(f) float -> half (to nearest even);
@@ -170,6 +171,7 @@ static __device__ __forceinline__ float WARP_MAX(float v) {
 #define EXP2(x) exp2f(x)
 #define FLOAT4(a, b, c, d) make_float4(a, b, c, d)
 #define SHFL_XOR(v, o) __shfl_xor_sync(0xffffffffu, v, o)
+#define SHFL(v, l) __shfl_sync(0xffffffffu, v, l)
 #define BYTE_F(u, b) __uint_as_float(__byte_perm((u), 0x4B000000u, 0x7650u | (b)))
 #define UINT4(a, b, c, d) make_uint4(a, b, c, d)
 #define DP4A(a, b, c) __dp4a((int)(a), (int)(b), (int)(c))
@@ -199,6 +201,7 @@ using namespace metal;
 #define EXP2(x) exp2(x)
 #define FLOAT4(a, b, c, d) float4(a, b, c, d)
 #define SHFL_XOR(v, o) simd_shuffle_xor(v, (ushort)(o))
+#define SHFL(v, l) simd_shuffle(v, (ushort)(l))
 #define BYTE_F(u, b) as_type<float>((((u) >> (8*(b))) & 0xFFu) | 0x4B000000u)
 #define UINT4(a, b, c, d) uint4(a, b, c, d)
 static inline int DP4A(int a, int b, int c) {
