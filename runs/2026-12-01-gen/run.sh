@@ -789,6 +789,48 @@ case $1 in
        (cd $d && TINYGRAD_UPTO=$([ $v = A ] && echo 70 || echo 71) CACHEDB=/tmp/cache_$v.db timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --decode 32 --depths ${DEPTHS:-4096,16384} \
          --json "$OUT/copies_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -4)
      done ;;
+  89) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT the decode attend kernel's issue stalls (call80: short scoreboard 622 and wait 501 of ~2,000 not-issued
+     # samples: shared-memory loads used at once, dependent chains): variants of apps/kernels/mla_attention.py beside the tree
+     # in one process, experiments/attend-$V.diff for V in $ILP: warpsum (one WARP_SUM a score, as before the transposed
+     # reduction), dual (each score's dot product in two chains), pipe (the next rows read from shared memory while this
+     # step's are used) by default; splits256 (256 splits: two workgroups an SM, where registers allow), twosm (and 16 heads'
+     # kernel capped at 128 registers: two an SM, four warps a scheduler), twosm8 (and stages of 8 rows: fewer staging
+     # registers); then the decode at depth of Youtu-LLM-2B with the fastest at 16k (16 heads), A B B A
+     mkdir -p /tmp/var && f=apps/kernels/mla_attention.py vs=
+     for v in ${ILP:-warpsum dual pipe}; do
+       cp $f /tmp/var/$v.py && patch -s /tmp/var/$v.py < runs/2026-12-01-gen/experiments/attend-$v.diff || exit 1
+       vs=$vs${vs:+,}/tmp/var/$v.py
+     done
+     synth youtu-llm-2b > /dev/null 2>&1 & spid=$!
+     timeout 200 python3 -m tools.bench_mla_attention --pos 32,4095,16383,32767 --layers 8 --iters 30 --variants $vs 2>&1 \
+       | tee "$OUT/attend_ilp.txt" | grep -v '^$'
+     best=$(python3 -c "
+import sys; rows = [l.split() for l in open('$OUT/attend_ilp.txt').read().split('deepseek-v2-lite')[-1].splitlines()]
+t = {r[1]: float(r[2]) for r in rows if len(r) > 3 and r[0] == '16383'}; b = min(t, key=t.get); print(b if t[b] < 0.97 * t['kernel'] else '')")
+     echo "best at 16k: ${best:-none}"; [ -n "$best" ] || exit 0
+     wait $spid; rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && cp /tmp/var/$best.py /tmp/B/$f
+     python3 -m compileall -q /tmp/B/apps > /dev/null
+     for v in ${VARIANTS:-A B B A}; do
+       d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets youtu-llm-2b --decode 32 --depths ${DEPTHS:-4096,16384} \
+         --json "$OUT/ilp_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -3)
+     done ;;
+  88) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # decode at depth: what bounds the attend kernel (16k: 1.6 TB/s, the journal). Alone (bench_mla_attention, both shapes,
+     # 32..32k), A = the tree, B = experiments/attend-prefetch.diff; $VARIANTS_FILES (other mla_attention.py files) beside A in
+     # one process; then Nsight Compute's full set on A's attend kernel at 16,383 (16 heads) and on the expansion GEMM
+     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/attend-prefetch.diff || exit 1
+     for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     timeout 150 python3 -m tools.bench_mla_attention --pos 32,4095,16383,32767 --layers 8 --iters 30 --variants "$VARIANTS_FILES" 2>&1 | tee "$OUT/attend_A.txt" | grep -v '^$'
+     (cd /tmp/B && timeout 100 python3 -m tools.bench_mla_attention --pos 32,4095,16383,32767 --layers 8 --iters 30 2>&1 | tee "$OUT/attend_B.txt" | grep -v '^$')
+     for t in "--pos 16383 --layers 2 --iters 3:mla_attend_h16" "--prefill 2048 --pos 14336 --layers 1 --iters 1:mla_expand_2048_h16"; do
+       args=${t%:*} k=${t#*:}
+       timeout $(( ($(left) - 10) / 2 )) ncu --set full --launch-skip 2 --launch-count 1 --kernel-name regex:"$k" \
+         python3 -m tools.bench_mla_attention $args > "$OUT/ncu_$k.txt" 2>&1
+       grep -E "^  [a-z_0-9]+\(|Duration|Registers Per|Achieved Occupancy|DRAM Throughput|L2 Cache Throughput|L1/TEX Cache Throughput|Warp Cycles Per Issued|Issue Slots Busy|Stall|No Eligible|Compute \(SM\) Throughput|Memory Throughput|Tensor|Shared|Bank|MIO|LSU|FMA|Pipe" \
+         "$OUT/ncu_$k.txt" | head -70
+     done ;;
   87) export TINYGRAD_MLA_CACHE=$PWD/.cache; synth youtu-llm-2b; echo "synthesized $(date +%T)"
      # what bounds the expansion GEMM (~150 TFLOPS of fp16 mma, call73) and the decode attend kernel at 16k (1.6 TB/s, the
      # journal): Nsight Compute's full set on two launches of each (stalls, issue slots, the tensor pipe, L2 and DRAM
