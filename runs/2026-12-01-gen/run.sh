@@ -16,13 +16,14 @@
 # products split after: Youtu-LLM-2B's 16k prompt 8,142 -> 11,031 over an fp32 cache, landed).
 # Measured 2026-12-03 (calls 73-77): 84 (the expansions as one GEMM on the tensor cores: landed; the paths of the three models
 # over an fp32 cache with it), 71 (Youtu-LLM-2B beside llama.cpp with it).
+# Measured 2026-12-03 (calls 78-84): 88 (Nsight Compute on the attend kernel and the expansion GEMM; the L2 prefetch: rejected),
+# MODEL=1 64 (TT = 4 / 16-row stages / a head a warp: rejected), 89 (the transposed warp sums: landed; dual, pipe: rejected),
+# 71 with DEPTHS=4096,16384,32768 (three models beside llama.cpp to 32k, fp16 caches), ILP="splits256 twosm twosm8" 89 (rejected).
+# Measured 2026-12-03 (calls 85-89): ILP=kr2 89 (rejected), 75 (the batched experts' profile), DIFF=experts-split-16.diff
+# BATCH=8,16,32 49 and DIFF=experts-split-8.diff PRESETS=glm-4.7-flash,deepseek-v2-lite BATCH=8,16 49 (not landed), LLAMA=1 14.
 # Next lease, in order: PRESETS=glm-4.7-flash,deepseek-v2-lite 84 (their prompts A B B A; GLM-4.7-Flash's 16k A B only so far),
-# 86 (the attend kernels' rows prefetched to the L2: decode at depth), 87 (Nsight Compute on the expansion GEMM and the attend
-# kernel at 16k), 71 (the MoE models beside llama.cpp, f32 and f16), 85
-# (chunks of 4096 for long prompts), 80 (the fp16 cache's paths at full
-# size, three models), DEPTHS=4096,16384,32768 76 (32k beside llama.cpp; carry
-# .cache/llama/llama-cpp-src.tar.xz), VARIANTS="B A" 74 (the server's short chunks beside running streams), 75 (what bounds
-# the batched step's routed experts), DIFF=experts-split-16.diff BATCH=8,16,32 49, 64 (then VARIANT=tt4 65), 52, LLAMA=1 14.
+# 85 (chunks of 4096 for long prompts), 80 (the fp16 cache's paths at full size, three models), VARIANTS="B A" 74 (the
+# server's short chunks beside running streams), 52.
 #   1: where a generated decode token of DeepSeek-V2-Lite and GLM-4.7-Flash goes, kernel by kernel: Nsight Compute's device
 #      times (L2 and clocks left as they run: --cache-control none --clock-control none) against the step as run in its
 #      graphs; then BEAM=2 on DeepSeek-V2-Lite's 8 slowest decode kernels (tools.beam_kernels) while the time lasts
@@ -796,7 +797,8 @@ case $1 in
      # reduction), dual (each score's dot product in two chains), pipe (the next rows read from shared memory while this
      # step's are used) by default; splits256 (256 splits: two workgroups an SM, where registers allow), twosm (and 16 heads'
      # kernel capped at 128 registers: two an SM, four warps a scheduler), twosm8 (and stages of 8 rows: fewer staging
-     # registers); then the decode at depth of Youtu-LLM-2B with the fastest at 16k (16 heads), A B B A
+     # registers), kr2 (two key ranges a split in one workgroup: 16 warps at 128 registers); then the decode at depth of
+     # Youtu-LLM-2B with the fastest at 16k (16 heads), A B B A
      mkdir -p /tmp/var && f=apps/kernels/mla_attention.py vs=
      for v in ${ILP:-warpsum dual pipe}; do
        cp $f /tmp/var/$v.py && patch -s /tmp/var/$v.py < runs/2026-12-01-gen/experiments/attend-$v.diff || exit 1
