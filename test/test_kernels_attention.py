@@ -20,7 +20,8 @@ from apps.mla import decode_attention_reference
 from apps.kernels.mla_attention import (AttentionShape, attend_kernel, combine_kernel, mla_decode_attention,
                                         SPLITS, MIN_CHUNK, prefill_attend_kernel,
                                         mla_prefill_attention, prefill_splits, PREFILL_SPLITS, PREFILL_MIN_CHUNK,
-                                        prefill_mma_kernel, mma_warps, mma_group, MMA_GROUP,
+                                        prefill_mma_kernel, mma_warps, mma_group, MMA_GROUP, attend_mma_kernel, decode_mma_warps,
+                                        attend_depth_kernel, decode_depth_serves,
                                         flash_prefill_kernel, flash_keys, flash_split, FLASH_KEYS, flash_form, split_halves,
                                         flash_stages, expand_kernel)
 
@@ -98,10 +99,13 @@ def test_reference_symbolic_pos():
   assert rel_err(out, ref) < 1e-5
   check_cache(SMALL, c, t["cache"].numpy(), row)
 
-def emulate_attention(s: AttentionShape, c: dict, language: str, work: Path, kv_offset: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def emulate_attention(s: AttentionShape, c: dict, language: str, work: Path, kv_offset: int = 0,
+                      attend: SourceKernel | None = None) -> tuple[np.ndarray, np.ndarray]:
   """Both kernels on the emulator: (out, cache after). Partials start as NaN: reading one that was not written shows.
-  kv_offset: kv_raw is passed behind that many NaNs (a stacked [q_a; kv_a] output), which the kernel must skip."""
-  attend, combine = attend_kernel(s, c["scale"], c["eps"], kv_offset, half=c["cache"].dtype == np.float16), combine_kernel(s)
+  kv_offset: kv_raw is passed behind that many NaNs (a stacked [q_a; kv_a] output), which the kernel must skip.
+  attend: another attend kernel of the same parameters (attend_kernel's by default)."""
+  attend = attend or attend_kernel(s, c["scale"], c["eps"], kv_offset, half=c["cache"].dtype == np.float16)
+  combine = combine_kernel(s)
   if kv_offset: c = {**c, "kv_raw": np.concatenate([np.full(kv_offset, np.nan, np.float32), c["kv_raw"]])}
   part = np.full((SPLITS, s.n_head, s.kv_lora), np.nan, np.float32)
   ml = np.full((SPLITS, s.n_head, 2), np.nan, np.float32)
@@ -178,6 +182,53 @@ def test_kernels_emulated_half_cache(shape, pos, language, tmp_path):
   assert cache.dtype == np.float16 and rel_err(out, ref) < 1e-5
   check_cache(shape, c, cache, row, rtol=0)   # the row exactly as fp16 rounds it
   with pytest.raises(ValueError, match="multiples of 8"): attend_kernel(ODD, 0.1, 1e-6, half=True)
+
+MMA_DEC = AttentionShape(n_head=20, kv_lora=96, qk_nope=16, qk_rope=32)   # two head tiles (the second 4 heads), 4 warps
+
+# pos: one key, one stage part full, several stages of a split, splits with a last short stage, past 4096 (rows of other
+# splits past the new one NaN: a stage reads none of them)
+@pytest.mark.parametrize("shape,pos", [(TINY, 0), (TINY, 13), (TINY, 200), (MMA_DEC, 37), (MMA_DEC, 3001), (DSV2, 600)],
+                         ids=lambda v: f"h{v.n_head}_kv{v.kv_lora}_r{v.qk_rope}" if isinstance(v, AttentionShape) else str(v))
+def test_kernels_emulated_mma_decode(shape, pos, tmp_path):
+  """The tensor-core decode attend kernel (tf32 mma.sync emulated with the hardware's truncation) with the combine: fp32
+  accurate against float64 over an fp16 cache (queries and weights as tf32 hi + lo), the new row written as fp16 rounds it."""
+  assert decode_mma_warps(TINY) == 4 and decode_mma_warps(MMA_DEC) == 4 and decode_mma_warps(DSV2) == 8 and decode_mma_warps(ODD) == 0
+  c = make_case(shape, pos, max(4096, pos + 16), seed=pos + 7)
+  c["cache"] = c["cache"].astype(np.float16)
+  out, cache = emulate_attention(shape, c, "CUDA", tmp_path, 8, attend_mma_kernel(shape, c["scale"], c["eps"], 8))
+  ref, row = numpy_attention(shape, c)
+  assert rel_err(out, ref) < 1e-5, rel_err(out, ref)
+  check_cache(shape, c, cache, row, rtol=0)
+
+DEPTH = AttentionShape(n_head=8, kv_lora=96, qk_nope=16, qk_rope=32)   # 4 warps either kernel
+
+@pytest.mark.parametrize("pos", [40, 62, 63, 300])
+def test_kernels_emulated_depth(pos, tmp_path):
+  """attend_depth_kernel (here from 64 keys on) is attend_kernel below and attend_mma_kernel from there, to the bit: one
+  launch picks by the token's position (63: the 64th key)."""
+  assert decode_depth_serves(DEPTH) and decode_depth_serves(DSV2) and not decode_depth_serves(GLM) and not decode_depth_serves(TINY)
+  c = make_case(DEPTH, pos, 4096, seed=pos)
+  c["cache"] = c["cache"].astype(np.float16)
+  got = emulate_attention(DEPTH, c, "CUDA", tmp_path, 8, attend_depth_kernel(DEPTH, c["scale"], c["eps"], 8, keys=64))
+  one = attend_mma_kernel(DEPTH, c["scale"], c["eps"], 8) if pos + 1 >= 64 else attend_kernel(DEPTH, c["scale"], c["eps"], 8, half=True)
+  want = emulate_attention(DEPTH, c, "CUDA", tmp_path, 8, one)
+  np.testing.assert_array_equal(got[0], want[0])
+  np.testing.assert_array_equal(got[1], want[1])
+  assert rel_err(got[0], numpy_attention(DEPTH, c)[0]) < 1e-5
+
+def test_mma_decode_needs_the_lo_parts(tmp_path):
+  """Without the queries' and weights' lo parts (tf32 alone) the kernel is ~1e-3 off: the check above can fail."""
+  c = make_case(TINY, 200, 4096, seed=3)
+  c["cache"] = c["cache"].astype(np.float16)
+  k = attend_mma_kernel(TINY, c["scale"], c["eps"])
+  crude = SourceKernel(k.name + "_crude", k.params, k.body.replace("MMA_TF32(s2[1][n8], ql[k], k0, k1);", "").replace(
+    "MMA_TF32(acc, pl[n8], v0, v1);", ""), k.global_size, k.local_size, k.helpers)
+  part, ml = np.full((SPLITS, 4, 256), np.nan, np.float32), np.full((SPLITS, 4, 2), np.nan, np.float32)
+  cache = c["cache"].copy()
+  emulate(crude, "CUDA", [part, ml, cache] + [c[k] for k in INPUTS[:4]] + [c["rope_cos"], c["rope_sin"], c["pos"]], tmp_path)
+  out = np.full((4, 256), np.nan, np.float32)
+  emulate(combine_kernel(TINY), "CUDA", [out, part, ml, c["pos"]], tmp_path)
+  assert rel_err(out, numpy_attention(TINY, c)[0]) > 1e-4
 
 def test_kernels_emulated_decode_sequence(tmp_path):
   """Token after token into one cache (as a replayed capture does): every step reads the rows the earlier steps wrote."""
@@ -468,7 +519,7 @@ import apps
 from tinygrad import Tensor, TinyJit, dtypes, GlobalCounters
 from apps.kernels.mla_attention import mla_decode_attention
 for H, nope, KV, R, dt in ((16, 128, 512, 64, dtypes.float), (20, 192, 512, 64, dtypes.float), (4, 96, 256, 32, dtypes.float),
-                           (20, 192, 512, 64, dtypes.half)):
+                           (20, 192, 512, 64, dtypes.half), (16, 128, 512, 64, dtypes.half)):
   MC = 4096
   cache = Tensor.zeros(MC, KV + R, dtype=dt).contiguous().realize()
   cos, sin, w = Tensor.empty(MC, R // 2).realize(), Tensor.empty(MC, R // 2).realize(), Tensor.empty(KV).realize()
@@ -515,7 +566,7 @@ def test_cuda_compile_and_jit():
   """Rendered, compiled with nvcc for sm_90, and run inside a TinyJit (capture + replay) for the three models' shapes; each
   call is exactly the two kernels (the cache is written in place: no copy of it)."""
   out = run_nvcc_script(CUDA_SCRIPT)
-  assert [int(l.split()[1]) for l in out.splitlines() if l.startswith("KERNELS")] == [2, 2, 2, 2]
+  assert [int(l.split()[1]) for l in out.splitlines() if l.startswith("KERNELS")] == [2, 2, 2, 2, 2]
   assert "PREFILL" in out, out
   assert [int(l.split()[1]) for l in out.splitlines() if l.startswith("PREFILL512")] == [1, 1], out   # one split: no combine
 

@@ -1,7 +1,7 @@
 """Decode attention time per block on the GPU: the hand-written MLA kernels (apps/kernels/mla_attention.py) vs the same
 math from tinygrad ops (the portable path apps/mla.py runs), at several context lengths, for the models' shapes.
 
-  DEV=CUDA python3 -m tools.bench_mla_attention [--layers 8] [--iters 50] [--pos 16,128,512,1024,4095]
+  DEV=CUDA python3 -m tools.bench_mla_attention [--layers 8] [--iters 50] [--pos 16,128,512,1024,4095] [--cache-type f32,f16]
   DEV=CUDA python3 -m tools.bench_mla_attention --prefill 512,128 [--pos 0,1024]   (a prefill chunk's attention instead:
       the tensor-core kernel vs the CUDA-core one, chunks of those lengths at those start positions; on the tensor cores also
       the form expanded per head: the flash kernel with its expansions, and alone)
@@ -35,9 +35,9 @@ def kernels_per_step(jit: TinyJit) -> int:
     elif ast.op is Ops.PROGRAM: n += 1
   return n
 
-def bench(name: str, shape: tuple, positions: list[int], layers: int, iters: int, alternatives: list[str] = ()) -> None:
+def bench(name: str, shape: tuple, positions: list[int], layers: int, iters: int, alternatives: list[str] = (), cache_type: str = "f32") -> None:
   """The decode attention per block: the hand-written kernels (and those of each other mla_attention.py in `alternatives`,
-  an A/B) against the reference from tinygrad ops, at each position."""
+  an A/B) against the reference from tinygrad ops, at each position, over caches of `cache_type` (f32 or f16)."""
   from tools.ab import load_variant
   H, KV, NOPE, R, eps = shape
   mc = max(positions) + 1
@@ -45,7 +45,7 @@ def bench(name: str, shape: tuple, positions: list[int], layers: int, iters: int
   ang = np.arange(mc)[:, None] * (1.0 / 10000.0 ** (np.arange(0, R, 2) / R))[None, :]
   cos, sin = Tensor(np.cos(ang).astype(np.float32)).realize(), Tensor(np.sin(ang).astype(np.float32)).realize()
   rows = rng.standard_normal((mc, KV + R)).astype(np.float32)
-  caches = [Tensor(rows).realize() for _ in range(layers)]
+  caches = [Tensor(rows).cast(dtypes.half if cache_type == "f16" else dtypes.float).contiguous().realize() for _ in range(layers)]
   ins = [[Tensor(rng.standard_normal(s).astype(np.float32)).realize() for s in ((H, KV), (H, NOPE + R), (KV + R,), (KV,))]
          for _ in range(layers)]
   kw = dict(n_head=H, kv_lora=KV, qk_nope=NOPE, qk_rope=R, scale=1 / math.sqrt(NOPE + R), eps=eps)
@@ -56,7 +56,7 @@ def bench(name: str, shape: tuple, positions: list[int], layers: int, iters: int
     return Tensor.stack(*[decode_attention_reference(*x[:3], x[3], c, cos, sin, p, **kw) for x, c in zip(ins, caches)]).realize()
   steps = {"kernel": TinyJit(kernel_step(mla_decode_attention))}
   for path in alternatives: steps[Path(path).stem] = TinyJit(kernel_step(load_variant(Path(path), "mla_attention").mla_decode_attention))
-  print(f"\n{name}: n_head {H}, kv_lora {KV}, qk_rope {R}; {layers} blocks per step, {iters} steps")
+  print(f"\n{name}: n_head {H}, kv_lora {KV}, qk_rope {R}, {cache_type} cache; {layers} blocks per step, {iters} steps")
   print(f"{'pos':>6s} {'kernel':>12s} {'us':>10s} {'reference us':>13s} {'speedup':>8s} {'kernels':>8s} {'ref kernels':>12s} {'rel err':>9s}")
   jr = TinyJit(reference_step)
   def timed(fn, arg):
@@ -255,6 +255,7 @@ def main() -> None:
                   "the generated path's tensor-op attention kernel by kernel (JITBEAM=n: BEAM's kernels)")
   ap.add_argument("--variants", default="", help="comma list of other apps/kernels/mla_attention.py files, whose decode (with "
                   "--prefill: tensor-core) kernels are timed too")
+  ap.add_argument("--cache-type", default="f32", help="comma list of the decode caches' types: f32, f16")
   args = ap.parse_args()
   print(f"device {Device.DEFAULT}")
   if args.prefill:
@@ -266,6 +267,7 @@ def main() -> None:
           else: bench_prefill(name, shape, T, p, args.layers, args.iters, [v for v in args.variants.split(",") if v])
     return
   for name, shape in SHAPES.items():
-    bench(name, shape, [int(p) for p in args.pos.split(",")], args.layers, args.iters, [v for v in args.variants.split(",") if v])
+    for c in args.cache_type.split(","):
+      bench(name, shape, [int(p) for p in args.pos.split(",")], args.layers, args.iters, [v for v in args.variants.split(",") if v], c)
 
 if __name__ == "__main__": main()

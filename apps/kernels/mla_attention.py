@@ -105,6 +105,16 @@ def _cache_parts(s: AttentionShape, rows: int, threads: int, half: bool) -> list
 
 def _rope_guard(s: AttentionShape, expr: str) -> str: return expr if s.qk_rope % 32 == 0 else f"j < R ? {expr} : 0.0f"
 
+def _shared(arrays: list[tuple[str, str, str]], smem: str = "") -> str:
+  """Shared arrays (type, name, count): declared, or with `smem` (a shared buffer the kernel declares once) placed one after
+  the other in it, so two bodies in one kernel share its bytes (their sizes: _shared_bytes)."""
+  if not smem: return "\n  ".join(f"SHARED {t} {n}[{c}];" for t, n, c in arrays)
+  out, at = [], f"(char*){smem}"
+  for t, n, c in arrays:
+    out.append(f"{t}* {n} = ({t}*)({at});")
+    at = f"(char*)({n} + {c})"
+  return "\n  ".join(out)
+
 def _warp_sums(k: int) -> str:
   """sc_[0..k) (k a power of two, 2..32) summed over the warp, every lane getting all k: halves of the values cross at each
   of the first log2 k shuffle distances (each lane keeps one half, summed with its partner's), the last value goes on over
@@ -185,11 +195,11 @@ DEVFN float rope_lane(const GLOBAL float* x, const GLOBAL float* cs, const GLOBA
 }"""
 
 def _attend(s: AttentionShape, position: str, head: str, queries: str, t1: str, new_row: str, part: str, scale: float,
-            final: bool = False, half: bool = False) -> str:
+            final: bool = False, half: bool = False, smem: str = "") -> str:
   """The attend kernel's body around its variable parts: `position` (_common), `head` (constants and indices, sets sp),
   `queries` (this warp's q in registers: ql, qr), `t1` (the end of the cached keys of the split [t0, t1)), `new_row`
   (after the cached keys: decode's new token) and `part` (the partial's index b of head g*HG + hh). `final`: the split
-  holds all the keys, so the output acc / l goes to `out` (row b) and no (max, sum)."""
+  holds all the keys, so the output acc / l goes to `out` (row b) and no (max, sum). smem: _shared's."""
   hg = s.heads_per_warp
   g, ch = s.n_head // hg, s.stage_rows
   parts = _cache_parts(s, ch, 32 * g, half)
@@ -215,8 +225,7 @@ def _attend(s: AttentionShape, position: str, head: str, queries: str, t1: str, 
   }}
   // the cached rows, CH at a time through shared memory: all of a stage's loads are in flight at once (constant trip
   // counts unroll), so a split waits for memory once per stage instead of once per token
-  SHARED float4 stage_c[CH*KV4];
-  SHARED float stage_r[CH*R];
+  {_shared([("float4", "stage_c", "CH*KV4"), ("float", "stage_r", "CH*R")], smem)}
   int tid = g*32 + lane;
   // pipelined: the next stage's loads go to registers before this stage's rows are used, so memory and math overlap
   {parts[0][0]} tmp0[{parts[0][3]}];
@@ -253,11 +262,12 @@ def _attend(s: AttentionShape, position: str, head: str, queries: str, t1: str, 
   }}"""
 
 def attend_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: int = 0, half: bool = False, rows: int = 1,
-                  q_stride: int = 0, kv_stride: int = 0) -> SourceKernel:
+                  q_stride: int = 0, kv_stride: int = 0, smem: str = "") -> SourceKernel:
   """kv_offset: where the new token's kv row starts in kv_raw (a stacked [q_a; kv_a] output: the kernel reads it in place).
   half: the cache is fp16; the new row is rounded to it before its own score, as every later token reads it.
   rows: new tokens of that many sequences at once (grid y), row b's q_raw and kv_raw q_stride and kv_stride elements after
-  row b - 1's, its q_lat (n_head, kv_lora) after row b - 1's, its position and first cache row at pos[2b], pos[2b + 1]."""
+  row b - 1's, its q_lat (n_head, kv_lora) after row b - 1's, its position and first cache row at pos[2b], pos[2b + 1].
+  smem: _shared's."""
   _check_shape(s, half)
   g = s.n_head // s.heads_per_warp
   rope_q = _rope_guard(s, f"rope_lane(q_raw + row*{q_stride} + h*(NOPE + R) + NOPE, cs, sn, j, HALF)")
@@ -307,7 +317,7 @@ def attend_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: int = 
   }}"""
   body = _attend(s, _common(s, row="GID_Y"), head, queries,
                  "t0 + chunk < p ? t0 + chunk : p;       // cached tokens of this split: [t0, t1); token p is the new one",
-                 new_row, "(row*S + sp)*H + g*HG + hh", scale, half=half)
+                 new_row, "(row*S + sp)*H + g*HG + hh", scale, half=half, smem=smem)
   params = (Param("part", dtypes.float32, True), Param("ml", dtypes.float32, True), Param("cache", _cache_dtype(half), True),
             Param("q_lat", dtypes.float32), Param("q_raw", dtypes.float32), Param("kv_raw", dtypes.float32),
             Param("kv_norm_w", dtypes.float32, weight=True), Param("rope_cos", dtypes.float32, weight=True),
@@ -492,6 +502,167 @@ def prefill_mma_kernel(s: AttentionShape, scale: float, tokens: int, max_context
   return SourceKernel(name, params, body, (groups, 1, 1), (32, nw * m, 1), trigger=False,
                       min_blocks=2 if m == 1 and tiles >= 2 * matvec.SMS else 1)
 
+# ---- decode on the tensor cores (CUDA sm_80+, an fp16 cache): the heads a 16-row tile, the keys 16 a stage
+
+DECODE_MMA_KEYS = 16   # keys a stage (two n8 tiles of scores, two k8 steps of the values): two stages of 576 halves in 37 KB
+DECODE_MMA_FROM = 10240   # keys from which a decode token attends on the tensor cores (attend_depth_kernel)
+
+def decode_mma_warps(s: AttentionShape) -> int:
+  """Warps of attend_mma_kernel (0: it does not serve `s`): each an equal slice of the row's kv_lora + qk_rope dims (k-steps
+  of 8) and of the kv_lora value columns (n-tiles of 8); 8 where both divide."""
+  D = s.kv_lora + s.qk_rope
+  return next((w for w in (8, 4, 2, 1) if D % (8 * w) == 0 and s.kv_lora % (8 * w) == 0), 0)
+
+def attend_mma_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: int = 0, smem: str = "") -> SourceKernel:
+  """attend_kernel (one sequence, an fp16 cache) on the tensor cores: the same parameters, split of the keys and partials,
+  so combine_kernel takes them as they are. A workgroup is a split x a tile of 16 heads (grid y; GLM-4.7-Flash's 20: two,
+  the last 12 rows zero queries, not stored); its nw warps each own a slice of the dims, whose queries sit in registers as
+  tf32 A fragments (hi + lo: fp32-accurate against the cache's exact fp16 keys), and a slice of the value columns. Keys go
+  DECODE_MMA_KEYS a stage through shared memory (cp.async, two stages: the next loads while this one computes); per stage a
+  warp's partial scores (2 mma a k-step and n8 tile) meet the other warps' in shared memory, every warp runs the same online
+  softmax on the summed scores, and P . V (2 mma a k-step and column tile, P as hi + lo) is added to the running output in
+  fp32, a stage at a time. A k-step's dims 2t, 2t + 1 are lane t's (one 32-bit load of two halves), and P's k index t / t + 4
+  is key 2t / 2t + 1 of its n8 tile, where the scores' C fragment already holds them: no exchange of P. The split that holds
+  the new token writes its row first (warp 0), then stages it like any other (its own fp16 rounding, as later tokens read it).
+  smem: _shared's."""
+  _check_shape(s, True)
+  nw = decode_mma_warps(s)
+  assert nw, s
+  KV, R, H = s.kv_lora, s.qk_rope, s.n_head
+  D, KT = KV + R, DECODE_MMA_KEYS
+  SK, NK, NN, NT = D + _stage_pad(True), D // nw // 8, KV // nw // 8, KT // 8
+  split = lambda x, h, l: f"{h} = AS_FLOAT((AS_UINT({x}) + 0x1000u) & 0xffffe000u); {l} = {x} - {h};"
+  rope_q = _rope_guard(s, "rope_lane(q_raw + h*(NOPE + R) + NOPE, cs, sn, j, HALF)")
+  body = f"""{_common(s)}
+  const int D = {D}, SK = {SK}, R = {R}, NOPE = {s.qk_nope}, HALF = {R // 2}, DQW = {D // nw}, DVW = {KV // nw};
+  const float SCALE2 = {_f32(scale * math.log2(math.e))}, EPS = {_f32(eps)};
+  int lane = LID_X, w = LID_Y, g = lane >> 2, t = lane & 3, tid = w*32 + lane, sp = GID_X;
+  int ha = GID_Y*16 + g, hb = ha + 8;
+  cache += (long)pos[1] * D;                     // this sequence's rows of the cache
+  int t0 = sp * chunk;
+  if (t0 >= n) return;                            // no keys here (the combine skips this split too)
+  int t1 = t0 + chunk < n ? t0 + chunk : n;       // keys [t0, t1); the split that holds p ends with it
+  const GLOBAL float* cs = rope_cos + p*HALF;
+  const GLOBAL float* sn = rope_sin + p*HALF;
+  if (t1 == n && w == 0) {{                       // the new token's row from kv_raw into the cache, before a stage reads it
+    const GLOBAL float* kv = kv_raw + {kv_offset};
+    float ss = 0.0f;
+    for (int v = lane; v < KV; v += 32) ss += kv[v] * kv[v];
+    float rs = 1.0f / sqrt(WARP_SUM(ss) / (float)KV + EPS);
+    for (int v = lane; v < KV; v += 32) cache[p*D + v] = F2H(kv[v] * rs * kv_norm_w[v]);
+    for (int j = lane; j < R; j += 32) cache[p*D + KV + j] = F2H(rope_lane(kv + KV, cs, sn, j, HALF));
+  }}
+  // this warp's dims DQW*w.. of the 16 heads' queries (roped, scaled to base 2) as A fragments: rows g, g + 8; k-step j's
+  // k index t / t + 4 is dim 8j + 2t / 8j + 2t + 1
+  float qh[{NK}][4], ql[{NK}][4];
+  for (int k = 0; k < {NK}; k++) for (int i = 0; i < 4; i++) {{
+    int h = (i & 1) ? hb : ha, d = DQW*w + 8*k + 2*t + (i >> 1), j = d - KV;
+    float x = h < H ? (d < KV ? q_lat[h*KV + d] : {rope_q}) * SCALE2 : 0.0f;
+    {split("x", "qh[k][i]", "ql[k][i]")}
+  }}
+  // two stages of {KT} rows, SK halves apart (rows g read 32 banks); the warps' partial scores of a stage
+  {_shared([("uint4", "stage", str(2 * KT * SK // 8)), ("float4", "part_s", str(nw * NT * 32))], smem)}
+  const uint* sw = (const uint*)stage;
+  const half* sh = (const half*)stage;
+  float o[{NN}][4], ma = NEG, mb = NEG, la = 0.0f, lb = 0.0f;
+  for (int m = 0; m < {NN}; m++) o[m][0] = o[m][1] = o[m][2] = o[m][3] = 0.0f;
+  BARRIER();                                      // the new row is in the cache
+  // stage b <- key rows c0..c0 + {KT - 1} (past t1: the last key again), 16 bytes a copy
+  #define LOAD_STAGE(c0, b) for (int e = tid; e < {KT * D // 8}; e += {32 * nw}) {{ \
+    int i = e / {D // 8}, c = e % {D // 8}, key = (c0) + i < t1 ? (c0) + i : t1 - 1; \
+    CP_ASYNC16(&stage[((b)*{KT} + i)*{SK // 8} + c], (const GLOBAL uint4*)(cache + (long)key*D) + c); }}
+  LOAD_STAGE(t0, 0)
+  for (int c0 = t0, b = 0; c0 < t1; c0 += {KT}, b ^= 1) {{
+    CP_ASYNC_WAIT();
+    BARRIER();                                    // stage b is in; stage b ^ 1 and part_s are free again
+    if (c0 + {KT} < t1) LOAD_STAGE(c0 + {KT}, b ^ 1)
+    // partial scores of this warp's dims (B fragment: key g, dims 8j + 2t, + 1: one word), hi and lo apart
+    float s2[2][{NT}][4];
+    for (int u = 0; u < 2; u++) for (int n8 = 0; n8 < {NT}; n8++) for (int i = 0; i < 4; i++) s2[u][n8][i] = 0.0f;
+    const uint* kr = sw + (b*{KT} + g)*{SK // 2} + DQW*w/2 + t;
+    for (int k = 0; k < {NK}; k++) for (int n8 = 0; n8 < {NT}; n8++) {{
+      uint u = kr[8*n8*{SK // 2} + 4*k];
+      float k0 = H2F_BITS(u), k1 = H2F_BITS(u >> 16);
+      MMA_TF32(s2[0][n8], qh[k], k0, k1); MMA_TF32(s2[1][n8], ql[k], k0, k1);
+    }}
+    for (int n8 = 0; n8 < {NT}; n8++)
+      part_s[(w*{NT} + n8)*32 + lane] = FLOAT4(s2[0][n8][0] + s2[1][n8][0], s2[0][n8][1] + s2[1][n8][1], s2[0][n8][2] + s2[1][n8][2], s2[0][n8][3] + s2[1][n8][3]);
+    BARRIER();
+    // the scores (rows g | g + 8, keys 2t, 2t + 1 of each n8 tile), summed over the warps in one order: the same in every warp
+    float sc[{NT}][4], xa = NEG, xb = NEG;
+    for (int n8 = 0; n8 < {NT}; n8++) {{
+      float4 a = part_s[n8*32 + lane];
+      for (int v = 1; v < {nw}; v++) {{ float4 x = part_s[(v*{NT} + n8)*32 + lane]; a.x += x.x; a.y += x.y; a.z += x.z; a.w += x.w; }}
+      int k0 = c0 + 8*n8 + 2*t;
+      sc[n8][0] = k0 < t1 ? a.x : NEG; sc[n8][1] = k0 + 1 < t1 ? a.y : NEG; sc[n8][2] = k0 < t1 ? a.z : NEG; sc[n8][3] = k0 + 1 < t1 ? a.w : NEG;
+      xa = FMAX(xa, FMAX(sc[n8][0], sc[n8][1])); xb = FMAX(xb, FMAX(sc[n8][2], sc[n8][3]));
+    }}
+    xa = FMAX(xa, SHFL_XOR(xa, 1)); xb = FMAX(xb, SHFL_XOR(xb, 1));
+    xa = FMAX(xa, SHFL_XOR(xa, 2)); xb = FMAX(xb, SHFL_XOR(xb, 2));
+    xa = FMAX(xa, ma); xb = FMAX(xb, mb);
+    float aa = EXP2(ma - xa), ab = EXP2(mb - xb);
+    ma = xa; mb = xb; la *= aa; lb *= ab;
+    // P's A fragments: k index t / t + 4 = key 2t / 2t + 1, rows g / g + 8: the C fragment's (0, 2, 1, 3)
+    float ph[{NT}][4], pl[{NT}][4];
+    for (int n8 = 0; n8 < {NT}; n8++) {{
+      float pr[4] = {{EXP2(sc[n8][0] - xa), EXP2(sc[n8][2] - xb), EXP2(sc[n8][1] - xa), EXP2(sc[n8][3] - xb)}};
+      la += pr[0] + pr[2]; lb += pr[1] + pr[3];
+      for (int i = 0; i < 4; i++) {{ {split("pr[i]", "ph[n8][i]", "pl[n8][i]")} }}
+    }}
+    // out = out * alpha + P . V over this warp's columns DVW*w.. (B fragment: keys 2t, 2t + 1 of the tile, column g)
+    const half* vr = sh + (b*{KT} + 2*t)*SK + DVW*w + g;
+    for (int m = 0; m < {NN}; m++) {{
+      float acc[4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
+      for (int n8 = 0; n8 < {NT}; n8++) {{
+        float v0 = H2F(vr[8*n8*SK + 8*m]), v1 = H2F(vr[(8*n8 + 1)*SK + 8*m]);
+        MMA_TF32(acc, ph[n8], v0, v1); MMA_TF32(acc, pl[n8], v0, v1);
+      }}
+      o[m][0] = o[m][0]*aa + acc[0]; o[m][1] = o[m][1]*aa + acc[1]; o[m][2] = o[m][2]*ab + acc[2]; o[m][3] = o[m][3]*ab + acc[3];
+    }}
+  }}
+  #undef LOAD_STAGE
+  la += SHFL_XOR(la, 1); la += SHFL_XOR(la, 2); lb += SHFL_XOR(lb, 1); lb += SHFL_XOR(lb, 2);
+  for (int m = 0; m < {NN}; m++) {{
+    int col = DVW*w + 8*m + 2*t;
+    if (ha < H) {{ part[(sp*H + ha)*KV + col] = o[m][0]; part[(sp*H + ha)*KV + col + 1] = o[m][1]; }}
+    if (hb < H) {{ part[(sp*H + hb)*KV + col] = o[m][2]; part[(sp*H + hb)*KV + col + 1] = o[m][3]; }}
+  }}
+  if (w == 0 && t == 0) {{
+    if (ha < H) {{ ml[2*(sp*H + ha)] = ma; ml[2*(sp*H + ha) + 1] = la; }}
+    if (hb < H) {{ ml[2*(sp*H + hb)] = mb; ml[2*(sp*H + hb) + 1] = lb; }}
+  }}"""
+  params = (Param("part", dtypes.float32, True), Param("ml", dtypes.float32, True), Param("cache", dtypes.float16, True),
+            Param("q_lat", dtypes.float32), Param("q_raw", dtypes.float32), Param("kv_raw", dtypes.float32),
+            Param("kv_norm_w", dtypes.float32, weight=True), Param("rope_cos", dtypes.float32, weight=True),
+            Param("rope_sin", dtypes.float32, weight=True), Param("pos", dtypes.int32))
+  name = f"mla_attend_mma_h{H}_kv{KV}_r{R}" + (f"_o{kv_offset}" if kv_offset else "") + "_f16"
+  return SourceKernel(name, params, body, (SPLITS, -(-H // 16), 1), (32, nw, 1), _ROPE_LANE)
+
+def decode_depth_serves(s: AttentionShape) -> bool:
+  """attend_depth_kernel serves `s`: both attend kernels in one launch shape (up to 16 heads, as many warps)."""
+  return s.n_head <= 16 and decode_mma_warps(s) == s.n_head // s.heads_per_warp
+
+def attend_depth_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: int = 0, keys: int = DECODE_MMA_FROM) -> SourceKernel:
+  """One sequence's token over an fp16 cache: attend_mma_kernel from `keys` keys on, attend_kernel below (the same
+  parameters, launch shape and partials; one shared buffer for either). The tensor cores' kernel costs a few microseconds
+  more a launch and much less a key (H200, 16 heads, us a block: 4,095 keys 30.5 against 23.3, 8,191 34.6 / 32.3, 12,287
+  38.6 / 41.0, 32,767 54.9 / 84.9): the decode step is captured once, so the token's position picks at run time."""
+  assert decode_depth_serves(s), s
+  mma, cc = attend_mma_kernel(s, scale, eps, kv_offset, smem="smem_"), attend_kernel(s, scale, eps, kv_offset, half=True, smem="smem_")
+  assert mma.global_size == cc.global_size and mma.local_size == cc.local_size, (mma, cc)
+  D, nw = s.kv_lora + s.qk_rope, decode_mma_warps(s)
+  size = max(2 * DECODE_MMA_KEYS * (D + _stage_pad(True)) * 2 + nw * DECODE_MMA_KEYS // 8 * 32 * 16,
+             s.stage_rows * (s.kv_lora * 4 + s.qk_rope * 4))
+  body = f"""  GRID_WAIT();
+  SHARED uint4 smem_[{-(-size // 16)}];            // attend_mma_kernel's stages or attend_kernel's
+  if (pos[0] + 1 >= {keys}) {{
+{mma.body}
+  }} else {{
+{cc.body}
+  }}"""
+  return SourceKernel(f"mla_attend_h{s.n_head}_kv{s.kv_lora}_r{s.qk_rope}" + (f"_o{kv_offset}" if kv_offset else "") + f"_f16_mma{keys}",
+                      mma.params, body, mma.global_size, mma.local_size, _ROPE_LANE)
+
 def combine_kernel(s: AttentionShape, tokens: int = 0, max_context: int = 0, rows: int = 1) -> SourceKernel:
   """The partials of each decode row's splits (grid z: `rows` sequences' new tokens) into out (rows, H, kv_lora), or with
   `tokens`, of each prefill token's into (tokens, H, kv_lora)."""
@@ -537,9 +708,12 @@ def combine_kernel(s: AttentionShape, tokens: int = 0, max_context: int = 0, row
 def kernels(s: AttentionShape, scale: float, eps: float, device: str, kv_offset: int = 0, trigger: bool = True, half: bool = False,
             rows: int = 1, q_stride: int = 0, kv_stride: int = 0):
   """The custom_kernel bodies (attend, combine) for shape `s` on `device` (a CUDA or Metal device); trigger=False: without
-  GRID_TRIGGER() (Fusions.trigger off); half: an fp16 cache; rows, q_stride, kv_stride: attend_kernel's."""
-  return (program(attend_kernel(s, scale, eps, kv_offset, half, rows, q_stride, kv_stride), device, trigger),
-          program(combine_kernel(s, rows=rows), device, trigger))
+  GRID_TRIGGER() (Fusions.trigger off); half: an fp16 cache; rows, q_stride, kv_stride: attend_kernel's. One sequence's
+  token over an fp16 cache takes the tensor cores from DECODE_MMA_FROM keys on where the device has them
+  (attend_depth_kernel; GLM-4.7-Flash's 20 heads, two m16 tiles, gain only past ~20k keys and stay on the CUDA cores)."""
+  attend = attend_depth_kernel(s, scale, eps, kv_offset) if half and rows == 1 and has_mma(device) and decode_depth_serves(s) else \
+           attend_kernel(s, scale, eps, kv_offset, half, rows, q_stride, kv_stride)
+  return program(attend, device, trigger), program(combine_kernel(s, rows=rows), device, trigger)
 
 @cached
 def prefill_kernels(s: AttentionShape, scale: float, tokens: int, max_context: int, device: str, half: bool = False):

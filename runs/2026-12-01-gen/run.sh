@@ -19,11 +19,15 @@
 # Measured 2026-12-03 (calls 78-84): 88 (Nsight Compute on the attend kernel and the expansion GEMM; the L2 prefetch: rejected),
 # MODEL=1 64 (TT = 4 / 16-row stages / a head a warp: rejected), 89 (the transposed warp sums: landed; dual, pipe: rejected),
 # 71 with DEPTHS=4096,16384,32768 (three models beside llama.cpp to 32k, fp16 caches), ILP="splits256 twosm twosm8" 89 (rejected).
-# Measured 2026-12-03 (calls 85-89): ILP=kr2 89 (rejected), 75 (the batched experts' profile), DIFF=experts-split-16.diff
-# BATCH=8,16,32 49 and DIFF=experts-split-8.diff PRESETS=glm-4.7-flash,deepseek-v2-lite BATCH=8,16 49 (not landed), LLAMA=1 14.
-# Next lease, in order: PRESETS=glm-4.7-flash,deepseek-v2-lite 84 (their prompts A B B A; GLM-4.7-Flash's 16k A B only so far),
+# Measured 2026-12-03 (calls 85-88): ILP=kr2 89 (rejected), 75 (the batched experts' profile), DIFF=experts-split-16.diff
+# BATCH=8,16,32 49 and DIFF=experts-split-8.diff PRESETS=glm-4.7-flash,deepseek-v2-lite BATCH=8,16 49 (not landed).
+# Measured 2026-12-03/04 (calls 89-91): 90 (the tensor-core decode attend at every depth: 4k -11%), 91 (its Nsight Compute
+# profile; decode-mma-early.diff rejected), PRESETS=youtu-llm-2b,deepseek-v2-lite POS=4095,16383,32767 PATH_DEPTH=10300
+# PATH_ARGS=--no-generated VARIANTS="B A B A" 90 (from 10,240 keys on: landed).
+# Next lease, in order: RUNS="youtu-llm-2b:f16 deepseek-v2-lite:f16" DEPTHS=4096,16384,32768 71 (beside llama.cpp with the
+# tensor-core decode), PRESETS=glm-4.7-flash,deepseek-v2-lite 84 (their prompts A B B A; GLM-4.7-Flash's 16k A B only so far),
 # 85 (chunks of 4096 for long prompts), 80 (the fp16 cache's paths at full size, three models), VARIANTS="B A" 74 (the
-# server's short chunks beside running streams), 52.
+# server's short chunks beside running streams), LLAMA=1 14 (start times beside llama.cpp), 52.
 #   1: where a generated decode token of DeepSeek-V2-Lite and GLM-4.7-Flash goes, kernel by kernel: Nsight Compute's device
 #      times (L2 and clocks left as they run: --cache-control none --clock-control none) against the step as run in its
 #      graphs; then BEAM=2 on DeepSeek-V2-Lite's 8 slowest decode kernels (tools.beam_kernels) while the time lasts
@@ -789,6 +793,45 @@ case $1 in
        d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $(date +%T)"
        (cd $d && TINYGRAD_UPTO=$([ $v = A ] && echo 70 || echo 71) CACHEDB=/tmp/cache_$v.db timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --decode 32 --depths ${DEPTHS:-4096,16384} \
          --json "$OUT/copies_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -4)
+     done ;;
+  91) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # where the tensor-core decode attend's time goes where it loses (call89: 16 heads at 4,095 keys 29.9 us a block
+     # against the CUDA cores' 22.9, at 32 keys 20.5 against 14.6): the kernels alone over fp16 caches, the tree beside the
+     # CUDA-core kernel (experiments/decode-mma-off.diff) and experiments/decode-mma-early.diff (the first stage's copies
+     # before the queries' loads), 32..32k keys; then Nsight Compute's full set on the tensor-core kernel at 4,095 and
+     # 32,767 keys and on the CUDA-core one at 4,095 (16 heads)
+     mkdir -p /tmp/var && vs=
+     for v in off early; do
+       cp apps/kernels/mla_attention.py /tmp/var/mma-$v.py && patch -s /tmp/var/mma-$v.py < runs/2026-12-01-gen/experiments/decode-mma-$v.diff || exit 1
+       vs=$vs${vs:+,}/tmp/var/mma-$v.py
+     done
+     timeout 150 python3 -m tools.bench_mla_attention --pos 32,4095,8191,12287,16383,32767 --layers 8 --iters 30 --cache-type f16 \
+       --variants $vs 2>&1 | tee "$OUT/attend_f16.txt" | grep -v '^$'
+     for t in "4095 mla_attend_mma_h16 " "32767 mla_attend_mma_h16 " "4095 mla_attend_h16 --variants /tmp/var/mma-off.py"; do
+       set -- $t; pos=$1 k=$2; shift 2
+       timeout $(( ($(left) - 5) / 2 )) ncu --set full --launch-skip 2 --launch-count 1 --kernel-name regex:"$k" \
+         python3 -m tools.bench_mla_attention --pos $pos --layers 1 --iters 1 --cache-type f16 "$@" > "$OUT/ncu_${k}_$pos.txt" 2>&1
+       grep -E "^  [a-z_0-9]+\(|Duration|Registers Per|Achieved Occupancy|DRAM Throughput|L2 Cache Throughput|Warp Cycles Per Issued|Issue Slots Busy|Stall|No Eligible|Compute \(SM\) Throughput|Memory Throughput|Tensor|Pipe|Barrier|Long Scoreboard|Elapsed Cycles" \
+         "$OUT/ncu_${k}_$pos.txt" | head -45
+     done ;;
+  90) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # the tensor-core decode attend over an fp16 cache from 10,240 keys on (apps/kernels/mla_attention.py
+     # attend_depth_kernel: B, the tree) against the CUDA-core attend_kernel at every depth (A = the tree with
+     # experiments/decode-mma-off.diff): the kernels alone in one process (bench_mla_attention --cache-type f16, both shapes,
+     # $POS), B's fp16 paths on $PRESETS at $PATH_DEPTH ($PATH_ARGS; unless NOPATHS), then their decode at depth $VARIANTS
+     mkdir -p /tmp/var && cp apps/kernels/mla_attention.py /tmp/var/cudacores.py && patch -s /tmp/var/cudacores.py < runs/2026-12-01-gen/experiments/decode-mma-off.diff || exit 1
+     rm -rf /tmp/A && mkdir /tmp/A && cp -r $(ls -A | grep -v '^.cache$') /tmp/A/ && patch -s -p1 -d /tmp/A < runs/2026-12-01-gen/experiments/decode-mma-off.diff || exit 1
+     for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     P=${PRESETS:-youtu-llm-2b}; (for m in ${P//,/ }; do synth $m & done; wait) > /dev/null 2>&1 & spid=$!
+     timeout 150 python3 -m tools.bench_mla_attention --pos ${POS:-32,4095,16383,32767} --layers 8 --iters 30 --cache-type f16 \
+       --variants /tmp/var/cudacores.py 2>&1 | tee "$OUT/attend_f16.txt" | grep -v '^$'
+     wait $spid; echo "synthesized $(date +%T)"
+     [ -n "$NOPATHS" ] || timeout 250 python3 -m tools.path_check --presets $P --depth ${PATH_DEPTH:-2600} --cache-type f16 $PATH_ARGS 2>&1 \
+       | tee "$OUT/paths_mma_f16.txt" | grep -v Warn | tail -4
+     for v in ${VARIANTS:-A B B A}; do
+       d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --cache-type f16 --decode 32 --depths ${DEPTHS:-4096,16384,32768} \
+         --json "$OUT/mma_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -7)
      done ;;
   89) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT the decode attend kernel's issue stalls (call80: short scoreboard 622 and wait 501 of ~2,000 not-issued
