@@ -21,9 +21,9 @@
 # 71 with DEPTHS=4096,16384,32768 (three models beside llama.cpp to 32k, fp16 caches), ILP="splits256 twosm twosm8" 89 (rejected).
 # Measured 2026-12-03 (calls 85-88): ILP=kr2 89 (rejected), 75 (the batched experts' profile), DIFF=experts-split-16.diff
 # BATCH=8,16,32 49 and DIFF=experts-split-8.diff PRESETS=glm-4.7-flash,deepseek-v2-lite BATCH=8,16 49 (not landed).
-# Measured 2026-12-03/04 (calls 89-91): 90 (the tensor-core decode attend at every depth: 4k -11%), 91 (its Nsight Compute
+# Measured 2026-12-03/04 (calls 89-92): 90 (the tensor-core decode attend at every depth: 4k -11%), 91 (its Nsight Compute
 # profile; decode-mma-early.diff rejected), PRESETS=youtu-llm-2b,deepseek-v2-lite POS=4095,16383,32767 PATH_DEPTH=10300
-# PATH_ARGS=--no-generated VARIANTS="B A B A" 90 (from 10,240 keys on: landed).
+# PATH_ARGS=--no-generated VARIANTS="B A B A" 90 (from 10,240 keys on: landed), DEADLINE=110 92 (call92: rejected).
 # Next lease, in order: RUNS="youtu-llm-2b:f16 deepseek-v2-lite:f16" DEPTHS=4096,16384,32768 71 (beside llama.cpp with the
 # tensor-core decode), PRESETS=glm-4.7-flash,deepseek-v2-lite 84 (their prompts A B B A; GLM-4.7-Flash's 16k A B only so far),
 # 85 (chunks of 4096 for long prompts), 80 (the fp16 cache's paths at full size, three models), VARIANTS="B A" 74 (the
@@ -793,6 +793,30 @@ case $1 in
        d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $(date +%T)"
        (cd $d && TINYGRAD_UPTO=$([ $v = A ] && echo 70 || echo 71) CACHEDB=/tmp/cache_$v.db timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --decode 32 --depths ${DEPTHS:-4096,16384} \
          --json "$OUT/copies_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -4)
+     done ;;
+  92) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT experiments/decode-mma-qstage.diff: the tensor-core decode attend's 16 queries staged through shared memory
+     # by coalesced loads, then read as fragments (call90: 40% of its stalls at 4,095 keys on L1TEX, the scattered query loads
+     # 49% excess sectors; sm_90 128 registers where it had 170). The kernels alone over fp16 caches in one process: the tree
+     # (the CUDA cores below 10,240 keys), mma0 (the tree's tensor-core kernel at every depth) and qstage0 (the diff's), to
+     # find the crossover again; then, where qstage0 wins at 4,095 against the tree, Youtu-LLM-2B's decode at depth with the
+     # diff and DECODE_MMA_FROM = $FROM (default 4096), A B B A
+     mkdir -p /tmp/var && f=apps/kernels/mla_attention.py
+     cp $f /tmp/var/mma0.py && cp $f /tmp/var/qstage0.py && patch -s /tmp/var/qstage0.py < runs/2026-12-01-gen/experiments/decode-mma-qstage.diff || exit 1
+     sed -i 's/^DECODE_MMA_FROM = [0-9]*/DECODE_MMA_FROM = 0/' /tmp/var/mma0.py /tmp/var/qstage0.py
+     synth youtu-llm-2b > /dev/null 2>&1 & spid=$!
+     timeout 150 python3 -m tools.bench_mla_attention --pos 32,4095,8191,12287,16383,32767 --layers 8 --iters 30 --cache-type f16 \
+       --variants /tmp/var/mma0.py,/tmp/var/qstage0.py 2>&1 | tee "$OUT/attend_qstage.txt" | grep -v '^$'
+     win=$(python3 -c "
+rows = [l.split() for l in open('$OUT/attend_qstage.txt').read().split('deepseek-v2-lite')[-1].splitlines()]
+t = {r[1]: float(r[2]) for r in rows if len(r) > 3 and r[0] == '4095'}; print('1' if t['qstage0'] < 0.97 * t['kernel'] else '')")
+     echo "qstage0 wins at 4,095: ${win:-no}"; [ -n "$win" ] || exit 0
+     wait $spid; rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/decode-mma-qstage.diff || exit 1
+     sed -i "s/^DECODE_MMA_FROM = [0-9]*/DECODE_MMA_FROM = ${FROM:-4096}/" /tmp/B/$f; python3 -m compileall -q /tmp/B/apps > /dev/null
+     for v in ${VARIANTS:-A B B A}; do
+       d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets youtu-llm-2b --cache-type f16 --decode 32 --depths ${DEPTHS:-4096,8192,16384} \
+         --json "$OUT/qstage_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -4)
      done ;;
   91) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # where the tensor-core decode attend's time goes where it loses (call89: 16 heads at 4,095 keys 29.9 us a block
