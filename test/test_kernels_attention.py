@@ -223,11 +223,7 @@ def test_mma_decode_needs_the_lo_parts(tmp_path):
   k = attend_mma_kernel(TINY, c["scale"], c["eps"])
   crude = SourceKernel(k.name + "_crude", k.params, k.body.replace("MMA_TF32(s2[1][n8], ql[k], k0, k1);", "").replace(
     "MMA_TF32(acc, pl[n8], v0, v1);", ""), k.global_size, k.local_size, k.helpers)
-  part, ml = np.full((SPLITS, 4, 256), np.nan, np.float32), np.full((SPLITS, 4, 2), np.nan, np.float32)
-  cache = c["cache"].copy()
-  emulate(crude, "CUDA", [part, ml, cache] + [c[k] for k in INPUTS[:4]] + [c["rope_cos"], c["rope_sin"], c["pos"]], tmp_path)
-  out = np.full((4, 256), np.nan, np.float32)
-  emulate(combine_kernel(TINY), "CUDA", [out, part, ml, c["pos"]], tmp_path)
+  out, _ = emulate_attention(TINY, c, "CUDA", tmp_path, attend=crude)
   assert rel_err(out, numpy_attention(TINY, c)[0]) > 1e-4
 
 def test_kernels_emulated_decode_sequence(tmp_path):

@@ -105,15 +105,23 @@ def _cache_parts(s: AttentionShape, rows: int, threads: int, half: bool) -> list
 
 def _rope_guard(s: AttentionShape, expr: str) -> str: return expr if s.qk_rope % 32 == 0 else f"j < R ? {expr} : 0.0f"
 
-def _shared(arrays: list[tuple[str, str, str]], smem: str = "") -> str:
+_SIZEOF = {"float": 4, "float4": 16, "uint4": 16}
+
+def _shared(arrays: list[tuple[str, str, int]], smem: str = "") -> str:
   """Shared arrays (type, name, count): declared, or with `smem` (a shared buffer the kernel declares once) placed one after
-  the other in it, so two bodies in one kernel share its bytes (their sizes: _shared_bytes)."""
+  the other in it, so two bodies in one kernel share its bytes (_shared_bytes each)."""
   if not smem: return "\n  ".join(f"SHARED {t} {n}[{c}];" for t, n, c in arrays)
   out, at = [], f"(char*){smem}"
   for t, n, c in arrays:
     out.append(f"{t}* {n} = ({t}*)({at});")
     at = f"(char*)({n} + {c})"
   return "\n  ".join(out)
+
+def _shared_bytes(arrays: list[tuple[str, str, int]]) -> int: return sum(_SIZEOF[t] * c for t, _, c in arrays)
+
+def _attend_shared(s: AttentionShape) -> list[tuple[str, str, int]]:
+  """attend_kernel's stage: stage_rows rows, the latent part as float4s, the rope part as floats."""
+  return [("float4", "stage_c", s.stage_rows * (s.kv_lora // 4)), ("float", "stage_r", s.stage_rows * s.qk_rope)]
 
 def _warp_sums(k: int) -> str:
   """sc_[0..k) (k a power of two, 2..32) summed over the warp, every lane getting all k: halves of the values cross at each
@@ -225,7 +233,7 @@ def _attend(s: AttentionShape, position: str, head: str, queries: str, t1: str, 
   }}
   // the cached rows, CH at a time through shared memory: all of a stage's loads are in flight at once (constant trip
   // counts unroll), so a split waits for memory once per stage instead of once per token
-  {_shared([("float4", "stage_c", "CH*KV4"), ("float", "stage_r", "CH*R")], smem)}
+  {_shared(_attend_shared(s), smem)}
   int tid = g*32 + lane;
   // pipelined: the next stage's loads go to registers before this stage's rows are used, so memory and math overlap
   {parts[0][0]} tmp0[{parts[0][3]}];
@@ -260,6 +268,13 @@ def _attend(s: AttentionShape, position: str, head: str, queries: str, t1: str, 
       {guard_v}((GLOBAL float4*)({"out" if final else "part"} + b*KV))[v] = FLOAT4({", ".join(f"acc[hh][4*i+{k}]" + (" * f" if final else "") for k in range(4))});
     }}{ml_store}
   }}"""
+
+def _attend_params(half: bool) -> tuple[Param, ...]:
+  """The decode attend kernels' parameters (attend_kernel, attend_mma_kernel): partials, the cache, the new token's inputs."""
+  return (Param("part", dtypes.float32, True), Param("ml", dtypes.float32, True), Param("cache", _cache_dtype(half), True),
+          Param("q_lat", dtypes.float32), Param("q_raw", dtypes.float32), Param("kv_raw", dtypes.float32),
+          Param("kv_norm_w", dtypes.float32, weight=True), Param("rope_cos", dtypes.float32, weight=True),
+          Param("rope_sin", dtypes.float32, weight=True), Param("pos", dtypes.int32))
 
 def attend_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: int = 0, half: bool = False, rows: int = 1,
                   q_stride: int = 0, kv_stride: int = 0, smem: str = "") -> SourceKernel:
@@ -318,11 +333,7 @@ def attend_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: int = 
   body = _attend(s, _common(s, row="GID_Y"), head, queries,
                  "t0 + chunk < p ? t0 + chunk : p;       // cached tokens of this split: [t0, t1); token p is the new one",
                  new_row, "(row*S + sp)*H + g*HG + hh", scale, half=half, smem=smem)
-  params = (Param("part", dtypes.float32, True), Param("ml", dtypes.float32, True), Param("cache", _cache_dtype(half), True),
-            Param("q_lat", dtypes.float32), Param("q_raw", dtypes.float32), Param("kv_raw", dtypes.float32),
-            Param("kv_norm_w", dtypes.float32, weight=True), Param("rope_cos", dtypes.float32, weight=True),
-            Param("rope_sin", dtypes.float32, weight=True),
-            Param("pos", dtypes.int32))
+  params = _attend_params(half)
   name = f"mla_attend_h{s.n_head}_kv{s.kv_lora}_r{s.qk_rope}" + (f"_o{kv_offset}" if kv_offset else "") + ("_f16" if half else "") + \
          (f"_b{rows}_q{q_stride}_k{kv_stride}" if rows > 1 else "")
   return SourceKernel(name, params, body, (SPLITS, rows, 1), (32, g, 1), _ROPE_LANE)
@@ -513,6 +524,11 @@ def decode_mma_warps(s: AttentionShape) -> int:
   D = s.kv_lora + s.qk_rope
   return next((w for w in (8, 4, 2, 1) if D % (8 * w) == 0 and s.kv_lora % (8 * w) == 0), 0)
 
+def _mma_decode_shared(s: AttentionShape) -> list[tuple[str, str, int]]:
+  """attend_mma_kernel's two stages of DECODE_MMA_KEYS rows (fp16, padded) and its warps' partial scores of a stage."""
+  D, KT = s.kv_lora + s.qk_rope, DECODE_MMA_KEYS
+  return [("uint4", "stage", 2 * KT * (D + _stage_pad(True)) // 8), ("float4", "part_s", decode_mma_warps(s) * KT // 8 * 32)]
+
 def attend_mma_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: int = 0, smem: str = "") -> SourceKernel:
   """attend_kernel (one sequence, an fp16 cache) on the tensor cores: the same parameters, split of the keys and partials,
   so combine_kernel takes them as they are. A workgroup is a split x a tile of 16 heads (grid y; GLM-4.7-Flash's 20: two,
@@ -561,7 +577,7 @@ def attend_mma_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: in
     {split("x", "qh[k][i]", "ql[k][i]")}
   }}
   // two stages of {KT} rows, SK halves apart (rows g read 32 banks); the warps' partial scores of a stage
-  {_shared([("uint4", "stage", str(2 * KT * SK // 8)), ("float4", "part_s", str(nw * NT * 32))], smem)}
+  {_shared(_mma_decode_shared(s), smem)}
   const uint* sw = (const uint*)stage;
   const half* sh = (const half*)stage;
   float o[{NN}][4], ma = NEG, mb = NEG, la = 0.0f, lb = 0.0f;
@@ -631,10 +647,7 @@ def attend_mma_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: in
     if (ha < H) {{ ml[2*(sp*H + ha)] = ma; ml[2*(sp*H + ha) + 1] = la; }}
     if (hb < H) {{ ml[2*(sp*H + hb)] = mb; ml[2*(sp*H + hb) + 1] = lb; }}
   }}"""
-  params = (Param("part", dtypes.float32, True), Param("ml", dtypes.float32, True), Param("cache", dtypes.float16, True),
-            Param("q_lat", dtypes.float32), Param("q_raw", dtypes.float32), Param("kv_raw", dtypes.float32),
-            Param("kv_norm_w", dtypes.float32, weight=True), Param("rope_cos", dtypes.float32, weight=True),
-            Param("rope_sin", dtypes.float32, weight=True), Param("pos", dtypes.int32))
+  params = _attend_params(True)
   name = f"mla_attend_mma_h{H}_kv{KV}_r{R}" + (f"_o{kv_offset}" if kv_offset else "") + "_f16"
   return SourceKernel(name, params, body, (SPLITS, -(-H // 16), 1), (32, nw, 1), _ROPE_LANE)
 
@@ -650,9 +663,7 @@ def attend_depth_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: 
   assert decode_depth_serves(s), s
   mma, cc = attend_mma_kernel(s, scale, eps, kv_offset, smem="smem_"), attend_kernel(s, scale, eps, kv_offset, half=True, smem="smem_")
   assert mma.global_size == cc.global_size and mma.local_size == cc.local_size, (mma, cc)
-  D, nw = s.kv_lora + s.qk_rope, decode_mma_warps(s)
-  size = max(2 * DECODE_MMA_KEYS * (D + _stage_pad(True)) * 2 + nw * DECODE_MMA_KEYS // 8 * 32 * 16,
-             s.stage_rows * (s.kv_lora * 4 + s.qk_rope * 4))
+  size = max(_shared_bytes(_mma_decode_shared(s)), _shared_bytes(_attend_shared(s)))
   body = f"""  GRID_WAIT();
   SHARED uint4 smem_[{-(-size // 16)}];            // attend_mma_kernel's stages or attend_kernel's
   if (pos[0] + 1 >= {keys}) {{
