@@ -97,11 +97,14 @@ _CUDA_SHIM = r"""#pragma once
 #define __forceinline__ inline
 #define __launch_bounds__(...)
 #define __shared__ EMU_SHARED
+// dynamic workgroup memory (the prelude defines it unless defined): the most a workgroup may have on sm_90, 227 KB
+#define DYN_SHARED(type, name) EMU_SHARED __attribute__((aligned(16))) type name[232448 / sizeof(type)]
 #define __restrict__ __restrict
 #define __syncthreads() emu_barrier()
 #define blockIdx emu_gid
 #define threadIdx (emu_f[emu_cur].lid)
 struct alignas(16) float4 { float x, y, z, w; };
+struct alignas(8) float2 { float x, y; };
 struct alignas(16) uint4 { unsigned x, y, z, w; };
 static inline float4 make_float4(float a, float b, float c, float d) { return float4{a, b, c, d}; }
 static inline uint4 make_uint4(unsigned a, unsigned b, unsigned c, unsigned d) { return uint4{a, b, c, d}; }
@@ -198,6 +201,8 @@ static void emu_ldsm_x4_t(unsigned* r, const void* p) {
 // cp.async: the copy done at once is one order the GPU may run it in; the wait has nothing left to do
 #define CP_ASYNC16(dst, src) (*(dst) = *(src))
 #define CP_ASYNC_WAIT()
+#define CP_ASYNC_COMMIT()
+#define CP_ASYNC_WAIT_PENDING(n)
 #define MMA_K32(c, a, b0, b1) do { unsigned b_[2] = {(unsigned)(b0), (unsigned)(b1)}; emu_mma((c), (const unsigned*)(a), b_, 32); } while (0)
 #define MMA_K16(c, a0, a1, b0) do { unsigned a_[2] = {(unsigned)(a0), (unsigned)(a1)}, b_[2] = {(unsigned)(b0), 0u}; emu_mma((c), a_, b_, 16); } while (0)
 typedef _Float16 half;

@@ -21,7 +21,7 @@ from apps.kernels.mla_attention import (AttentionShape, attend_kernel, combine_k
                                         SPLITS, MIN_CHUNK, prefill_attend_kernel,
                                         mla_prefill_attention, prefill_splits, PREFILL_SPLITS, PREFILL_MIN_CHUNK,
                                         prefill_mma_kernel, mma_warps, mma_group, MMA_GROUP, attend_mma_kernel, decode_mma_warps,
-                                        attend_depth_kernel, decode_depth_serves,
+                                        DECODE_MMA_KEYS, attend_depth_kernel, decode_mma_serves_shape,
                                         flash_prefill_kernel, flash_keys, flash_split, FLASH_KEYS, flash_form, split_halves,
                                         flash_stages, expand_kernel)
 
@@ -183,46 +183,65 @@ def test_kernels_emulated_half_cache(shape, pos, language, tmp_path):
   check_cache(shape, c, cache, row, rtol=0)   # the row exactly as fp16 rounds it
   with pytest.raises(ValueError, match="multiples of 8"): attend_kernel(ODD, 0.1, 1e-6, half=True)
 
-MMA_DEC = AttentionShape(n_head=20, kv_lora=96, qk_nope=16, qk_rope=32)   # two head tiles (the second 4 heads), 4 warps
+MMA_DEC = AttentionShape(n_head=20, kv_lora=96, qk_nope=16, qk_rope=32)   # two head tiles (the second 4 heads), 2 warps
 
-# pos: one key, one stage part full, several stages of a split, splits with a last short stage, past 4096 (rows of other
-# splits past the new one NaN: a stage reads none of them)
-@pytest.mark.parametrize("shape,pos", [(TINY, 0), (TINY, 13), (TINY, 200), (MMA_DEC, 37), (MMA_DEC, 3001), (DSV2, 600)],
+# pos: one key, one stage part full, splits of several stages (TINY at 20000: 157 keys a split, the last stage 29; DSV2 at
+# 9000: 71, the second stage 7), past 4096 (rows of other splits past the new one NaN: a stage reads none of them); sharp:
+# queries x 4, so the running max moves between a split's stages
+@pytest.mark.parametrize("shape,pos,sharp", [(TINY, 0, 1), (TINY, 13, 1), (TINY, 200, 1), (TINY, 20000, 4), (MMA_DEC, 37, 1),
+                                             (MMA_DEC, 3001, 1), (DSV2, 600, 1), (DSV2, 9000, 4)],
                          ids=lambda v: f"h{v.n_head}_kv{v.kv_lora}_r{v.qk_rope}" if isinstance(v, AttentionShape) else str(v))
-def test_kernels_emulated_mma_decode(shape, pos, tmp_path):
+def test_kernels_emulated_mma_decode(shape, pos, sharp, tmp_path):
   """The tensor-core decode attend kernel (tf32 mma.sync emulated with the hardware's truncation) with the combine: fp32
   accurate against float64 over an fp16 cache (queries and weights as tf32 hi + lo), the new row written as fp16 rounds it."""
-  assert decode_mma_warps(TINY) == 4 and decode_mma_warps(MMA_DEC) == 4 and decode_mma_warps(DSV2) == 8 and decode_mma_warps(ODD) == 0
+  assert decode_mma_warps(TINY) == 4 and decode_mma_warps(MMA_DEC) == 2 and decode_mma_warps(DSV2) == 8 and decode_mma_warps(ODD) == 0
+  assert DECODE_MMA_KEYS == 64 and -(-(20001 // SPLITS + 1) // DECODE_MMA_KEYS) == 3
   c = make_case(shape, pos, max(4096, pos + 16), seed=pos + 7)
   c["cache"] = c["cache"].astype(np.float16)
+  c["q_lat"], c["q_raw"] = c["q_lat"] * sharp, c["q_raw"] * sharp
   out, cache = emulate_attention(shape, c, "CUDA", tmp_path, 8, attend_mma_kernel(shape, c["scale"], c["eps"], 8))
   ref, row = numpy_attention(shape, c)
   assert rel_err(out, ref) < 1e-5, rel_err(out, ref)
   check_cache(shape, c, cache, row, rtol=0)
 
-DEPTH = AttentionShape(n_head=8, kv_lora=96, qk_nope=16, qk_rope=32)   # 4 warps either kernel
+def test_mma_decode_shared_memory():
+  """The models' 16 heads: two stages of 64 rows of 576 halves and the softmax's fragments, past the 48 KB of a static array
+  and within sm_90's 227 KB (sm_80's 163 KB: not), so the kernel declares them dynamic."""
+  k = attend_mma_kernel(DSV2, 0.1, 1e-6)
+  assert 48 * 1024 < 166912 < k.smem <= 232448 and "DYN_SHARED(uint4, smem_)" in k.body
 
-@pytest.mark.parametrize("pos", [40, 62, 63, 300])
-def test_kernels_emulated_depth(pos, tmp_path):
+DEPTH = AttentionShape(n_head=8, kv_lora=96, qk_nope=16, qk_rope=32)   # 4 warps on the CUDA cores, 2 on the tensor cores
+
+# DEPTH: one tile, the tensor cores' two warps of a launch of four; MMA_DEC: two tiles of 2 warps, the CUDA cores' 10 warps
+# in one workgroup a split (the second tile's leave)
+@pytest.mark.parametrize("shape,pos", [(DEPTH, 40), (DEPTH, 62), (DEPTH, 63), (DEPTH, 300), (MMA_DEC, 50), (MMA_DEC, 300)],
+                         ids=lambda v: f"h{v.n_head}" if isinstance(v, AttentionShape) else str(v))
+def test_kernels_emulated_depth(shape, pos, tmp_path):
   """attend_depth_kernel (here from 64 keys on) is attend_kernel below and attend_mma_kernel from there, to the bit: one
-  launch picks by the token's position (63: the 64th key)."""
-  assert decode_depth_serves(DEPTH) and decode_depth_serves(DSV2) and not decode_depth_serves(GLM) and not decode_depth_serves(TINY)
-  c = make_case(DEPTH, pos, 4096, seed=pos)
+  launch picks by the token's position (63: the 64th key); the launch's extra warps change nothing."""
+  assert decode_mma_serves_shape(DSV2) and decode_mma_serves_shape(GLM) and decode_mma_serves_shape(MMA_DEC)
+  assert not decode_mma_serves_shape(ODD) and not decode_mma_serves_shape(TINY)
+  k = attend_depth_kernel(shape, 0.1, 1e-6, 8, keys=64)
+  assert k.local_size[1] == shape.n_head // shape.heads_per_warp > decode_mma_warps(shape) and k.global_size[1] == -(-shape.n_head // 16)
+  c = make_case(shape, pos, 4096, seed=pos)
   c["cache"] = c["cache"].astype(np.float16)
-  got = emulate_attention(DEPTH, c, "CUDA", tmp_path, 8, attend_depth_kernel(DEPTH, c["scale"], c["eps"], 8, keys=64))
-  one = attend_mma_kernel(DEPTH, c["scale"], c["eps"], 8) if pos + 1 >= 64 else attend_kernel(DEPTH, c["scale"], c["eps"], 8, half=True)
-  want = emulate_attention(DEPTH, c, "CUDA", tmp_path, 8, one)
+  got = emulate_attention(shape, c, "CUDA", tmp_path, 8, attend_depth_kernel(shape, c["scale"], c["eps"], 8, keys=64))
+  one = attend_mma_kernel(shape, c["scale"], c["eps"], 8) if pos + 1 >= 64 else attend_kernel(shape, c["scale"], c["eps"], 8, half=True)
+  want = emulate_attention(shape, c, "CUDA", tmp_path, 8, one)
   np.testing.assert_array_equal(got[0], want[0])
   np.testing.assert_array_equal(got[1], want[1])
-  assert rel_err(got[0], numpy_attention(DEPTH, c)[0]) < 1e-5
+  assert rel_err(got[0], numpy_attention(shape, c)[0]) < 1e-5
 
 def test_mma_decode_needs_the_lo_parts(tmp_path):
   """Without the queries' and weights' lo parts (tf32 alone) the kernel is ~1e-3 off: the check above can fail."""
   c = make_case(TINY, 200, 4096, seed=3)
   c["cache"] = c["cache"].astype(np.float16)
   k = attend_mma_kernel(TINY, c["scale"], c["eps"])
-  crude = SourceKernel(k.name + "_crude", k.params, k.body.replace("MMA_TF32(s2[1][n8], ql[k], k0, k1);", "").replace(
-    "MMA_TF32(acc, pl[n8], v0, v1);", ""), k.global_size, k.local_size, k.helpers)
+  body = k.body
+  for lo in ("MMA_TF32(sc[j], ql[k], k0, k1);", "MMA_TF32(o[2*q], pl, a0, a1);", "MMA_TF32(o[2*q + 1], pl, b0, b1);"):
+    assert lo in body
+    body = body.replace(lo, "")
+  crude = SourceKernel(k.name + "_crude", k.params, body, k.global_size, k.local_size, k.helpers, smem=k.smem)
   out, _ = emulate_attention(TINY, c, "CUDA", tmp_path, attend=crude)
   assert rel_err(out, numpy_attention(TINY, c)[0]) > 1e-4
 

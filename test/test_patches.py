@@ -1959,3 +1959,33 @@ print("ok")
 
 def test_0073_symbolic_launch_dim(trees):
   assert_patch_needed(trees, "0073", SYMBOLIC_LAUNCH_DIM)
+
+DYNAMIC_SHARED = CUDA_GRAPH_FAKE + """
+# a source kernel's dynamic shared memory (ProgramInfo.smem: 64 KB, past the 48 KB a static array may take) reaches its runtime,
+# and the launches (a CUDAGraph's kernel nodes) get that many bytes; a program without it gets none
+shared = []
+g.cuda.cuGraphAddKernelNode = lambda node, graph, deps, n, params: shared.append(params._obj.sharedMemBytes) or 0
+def source_kernel(name, smem):
+  src = (f'extern "C" __global__ void {name}(float* out, const float* x) {{ extern __shared__ float s[]; '
+         'int i = threadIdx.x; s[i] = x[i]; __syncthreads(); out[i] = s[31 - i]; }')
+  def fxn(out, x):
+    params = [out, x]
+    while any(p.op is not Ops.PARAM for p in params): params = [p if p.op is Ops.PARAM else p.src[0] for p in params]
+    sink = UOp.sink(*params, arg=KernelInfo(name=name))
+    info = ProgramInfo(name, (1, 1, 1), (32, 1, 1), (), tuple(p.arg.slot for p in params), outs=(params[0].arg.slot,),
+                       ins=(params[1].arg.slot,), target=Device["NULL"].renderer.target, smem=smem)
+    return UOp(Ops.PROGRAM, src=(sink, UOp(Ops.LINEAR, src=(*params, sink)), UOp(Ops.SOURCE, arg=src)), arg=info)
+  return fxn
+
+@TinyJit
+def f(x):
+  a = Tensor.empty(32).custom_kernel(x, fxn=source_kernel("staged", 65536))[0]
+  return Tensor.empty(32).custom_kernel(a, fxn=source_kernel("plain", 0))[0].realize()
+for _ in range(3): f(Tensor.ones(32).contiguous().realize())
+assert shared == [65536, 0], shared
+print("ok")
+"""
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc for DEV=NULL:NVCC:sm_90 (CUDA kernels compiled, nothing run)")
+def test_0074_dynamic_shared_memory(trees):
+  assert_patch_needed(trees, "0074", DYNAMIC_SHARED, env={"DEV": "NULL:NVCC:sm_90", "CACHELEVEL": "0"})

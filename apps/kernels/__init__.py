@@ -13,6 +13,8 @@ The dialect (macros defined per backend by the prelude):
   GID_X, GID_Y, GID_Z      workgroup (block) index; LID_X, LID_Y, LID_Z thread index in it
   GLOBAL                   address-space qualifier of a pointer into a buffer (`device` in MSL, nothing in CUDA)
   SHARED                   declares workgroup memory (`__shared__` / `threadgroup`); BARRIER() synchronizes it
+  DYN_SHARED(type, name)   (CUDA) declares `type name[]` in the workgroup memory a launch gets (SourceKernel.smem bytes, at
+                           most max_smem(device)): past the 48 KB a static declaration may take
   WARP_SUM(v), WARP_MAX(v) sum / max of a float over the 32 lanes of a warp/simdgroup (every lane gets it)
   SHFL_XOR(v, o)           v of lane (this lane ^ o) in the warp (float or int)
   SHFL(v, l)               v of lane l in the warp
@@ -46,7 +48,9 @@ The dialect (macros defined per backend by the prelude):
                            matrices of shared memory, row i of matrix m at lane 8m + i's p (16 bytes), into unsigned r[4]
                            transposed (r[m]: rows 2t, 2t + 1 of column g: a B fragment of rows that are keys)
   CP_ASYNC16(dst, src)     CUDA sm_80+ only: starts copying 16 bytes from global src to shared dst (cp.async, no registers);
-                           CP_ASYNC_WAIT() waits for all of the thread's copies (BARRIER() after it: for the workgroup's)
+                           CP_ASYNC_WAIT() waits for all of the thread's copies (BARRIER() after it: for the workgroup's);
+                           CP_ASYNC_COMMIT() closes a group of the thread's copies, CP_ASYNC_WAIT_PENDING(n) waits until at
+                           most the n latest groups are in flight (n a literal)
 
 Programmatic dependent launch (CUDA sm_90+; no-ops elsewhere): a kernel whose source executes GRID_WAIT() gets
 programmatic edges in the CUDA graph (patches/0004), and render() makes its first statement GRID_TRIGGER()
@@ -131,6 +135,7 @@ class SourceKernel:
   trigger: bool = True            # a kernel that waits: GRID_TRIGGER() first (decode's one-wave kernels; the prefill GEMMs
                                   # and attention, many waves, without: the H100 A/B measured them no faster, or slower)
   min_blocks: int = 1             # CUDA: workgroups per SM the compiler must fit (registers capped at 64K / (threads x this))
+  smem: int = 0                   # CUDA: bytes of dynamic workgroup memory (DYN_SHARED) a launch gets (patches/0074)
 
   @property
   def function_name(self) -> str: return to_function_name(self.name)
@@ -153,6 +158,9 @@ typedef unsigned int uint; typedef unsigned char uchar; typedef unsigned short u
 #define LID_Z threadIdx.z
 #define GLOBAL
 #define SHARED __shared__
+#ifndef DYN_SHARED
+#define DYN_SHARED(type, name) extern __shared__ __align__(16) type name[]
+#endif
 #define BARRIER() __syncthreads()
 #define DEVFN static __device__ __forceinline__
 #define H2F(h) __half2float(h)
@@ -236,6 +244,8 @@ _CUDA_MMA = """#ifndef MMA_K32
   : "+r"((c)[0]), "+r"((c)[1]), "+r"((c)[2]), "+r"((c)[3]) : "r"(a0), "r"(a1), "r"(b0))
 #define CP_ASYNC16(dst, src) asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"((unsigned)__cvta_generic_to_shared(dst)), "l"(src) : "memory")
 #define CP_ASYNC_WAIT() asm volatile("cp.async.commit_group;\\n cp.async.wait_group 0;" ::: "memory")
+#define CP_ASYNC_COMMIT() asm volatile("cp.async.commit_group;" ::: "memory")
+#define CP_ASYNC_WAIT_PENDING(n) asm volatile("cp.async.wait_group " #n ";" ::: "memory")
 #endif
 #ifndef MMA_F16
 #define MMA_F16(c, a, b0, b1) asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};" \\
@@ -337,8 +347,17 @@ def uses_mma(k: SourceKernel) -> bool: return "MMA_" in k.body or "CP_ASYNC" in 
 def has_mma(device: str) -> bool:
   """The device compiles the CUDA-only tensor-core macros (MMA_*, CP_ASYNC16): a CUDA device of sm_80 or newer."""
   if language_of(device) != "CUDA": return False
+  return _sm(device) >= 80
+
+def _sm(device: str) -> int:
   arch = getattr(Device[device].renderer.target, "arch", "") or ""
-  return arch.startswith("sm_") and arch[3:].isdigit() and int(arch[3:]) >= 80
+  return int(arch[3:]) if language_of(device) == "CUDA" and arch.startswith("sm_") and arch[3:].isdigit() else 0
+
+def max_smem(device: str) -> int:
+  """Bytes of workgroup memory one launch may have on `device` (CUDA: the opt-in limit of its architecture; static and
+  dynamic together), the most a SourceKernel's smem may ask."""
+  sm = _sm(device)
+  return 232448 if sm >= 90 else 166912 if sm in (80, 87) else 101376 if sm >= 86 else 49152
 
 def language_of(device: str) -> str | None:
   """The source language the device's renderer compiles (None: no hand-written kernels there)."""
@@ -393,12 +412,15 @@ def program(k: SourceKernel, device: str, trigger: bool = True):
   language = language_of(device)
   if language is None: raise ValueError(f"{k.name}: device {device} compiles no hand-written source")
   if _rewrite is not None: k = _rewrite(k)
-  return source_program(k.name, k.params, render(k if trigger else replace(k, trigger=False), language), k.global_size, k.local_size, device)
+  if k.smem > max_smem(device): raise ValueError(f"{k.name}: {k.smem} bytes of workgroup memory, more than a launch on {device} may have")
+  return source_program(k.name, k.params, render(k if trigger else replace(k, trigger=False), language), k.global_size, k.local_size, device,
+                        smem=k.smem)
 
 def source_program(name: str, params: Sequence[Param], source: str, global_size: tuple[int, int, int], local_size: tuple[int, int, int],
-                   device: str, core_id: int = 0):
+                   device: str, core_id: int = 0, smem: int = 0):
   """The custom_kernel body of a complete `source` whose function `name` takes the buffers `params` in order (then, with
-  core_id > 0, the CPU runtime's thread index in 0..core_id-1, the thread count being global_size[0])."""
+  core_id > 0, the CPU runtime's thread index in 0..core_id-1, the thread count being global_size[0]); smem: bytes of
+  dynamic workgroup memory a launch gets."""
   def fxn(*placeholders: UOp) -> UOp:
     if len(placeholders) != len(params): raise ValueError(f"{name}: {len(placeholders)} buffers for {len(params)} parameters")
     ps = [_param(p) for p in placeholders]
@@ -409,6 +431,7 @@ def source_program(name: str, params: Sequence[Param], source: str, global_size:
     sink = UOp.sink(*ps, arg=KernelInfo(name=name))
     info = ProgramInfo(name, global_size, local_size, var, tuple(sorted(slots)),
                        outs=tuple(sorted(s for s, q in zip(slots, params) if q.written)),
-                       ins=tuple(sorted(s for s, q in zip(slots, params) if not q.written or q.read)), target=Device[device].renderer.target)
+                       ins=tuple(sorted(s for s, q in zip(slots, params) if not q.written or q.read)), target=Device[device].renderer.target,
+                       smem=smem)
     return UOp(Ops.PROGRAM, src=(sink, UOp(Ops.LINEAR, src=(*ps, sink)), UOp(Ops.SOURCE, arg=source)), arg=info)
   return fxn

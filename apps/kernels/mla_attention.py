@@ -24,13 +24,16 @@ Flash-decoding in two kernels:
   combine  grid (n_head, kv_lora / 128), workgroup (32, 8): rescales the partials of the splits that hold tokens to their
            common max and sums them (8 warps over the splits, then through shared memory), out = acc / sum.
 Both read pos from a 1-element int32 buffer (a source kernel gets no symbolic ints), so one capture serves every position.
+One sequence's token over an fp16 cache on the tensor cores (CUDA sm_80+) attends through attend_depth_kernel: the attend
+kernel above below DECODE_MMA_FROM keys, attend_mma_kernel from there (64-key stages in 196 KB of dynamic workgroup memory,
+the heads an m16 tile), chosen by the position at run time, with the same partials for the combine.
 apps/mla.py's `decode_attention_reference` is the same computation from tinygrad ops (any device), for tests and tools.
 """
 from __future__ import annotations
 import math
 from dataclasses import dataclass
 from tinygrad import Tensor, dtypes
-from apps.kernels import SourceKernel, Param, Fusions, program, cached, language_of, has_mma, to_bound, matvec
+from apps.kernels import SourceKernel, Param, Fusions, program, cached, language_of, has_mma, to_bound, matvec, max_smem
 
 SPLITS = 128     # partials per head at most (~one workgroup per SM of an H100 at long contexts)
 MIN_CHUNK = 8    # tokens per split at least
@@ -513,47 +516,68 @@ def prefill_mma_kernel(s: AttentionShape, scale: float, tokens: int, max_context
   return SourceKernel(name, params, body, (groups, 1, 1), (32, nw * m, 1), trigger=False,
                       min_blocks=2 if m == 1 and tiles >= 2 * matvec.SMS else 1)
 
-# ---- decode on the tensor cores (CUDA sm_80+, an fp16 cache): the heads a 16-row tile, the keys 16 a stage
+# ---- decode on the tensor cores (CUDA sm_80+, an fp16 cache): the heads a 16-row tile, the keys 64 a stage
 
-DECODE_MMA_KEYS = 16   # keys a stage (two n8 tiles of scores, two k8 steps of the values): two stages of 576 halves in 37 KB
-DECODE_MMA_FROM = 10240   # keys from which a decode token attends on the tensor cores (attend_depth_kernel)
+DECODE_MMA_KEYS = 64     # keys a stage: 8 n8 tiles of scores, 8 k8 steps of the values (the softmax's lanes: 4 a tile)
+DECODE_MMA_STAGES = 2    # stages in workgroup memory: the next one's copies in flight while one computes (150 KB of rows)
+_FRAG = 144              # floats a tile's 32 lanes of float4 fragments take in workgroup memory: 128, padded so that the
+                         # softmax's lanes (4 a tile, 8 tiles) read and write them without bank conflicts
 
 def decode_mma_warps(s: AttentionShape) -> int:
   """Warps of attend_mma_kernel (0: it does not serve `s`): each an equal slice of the row's kv_lora + qk_rope dims (k-steps
-  of 8) and of the kv_lora value columns (n-tiles of 8); 8 where both divide."""
+  of 8) and of the kv_lora value columns (pairs of n8 tiles); 8 where both divide."""
   D = s.kv_lora + s.qk_rope
-  return next((w for w in (8, 4, 2, 1) if D % (8 * w) == 0 and s.kv_lora % (8 * w) == 0), 0)
+  return next((w for w in (8, 4, 2, 1) if D % (8 * w) == 0 and s.kv_lora % (16 * w) == 0), 0)
 
 def _mma_decode_shared(s: AttentionShape) -> list[tuple[str, str, int]]:
-  """attend_mma_kernel's two stages of DECODE_MMA_KEYS rows (fp16, padded) and its warps' partial scores of a stage."""
-  D, KT = s.kv_lora + s.qk_rope, DECODE_MMA_KEYS
-  return [("uint4", "stage", 2 * KT * (D + _stage_pad(True)) // 8), ("float4", "part_s", decode_mma_warps(s) * KT // 8 * 32)]
+  """attend_mma_kernel's workgroup memory: DECODE_MMA_STAGES stages of DECODE_MMA_KEYS rows (fp16, padded), the warps'
+  partial scores of a stage, P's A fragments (hi, lo) and each row's rescale."""
+  D, KS = s.kv_lora + s.qk_rope, DECODE_MMA_KEYS
+  return [("uint4", "stage", DECODE_MMA_STAGES * KS * (D + _stage_pad(True)) // 8), ("float", "part_s", decode_mma_warps(s) * KS // 8 * _FRAG),
+          ("float", "pbuf", 2 * KS // 8 * _FRAG), ("float", "alpha_s", 16)]
 
-def attend_mma_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: int = 0, smem: str = "") -> SourceKernel:
+def decode_mma_serves(s: AttentionShape, device: str) -> bool:
+  """attend_depth_kernel takes a decode token of `s` on `device`: the tensor cores, one or two tiles of 16 heads, and the
+  workgroup memory a launch may have there (sm_90's 227 KB)."""
+  return has_mma(device) and decode_mma_serves_shape(s) and _shared_bytes(_mma_decode_shared(s)) <= max_smem(device)
+
+def decode_mma_serves_shape(s: AttentionShape) -> bool:
+  """One or two tiles of 16 heads whose dims and columns split over the tensor-core kernel's warps, no more of them than
+  the CUDA-core kernel has (the depth kernel launches the latter's; the -tiny presets' 4 heads: 2 warps, not served)."""
+  return s.n_head <= 32 and 0 < decode_mma_warps(s) <= s.n_head // s.heads_per_warp
+
+def attend_mma_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: int = 0, warps: int = 0, smem: str = "") -> SourceKernel:
   """attend_kernel (one sequence, an fp16 cache) on the tensor cores: the same parameters, split of the keys and partials,
-  so combine_kernel takes them as they are. A workgroup is a split x a tile of 16 heads (grid y; GLM-4.7-Flash's 20: two,
-  the last 12 rows zero queries, not stored); its nw warps each own a slice of the dims, whose queries sit in registers as
-  tf32 A fragments (hi + lo: fp32-accurate against the cache's exact fp16 keys), and a slice of the value columns. Keys go
-  DECODE_MMA_KEYS a stage through shared memory (cp.async, two stages: the next loads while this one computes); per stage a
-  warp's partial scores (2 mma a k-step and n8 tile) meet the other warps' in shared memory, every warp runs the same online
-  softmax on the summed scores, and P . V (2 mma a k-step and column tile, P as hi + lo) is added to the running output in
-  fp32, a stage at a time. A k-step's dims 2t, 2t + 1 are lane t's (one 32-bit load of two halves), and P's k index t / t + 4
-  is key 2t / 2t + 1 of its n8 tile, where the scores' C fragment already holds them: no exchange of P. The split that holds
-  the new token writes its row first (warp 0), then stages it like any other (its own fp16 rounding, as later tokens read it).
-  smem: _shared's."""
+  so combine_kernel takes them as they are. A workgroup is a split x a tile of 16 heads (grid y: more heads, more tiles,
+  the last rows zero queries, not stored). Keys go DECODE_MMA_KEYS a stage through workgroup memory (cp.async,
+  DECODE_MMA_STAGES stages: the next loads while this one computes), three barriers a stage:
+  - scores: warp w owns a slice of the dims, its queries in registers as tf32 A fragments (hi + lo: fp32-accurate against
+    the cache's exact fp16 keys; dims 2t, 2t + 1 of a k-step are lane t's, one 32-bit load of two halves); its partial
+    scores of the stage's 8 n8 tiles go to workgroup memory;
+  - softmax: warp w owns rows w, w + 8 (and w + nw, ...), a lane 4 keys of them: the parts summed, the running max and sum,
+    P = exp2(s - max) as tf32 hi + lo A fragments (k index t / t + 4 = key 2t / 2t + 1) and the rows' rescale;
+  - values: warp w owns a slice of the kv_lora columns, its running output rescaled and P . V added (2 mma a k-step and
+    column tile; a lane's 32-bit word of a key row is column 2g, 2g + 1: the pair of n8 tiles it feeds).
+  The split that holds the new token writes its row first (warp 0), then stages it like any other (its own fp16 rounding,
+  as later tokens read it). warps: the launch's (more than its decode_mma_warps: the others only pass the barriers); smem:
+  a workgroup buffer declared by the caller (DYN_SHARED), else its own."""
   _check_shape(s, True)
   nw = decode_mma_warps(s)
-  assert nw, s
+  assert nw and s.n_head > 0 and warps in (0, *range(nw, 33)), (s, warps)
+  on = "if (w < NW) " if warps > nw else ""   # the launch's extra warps: every barrier, none of the work
   KV, R, H = s.kv_lora, s.qk_rope, s.n_head
-  D, KT = KV + R, DECODE_MMA_KEYS
-  SK, NK, NN, NT = D + _stage_pad(True), D // nw // 8, KV // nw // 8, KT // 8
+  D, KS, NB = KV + R, DECODE_MMA_KEYS, DECODE_MMA_STAGES
+  SK, NK, NP, NJ, RG = D + _stage_pad(True), D // nw // 8, KV // nw // 16, KS // 8, 8 // nw
+  QS, NL, NRQ = D + 8, -(-16 * KV // 4 // (32 * nw)), -(-16 * R // (32 * nw))
+  assert NJ == 8, "the softmax's lanes are 4 a tile of 8 keys"
+  assert 16 * QS <= (nw + 2) * NJ * _FRAG, "the queries fit in part_s and pbuf"
   split = lambda x, h, l: f"{h} = AS_FLOAT((AS_UINT({x}) + 0x1000u) & 0xffffe000u); {l} = {x} - {h};"
-  rope_q = _rope_guard(s, "rope_lane(q_raw + h*(NOPE + R) + NOPE, cs, sn, j, HALF)")
+  nbytes = _shared_bytes(_mma_decode_shared(s))
   body = f"""{_common(s)}
-  const int D = {D}, SK = {SK}, R = {R}, NOPE = {s.qk_nope}, HALF = {R // 2}, DQW = {D // nw}, DVW = {KV // nw};
+  const int D = {D}, R = {R}, NOPE = {s.qk_nope}, HALF = {R // 2}, DQW = {D // nw}, DVW = {KV // nw}, F = {_FRAG}, QS = {QS}, NW = {nw};
   const float SCALE2 = {_f32(scale * math.log2(math.e))}, EPS = {_f32(eps)};
-  int lane = LID_X, w = LID_Y, g = lane >> 2, t = lane & 3, tid = w*32 + lane, sp = GID_X;
-  int ha = GID_Y*16 + g, hb = ha + 8;
+  int lane = LID_X, w = LID_Y, g = lane >> 2, t = lane & 3, tid = w*32 + lane, sp = GID_X, h0 = GID_Y*16;
+  int ha = h0 + g, hb = ha + 8;
   cache += (long)pos[1] * D;                     // this sequence's rows of the cache
   int t0 = sp * chunk;
   if (t0 >= n) return;                            // no keys here (the combine skips this split too)
@@ -568,111 +592,151 @@ def attend_mma_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: in
     for (int v = lane; v < KV; v += 32) cache[p*D + v] = F2H(kv[v] * rs * kv_norm_w[v]);
     for (int j = lane; j < R; j += 32) cache[p*D + KV + j] = F2H(rope_lane(kv + KV, cs, sn, j, HALF));
   }}
-  // this warp's dims DQW*w.. of the 16 heads' queries (roped, scaled to base 2) as A fragments: rows g, g + 8; k-step j's
-  // k index t / t + 4 is dim 8j + 2t / 8j + 2t + 1
-  float qh[{NK}][4], ql[{NK}][4];
-  for (int k = 0; k < {NK}; k++) for (int i = 0; i < 4; i++) {{
-    int h = (i & 1) ? hb : ha, d = DQW*w + 8*k + 2*t + (i >> 1), j = d - KV;
-    float x = h < H ? (d < KV ? q_lat[h*KV + d] : {rope_q}) * SCALE2 : 0.0f;
-    {split("x", "qh[k][i]", "ql[k][i]")}
-  }}
-  // two stages of {KT} rows, SK halves apart (rows g read 32 banks); the warps' partial scores of a stage
-  {_shared(_mma_decode_shared(s), smem)}
+  {"" if smem else "DYN_SHARED(uint4, smem_);"}
+  {_shared(_mma_decode_shared(s), smem or "smem_")}
   const uint* sw = (const uint*)stage;
-  const half* sh = (const half*)stage;
-  float o[{NN}][4], ma = NEG, mb = NEG, la = 0.0f, lb = 0.0f;
-  for (int m = 0; m < {NN}; m++) o[m][0] = o[m][1] = o[m][2] = o[m][3] = 0.0f;
-  BARRIER();                                      // the new row is in the cache
-  // stage b <- key rows c0..c0 + {KT - 1} (past t1: the last key again), 16 bytes a copy
-  #define LOAD_STAGE(c0, b) for (int e = tid; e < {KT * D // 8}; e += {32 * nw}) {{ \
-    int i = e / {D // 8}, c = e % {D // 8}, key = (c0) + i < t1 ? (c0) + i : t1 - 1; \
-    CP_ASYNC16(&stage[((b)*{KT} + i)*{SK // 8} + c], (const GLOBAL uint4*)(cache + (long)key*D) + c); }}
-  LOAD_STAGE(t0, 0)
-  for (int c0 = t0, b = 0; c0 < t1; c0 += {KT}, b ^= 1) {{
-    CP_ASYNC_WAIT();
-    BARRIER();                                    // stage b is in; stage b ^ 1 and part_s are free again
-    if (c0 + {KT} < t1) LOAD_STAGE(c0 + {KT}, b ^ 1)
-    // partial scores of this warp's dims (B fragment: key g, dims 8j + 2t, + 1: one word), hi and lo apart
-    float s2[2][{NT}][4];
-    for (int u = 0; u < 2; u++) for (int n8 = 0; n8 < {NT}; n8++) for (int i = 0; i < 4; i++) s2[u][n8][i] = 0.0f;
-    const uint* kr = sw + (b*{KT} + g)*{SK // 2} + DQW*w/2 + t;
-    for (int k = 0; k < {NK}; k++) for (int n8 = 0; n8 < {NT}; n8++) {{
-      uint u = kr[8*n8*{SK // 2} + 4*k];
-      float k0 = H2F_BITS(u), k1 = H2F_BITS(u >> 16);
-      MMA_TF32(s2[0][n8], qh[k], k0, k1); MMA_TF32(s2[1][n8], ql[k], k0, k1);
+  // the tile's 16 queries (roped, scaled to base 2) into workgroup memory, rows QS floats apart (over part_s and pbuf, free
+  // until the stages' loop). Every load is issued before any is used (the latent part as float4s, the rope part's pairs
+  // and angles, at clamped addresses): a load behind a select or a branch waits for the one before it
+  float* qs = part_s;
+  {on}{{
+    float4 lat[{NL}];
+    float x0[{NRQ}], x1[{NRQ}], ca[{NRQ}], sa[{NRQ}];
+    for (int i = 0; i < {NL}; i++) {{
+      int e = tid + i*{32 * nw}; e = e < {16 * KV // 4} ? e : {16 * KV // 4 - 1};
+      int h = h0 + e / {KV // 4}; h = h < H ? h : H - 1;
+      lat[i] = ((const GLOBAL float4*)(q_lat + h*KV))[e % {KV // 4}];
     }}
-    for (int n8 = 0; n8 < {NT}; n8++)
-      part_s[(w*{NT} + n8)*32 + lane] = FLOAT4(s2[0][n8][0] + s2[1][n8][0], s2[0][n8][1] + s2[1][n8][1], s2[0][n8][2] + s2[1][n8][2], s2[0][n8][3] + s2[1][n8][3]);
-    BARRIER();
-    // the scores (rows g | g + 8, keys 2t, 2t + 1 of each n8 tile), summed over the warps in one order: the same in every warp
-    float sc[{NT}][4], xa = NEG, xb = NEG;
-    for (int n8 = 0; n8 < {NT}; n8++) {{
-      float4 a = part_s[n8*32 + lane];
-      for (int v = 1; v < {nw}; v++) {{ float4 x = part_s[(v*{NT} + n8)*32 + lane]; a.x += x.x; a.y += x.y; a.z += x.z; a.w += x.w; }}
-      int k0 = c0 + 8*n8 + 2*t;
-      sc[n8][0] = k0 < t1 ? a.x : NEG; sc[n8][1] = k0 + 1 < t1 ? a.y : NEG; sc[n8][2] = k0 < t1 ? a.z : NEG; sc[n8][3] = k0 + 1 < t1 ? a.w : NEG;
-      xa = FMAX(xa, FMAX(sc[n8][0], sc[n8][1])); xb = FMAX(xb, FMAX(sc[n8][2], sc[n8][3]));
+    for (int i = 0; i < {NRQ}; i++) {{
+      int e = tid + i*{32 * nw}; e = e < {16 * R} ? e : {16 * R - 1};
+      int h = h0 + e / R, j = e % R, k = j < HALF ? j : j - HALF; h = h < H ? h : H - 1;
+      const GLOBAL float* x = q_raw + h*(NOPE + R) + NOPE;
+      x0[i] = x[2*k]; x1[i] = x[2*k + 1]; ca[i] = cs[k]; sa[i] = sn[k];
     }}
-    xa = FMAX(xa, SHFL_XOR(xa, 1)); xb = FMAX(xb, SHFL_XOR(xb, 1));
-    xa = FMAX(xa, SHFL_XOR(xa, 2)); xb = FMAX(xb, SHFL_XOR(xb, 2));
-    xa = FMAX(xa, ma); xb = FMAX(xb, mb);
-    float aa = EXP2(ma - xa), ab = EXP2(mb - xb);
-    ma = xa; mb = xb; la *= aa; lb *= ab;
-    // P's A fragments: k index t / t + 4 = key 2t / 2t + 1, rows g / g + 8: the C fragment's (0, 2, 1, 3)
-    float ph[{NT}][4], pl[{NT}][4];
-    for (int n8 = 0; n8 < {NT}; n8++) {{
-      float pr[4] = {{EXP2(sc[n8][0] - xa), EXP2(sc[n8][2] - xb), EXP2(sc[n8][1] - xa), EXP2(sc[n8][3] - xb)}};
-      la += pr[0] + pr[2]; lb += pr[1] + pr[3];
-      for (int i = 0; i < 4; i++) {{ {split("pr[i]", "ph[n8][i]", "pl[n8][i]")} }}
+    for (int i = 0; i < {NL}; i++) {{
+      int e = tid + i*{32 * nw}, r = e / {KV // 4};
+      float f = h0 + r < H ? SCALE2 : 0.0f;
+      if (e < {16 * KV // 4}) ((float4*)(qs + r*QS))[e % {KV // 4}] = FLOAT4(lat[i].x * f, lat[i].y * f, lat[i].z * f, lat[i].w * f);
     }}
-    // out = out * alpha + P . V over this warp's columns DVW*w.. (B fragment: keys 2t, 2t + 1 of the tile, column g)
-    const half* vr = sh + (b*{KT} + 2*t)*SK + DVW*w + g;
-    for (int m = 0; m < {NN}; m++) {{
-      float acc[4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
-      for (int n8 = 0; n8 < {NT}; n8++) {{
-        float v0 = H2F(vr[8*n8*SK + 8*m]), v1 = H2F(vr[(8*n8 + 1)*SK + 8*m]);
-        MMA_TF32(acc, ph[n8], v0, v1); MMA_TF32(acc, pl[n8], v0, v1);
+    for (int i = 0; i < {NRQ}; i++) {{
+      int e = tid + i*{32 * nw}, r = e / R, j = e % R;
+      float f = h0 + r < H ? SCALE2 : 0.0f;
+      if (e < {16 * R}) qs[r*QS + KV + j] = (j < HALF ? x0[i] * ca[i] - x1[i] * sa[i] : x1[i] * ca[i] + x0[i] * sa[i]) * f;
+    }}
+  }}
+  float o[{2 * NP}][4], mr[{RG}][2], lr[{RG}][2];   // the output of this warp's columns; its softmax rows' max and sum
+  for (int m = 0; m < {2 * NP}; m++) o[m][0] = o[m][1] = o[m][2] = o[m][3] = 0.0f;
+  for (int r = 0; r < {RG}; r++) mr[r][0] = mr[r][1] = NEG, lr[r][0] = lr[r][1] = 0.0f;
+  BARRIER();                                      // the new row is in the cache, the queries in qs
+  // stage b <- key rows c0..c0 + {KS - 1} (past t1: the last key again), 16 bytes a copy; one commit group a stage
+  #define LOAD_STAGE(c0, b) if ((c0) < t1{" && w < NW" if on else ""}) for (int e_ = tid; e_ < {KS * D // 8}; e_ += {32 * nw}) {{ \\
+    int i_ = e_ / {D // 8}, c_ = e_ % {D // 8}, key_ = (c0) + i_ < t1 ? (c0) + i_ : t1 - 1; \\
+    CP_ASYNC16(&stage[((b)*{KS} + i_)*{SK // 8} + c_], (const GLOBAL uint4*)(cache + (long)key_*D) + c_); }} \\
+    CP_ASYNC_COMMIT();
+  for (int s_ = 0; s_ < {NB - 1}; s_++) {{ LOAD_STAGE(t0 + s_*{KS}, s_) }}
+  // this warp's dims DQW*w.. of the queries as A fragments: rows g, g + 8; k-step k's k index t / t + 4 is dim 8k + 2t /
+  // 8k + 2t + 1 (one float2 a row: QS % 32 == 8, so the half-warps' pairs fill the 32 banks)
+  float qh[{NK}][4], ql[{NK}][4];
+  {on}for (int k = 0; k < {NK}; k++) {{
+    float2 a = ((const float2*)(qs + g*QS + DQW*w + 8*k))[t], c = ((const float2*)(qs + (g + 8)*QS + DQW*w + 8*k))[t];
+    float x[4] = {{a.x, c.x, a.y, c.y}};
+    for (int i = 0; i < 4; i++) {{ {split("x[i]", "qh[k][i]", "ql[k][i]")} }}
+  }}
+  for (int c0 = t0, b = 0; c0 < t1; c0 += {KS}, b = b + 1 < {NB} ? b + 1 : 0) {{
+    CP_ASYNC_WAIT_PENDING({NB - 2});              // this thread's copies of stage b are in
+    BARRIER();                                    // everyone's; the last stage's buffer, part_s and pbuf are free again
+    LOAD_STAGE(c0 + {(NB - 1) * KS}, (b + {NB - 1}) % {NB})
+    // partial scores of this warp's dims (B fragment: key g of tile j, dims 8k + 2t, + 1: one word)
+    {on}{{
+      float sc[{NJ}][4];
+      for (int j = 0; j < {NJ}; j++) sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.0f;
+      const uint* kr = sw + (b*{KS} + g)*{SK // 2} + DQW*w/2 + t;
+      for (int k = 0; k < {NK}; k++) for (int j = 0; j < {NJ}; j++) {{
+        uint u = kr[8*j*{SK // 2} + 4*k];
+        float k0 = H2F_BITS(u), k1 = H2F_BITS(u >> 16);
+        MMA_TF32(sc[j], qh[k], k0, k1); MMA_TF32(sc[j], ql[k], k0, k1);
       }}
-      o[m][0] = o[m][0]*aa + acc[0]; o[m][1] = o[m][1]*aa + acc[1]; o[m][2] = o[m][2]*ab + acc[2]; o[m][3] = o[m][3]*ab + acc[3];
+      for (int j = 0; j < {NJ}; j++) ((float4*)(part_s + (w*{NJ} + j)*F))[lane] = FLOAT4(sc[j][0], sc[j][1], sc[j][2], sc[j][3]);
+    }}
+    BARRIER();
+    // rows gr, gr + 8 at keys c0 + 8j + 2t, + 1 (j = g: the lane's tile): the warps' parts summed, the online softmax
+    {on}for (int r = 0; r < {RG}; r++) {{
+      int gr = w + r*{nw}, key = c0 + 8*g + 2*t;
+      float4 a = ((const float4*)(part_s + g*F))[4*gr + t];
+      for (int v = 1; v < {nw}; v++) {{ float4 x = ((const float4*)(part_s + (v*{NJ} + g)*F))[4*gr + t]; a.x += x.x; a.y += x.y; a.z += x.z; a.w += x.w; }}
+      float s0 = key < t1 ? a.x : NEG, s1 = key + 1 < t1 ? a.y : NEG, s2 = key < t1 ? a.z : NEG, s3 = key + 1 < t1 ? a.w : NEG;
+      float xa = FMAX(WARP_MAX(FMAX(s0, s1)), mr[r][0]), xb = FMAX(WARP_MAX(FMAX(s2, s3)), mr[r][1]);
+      float aa = EXP2(mr[r][0] - xa), ab = EXP2(mr[r][1] - xb);
+      mr[r][0] = xa; mr[r][1] = xb;
+      // P's A fragment of tile g, lane 4 gr + t: rows gr / gr + 8 x keys 2t / 2t + 1 (k index t / t + 4)
+      float pr[4] = {{EXP2(s0 - xa), EXP2(s2 - xb), EXP2(s1 - xa), EXP2(s3 - xb)}}, ph[4], pl[4];
+      lr[r][0] = lr[r][0]*aa + pr[0] + pr[2]; lr[r][1] = lr[r][1]*ab + pr[1] + pr[3];
+      for (int i = 0; i < 4; i++) {{ {split("pr[i]", "ph[i]", "pl[i]")} }}
+      ((float4*)(pbuf + g*F))[4*gr + t] = FLOAT4(ph[0], ph[1], ph[2], ph[3]);
+      ((float4*)(pbuf + ({NJ} + g)*F))[4*gr + t] = FLOAT4(pl[0], pl[1], pl[2], pl[3]);
+      if (lane == 0) {{ alpha_s[gr] = aa; alpha_s[gr + 8] = ab; }}
+    }}
+    BARRIER();
+    // out = out * alpha + P . V over this warp's columns DVW*w..: word 8q + g of key rows 2t, 2t + 1 of tile j holds
+    // columns 16q + 2g (tile 2q's column g) and 16q + 2g + 1 (tile 2q + 1's)
+    float fa = alpha_s[g], fb = alpha_s[g + 8];
+    for (int m = 0; m < {2 * NP}; m++) {{ o[m][0] *= fa; o[m][1] *= fa; o[m][2] *= fb; o[m][3] *= fb; }}
+    const uint* vr = sw + (b*{KS} + 2*t)*{SK // 2} + DVW*w/2 + g;
+    {on}for (int j = 0; j < {NJ}; j++) {{
+      float4 h4 = ((const float4*)(pbuf + j*F))[lane], l4 = ((const float4*)(pbuf + ({NJ} + j)*F))[lane];
+      float ph[4] = {{h4.x, h4.y, h4.z, h4.w}}, pl[4] = {{l4.x, l4.y, l4.z, l4.w}};
+      for (int q = 0; q < {NP}; q++) {{
+        uint u0 = vr[8*j*{SK // 2} + 8*q], u1 = vr[(8*j + 1)*{SK // 2} + 8*q];
+        float a0 = H2F_BITS(u0), a1 = H2F_BITS(u1), b0 = H2F_BITS(u0 >> 16), b1 = H2F_BITS(u1 >> 16);
+        MMA_TF32(o[2*q], ph, a0, a1); MMA_TF32(o[2*q], pl, a0, a1);
+        MMA_TF32(o[2*q + 1], ph, b0, b1); MMA_TF32(o[2*q + 1], pl, b0, b1);
+      }}
     }}
   }}
   #undef LOAD_STAGE
-  la += SHFL_XOR(la, 1); la += SHFL_XOR(la, 2); lb += SHFL_XOR(lb, 1); lb += SHFL_XOR(lb, 2);
-  for (int m = 0; m < {NN}; m++) {{
-    int col = DVW*w + 8*m + 2*t;
-    if (ha < H) {{ part[(sp*H + ha)*KV + col] = o[m][0]; part[(sp*H + ha)*KV + col + 1] = o[m][1]; }}
-    if (hb < H) {{ part[(sp*H + hb)*KV + col] = o[m][2]; part[(sp*H + hb)*KV + col + 1] = o[m][3]; }}
+  if (w >= NW) return;
+  for (int r = 0; r < {RG}; r++) {{
+    int gr = w + r*{nw};
+    float la = WARP_SUM(lr[r][0]), lb = WARP_SUM(lr[r][1]);
+    if (lane == 0 && h0 + gr < H) {{ ml[2*(sp*H + h0 + gr)] = mr[r][0]; ml[2*(sp*H + h0 + gr) + 1] = la; }}
+    if (lane == 0 && h0 + gr + 8 < H) {{ ml[2*(sp*H + h0 + gr + 8)] = mr[r][1]; ml[2*(sp*H + h0 + gr + 8) + 1] = lb; }}
   }}
-  if (w == 0 && t == 0) {{
-    if (ha < H) {{ ml[2*(sp*H + ha)] = ma; ml[2*(sp*H + ha) + 1] = la; }}
-    if (hb < H) {{ ml[2*(sp*H + hb)] = mb; ml[2*(sp*H + hb) + 1] = lb; }}
+  // rows g, g + 8 at columns 16q + 4t..: tiles 2q, 2q + 1 at n 2t, 2t + 1
+  for (int q = 0; q < {NP}; q++) {{
+    int col = DVW*w + 16*q + 4*t;
+    if (ha < H) ((GLOBAL float4*)(part + (sp*H + ha)*KV + col))[0] = FLOAT4(o[2*q][0], o[2*q + 1][0], o[2*q][1], o[2*q + 1][1]);
+    if (hb < H) ((GLOBAL float4*)(part + (sp*H + hb)*KV + col))[0] = FLOAT4(o[2*q][2], o[2*q + 1][2], o[2*q][3], o[2*q + 1][3]);
   }}"""
   params = _attend_params(True)
   name = f"mla_attend_mma_h{H}_kv{KV}_r{R}" + (f"_o{kv_offset}" if kv_offset else "") + "_f16"
-  return SourceKernel(name, params, body, (SPLITS, -(-H // 16), 1), (32, nw, 1), _ROPE_LANE)
+  return SourceKernel(name, params, body, (SPLITS, -(-H // 16), 1), (32, max(nw, warps), 1), _ROPE_LANE, smem=0 if smem else nbytes)
 
-def decode_depth_serves(s: AttentionShape) -> bool:
-  """attend_depth_kernel serves `s`: both attend kernels in one launch shape (up to 16 heads, as many warps)."""
-  return s.n_head <= 16 and decode_mma_warps(s) == s.n_head // s.heads_per_warp
+DECODE_MMA_FROM = 6144   # keys from which a decode token attends on the tensor cores (attend_depth_kernel)
 
 def attend_depth_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: int = 0, keys: int = DECODE_MMA_FROM) -> SourceKernel:
-  """One sequence's token over an fp16 cache: attend_mma_kernel from `keys` keys on, attend_kernel below (the same
-  parameters, launch shape and partials; one shared buffer for either). The tensor cores' kernel costs a few microseconds
-  more a launch and much less a key (H200, 16 heads, us a block: 4,095 keys 30.5 against 23.3, 8,191 34.6 / 32.3, 12,287
-  38.6 / 41.0, 32,767 54.9 / 84.9): the decode step is captured once, so the token's position picks at run time."""
-  assert decode_depth_serves(s), s
-  mma, cc = attend_mma_kernel(s, scale, eps, kv_offset, smem="smem_"), attend_kernel(s, scale, eps, kv_offset, half=True, smem="smem_")
-  assert mma.global_size == cc.global_size and mma.local_size == cc.local_size, (mma, cc)
+  """One sequence's token over an fp16 cache: attend_mma_kernel from `keys` keys on, attend_kernel below, in one launch (the
+  same parameters and partials): the decode step is captured once, so the token's position picks at run time. The
+  tensor-core kernel costs more a launch and much less a key (H200, us a block with the q and output products, tensor
+  cores / CUDA cores: 16 heads 4,095 keys 26.3 / 25.6, 6,143 26.4 / 29.4, 8,191 26.7 / 33.6, 32,767 41.5 / 88.4; 20 heads,
+  two tiles, 4,095 32.6 / 27.3, 6,143 32.6 / 32.3, 8,191 32.9 / 37.4, 32,767 61.2 / 101.2). The launch is the CUDA-core
+  kernel's: GLM-4.7-Flash's 20 heads take two tiles of 8 warps on the tensor cores and one workgroup of 10 warps a split on
+  the CUDA cores (its second tile's workgroups leave at once, the tensor cores' last two warps only pass the barriers). One
+  dynamic workgroup buffer holds either body's arrays."""
+  assert decode_mma_serves_shape(s), s
+  cc = attend_kernel(s, scale, eps, kv_offset, half=True, smem="smem_")
+  mma = attend_mma_kernel(s, scale, eps, kv_offset, warps=cc.local_size[1], smem="smem_")
+  assert mma.global_size[0] == cc.global_size[0] and mma.local_size[1] >= cc.local_size[1], (mma, cc)
   size = max(_shared_bytes(_mma_decode_shared(s)), _shared_bytes(_attend_shared(s)))
   body = f"""  GRID_WAIT();
-  SHARED uint4 smem_[{-(-size // 16)}];            // attend_mma_kernel's stages or attend_kernel's
+  DYN_SHARED(uint4, smem_);                       // attend_mma_kernel's stages or attend_kernel's
   if (pos[0] + 1 >= {keys}) {{
 {mma.body}
   }} else {{
+  if (GID_Y > 0) return;                          // the CUDA cores: one workgroup a split
 {cc.body}
   }}"""
   return SourceKernel(f"mla_attend_h{s.n_head}_kv{s.kv_lora}_r{s.qk_rope}" + (f"_o{kv_offset}" if kv_offset else "") + f"_f16_mma{keys}",
-                      mma.params, body, mma.global_size, mma.local_size, _ROPE_LANE)
+                      mma.params, body, mma.global_size, mma.local_size, _ROPE_LANE, smem=-(-size // 16) * 16)
 
 def combine_kernel(s: AttentionShape, tokens: int = 0, max_context: int = 0, rows: int = 1) -> SourceKernel:
   """The partials of each decode row's splits (grid z: `rows` sequences' new tokens) into out (rows, H, kv_lora), or with
@@ -720,9 +784,9 @@ def kernels(s: AttentionShape, scale: float, eps: float, device: str, kv_offset:
             rows: int = 1, q_stride: int = 0, kv_stride: int = 0):
   """The custom_kernel bodies (attend, combine) for shape `s` on `device` (a CUDA or Metal device); trigger=False: without
   GRID_TRIGGER() (Fusions.trigger off); half: an fp16 cache; rows, q_stride, kv_stride: attend_kernel's. One sequence's
-  token over an fp16 cache takes the tensor cores from DECODE_MMA_FROM keys on where the device has them
-  (attend_depth_kernel; GLM-4.7-Flash's 20 heads, two m16 tiles, gain only past ~20k keys and stay on the CUDA cores)."""
-  attend = attend_depth_kernel(s, scale, eps, kv_offset) if half and rows == 1 and has_mma(device) and decode_depth_serves(s) else \
+  token over an fp16 cache takes the tensor cores where the device has them and one tile holds the heads
+  (decode_mma_serves; GLM-4.7-Flash's 20 heads stay on the CUDA cores)."""
+  attend = attend_depth_kernel(s, scale, eps, kv_offset) if half and rows == 1 and decode_mma_serves(s, device) else \
            attend_kernel(s, scale, eps, kv_offset, half, rows, q_stride, kv_stride)
   return program(attend, device, trigger), program(combine_kernel(s, rows=rows), device, trigger)
 

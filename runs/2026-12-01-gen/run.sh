@@ -24,8 +24,11 @@
 # Measured 2026-12-03/04 (calls 89-92): 90 (the tensor-core decode attend at every depth: 4k -11%), 91 (its Nsight Compute
 # profile; decode-mma-early.diff rejected), PRESETS=youtu-llm-2b,deepseek-v2-lite POS=4095,16383,32767 PATH_DEPTH=10300
 # PATH_ARGS=--no-generated VARIANTS="B A B A" 90 (from 10,240 keys on: landed), DEADLINE=110 92 (call92: rejected).
-# Next lease, in order: RUNS="youtu-llm-2b:f16 deepseek-v2-lite:f16" DEPTHS=4096,16384,32768 71 (beside llama.cpp with the
-# tensor-core decode), PRESETS=glm-4.7-flash,deepseek-v2-lite 84 (their prompts A B B A; GLM-4.7-Flash's 16k A B only so far),
+# Measured 2026-12-04 (calls 93-96): 93 (the 64-key-stage tensor-core decode at every depth: 4k -12%, its queries' loads one at
+# a time), 94 (its Nsight Compute profile), 93 again (the loads issued together: 4k -3-4%, 16k / 32k +14-23%), 95 (the depth
+# kernel from 6,144 keys, GLM-4.7-Flash too: landed).
+# Next lease, in order: RUNS="youtu-llm-2b:f16 deepseek-v2-lite:f16 glm-4.7-flash:f16" DEPTHS=4096,16384,32768 71 (beside llama.cpp
+# with the tensor-core decode), PRESETS=glm-4.7-flash,deepseek-v2-lite 84 (their prompts A B B A; GLM-4.7-Flash's 16k A B only so far),
 # 85 (chunks of 4096 for long prompts), 80 (the fp16 cache's paths at full size, three models), VARIANTS="B A" 74 (the
 # server's short chunks beside running streams), LLAMA=1 14 (start times beside llama.cpp), 52.
 #   1: where a generated decode token of DeepSeek-V2-Lite and GLM-4.7-Flash goes, kernel by kernel: Nsight Compute's device
@@ -793,6 +796,66 @@ case $1 in
        d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $(date +%T)"
        (cd $d && TINYGRAD_UPTO=$([ $v = A ] && echo 70 || echo 71) CACHEDB=/tmp/cache_$v.db timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --decode 32 --depths ${DEPTHS:-4096,16384} \
          --json "$OUT/copies_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -4)
+     done ;;
+  95) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # the decode attend over an fp16 cache in one launch, attend_depth_kernel: the CUDA cores below DECODE_MMA_FROM (6,144)
+     # keys, the tensor cores' 64-key stages from there (its queries' loads issued together: call95's kernel), GLM-4.7-Flash's
+     # 20 heads too (two tiles; the launch 10 warps). The kernels alone over fp16 caches in one process (both shapes; mma0:
+     # the tensor cores at every depth, cc: the CUDA cores at every depth, head: 89a652d's), GLM-4.7-Flash's fp16 paths at
+     # $PATH_DEPTH (the tensor cores' two tiles; unless NOPATHS), then the decode at depth of $PRESETS, B (the tree) first,
+     # then A (experiments/decode-mma-16keys.diff: 89a652d's kernels) on $PRESETS_A
+     mkdir -p /tmp/var && f=apps/kernels/mla_attention.py
+     cp $f /tmp/var/head.py && patch -s /tmp/var/head.py < runs/2026-12-01-gen/experiments/decode-mma-16keys.diff || exit 1
+     sed 's/^DECODE_MMA_FROM = [0-9]*/DECODE_MMA_FROM = 0/' $f > /tmp/var/mma0.py
+     sed 's/^DECODE_MMA_FROM = [0-9]*/DECODE_MMA_FROM = 1000000000/' $f > /tmp/var/cc.py
+     grep -c '^DECODE_MMA_FROM = 0' /tmp/var/mma0.py
+     rm -rf /tmp/A && mkdir /tmp/A && cp -r $(ls -A | grep -v '^.cache$') /tmp/A/ && patch -s -p1 -d /tmp/A < runs/2026-12-01-gen/experiments/decode-mma-16keys.diff || exit 1
+     for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     P=${PRESETS:-glm-4.7-flash,youtu-llm-2b,deepseek-v2-lite}; (for m in ${P//,/ }; do synth $m & done; wait) > /dev/null 2>&1
+     echo "synthesized $(date +%T)"
+     timeout 120 python3 -m tools.bench_mla_attention --pos ${POS:-4095,6143,8191,16383,32767} --layers 8 --iters 20 --cache-type f16 \
+       --variants /tmp/var/mma0.py,/tmp/var/cc.py,/tmp/var/head.py 2>&1 | tee "$OUT/attend_f16.txt" | grep -v '^$'
+     [ -n "$NOPATHS" ] || timeout 150 python3 -m tools.path_check --presets glm-4.7-flash --depth ${PATH_DEPTH:-10300} --cache-type f16 --no-generated 2>&1 \
+       | tee "$OUT/paths_glm_f16.txt" | grep -v Warn | tail -3
+     for v in B A; do
+       d=.; q=$P; [ $v = A ] && d=/tmp/A q=${PRESETS_A:-glm-4.7-flash,youtu-llm-2b,deepseek-v2-lite}; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $q --cache-type f16 --decode 32 --depths ${DEPTHS:-4096,16384,32768} \
+         --json "$OUT/depth_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -10)
+     done ;;
+  94) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # where the tensor-core decode attend in stages of 64 keys spends its time (call93: 16 heads 29.1 us a block at 4,095
+     # keys against the CUDA cores' 25.0, 45.9 at 32,767 where two stages of rows would stream in ~10): Nsight Compute's
+     # full set on it at 4,095 and 32,767 keys (16 heads, the kernels alone, the third launch)
+     for pos in 4095 32767; do
+       timeout $(( ($(left) - 5) / 2 )) ncu --set full --launch-skip 2 --launch-count 1 --kernel-name regex:"mla_attend_mma_h16" \
+         python3 -m tools.bench_mla_attention --pos $pos --layers 1 --iters 1 --cache-type f16 > "$OUT/ncu_mma64_$pos.txt" 2>&1
+       grep -E "^  [a-z_0-9]+\(|Duration|Registers Per|Achieved Occupancy|Dynamic Shared|Block Limit|DRAM Throughput|L2 Cache Throughput|Warp Cycles Per Issued|Issue Slots Busy|Stall|No Eligible|Compute \(SM\) Throughput|Memory Throughput|Tensor|Pipe|Barrier|Long Scoreboard|Elapsed Cycles|Active Warps|Eligible" \
+         "$OUT/ncu_mma64_$pos.txt" | head -60
+     done ;;
+  93) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # the tensor-core decode attend in stages of 64 keys (attend_mma_kernel: three barriers a stage, the softmax's rows split
+     # over the warps, 195.6 KB of dynamic workgroup memory through patches/0074) at every depth, against A = the tree with
+     # experiments/decode-mma-16keys.diff (the kernels of 89a652d: the CUDA cores below 10,240 keys, the 16-key-stage
+     # tensor-core kernel from there). The kernels alone over fp16 caches in one process (both shapes; glm2: the new kernel on
+     # GLM-4.7-Flash's 20 heads too, two tiles a split; unroll: the values' k-steps unrolled), B's fp16 paths on $PRESETS at
+     # $PATH_DEPTH (unless NOPATHS), then their decode at depth in $VARIANTS
+     mkdir -p /tmp/var && f=apps/kernels/mla_attention.py
+     cp $f /tmp/var/head.py && patch -s /tmp/var/head.py < runs/2026-12-01-gen/experiments/decode-mma-16keys.diff || exit 1
+     sed 's/has_mma(device) and s.n_head <= 16 and/has_mma(device) and s.n_head <= 32 and/' $f > /tmp/var/glm2.py
+     sed 's/^    for (int j = 0; j < {NJ}; j++) {{$/    _Pragma("unroll") for (int j = 0; j < {NJ}; j++) {{/' $f > /tmp/var/unroll.py
+     grep -c 'n_head <= 32' /tmp/var/glm2.py; grep -c 'Pragma' /tmp/var/unroll.py
+     rm -rf /tmp/A && mkdir /tmp/A && cp -r $(ls -A | grep -v '^.cache$') /tmp/A/ && patch -s -p1 -d /tmp/A < runs/2026-12-01-gen/experiments/decode-mma-16keys.diff || exit 1
+     for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite}; (for m in ${P//,/ }; do synth $m & done; wait) > /dev/null 2>&1
+     echo "synthesized $(date +%T)"   # before the kernels' bench: its short steps slow down beside the synthesis (call93)
+     timeout 150 python3 -m tools.bench_mla_attention --pos ${POS:-32,4095,8191,16383,32767} --layers 8 --iters 30 --cache-type f16 \
+       --variants /tmp/var/head.py,/tmp/var/glm2.py,/tmp/var/unroll.py 2>&1 | tee "$OUT/attend_f16.txt" | grep -v '^$'
+     [ -n "$NOPATHS" ] || timeout 250 python3 -m tools.path_check --presets $P --depth ${PATH_DEPTH:-10300} --cache-type f16 --no-generated 2>&1 \
+       | tee "$OUT/paths_mma_f16.txt" | grep -v Warn | tail -4
+     for v in ${VARIANTS:-A B}; do
+       d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --cache-type f16 --decode 32 --depths ${DEPTHS:-4096,16384,32768} \
+         --json "$OUT/mma64_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -7)
      done ;;
   92) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT experiments/decode-mma-qstage.diff: the tensor-core decode attend's 16 queries staged through shared memory
