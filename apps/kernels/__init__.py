@@ -346,10 +346,10 @@ def uses_mma(k: SourceKernel) -> bool: return "MMA_" in k.body or "CP_ASYNC" in 
 
 def has_mma(device: str) -> bool:
   """The device compiles the CUDA-only tensor-core macros (MMA_*, CP_ASYNC16): a CUDA device of sm_80 or newer."""
-  if language_of(device) != "CUDA": return False
   return _sm(device) >= 80
 
 def _sm(device: str) -> int:
+  """The CUDA architecture's number (sm_90: 90), 0 for any other device."""
   arch = getattr(Device[device].renderer.target, "arch", "") or ""
   return int(arch[3:]) if language_of(device) == "CUDA" and arch.startswith("sm_") and arch[3:].isdigit() else 0
 

@@ -784,8 +784,7 @@ def kernels(s: AttentionShape, scale: float, eps: float, device: str, kv_offset:
             rows: int = 1, q_stride: int = 0, kv_stride: int = 0):
   """The custom_kernel bodies (attend, combine) for shape `s` on `device` (a CUDA or Metal device); trigger=False: without
   GRID_TRIGGER() (Fusions.trigger off); half: an fp16 cache; rows, q_stride, kv_stride: attend_kernel's. One sequence's
-  token over an fp16 cache takes the tensor cores where the device has them and one tile holds the heads
-  (decode_mma_serves; GLM-4.7-Flash's 20 heads stay on the CUDA cores)."""
+  token over an fp16 cache takes attend_depth_kernel where decode_mma_serves (the tensor cores from DECODE_MMA_FROM keys)."""
   attend = attend_depth_kernel(s, scale, eps, kv_offset) if half and rows == 1 and decode_mma_serves(s, device) else \
            attend_kernel(s, scale, eps, kv_offset, half, rows, q_stride, kv_stride)
   return program(attend, device, trigger), program(combine_kernel(s, rows=rows), device, trigger)
