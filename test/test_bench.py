@@ -469,3 +469,18 @@ def test_start_time_times_the_load_step_by_step(tmp_path):
   assert all(n > 0 and 0 <= longest <= total for n, total, longest in calls.values())
   assert "second load, step by step" in r.stdout
   assert len(row["cli_first_token_s"]) == 2 and all(0 < t < 60 for t in row["cli_first_token_s"]) and "llm.py -p: first token at" in r.stdout
+
+def test_ncu_source_ranks_instructions(tmp_path, capsys):
+  """tools.ncu_source: the hottest SASS instructions of an Nsight Compute source page first, with their largest stalls, and
+  the samples by instruction kind; a CSV without stall samples is a one-line error."""
+  from tools import ncu_source
+  f = tmp_path / "src.csv"
+  f.write_text('"Kernel Name","k",\n"Address","Source","Warp Stall Sampling (All Samples)","Warp Stall Sampling (Not-issued Samples)",'
+               '"stall_long_sb","stall_barrier"\n"0x10","LDG.E.128 R4, desc[UR4][R2.64]","100","90","80","0"\n'
+               '"0x20","@P0 BAR.SYNC.DEFER_BLOCKING 0x0","50","50","0","45"\n"0x30","HMMA.1688.F32.TF32 R8, R4, R2, R8","1,200","10","0","0"\n')
+  ncu_source.main([str(f)])
+  out = capsys.readouterr().out.splitlines()
+  assert out[0].startswith("3 instructions, 1350 samples") and out[1].startswith("by kind: HMMA 88.9%, LDG 7.4%, BAR 3.7%")
+  assert [l.split()[2] for l in out[2:]] == ["HMMA.1688.F32.TF32", "LDG.E.128", "@P0"] and "stall_long_sb 80" in out[3]
+  f.write_text('"Address","Source","Instructions Executed"\n"0x10","NOP","3"\n')
+  with pytest.raises(SystemExit, match="no warp stall sampling column"): ncu_source.main([str(f)])

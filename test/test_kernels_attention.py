@@ -186,10 +186,11 @@ def test_kernels_emulated_half_cache(shape, pos, language, tmp_path):
 MMA_DEC = AttentionShape(n_head=20, kv_lora=96, qk_nope=16, qk_rope=32)   # two head tiles (the second 4 heads), 2 warps
 
 # pos: one key, one stage part full, splits of several stages (TINY at 20000: 157 keys a split, the last stage 29; DSV2 at
-# 9000: 71, the second stage 7), past 4096 (rows of other splits past the new one NaN: a stage reads none of them); sharp:
-# queries x 4, so the running max moves between a split's stages
-@pytest.mark.parametrize("shape,pos,sharp", [(TINY, 0, 1), (TINY, 13, 1), (TINY, 200, 1), (TINY, 20000, 4), (MMA_DEC, 37, 1),
-                                             (MMA_DEC, 3001, 1), (DSV2, 600, 1), (DSV2, 9000, 4)],
+# 9000: 71, the second stage 7), past 4096 (rows of other splits past the new one NaN: a stage reads none of them), the new
+# row in the last split's second stage (TINY at 8959: 70 keys a split, the last one's key 69; it goes in from registers as
+# that stage's copies start); sharp: queries x 4, so the running max moves between a split's stages
+@pytest.mark.parametrize("shape,pos,sharp", [(TINY, 0, 1), (TINY, 13, 1), (TINY, 200, 1), (TINY, 20000, 4), (TINY, 8959, 1),
+                                             (MMA_DEC, 37, 1), (MMA_DEC, 3001, 1), (DSV2, 600, 1), (DSV2, 9000, 4)],
                          ids=lambda v: f"h{v.n_head}_kv{v.kv_lora}_r{v.qk_rope}" if isinstance(v, AttentionShape) else str(v))
 def test_kernels_emulated_mma_decode(shape, pos, sharp, tmp_path):
   """The tensor-core decode attend kernel (tf32 mma.sync emulated with the hardware's truncation) with the combine: fp32

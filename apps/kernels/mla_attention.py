@@ -22,10 +22,11 @@ Flash-decoding in two kernels:
            computes the new row itself (every warp: cheap) and its warp 0 writes it to the cache; nobody reads
            cache[pos]. Each warp leaves (max, sum, acc[kv_lora]) per head per split.
   combine  grid (n_head, kv_lora / 128), workgroup (32, 8): rescales the partials of the splits that hold tokens to their
-           common max and sums them (8 warps over the splits, then through shared memory), out = acc / sum.
+           common max and sums them (8 warps over the splits, each loading all of its splits' partials before it uses
+           any: one wait on memory, not one a split; then through shared memory), out = acc / sum.
 Both read pos from a 1-element int32 buffer (a source kernel gets no symbolic ints), so one capture serves every position.
 One sequence's token over an fp16 cache on the tensor cores (CUDA sm_80+) attends through attend_depth_kernel: the attend
-kernel above below DECODE_MMA_FROM keys, attend_mma_kernel from there (64-key stages in 196 KB of dynamic workgroup memory,
+kernel above below decode_mma_from(s) keys, attend_mma_kernel from there (64-key stages in 196 KB of dynamic workgroup memory,
 the heads an m16 tile), chosen by the position at run time, with the same partials for the combine.
 apps/mla.py's `decode_attention_reference` is the same computation from tinygrad ops (any device), for tests and tools.
 """
@@ -558,8 +559,9 @@ def attend_mma_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: in
     P = exp2(s - max) as tf32 hi + lo A fragments (k index t / t + 4 = key 2t / 2t + 1) and the rows' rescale;
   - values: warp w owns a slice of the kv_lora columns, its running output rescaled and P . V added (2 mma a k-step and
     column tile; a lane's 32-bit word of a key row is column 2g, 2g + 1: the pair of n8 tiles it feeds).
-  The split that holds the new token writes its row first (warp 0), then stages it like any other (its own fp16 rounding,
-  as later tokens read it). warps: the launch's (more than its decode_mma_warps: the others only pass the barriers); smem:
+  A split's first stage copies start before its queries load; the split that holds the new token has warp 0 compute the
+  row (fp16, as later tokens read it) while they load, store it to the cache and put it in its stage straight from
+  registers, so no split waits for the row; rows past the split are zeros. warps: the launch's (more than its decode_mma_warps: the others only pass the barriers); smem:
   a workgroup buffer declared by the caller (DYN_SHARED), else its own."""
   _check_shape(s, True)
   nw = decode_mma_warps(s)
@@ -568,7 +570,7 @@ def attend_mma_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: in
   KV, R, H = s.kv_lora, s.qk_rope, s.n_head
   D, KS, NB = KV + R, DECODE_MMA_KEYS, DECODE_MMA_STAGES
   SK, NK, NP, NJ, RG = D + _stage_pad(True), D // nw // 8, KV // nw // 16, KS // 8, 8 // nw
-  QS, NL, NRQ = D + 8, -(-16 * KV // 4 // (32 * nw)), -(-16 * R // (32 * nw))
+  QS, NL, NRQ, NRC = D + 8, -(-16 * KV // 4 // (32 * nw)), -(-16 * R // (32 * nw)), -(-D // 8 // 32)
   assert NJ == 8, "the softmax's lanes are 4 a tile of 8 keys"
   assert 16 * QS <= (nw + 2) * NJ * _FRAG, "the queries fit in part_s and pbuf"
   split = lambda x, h, l: f"{h} = AS_FLOAT((AS_UINT({x}) + 0x1000u) & 0xffffe000u); {l} = {x} - {h};"
@@ -584,17 +586,21 @@ def attend_mma_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: in
   int t1 = t0 + chunk < n ? t0 + chunk : n;       // keys [t0, t1); the split that holds p ends with it
   const GLOBAL float* cs = rope_cos + p*HALF;
   const GLOBAL float* sn = rope_sin + p*HALF;
-  if (t1 == n && w == 0) {{                       // the new token's row from kv_raw into the cache, before a stage reads it
-    const GLOBAL float* kv = kv_raw + {kv_offset};
-    float ss = 0.0f;
-    for (int v = lane; v < KV; v += 32) ss += kv[v] * kv[v];
-    float rs = 1.0f / sqrt(WARP_SUM(ss) / (float)KV + EPS);
-    for (int v = lane; v < KV; v += 32) cache[p*D + v] = F2H(kv[v] * rs * kv_norm_w[v]);
-    for (int j = lane; j < R; j += 32) cache[p*D + KV + j] = F2H(rope_lane(kv + KV, cs, sn, j, HALF));
-  }}
   {"" if smem else "DYN_SHARED(uint4, smem_);"}
   {_shared(_mma_decode_shared(s), smem or "smem_")}
   const uint* sw = (const uint*)stage;
+  // stage b <- key rows c0..c0 + {KS - 1}, 16 bytes a copy: the cached rows by cp.async (one commit group a stage), rows past
+  // t1 zeros (masked out of the softmax: no NaN of stale memory reaches P . V), and the last split's key p, the new token's
+  // row, from warp 0's registers (nr) as it goes to the cache: no stage waits for the row to reach memory and come back
+  int kc = t1 == n ? p : t1, hole = t1 == n ? p : -1;
+  uint4 nr[{NRC}];
+  #define NEW_ROW(c0, b) if (hole >= 0 && w == 0 && (c0) <= p && p < (c0) + {KS}) \
+    for (int i_ = 0; i_ < {NRC}; i_++) {{ int c_ = lane + 32*i_; if (c_ < {D // 8}) stage[((b)*{KS} + p - (c0))*{SK // 8} + c_] = nr[i_]; }}
+  #define LOAD_STAGE(c0, b) if ((c0) < t1{" && w < NW" if on else ""}) {{ for (int e_ = tid; e_ < {KS * D // 8}; e_ += {32 * nw}) {{ \
+    int i_ = e_ / {D // 8}, c_ = e_ % {D // 8}, key_ = (c0) + i_; uint4* d_ = &stage[((b)*{KS} + i_)*{SK // 8} + c_]; \
+    if (key_ < kc) CP_ASYNC16(d_, (const GLOBAL uint4*)(cache + (long)key_*D) + c_); else if (key_ != hole) *d_ = UINT4(0u, 0u, 0u, 0u); }} }} \
+    CP_ASYNC_COMMIT();
+  for (int s_ = 0; s_ < {NB - 1}; s_++) {{ LOAD_STAGE(t0 + s_*{KS}, s_) }}
   // the tile's 16 queries (roped, scaled to base 2) into workgroup memory, rows QS floats apart (over part_s and pbuf, free
   // until the stages' loop). Every load is issued before any is used (the latent part as float4s, the rope part's pairs
   // and angles, at clamped addresses): a load behind a select or a branch waits for the one before it
@@ -613,6 +619,22 @@ def attend_mma_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: in
       const GLOBAL float* x = q_raw + h*(NOPE + R) + NOPE;
       x0[i] = x[2*k]; x1[i] = x[2*k + 1]; ca[i] = cs[k]; sa[i] = sn[k];
     }}
+    if (hole >= 0 && w == 0) {{                   // the new token's row (lane's 16-byte pieces c = lane + 32i) while those load
+      const GLOBAL float* kv = kv_raw + {kv_offset};
+      float xr[{NRC}][8], ss = 0.0f;
+      for (int i = 0; i < {NRC}; i++) for (int k = 0; k < 8; k++) {{
+        int d = 8*(lane + 32*i) + k;
+        xr[i][k] = d < KV ? kv[d] : d < D ? rope_lane(kv + KV, cs, sn, d - KV, HALF) : 0.0f;
+      }}
+      for (int v = lane; v < KV; v += 32) ss += kv[v] * kv[v];   // attend_kernel's order of the sum: the same row to the bit
+      float rs = 1.0f / sqrt(WARP_SUM(ss) / (float)KV + EPS);
+      for (int i = 0; i < {NRC}; i++) {{
+        for (int k = 0; k < 8; k++) {{ int d = 8*(lane + 32*i) + k; if (d < KV) xr[i][k] = xr[i][k] * rs * kv_norm_w[d]; }}
+        nr[i] = UINT4(PACK_H2(xr[i][0], xr[i][1]), PACK_H2(xr[i][2], xr[i][3]), PACK_H2(xr[i][4], xr[i][5]), PACK_H2(xr[i][6], xr[i][7]));
+        if (lane + 32*i < {D // 8}) ((GLOBAL uint4*)(cache + (long)p*D))[lane + 32*i] = nr[i];
+      }}
+      for (int s_ = 0; s_ < {NB - 1}; s_++) {{ NEW_ROW(t0 + s_*{KS}, s_) }}
+    }}
     for (int i = 0; i < {NL}; i++) {{
       int e = tid + i*{32 * nw}, r = e / {KV // 4};
       float f = h0 + r < H ? SCALE2 : 0.0f;
@@ -627,13 +649,7 @@ def attend_mma_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: in
   float o[{2 * NP}][4], mr[{RG}][2], lr[{RG}][2];   // the output of this warp's columns; its softmax rows' max and sum
   for (int m = 0; m < {2 * NP}; m++) o[m][0] = o[m][1] = o[m][2] = o[m][3] = 0.0f;
   for (int r = 0; r < {RG}; r++) mr[r][0] = mr[r][1] = NEG, lr[r][0] = lr[r][1] = 0.0f;
-  BARRIER();                                      // the new row is in the cache, the queries in qs
-  // stage b <- key rows c0..c0 + {KS - 1} (past t1: the last key again), 16 bytes a copy; one commit group a stage
-  #define LOAD_STAGE(c0, b) if ((c0) < t1{" && w < NW" if on else ""}) for (int e_ = tid; e_ < {KS * D // 8}; e_ += {32 * nw}) {{ \\
-    int i_ = e_ / {D // 8}, c_ = e_ % {D // 8}, key_ = (c0) + i_ < t1 ? (c0) + i_ : t1 - 1; \\
-    CP_ASYNC16(&stage[((b)*{KS} + i_)*{SK // 8} + c_], (const GLOBAL uint4*)(cache + (long)key_*D) + c_); }} \\
-    CP_ASYNC_COMMIT();
-  for (int s_ = 0; s_ < {NB - 1}; s_++) {{ LOAD_STAGE(t0 + s_*{KS}, s_) }}
+  BARRIER();                                      // the queries are in qs
   // this warp's dims DQW*w.. of the queries as A fragments: rows g, g + 8; k-step k's k index t / t + 4 is dim 8k + 2t /
   // 8k + 2t + 1 (one float2 a row: QS % 32 == 8, so the half-warps' pairs fill the 32 banks)
   float qh[{NK}][4], ql[{NK}][4];
@@ -646,6 +662,7 @@ def attend_mma_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: in
     CP_ASYNC_WAIT_PENDING({NB - 2});              // this thread's copies of stage b are in
     BARRIER();                                    // everyone's; the last stage's buffer, part_s and pbuf are free again
     LOAD_STAGE(c0 + {(NB - 1) * KS}, (b + {NB - 1}) % {NB})
+    NEW_ROW(c0 + {(NB - 1) * KS}, (b + {NB - 1}) % {NB})
     // partial scores of this warp's dims (B fragment: key g of tile j, dims 8k + 2t, + 1: one word)
     {on}{{
       float sc[{NJ}][4];
@@ -694,6 +711,7 @@ def attend_mma_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: in
     }}
   }}
   #undef LOAD_STAGE
+  #undef NEW_ROW
   if (w >= NW) return;
   for (int r = 0; r < {RG}; r++) {{
     int gr = w + r*{nw};
@@ -711,17 +729,22 @@ def attend_mma_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: in
   name = f"mla_attend_mma_h{H}_kv{KV}_r{R}" + (f"_o{kv_offset}" if kv_offset else "") + "_f16"
   return SourceKernel(name, params, body, (SPLITS, -(-H // 16), 1), (32, max(nw, warps), 1), _ROPE_LANE, smem=0 if smem else nbytes)
 
-DECODE_MMA_FROM = 6144   # keys from which a decode token attends on the tensor cores (attend_depth_kernel)
+DECODE_MMA_FROM = (2048, 6144)   # keys from which a decode token attends on the tensor cores (attend_depth_kernel): one tile
+                                 # of 16 heads, two tiles (the model's decode at 4,096 keys, H200: 16 heads +6-8% from
+                                 # 2,048 against 6,144; GLM-4.7-Flash's 20 heads -5%)
 
-def attend_depth_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: int = 0, keys: int = DECODE_MMA_FROM) -> SourceKernel:
-  """One sequence's token over an fp16 cache: attend_mma_kernel from `keys` keys on, attend_kernel below, in one launch (the
-  same parameters and partials): the decode step is captured once, so the token's position picks at run time. The
-  tensor-core kernel costs more a launch and much less a key (H200, us a block with the q and output products, tensor
-  cores / CUDA cores: 16 heads 4,095 keys 26.3 / 25.6, 6,143 26.4 / 29.4, 8,191 26.7 / 33.6, 32,767 41.5 / 88.4; 20 heads,
-  two tiles, 4,095 32.6 / 27.3, 6,143 32.6 / 32.3, 8,191 32.9 / 37.4, 32,767 61.2 / 101.2). The launch is the CUDA-core
-  kernel's: GLM-4.7-Flash's 20 heads take two tiles of 8 warps on the tensor cores and one workgroup of 10 warps a split on
+def decode_mma_from(s: AttentionShape) -> int: return DECODE_MMA_FROM[0] if s.n_head <= 16 else DECODE_MMA_FROM[1]
+
+def attend_depth_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: int = 0, keys: int | None = None) -> SourceKernel:
+  """One sequence's token over an fp16 cache: attend_mma_kernel from `keys` keys on (decode_mma_from), attend_kernel below,
+  in one launch (the same parameters and partials): the decode step is captured once, so the token's position picks at run
+  time. The tensor-core kernel costs more a launch and much less a key (H200, us a block with the combine, kernels alone, 20
+  heads, two tiles, tensor cores / CUDA cores: 2,047 keys 22.7 / 16.2, 4,095 23.2 / 20.8, 32,767 54.3 / 101; one tile of 16
+  heads crosses over lower: the model's decode at 4,096 keys is 6-8% faster on the tensor cores, GLM-4.7-Flash's 5% slower).
+  The launch is the CUDA-core kernel's: GLM-4.7-Flash's 20 heads take two tiles of 8 warps on the tensor cores and one workgroup of 10 warps a split on
   the CUDA cores (its second tile's workgroups leave at once, the tensor cores' last two warps only pass the barriers). One
   dynamic workgroup buffer holds either body's arrays."""
+  keys = decode_mma_from(s) if keys is None else keys
   assert decode_mma_serves_shape(s), s
   cc = attend_kernel(s, scale, eps, kv_offset, half=True, smem="smem_")
   mma = attend_mma_kernel(s, scale, eps, kv_offset, warps=cc.local_size[1], smem="smem_")
@@ -740,30 +763,36 @@ def attend_depth_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: 
 
 def combine_kernel(s: AttentionShape, tokens: int = 0, max_context: int = 0, rows: int = 1) -> SourceKernel:
   """The partials of each decode row's splits (grid z: `rows` sequences' new tokens) into out (rows, H, kv_lora), or with
-  `tokens`, of each prefill token's into (tokens, H, kv_lora)."""
+  `tokens`, of each prefill token's into (tokens, H, kv_lora). Warp w takes splits w, w + CW, ...: every (max, sum) and
+  partial of its splits is loaded before any is used (a constant count at clamped addresses, the splits past those that
+  hold tokens masked), so the kernel waits on memory once, not once a split."""
   _check_shape(s)
-  cw = COMBINE_WARPS
+  cw, S = COMBINE_WARPS, prefill_splits(tokens) if tokens else SPLITS
+  nsw = -(-S // cw)
   guard_v = "" if (s.kv_lora // 4) % 32 == 0 else "if (v < KV4) "
-  body = f"""{_common(s, "GID_Z" if tokens else None, max_context, prefill_splits(tokens) if tokens else PREFILL_SPLITS, row="GID_Z")}
-  const int CW = {cw}{"" if not guard_v else f", KV4 = {s.kv_lora // 4}"};
-  int h = GID_X, lane = LID_X, w = LID_Y, v = GID_Y*32 + lane, b0 = GID_Z*S*H;
+  body = f"""{_common(s, "GID_Z" if tokens else None, max_context, S, row="GID_Z")}
+  const int CW = {cw}, KV4 = {s.kv_lora // 4};
+  int h = GID_X, lane = LID_X, w = LID_Y, v = GID_Y*32 + lane, vc = v < KV4 ? v : KV4 - 1, b0 = GID_Z*S*H;
   int ns = (n + chunk - 1) / chunk;              // the splits that hold tokens: exactly those the attend kernel wrote
   SHARED float red_m[CW], red_l[CW], red_a[CW][128];
-  // the largest partial max: each thread looks at a split or a few, then warp and workgroup max
+  float mm[{nsw}], ll[{nsw}];
+  float4 x[{nsw}];
+  for (int i = 0; i < {nsw}; i++) {{
+    int sp = w + i*CW, b = b0 + (sp < ns ? sp : 0)*H + h;
+    mm[i] = ml[2*b]; ll[i] = ml[2*b + 1]; x[i] = ((const GLOBAL float4*)(part + b*KV))[vc];
+  }}
+  // the largest partial max: the warp's (its lanes hold the same splits), then the workgroup's
   float mx = NEG;
-  for (int sp = w*32 + lane; sp < ns; sp += 32*CW) {{ float ms = ml[2*(b0 + sp*H + h)]; mx = ms > mx ? ms : mx; }}
-  mx = WARP_MAX(mx);
+  for (int i = 0; i < {nsw}; i++) mx = w + i*CW < ns && mm[i] > mx ? mm[i] : mx;
   if (lane == 0) red_m[w] = mx;
   BARRIER();
   mx = red_m[0];
   for (int k = 1; k < CW; k++) mx = red_m[k] > mx ? red_m[k] : mx;
-  // warp w sums splits w, w + CW, ..., each rescaled to the common max
+  // the warp's splits rescaled to the common max and summed
   float L = 0.0f, a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
-  for (int sp = w; sp < ns; sp += CW) {{
-    int b = b0 + sp*H + h;
-    float f = EXP2(ml[2*b] - mx);
-    L += f * ml[2*b + 1];
-    {guard_v}{{ float4 x = ((const GLOBAL float4*)(part + b*KV))[v]; a0 += f * x.x; a1 += f * x.y; a2 += f * x.z; a3 += f * x.w; }}
+  for (int i = 0; i < {nsw}; i++) {{
+    float f = w + i*CW < ns ? EXP2(mm[i] - mx) : 0.0f;
+    L += f * ll[i]; a0 += f * x[i].x; a1 += f * x[i].y; a2 += f * x[i].z; a3 += f * x[i].w;
   }}
   red_a[w][4*lane] = a0; red_a[w][4*lane+1] = a1; red_a[w][4*lane+2] = a2; red_a[w][4*lane+3] = a3;
   if (lane == 0) red_l[w] = L;
@@ -784,7 +813,7 @@ def kernels(s: AttentionShape, scale: float, eps: float, device: str, kv_offset:
             rows: int = 1, q_stride: int = 0, kv_stride: int = 0):
   """The custom_kernel bodies (attend, combine) for shape `s` on `device` (a CUDA or Metal device); trigger=False: without
   GRID_TRIGGER() (Fusions.trigger off); half: an fp16 cache; rows, q_stride, kv_stride: attend_kernel's. One sequence's
-  token over an fp16 cache takes attend_depth_kernel where decode_mma_serves (the tensor cores from DECODE_MMA_FROM keys)."""
+  token over an fp16 cache takes attend_depth_kernel where decode_mma_serves (the tensor cores from decode_mma_from keys)."""
   attend = attend_depth_kernel(s, scale, eps, kv_offset) if half and rows == 1 and decode_mma_serves(s, device) else \
            attend_kernel(s, scale, eps, kv_offset, half, rows, q_stride, kv_stride)
   return program(attend, device, trigger), program(combine_kernel(s, rows=rows), device, trigger)

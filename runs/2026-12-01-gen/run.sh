@@ -27,8 +27,12 @@
 # Measured 2026-12-04 (calls 93-96): 93 (the 64-key-stage tensor-core decode at every depth: 4k -12%, its queries' loads one at
 # a time), 94 (its Nsight Compute profile), 93 again (the loads issued together: 4k -3-4%, 16k / 32k +14-23%), 95 (the depth
 # kernel from 6,144 keys, GLM-4.7-Flash too: landed).
-# Next lease, in order: RUNS="youtu-llm-2b:f16 deepseek-v2-lite:f16 glm-4.7-flash:f16" DEPTHS=4096,16384,32768 71 (beside llama.cpp
-# with the tensor-core decode), PRESETS=glm-4.7-flash,deepseek-v2-lite 84 (their prompts A B B A; GLM-4.7-Flash's 16k A B only so far),
+# Measured 2026-12-04 (calls 97-101): 97 (a decode token at depth kernel by kernel: the combine 6.5 us, the attend 15.0 at 4k), 98
+# (their stall samples per instruction), 99 (the combine's loads at once, the tensor-core attend's first stage first, C: 16 heads
+# from 2,048 keys: landed), RUNS="youtu-llm-2b:f16 deepseek-v2-lite:f16" DEPTHS=4096,16384,32768 DECODE=32 PATHS71=youtu-llm-2b
+# PATH_DEPTH=3000 71 (beside llama.cpp: Youtu-LLM-2B 2.04x at 4k; DeepSeek-V2-Lite's own rows ran out).
+# Next lease, in order: RUNS="deepseek-v2-lite:f16 glm-4.7-flash:f16" DEPTHS=4096,16384,32768 DECODE=32 71 (beside llama.cpp,
+# two calls on one machine: the build stays), PRESETS=glm-4.7-flash,deepseek-v2-lite 84 (their prompts A B B A; GLM-4.7-Flash's 16k A B only so far),
 # 85 (chunks of 4096 for long prompts), 80 (the fp16 cache's paths at full size, three models), VARIANTS="B A" 74 (the
 # server's short chunks beside running streams), LLAMA=1 14 (start times beside llama.cpp), 52.
 #   1: where a generated decode token of DeepSeek-V2-Lite and GLM-4.7-Flash goes, kernel by kernel: Nsight Compute's device
@@ -797,6 +801,65 @@ case $1 in
        (cd $d && TINYGRAD_UPTO=$([ $v = A ] && echo 70 || echo 71) CACHEDB=/tmp/cache_$v.db timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --decode 32 --depths ${DEPTHS:-4096,16384} \
          --json "$OUT/copies_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -4)
      done ;;
+  99) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # the decode attention's fixed costs (B, the tree): the combine loads every partial of its splits before it uses any; the
+     # tensor-core attend starts its first stage's copies before its queries load, the new token's row from warp 0's
+     # registers into the stage (rows past the split zeros). A = the tree with experiments/decode-start.diff reversed (HEAD),
+     # C = B with DECODE_MMA_FROM = $MMA_FROM (default 2048). Unless NOBENCH: the kernels alone over fp16 caches in one
+     # process (both shapes; head = A's, mma0 = B's tensor cores at every depth); unless NOPATHS: B's fp16 paths on
+     # GLM-4.7-Flash and DeepSeek-V2-Lite at 10,300; then gpu_bench decode at depth in the order $VARIANTS (C at $DEPTHS_C)
+     mkdir -p /tmp/var && f=apps/kernels/mla_attention.py
+     cp $f /tmp/var/head.py && patch -s -R /tmp/var/head.py < runs/2026-12-01-gen/experiments/decode-start.diff || exit 1
+     sed 's/^DECODE_MMA_FROM = [0-9]*/DECODE_MMA_FROM = 0/' $f > /tmp/var/mma0.py
+     rm -rf /tmp/A /tmp/C && mkdir /tmp/A /tmp/C && cp -r $(ls -A | grep -v '^.cache$') /tmp/A/ && cp -r $(ls -A | grep -v '^.cache$') /tmp/C/
+     patch -s -R -p1 -d /tmp/A < runs/2026-12-01-gen/experiments/decode-start.diff || exit 1
+     sed -i "s/^DECODE_MMA_FROM = [0-9]*/DECODE_MMA_FROM = ${MMA_FROM:-2048}/" /tmp/C/$f; grep -c "^DECODE_MMA_FROM = ${MMA_FROM:-2048}" /tmp/C/$f
+     for d in . /tmp/A /tmp/C; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash}; (for m in ${P//,/ }; do synth $m & done; wait) > /dev/null 2>&1
+     echo "synthesized $(date +%T)"
+     [ -n "$NOBENCH" ] || timeout 150 python3 -m tools.bench_mla_attention --pos ${POS:-32,2047,4095,6143,8191,16383,32767} --layers 8 --iters 20 \
+       --cache-type f16 --variants /tmp/var/head.py,/tmp/var/mma0.py 2>&1 | tee "$OUT/attend_f16.txt" | grep -v '^$'
+     [ -n "$NOPATHS" ] || timeout 200 python3 -m tools.path_check --presets glm-4.7-flash,deepseek-v2-lite --depth 10300 --cache-type f16 --no-generated 2>&1 \
+       | tee "$OUT/paths_f16.txt" | grep -v Warn | tail -4
+     for v in ${VARIANTS:-B C}; do
+       d=.; dp=${DEPTHS:-4096,16384,32768}; [ $v = A ] && d=/tmp/A; [ $v = C ] && d=/tmp/C dp=${DEPTHS_C:-4096}; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --cache-type f16 --decode 32 --depths $dp \
+         --json "$OUT/start_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -10)
+     done ;;
+  98) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # inside the decode attend and combine over an fp16 cache, 16 heads, the kernels alone (bench_mla_attention, one block):
+     # Nsight Compute's full set with per-instruction stall samples (clocks and L2 as they run), the hottest SASS lines:
+     # the CUDA-core branch at 32 and 4,095 keys, the tensor cores at 4,095 (mma0: from 0 keys) and 8,191, the combine at 4,095
+     mkdir -p /tmp/var && sed 's/^DECODE_MMA_FROM = [0-9]*/DECODE_MMA_FROM = 0/' apps/kernels/mla_attention.py > /tmp/var/mma0.py
+     for t in "32 mla_attend_h16_kv512_r64_f16_mma6144" "4095 mla_attend_h16_kv512_r64_f16_mma6144" "4095 mla_combine_h16" \
+              "4095 mla_attend_h16_kv512_r64_f16_mma0 --variants /tmp/var/mma0.py" "8191 mla_attend_h16_kv512_r64_f16_mma6144"; do
+       set -- $t; pos=$1 k=$2; shift 2; tag=${k#mla_}_$pos
+       timeout $(( ($(left) - 5) / 2 )) ncu --set full --import-source yes --clock-control none --cache-control none --launch-skip 2 \
+         --launch-count 1 --kernel-name regex:"$k" -o /tmp/rep_$tag python3 -m tools.bench_mla_attention --pos $pos --layers 1 --iters 1 \
+         --cache-type f16 "$@" > /tmp/ncu_$tag.log 2>&1
+       ncu -i /tmp/rep_$tag.ncu-rep --page details > "$OUT/ncu_$tag.txt" 2>&1
+       ncu -i /tmp/rep_$tag.ncu-rep --page source --csv --print-source sass > /tmp/src_$tag.csv 2>&1
+       echo "-- $tag $(date +%T)"; grep -E "Duration|Issue Slots Busy|Warp Cycles Per Issued|Eligible Warps|Registers Per" "$OUT/ncu_$tag.txt" | head -6
+       head -c 600 /tmp/src_$tag.csv | head -2; python3 -m tools.ncu_source /tmp/src_$tag.csv --top 30 2>&1 | tee "$OUT/hot_$tag.txt" | head -40
+     done ;;
+  97) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # where a decode token's time goes at depth over an fp16 cache (hand-written kernels): $M's step kernel by kernel
+     # (tools.profile: events, graphs off; the step as run in its graphs) at each of $POS, then Nsight Compute's device
+     # times of the step at $NCU_POS (L2 and clocks as they run)
+     M=${M:-youtu-llm-2b}; synth $M; echo "synthesized $(date +%T)"
+     for pos in ${POS:-32 4096 16384}; do
+       timeout $(($(left) - 3)) python3 -m tools.profile --model $M --cache-type f16 --pos $pos --max-context 32768 --top 6 --repeat 5 \
+         > "$OUT/prof_$pos.txt" 2>&1; echo "-- pos $pos $(date +%T)"; grep -iE "step|attention|total" "$OUT/prof_$pos.txt" | head -12
+     done
+     for pos in ${NCU_POS:-4096}; do
+       timeout $(($(left) - 3)) ncu --profile-from-start off --clock-control none --cache-control none \
+         --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum --csv --log-file "$OUT/ncu_$pos.csv" \
+         python3 -m tools.profile --model $M --cache-type f16 --pos $pos --max-context 32768 --repeat 3 --count 20 --ncu --json \
+         > "$OUT/rows_$pos.json" 2> "$OUT/ncu_$pos.err"
+       python3 -m tools.profile --ncu-csv "$OUT/ncu_$pos.csv" --rows "$OUT/rows_$pos.json" --top 40 > "$OUT/ncu_$pos.txt" 2>&1
+       [ -s "$OUT/ncu_$pos.err" ] || rm -f "$OUT/ncu_$pos.err"; rm -f "$OUT/ncu_$pos.csv" "$OUT/rows_$pos.json"
+       echo "-- ncu pos $pos $(date +%T)"; head -4 "$OUT/ncu_$pos.txt"; grep -iE "attention|\(all\)" "$OUT/ncu_$pos.txt" | head -20
+     done ;;
   95) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # the decode attend over an fp16 cache in one launch, attend_depth_kernel: the CUDA cores below DECODE_MMA_FROM (6,144)
      # keys, the tensor cores' 64-key stages from there (its queries' loads issued together: call95's kernel), GLM-4.7-Flash's
@@ -1032,12 +1095,16 @@ t = {r[1]: float(r[2]) for r in rows if len(r) > 3 and r[0] == '16383'}; b = min
   71) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # beside llama.cpp in one run: GLM-4.7-Flash's default (now chunks of 2048, the flash form) over our f32 cache, then the
      # three over an fp16 cache (llama-bench's default; the flash products one tf32 pass), llama.cpp built while they synthesize
+     # (the models of $RUNS only; with PATHS71, the fp16 paths of those presets at $PATH_DEPTH while llama.cpp builds)
      [ -x .cache/llama/build/bin/llama-bench ] || (python3 -m tools.llama_bench build --time-limit 330 > "$OUT/llama_build.log" 2>&1) &
-     (for m in youtu-llm-2b deepseek-v2-lite glm-4.7-flash; do synth $m & done; wait); echo "synthesized $(date +%T)"
+     RUNS=${RUNS:-glm-4.7-flash:f32 youtu-llm-2b:f16 deepseek-v2-lite:f16 glm-4.7-flash:f16}
+     (for m in $(for r in $RUNS; do echo ${r%:*}; done | sort -u); do synth $m & done; wait); echo "synthesized $(date +%T)"
+     [ -z "$PATHS71" ] || timeout 200 python3 -m tools.path_check --presets $PATHS71 --depth ${PATH_DEPTH:-3000} --cache-type f16 --no-generated 2>&1 \
+       | tee "$OUT/paths_f16.txt" | grep -v Warn | tail -4
      wait; tail -2 "$OUT/llama_build.log" 2>/dev/null; echo "built $(date +%T)"
-     for run in ${RUNS:-glm-4.7-flash:f32 youtu-llm-2b:f16 deepseek-v2-lite:f16 glm-4.7-flash:f16}; do
+     for run in $RUNS; do
        m=${run%:*} c=${run#*:}; echo "-- $m $c $(date +%T)"
-       timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $m --llama --cache-type $c --decode 64 --depths ${DEPTHS:-4096,16384} \
+       timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $m --llama --cache-type $c --decode ${DECODE:-64} --depths ${DEPTHS:-4096,16384} \
          --json "$OUT/llama_${m%%-*}_$c.json" 2>&1 | grep -v '^{' | tail -3
      done ;;
   83) export TINYGRAD_MLA_CACHE=$PWD/.cache
