@@ -31,8 +31,9 @@
 # (their stall samples per instruction), 99 (the combine's loads at once, the tensor-core attend's first stage first, C: 16 heads
 # from 2,048 keys: landed), RUNS="youtu-llm-2b:f16 deepseek-v2-lite:f16" DEPTHS=4096,16384,32768 DECODE=32 PATHS71=youtu-llm-2b
 # PATH_DEPTH=3000 71 (beside llama.cpp: Youtu-LLM-2B 2.04x at 4k; DeepSeek-V2-Lite's own rows ran out).
-# Next lease, in order: RUNS="deepseek-v2-lite:f16 glm-4.7-flash:f16" DEPTHS=4096,16384,32768 DECODE=32 71 (beside llama.cpp,
-# two calls on one machine: the build stays), PRESETS=glm-4.7-flash,deepseek-v2-lite 84 (their prompts A B B A; GLM-4.7-Flash's 16k A B only so far),
+# Next lease, in order: 100 (GLM-4.7-Flash's 20 heads in one workgroup a split, experiments/decode-mma-t.diff: emulated, not
+# yet timed), RUNS="deepseek-v2-lite:f16 glm-4.7-flash:f16" DEPTHS=4096,16384,32768 DECODE=32 71 (beside llama.cpp, two calls on
+# one machine: the build stays), PRESETS=glm-4.7-flash,deepseek-v2-lite 84 (their prompts A B B A; GLM-4.7-Flash's 16k A B only so far),
 # 85 (chunks of 4096 for long prompts), 80 (the fp16 cache's paths at full size, three models), VARIANTS="B A" 74 (the
 # server's short chunks beside running streams), LLAMA=1 14 (start times beside llama.cpp), 52.
 #   1: where a generated decode token of DeepSeek-V2-Lite and GLM-4.7-Flash goes, kernel by kernel: Nsight Compute's device
@@ -800,6 +801,25 @@ case $1 in
        d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $(date +%T)"
        (cd $d && TINYGRAD_UPTO=$([ $v = A ] && echo 70 || echo 71) CACHEDB=/tmp/cache_$v.db timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --decode 32 --depths ${DEPTHS:-4096,16384} \
          --json "$OUT/copies_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -4)
+     done ;;
+  100) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT experiments/decode-mma-t.diff: GLM-4.7-Flash's 20 heads on the tensor cores in one workgroup a split at every
+     # depth (attend_mma_t_kernel: the keys the mma's M, the heads its N, 3 n8 tiles; 8 warps, 235 registers, 206 KB), where
+     # the tree's depth kernel streams every key twice from 6,144 keys (two m16 tiles of heads, 256 workgroups) and runs the
+     # CUDA cores below. A = the tree, B = the diff: the kernels alone over fp16 caches in one process (mmat = B's file; the
+     # 20-head rows), B's fp16 paths on GLM-4.7-Flash at 3,000 and 10,300 (unless NOPATHS), then its decode at depth in A B B A
+     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/decode-mma-t.diff || exit 1
+     mkdir -p /tmp/var && cp /tmp/B/apps/kernels/mla_attention.py /tmp/var/mmat.py
+     for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     synth glm-4.7-flash; echo "synthesized $(date +%T)"
+     timeout 120 python3 -m tools.bench_mla_attention --pos ${POS:-32,2047,4095,8191,16383,32767} --layers 8 --iters 20 --cache-type f16 \
+       --variants /tmp/var/mmat.py 2>&1 | tee "$OUT/attend_f16.txt" | grep -v '^$'
+     [ -n "$NOPATHS" ] || for dp in 3000 10300; do (cd /tmp/B && timeout 150 python3 -m tools.path_check --presets glm-4.7-flash --depth $dp \
+       --cache-type f16 --no-generated 2>&1 | tee "$OUT/paths_B_$dp.txt" | grep -v Warn | tail -1); done
+     for v in ${VARIANTS:-A B B A}; do
+       d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets glm-4.7-flash --cache-type f16 --decode 32 \
+         --depths ${DEPTHS:-4096,16384,32768} --json "$OUT/mmat_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -4)
      done ;;
   99) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # the decode attention's fixed costs (B, the tree): the combine loads every partial of its splits before it uses any; the
