@@ -561,8 +561,9 @@ def attend_mma_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: in
     column tile; a lane's 32-bit word of a key row is column 2g, 2g + 1: the pair of n8 tiles it feeds).
   A split's first stage copies start before its queries load; the split that holds the new token has warp 0 compute the
   row (fp16, as later tokens read it) while they load, store it to the cache and put it in its stage straight from
-  registers, so no split waits for the row; rows past the split are zeros. warps: the launch's (more than its decode_mma_warps: the others only pass the barriers); smem:
-  a workgroup buffer declared by the caller (DYN_SHARED), else its own."""
+  registers, so no split waits for the row; rows past the split are zeros. warps: the launch's (more than its
+  decode_mma_warps: the others only pass the barriers); smem: a workgroup buffer declared by the caller (DYN_SHARED), else
+  its own."""
   _check_shape(s, True)
   nw = decode_mma_warps(s)
   assert nw and s.n_head > 0 and warps in (0, *range(nw, 33)), (s, warps)
