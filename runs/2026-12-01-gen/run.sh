@@ -64,11 +64,15 @@ prompts_ab() {  # prompts_ab TAG: $P's prompts of $DEPTHS (gpu_bench) over each 
       --json "$OUT/${tag}_${v}_$c.$RANDOM.json" 2>&1 | grep -v "^{" | tail -4)
   done; done
 }
+tree() {  # tree DIR [DIFF [-R]]: a copy of the tree (its .cache left out) in DIR, experiments/DIFF applied (-R: reversed)
+  rm -rf "$1" && mkdir "$1" && cp -r $(ls -A | grep -v '^.cache$') "$1"/ || return 1
+  [ -z "$2" ] || patch -s -p1 $3 -d "$1" < runs/2026-12-01-gen/experiments/$2
+}
 abdiff() {  # abdiff TAG DIFF PRESETS POSITIONS: the generated decode step (bench_block.py --only decode, a step's own time) of each
            # preset at each position, A = the tree, B = a copy with experiments/DIFF applied, A B B A (a kernel cache a variant)
   local tag=$1 diff=$2 P=$3 poses=$4 v d m pos
   export TINYGRAD_MLA_CACHE=$PWD/.cache   # the copy's models and vocabulary are the tree's
-  rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/$diff || return 1
+  tree /tmp/B $diff || return 1
   for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
   synth ${P//,/ }; echo "synthesized $(date +%T)"
   for v in A B B A; do
@@ -401,7 +405,7 @@ case $1 in
      timeout $(($(left) - 2)) python3 -m tools.start_time --presets youtu-llm-2b --repeat 3 --calls --json "$OUT/start.json" 2>&1 | tail -20 ;;
   14) [ -n "$LLAMA" ] && (python3 -m tools.llama_bench build --time-limit 330 > "$OUT/llama_build.log" 2>&1) &
      export TINYGRAD_MLA_CACHE=$PWD/.cache
-     rm -rf /tmp/A && mkdir /tmp/A && cp -r $(ls -A | grep -v '^.cache$') /tmp/A/ && git -C /tmp/A checkout -q HEAD -- apps
+     tree /tmp/A && git -C /tmp/A checkout -q HEAD -- apps
      for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      M=${MORE-deepseek-v2-lite,glm-4.7-flash}
      synth youtu-llm-2b ${M//,/ }; echo "synthesized $(date +%T)"
@@ -426,7 +430,7 @@ case $1 in
      PRESETS=${PRESETS:-youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash} DEADLINE=$(left) exec bash runs/2026-12-01-gen/run.sh 7 ;;
   16) [ -n "$LLAMA" ] && (python3 -m tools.llama_bench build --time-limit 330 > "$OUT/llama_build.log" 2>&1) &
      export TINYGRAD_MLA_CACHE=$PWD/.cache
-     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && (cd /tmp/B && patch -s -p1 < runs/2026-12-01-gen/experiments/lazy-jinja.diff) || exit 1
+     tree /tmp/B lazy-jinja.diff || exit 1
      for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      synth youtu-llm-2b; echo "synthesized $(date +%T)"
      for v in A B B A ${LLAMA:+L}; do
@@ -526,7 +530,7 @@ case $1 in
      done ;;
   27) [ -n "$LLAMA" ] && (python3 -m tools.llama_bench build --time-limit 330 > "$OUT/llama_build.log" 2>&1) &
      export TINYGRAD_MLA_CACHE=$PWD/.cache
-     rm -rf /tmp/A && mkdir /tmp/A && cp -r $(ls -A | grep -v '^.cache$') /tmp/A/ && patch -s -p1 -d /tmp/A < runs/2026-12-01-gen/experiments/no-early-open.diff || exit 1
+     tree /tmp/A no-early-open.diff || exit 1
      for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      synth youtu-llm-2b ${LLAMA:+deepseek-v2-lite glm-4.7-flash}; echo "synthesized $(date +%T)"
      spare=0; [ -n "$LLAMA" ] && spare=150
@@ -560,7 +564,7 @@ case $1 in
      python3 -m tools.profile --ncu-csv "$OUT/ncu_b8.csv" --rows "$OUT/rows_b8.json" --top 40 > "$OUT/ncu_b8.txt" 2>&1; head -6 "$OUT/ncu_b8.txt" ;;
   30) (python3 -m tools.llama_bench build --time-limit 300 > "$OUT/llama_build.log" 2>&1) &
      export TINYGRAD_MLA_CACHE=$PWD/.cache
-     rm -rf /tmp/A && mkdir /tmp/A && cp -r $(ls -A | grep -v '^.cache$') /tmp/A/ && patch -R -s -p1 -d /tmp/A < runs/2026-12-01-gen/experiments/held-quants.diff || exit 1
+     tree /tmp/A held-quants.diff -R || exit 1
      for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      synth youtu-llm-2b; echo "synthesized $(date +%T)"
      hq() {  # hq VARIANT PRESETS [ARGS...]: gpu_bench of the generated path in A's copy or the tree, a kernel cache a variant
@@ -574,7 +578,7 @@ case $1 in
      M=${MORE-deepseek-v2-lite,glm-4.7-flash}
      for m in ${M//,/ }; do synth $m; for v in B A; do [ $(left) -gt 90 ] && hq $v $m; done; done ;;
   31) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     rm -rf /tmp/A && mkdir /tmp/A && cp -r $(ls -A | grep -v '^.cache$') /tmp/A/ && patch -R -s -p1 -d /tmp/A < runs/2026-12-01-gen/experiments/held-quants.diff || exit 1
+     tree /tmp/A held-quants.diff -R || exit 1
      for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      synth youtu-llm-2b; echo "synthesized $(date +%T)"
      for v in A B A B; do
@@ -583,7 +587,7 @@ case $1 in
          --decode 32 --prefill 512 2>&1 | grep youtu-llm-2b | tail -1)
      done ;;
   32) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/expert-pairs.diff || exit 1
+     tree /tmp/B expert-pairs.diff || exit 1
      for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      P=${PRESETS:-deepseek-v2-lite}
      synth ${P//,/ }; echo "synthesized $(date +%T)"
@@ -598,7 +602,7 @@ case $1 in
   44) patch -s -p1 < runs/2026-12-01-gen/experiments/matvec-unroll-steps.diff || exit 1
       bash "$0" 18 ;;
   49) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/${DIFF:-experts-split.diff} || exit 1
+     tree /tmp/B ${DIFF:-experts-split.diff} || exit 1
      for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      P=${PRESETS:-deepseek-v2-lite}; synth ${P//,/ }; echo "synthesized $(date +%T)"
      for v in A B B A; do
@@ -619,7 +623,7 @@ case $1 in
      ALLOW_TF32=2 timeout $(($(left) - 3)) python3 -m tools.bench_mla_attention --prefill 512 --pos 15872 --layers 4 --iters 10 2>&1 \
        | tee "$OUT/flash512_tf32.txt" | grep -v '^$' ;;
   52) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/gemm-strided-x.diff || exit 1
+     tree /tmp/B gemm-strided-x.diff || exit 1
      for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite}; synth ${P//,/ }; echo "synthesized $(date +%T)"
      for v in A B B A; do
@@ -629,7 +633,7 @@ case $1 in
      done
      if [ -n "$PATHS" ]; then (cd /tmp/B && timeout $(($(left) - 3)) python3 -m tools.path_check --presets $P --depth 0,600 2>&1 | tail -14); fi ;;
   53) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/prefill-flash-model.diff || exit 1
+     tree /tmp/B prefill-flash-model.diff || exit 1
      for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      P=${PRESETS:-youtu-llm-2b}; synth ${P//,/ }; echo "synthesized $(date +%T)"
      # the kernel's last 32 queries at 16k keys against float64 (the "vs f64" column; the tensor ops' too)
@@ -641,7 +645,7 @@ case $1 in
          --json "$OUT/flashm_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -6)
      done ;;
   54) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/staging-pieces.diff || exit 1
+     tree /tmp/B staging-pieces.diff || exit 1
      for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite}; synth ${P//,/ }; echo "synthesized $(date +%T)"
      for m in ${P//,/ }; do
@@ -662,7 +666,7 @@ case $1 in
        --variants /tmp/var/mb2.py,/tmp/var/s256.py,/tmp/var/s256mb2.py 2>&1 | tee "$OUT/attend_variants.txt" | grep -v '^$'
      if [ -n "$VARIANT" ]; then   # VARIANT=s256mb2 (a file above): the model's decode at depth with it, A B B A
        export TINYGRAD_MLA_CACHE=$PWD/.cache
-       rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && cp /tmp/var/$VARIANT.py /tmp/B/$f
+       tree /tmp/B && cp /tmp/var/$VARIANT.py /tmp/B/$f
        python3 -m compileall -q /tmp/B/apps > /dev/null; synth youtu-llm-2b
        for v in A B B A; do
          d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
@@ -672,7 +676,7 @@ case $1 in
      fi ;;
   56) export TINYGRAD_MLA_CACHE=$PWD/.cache; synth deepseek-v2-lite; echo "synthesized $(date +%T)"
      for n in ${UPTOS:-56 62 63 65 66 67 68}; do
-       rm -rf /tmp/u$n && mkdir /tmp/u$n && cp -r $(ls -A | grep -v '^.cache$') /tmp/u$n/
+       tree /tmp/u$n
        (cd /tmp/u$n && python3 apply_patches.py --upto $n > /dev/null && TINYGRAD_UPTO=$n CACHEDB=/tmp/u$n/cache.db timeout $(($(left) - 10)) \
          python3 -m tools.path_check --presets deepseek-v2-lite --depth 0 --tokens 16 --skip 8 > /tmp/u$n.txt 2>&1) &
      done
@@ -689,7 +693,7 @@ case $1 in
      timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets ${PRESETS:-deepseek-v2-lite} --kernels generated --llama --decode 32 --prefill 512 \
        --json "$OUT/side_gen.json" 2>&1 | tee "$OUT/side_gen.log" | grep -v '^{' | tail -8 ;;
   59) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     rm -rf /tmp/A && mkdir /tmp/A && cp -r $(ls -A | grep -v '^.cache$') /tmp/A/ && patch -R -s -p1 -d /tmp/A < runs/2026-12-01-gen/experiments/prefill-flash-model.diff || exit 1
+     tree /tmp/A prefill-flash-model.diff -R || exit 1
      for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      P=${PRESETS:-deepseek-v2-lite,glm-4.7-flash}; synth ${P//,/ }; echo "synthesized $(date +%T)"
      timeout $(($(left) / 2)) python3 -m tools.path_check --presets $P --depth 600 2>&1 | tee "$OUT/paths600.txt" | grep -v Warn | tail -5
@@ -721,7 +725,7 @@ case $1 in
      timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --llama --decode 64 --depths ${DEPTHS:-4096,16384} \
        --json "$OUT/depths_llama.json" 2>&1 | tee "$OUT/depths_llama.log" | grep -v '^{' | tail -8 ;;
   63) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/long-chunks.diff || exit 1
+     tree /tmp/B long-chunks.diff || exit 1
      for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      P=${PRESETS:-youtu-llm-2b,glm-4.7-flash}; synth ${P//,/ }; echo "synthesized $(date +%T)"
      if [ -n "$PATHS" ]; then (cd /tmp/B && timeout $(($(left) / 2)) python3 -m tools.path_check --presets $P --depth 2600 2>&1 | tee "$OUT/paths2600.txt" | grep -v Warn | tail -5); fi
@@ -741,7 +745,7 @@ case $1 in
        --variants /tmp/var/tt4.py,/tmp/var/tt4s16.py,/tmp/var/hg1.py 2>&1 | tee "$OUT/attend_tt4.txt" | grep -v '^$'
      if [ -n "$MODEL" ]; then   # the model's decode at depth with it, A B B A
        export TINYGRAD_MLA_CACHE=$PWD/.cache
-       rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && cp /tmp/var/tt4.py /tmp/B/$f
+       tree /tmp/B && cp /tmp/var/tt4.py /tmp/B/$f
        python3 -m compileall -q /tmp/B/apps > /dev/null; synth youtu-llm-2b
        for v in A B B A; do
          d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
@@ -751,7 +755,7 @@ case $1 in
      fi ;;
   65) export TINYGRAD_MLA_CACHE=$PWD/.cache; synth youtu-llm-2b
      for v in . ${VARIANT:+/tmp/var}; do   # VARIANT=tt4 (step 64's file, made there first): the same for it
-       f=; [ $v = . ] || { rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && cp /tmp/var/$VARIANT.py /tmp/B/apps/kernels/mla_attention.py; f=/tmp/B; }
+       f=; [ $v = . ] || { tree /tmp/B && cp /tmp/var/$VARIANT.py /tmp/B/apps/kernels/mla_attention.py; f=/tmp/B; }
        (cd ${f:-.} && timeout $(($(left) / 2 - 5)) ncu --profile-from-start off --set full --launch-count 4 --kernel-name regex:"mla_attend" \
          python3 -m tools.profile --model youtu-llm-2b --kernels hand --target decode --pos 16383 --max-context 16448 --repeat 1 --count 2 --ncu \
          > "$OUT/ncu_attend${f:+_$VARIANT}.txt" 2>&1)
@@ -794,7 +798,7 @@ case $1 in
      done ;;
   69) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # A = the series without patch 0071 (the flash prefill's expansions copied into their buffers), B = the tree's
-     rm -rf /tmp/A && mkdir /tmp/A && cp -r $(ls -A | grep -v '^.cache$') /tmp/A/ && (cd /tmp/A && python3 apply_patches.py --upto 70 > /dev/null) || exit 1
+     tree /tmp/A && (cd /tmp/A && python3 apply_patches.py --upto 70 > /dev/null) || exit 1
      for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      P=${PRESETS:-youtu-llm-2b}; synth ${P//,/ }; echo "synthesized $(date +%T)"
      for v in A B B A; do
@@ -808,7 +812,7 @@ case $1 in
      # the tree's depth kernel streams every key twice from 6,144 keys (two m16 tiles of heads, 256 workgroups) and runs the
      # CUDA cores below. A = the tree, B = the diff: the kernels alone over fp16 caches in one process (mmat = B's file; the
      # 20-head rows), B's fp16 paths on GLM-4.7-Flash at 3,000 and 10,300 (unless NOPATHS), then its decode at depth in A B B A
-     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/decode-mma-t.diff || exit 1
+     tree /tmp/B decode-mma-t.diff || exit 1
      mkdir -p /tmp/var && cp /tmp/B/apps/kernels/mla_attention.py /tmp/var/mmat.py
      for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      synth glm-4.7-flash; echo "synthesized $(date +%T)"
@@ -831,8 +835,7 @@ case $1 in
      mkdir -p /tmp/var && f=apps/kernels/mla_attention.py
      cp $f /tmp/var/head.py && patch -s -R /tmp/var/head.py < runs/2026-12-01-gen/experiments/decode-start.diff || exit 1
      sed 's/^DECODE_MMA_FROM = [0-9]*/DECODE_MMA_FROM = 0/' $f > /tmp/var/mma0.py
-     rm -rf /tmp/A /tmp/C && mkdir /tmp/A /tmp/C && cp -r $(ls -A | grep -v '^.cache$') /tmp/A/ && cp -r $(ls -A | grep -v '^.cache$') /tmp/C/
-     patch -s -R -p1 -d /tmp/A < runs/2026-12-01-gen/experiments/decode-start.diff || exit 1
+     tree /tmp/A decode-start.diff -R && tree /tmp/C || exit 1
      sed -i "s/^DECODE_MMA_FROM = [0-9]*/DECODE_MMA_FROM = ${MMA_FROM:-2048}/" /tmp/C/$f; grep -c "^DECODE_MMA_FROM = ${MMA_FROM:-2048}" /tmp/C/$f
      for d in . /tmp/A /tmp/C; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash}; (for m in ${P//,/ }; do synth $m & done; wait) > /dev/null 2>&1
@@ -892,7 +895,7 @@ case $1 in
      sed 's/^DECODE_MMA_FROM = [0-9]*/DECODE_MMA_FROM = 0/' $f > /tmp/var/mma0.py
      sed 's/^DECODE_MMA_FROM = [0-9]*/DECODE_MMA_FROM = 1000000000/' $f > /tmp/var/cc.py
      grep -c '^DECODE_MMA_FROM = 0' /tmp/var/mma0.py
-     rm -rf /tmp/A && mkdir /tmp/A && cp -r $(ls -A | grep -v '^.cache$') /tmp/A/ && patch -s -p1 -d /tmp/A < runs/2026-12-01-gen/experiments/decode-mma-16keys.diff || exit 1
+     tree /tmp/A decode-mma-16keys.diff || exit 1
      for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      P=${PRESETS:-glm-4.7-flash,youtu-llm-2b,deepseek-v2-lite}; (for m in ${P//,/ }; do synth $m & done; wait) > /dev/null 2>&1
      echo "synthesized $(date +%T)"
@@ -927,7 +930,7 @@ case $1 in
      sed 's/has_mma(device) and s.n_head <= 16 and/has_mma(device) and s.n_head <= 32 and/' $f > /tmp/var/glm2.py
      sed 's/^    for (int j = 0; j < {NJ}; j++) {{$/    _Pragma("unroll") for (int j = 0; j < {NJ}; j++) {{/' $f > /tmp/var/unroll.py
      grep -c 'n_head <= 32' /tmp/var/glm2.py; grep -c 'Pragma' /tmp/var/unroll.py
-     rm -rf /tmp/A && mkdir /tmp/A && cp -r $(ls -A | grep -v '^.cache$') /tmp/A/ && patch -s -p1 -d /tmp/A < runs/2026-12-01-gen/experiments/decode-mma-16keys.diff || exit 1
+     tree /tmp/A decode-mma-16keys.diff || exit 1
      for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite}; (for m in ${P//,/ }; do synth $m & done; wait) > /dev/null 2>&1
      echo "synthesized $(date +%T)"   # before the kernels' bench: its short steps slow down beside the synthesis (call93)
@@ -957,7 +960,7 @@ case $1 in
 rows = [l.split() for l in open('$OUT/attend_qstage.txt').read().split('deepseek-v2-lite')[-1].splitlines()]
 t = {r[1]: float(r[2]) for r in rows if len(r) > 3 and r[0] == '4095'}; print('1' if t['qstage0'] < 0.97 * t['kernel'] else '')")
      echo "qstage0 wins at 4,095: ${win:-no}"; [ -n "$win" ] || exit 0
-     wait $spid; rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/decode-mma-qstage.diff || exit 1
+     wait $spid; tree /tmp/B decode-mma-qstage.diff || exit 1
      sed -i "s/^DECODE_MMA_FROM = [0-9]*/DECODE_MMA_FROM = ${FROM:-4096}/" /tmp/B/$f; python3 -m compileall -q /tmp/B/apps > /dev/null
      for v in ${VARIANTS:-A B B A}; do
        d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
@@ -990,7 +993,7 @@ t = {r[1]: float(r[2]) for r in rows if len(r) > 3 and r[0] == '4095'}; print('1
      # experiments/decode-mma-off.diff): the kernels alone in one process (bench_mla_attention --cache-type f16, both shapes,
      # $POS), B's fp16 paths on $PRESETS at $PATH_DEPTH ($PATH_ARGS; unless NOPATHS), then their decode at depth $VARIANTS
      mkdir -p /tmp/var && cp apps/kernels/mla_attention.py /tmp/var/cudacores.py && patch -s /tmp/var/cudacores.py < runs/2026-12-01-gen/experiments/decode-mma-off.diff || exit 1
-     rm -rf /tmp/A && mkdir /tmp/A && cp -r $(ls -A | grep -v '^.cache$') /tmp/A/ && patch -s -p1 -d /tmp/A < runs/2026-12-01-gen/experiments/decode-mma-off.diff || exit 1
+     tree /tmp/A decode-mma-off.diff || exit 1
      for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      P=${PRESETS:-youtu-llm-2b}; (for m in ${P//,/ }; do synth $m & done; wait) > /dev/null 2>&1 & spid=$!
      timeout 150 python3 -m tools.bench_mla_attention --pos ${POS:-32,4095,16383,32767} --layers 8 --iters 30 --cache-type f16 \
@@ -1024,7 +1027,7 @@ t = {r[1]: float(r[2]) for r in rows if len(r) > 3 and r[0] == '4095'}; print('1
 import sys; rows = [l.split() for l in open('$OUT/attend_ilp.txt').read().split('deepseek-v2-lite')[-1].splitlines()]
 t = {r[1]: float(r[2]) for r in rows if len(r) > 3 and r[0] == '16383'}; b = min(t, key=t.get); print(b if t[b] < 0.97 * t['kernel'] else '')")
      echo "best at 16k: ${best:-none}"; [ -n "$best" ] || exit 0
-     wait $spid; rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && cp /tmp/var/$best.py /tmp/B/$f
+     wait $spid; tree /tmp/B && cp /tmp/var/$best.py /tmp/B/$f
      python3 -m compileall -q /tmp/B/apps > /dev/null
      for v in ${VARIANTS:-A B B A}; do
        d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
@@ -1035,7 +1038,7 @@ t = {r[1]: float(r[2]) for r in rows if len(r) > 3 and r[0] == '16383'}; b = min
      # decode at depth: what bounds the attend kernel (16k: 1.6 TB/s, the journal). Alone (bench_mla_attention, both shapes,
      # 32..32k), A = the tree, B = experiments/attend-prefetch.diff; $VARIANTS_FILES (other mla_attention.py files) beside A in
      # one process; then Nsight Compute's full set on A's attend kernel at 16,383 (16 heads) and on the expansion GEMM
-     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/attend-prefetch.diff || exit 1
+     tree /tmp/B attend-prefetch.diff || exit 1
      for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      timeout 150 python3 -m tools.bench_mla_attention --pos 32,4095,16383,32767 --layers 8 --iters 30 --variants "$VARIANTS_FILES" 2>&1 | tee "$OUT/attend_A.txt" | grep -v '^$'
      (cd /tmp/B && timeout 100 python3 -m tools.bench_mla_attention --pos 32,4095,16383,32767 --layers 8 --iters 30 2>&1 | tee "$OUT/attend_B.txt" | grep -v '^$')
@@ -1062,7 +1065,7 @@ t = {r[1]: float(r[2]) for r in rows if len(r) > 3 and r[0] == '16383'}; b = min
      # rows PREFETCH = 4 stages ahead (prefetch.global.L2, a line a thread, no registers): at 16k a split's 9 stages each wait
      # for memory with about one stage in flight (1.6 TB/s of the H200's ~4.8, the journal). B = the tree with it: the kernel
      # alone (bench_mla_attention --pos 32,4095,16383,32767, A then B), then $PRESETS' decode at depth, $VARIANTS
-     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/attend-prefetch.diff || exit 1
+     tree /tmp/B attend-prefetch.diff || exit 1
      for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      P=${PRESETS:-youtu-llm-2b}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
      for v in A B; do d=.; [ $v = B ] && d=/tmp/B
@@ -1090,7 +1093,7 @@ t = {r[1]: float(r[2]) for r in rows if len(r) > 3 and r[0] == '16383'}; b = min
      # then their pairs; the diff of calls 73-77 held the kernel too, now only the model's use of it): the
      # expansions alone (bench_mla_attention, 2048 at 14,336, both shapes), B's paths at 2,600 on $PRESETS ($PATHS), then
      # their prompts $VARIANTS over $CACHES
-     rm -rf /tmp/A && mkdir /tmp/A && cp -r $(ls -A | grep -v '^.cache$') /tmp/A/ && patch -s -R -p1 -d /tmp/A < runs/2026-12-01-gen/experiments/expand-gemm.diff || exit 1
+     tree /tmp/A expand-gemm.diff -R || exit 1
      for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      P=${PRESETS:-youtu-llm-2b}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
      [ -n "$NOBENCH" ] || timeout 150 python3 -m tools.bench_mla_attention --prefill 2048 --pos 14336 --layers 2 --iters 5 2>&1 | tee "$OUT/expand_bench.txt" | grep -E "expand|split|f16 "
@@ -1100,7 +1103,7 @@ t = {r[1]: float(r[2]) for r in rows if len(r) > 3 and r[0] == '16383'}; b = min
      prompts_ab gemm ;;
   70) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT experiments/flash-one-pass.diff: over an fp16 cache the flash prefill's products take one tf32 pass, not three
-     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/flash-one-pass.diff || exit 1
+     tree /tmp/B flash-one-pass.diff || exit 1
      for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      P=${PRESETS:-youtu-llm-2b}; synth ${P//,/ }; echo "synthesized $(date +%T)"
      (cd /tmp/B && timeout 120 python3 -m tools.bench_mla_attention --prefill 2048 --pos 14336 --layers 2 --iters 5 2>&1 | tee "$OUT/flash_1pass.txt" | grep -v '^$')
@@ -1131,7 +1134,7 @@ t = {r[1]: float(r[2]) for r in rows if len(r) > 3 and r[0] == '16383'}; b = min
      # an fp32 cache's flash expansions: C = the tree (fp32 products realized, then split_halves), B = the tree with
      # experiments/expand-tc-products.diff (step 82's B: the products as fp16 ones on tinygrad's tensor cores, K 3 x 512);
      # Youtu-LLM-2B's prompts, C B
-     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/expand-tc-products.diff || exit 1
+     tree /tmp/B expand-tc-products.diff || exit 1
      for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      synth youtu-llm-2b; echo "synthesized $(date +%T)"
      for v in ${VARIANTS:-C B}; do
@@ -1143,7 +1146,7 @@ t = {r[1]: float(r[2]) for r in rows if len(r) > 3 and r[0] == '16383'}; b = min
      # the tree (B): flash-split.diff with one warp a tile at 16 heads, and the flash prefill's expansions as fp16 products on
      # tinygrad's tensor cores (apps/mla.py latent_product); A = the tree with experiments/expand-tc.diff reversed (HEAD).
      # B's paths at 2,600 (f32, f16), then the prompts of $PRESETS f32 and f16, A B B A
-     rm -rf /tmp/A && mkdir /tmp/A && cp -r $(ls -A | grep -v '^.cache$') /tmp/A/ && patch -s -R -p1 -d /tmp/A < runs/2026-12-01-gen/experiments/expand-tc.diff || exit 1
+     tree /tmp/A expand-tc.diff -R || exit 1
      for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      P=${PRESETS:-youtu-llm-2b}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
      for c in ${PATHS:-f32 f16}; do
@@ -1154,7 +1157,7 @@ t = {r[1]: float(r[2]) for r in rows if len(r) > 3 and r[0] == '16383'}; b = min
      # where the last chunk of a 16k prompt goes (2048 tokens at 14,336, kernel by kernel, tools.profile --target fill):
      # Youtu-LLM-2B over an fp32 cache (tf32 flash), the same with experiments/flash-split.diff (fp16 pairs: +6.5% on the
      # 16k prompt where the kernel alone went 8.4 -> 5.5 ms, call68), and over an fp16 cache
-     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/flash-split.diff || exit 1
+     tree /tmp/B flash-split.diff || exit 1
      for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      M=${M:-youtu-llm-2b}; synth $M; echo "synthesized $(date +%T)"
      for run in A:f32 B:f32 A:f16; do
@@ -1172,7 +1175,7 @@ t = {r[1]: float(r[2]) for r in rows if len(r) > 3 and r[0] == '16383'}; b = min
      # EXPERIMENT experiments/flash-split.diff: over an fp32 cache the flash kernel's rows are fp16 (hi, lo) pairs and every
      # product three fp16 m16n8k16 (not three tf32 m16n8k8 with the splits in registers); GLM-4.7-Flash's in one stage. The
      # kernel's bench (flash = tf32, flash split, split w1), Youtu-LLM-2B's paths at 2,600, then its prompts A B B A (f32)
-     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/flash-split.diff || exit 1
+     tree /tmp/B flash-split.diff || exit 1
      for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      P=${PRESETS:-youtu-llm-2b}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
      (cd /tmp/B && timeout 150 python3 -m tools.bench_mla_attention --prefill 2048 --pos 14336 --layers 2 --iters 5 2>&1 | tee "$OUT/flash_split.txt" | grep -v '^$')
@@ -1185,7 +1188,7 @@ t = {r[1]: float(r[2]) for r in rows if len(r) > 3 and r[0] == '16383'}; b = min
   79) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # the fp32 cache's flash rows as pairs (the tree, B) on $PRESETS (default GLM-4.7-Flash, its pairs in one stage, two
      # warps): the paths at 2,600, then the prompts A B B A, A = the tree with experiments/flash-pairs.diff reversed (tf32 rows)
-     rm -rf /tmp/A && mkdir /tmp/A && cp -r $(ls -A | grep -v '^.cache$') /tmp/A/ && patch -s -R -p1 -d /tmp/A < runs/2026-12-01-gen/experiments/flash-pairs.diff || exit 1
+     tree /tmp/A flash-pairs.diff -R || exit 1
      for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      P=${PRESETS:-glm-4.7-flash}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
      timeout 250 python3 -m tools.path_check --presets $P --depth 2600 2>&1 | tee "$OUT/paths_pairs.txt" | grep -v Warn | tail -4
@@ -1227,7 +1230,7 @@ t = {r[1]: float(r[2]) for r in rows if len(r) > 3 and r[0] == '16383'}; b = min
   74) export TINYGRAD_MLA_CACHE=$PWD/.cache; M=${M:-youtu-llm-2b}
      # the server under load: A = the tree with experiments/batching-longest-chunks.diff (a prompt beside running streams in the longest
      # chunks), B = the tree (the shortest); Youtu-LLM-2B, 32 slots, 1 / 8 / 16 clients, A B B A (TTFT and ITL p50 / p99)
-     rm -rf /tmp/A && mkdir /tmp/A && cp -r $(ls -A | grep -v '^.cache$') /tmp/A/ && patch -s -p1 -d /tmp/A < runs/2026-12-01-gen/experiments/batching-longest-chunks.diff || exit 1
+     tree /tmp/A batching-longest-chunks.diff || exit 1
      for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      synth $M; echo "synthesized $(date +%T)"
      for v in ${VARIANTS:-A B B A}; do
@@ -1241,7 +1244,7 @@ t = {r[1]: float(r[2]) for r in rows if len(r) > 3 and r[0] == '16383'}; b = min
      # step 72's checks while llama.cpp builds (its kernel bench and path check), its A B once the build is done (the build's
      # 16 jobs would slow A alone; the tables in the log), then the diff's tree beside llama.cpp on the MoE models' f16 rows (none measured yet)
      [ -x .cache/llama/build/bin/llama-bench ] || (python3 -m tools.llama_bench build --time-limit 330 > /tmp/llama_build.log 2>&1) &
-     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/flash-f16.diff || exit 1
+     tree /tmp/B flash-f16.diff || exit 1
      for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      (for m in youtu-llm-2b deepseek-v2-lite glm-4.7-flash; do synth $m & done; wait); echo "synthesized $(date +%T)"
      (cd /tmp/B && timeout 120 python3 -m tools.bench_mla_attention --prefill 2048 --pos 14336 --layers 2 --iters 5 2>&1 | tee "$OUT/flash_f16.txt" | grep -v '^$')
@@ -1260,7 +1263,7 @@ t = {r[1]: float(r[2]) for r in rows if len(r) > 3 and r[0] == '16383'}; b = min
   72) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT experiments/flash-f16.diff: over an fp16 cache the expansions stay fp16 and the flash kernel's products are
      # fp16 mma.sync m16n8k16 (ldmatrix .trans for the values), not one tf32 pass over fp32 expansions
-     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/flash-f16.diff || exit 1
+     tree /tmp/B flash-f16.diff || exit 1
      for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      P=${PRESETS:-youtu-llm-2b}; synth ${P//,/ }; echo "synthesized $(date +%T)"
      (cd /tmp/B && timeout 120 python3 -m tools.bench_mla_attention --prefill 2048 --pos 14336 --layers 2 --iters 5 2>&1 | tee "$OUT/flash_f16.txt" | grep -v '^$')
@@ -1282,7 +1285,7 @@ t = {r[1]: float(r[2]) for r in rows if len(r) > 3 and r[0] == '16383'}; b = min
      mkdir -p /tmp/var && sed 's/^MMA_KEYS = 8 /MMA_KEYS = 16/' apps/kernels/mla_attention.py > /tmp/var/keys16.py
      timeout 150 python3 -m tools.bench_mla_attention --prefill 512 --pos 15872,4096,0 --layers 4 --iters 10 --variants /tmp/var/keys16.py \
        2>&1 | tee "$OUT/attn_keys16.txt" | grep -v '^$'
-     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && cp /tmp/var/keys16.py /tmp/B/apps/kernels/mla_attention.py
+     tree /tmp/B && cp /tmp/var/keys16.py /tmp/B/apps/kernels/mla_attention.py
      python3 -m compileall -q /tmp/B/apps > /dev/null
      synth youtu-llm-2b; echo "synthesized $(date +%T)"
      for v in A B B A; do
@@ -1298,7 +1301,7 @@ t = {r[1]: float(r[2]) for r in rows if len(r) > 3 and r[0] == '16383'}; b = min
   37) abdiff fewer decode-fewer-kernels.diff ${PRESETS:-glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b} 32 ;;
   38) export TINYGRAD_MLA_CACHE=$PWD/.cache; P=${PRESETS:-glm-4.7-flash,youtu-llm-2b}; synth ${P//,/ }
      for diff in decode-fewer-kernels norm-one-kernel decode-softmax-in-values routing-one-kernel; do
-       rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/$diff.diff || exit 1
+       tree /tmp/B $diff.diff || exit 1
        for m in ${P//,/ }; do
          echo "-- $diff $m $(date +%T)"; mkdir -p /tmp/c$diff
          if [ $diff = decode-fewer-kernels ]; then
@@ -1312,7 +1315,7 @@ t = {r[1]: float(r[2]) for r in rows if len(r) > 3 and r[0] == '16383'}; b = min
      done ;;
   39) synth ${PRESETS:-glm-4.7-flash}; for m in ${PRESETS:-glm-4.7-flash}; do ncu_decode $m 5 decode --pos 32; head -75 "$OUT/ncu_decode_$m.txt" | cut -c1-190; done ;;
   40) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     rm -rf /tmp/B && mkdir /tmp/B && cp -r $(ls -A | grep -v '^.cache$') /tmp/B/ && patch -s -p1 -d /tmp/B < runs/2026-12-01-gen/experiments/expert-picks-gemm.diff || exit 1
+     tree /tmp/B expert-picks-gemm.diff || exit 1
      for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      P=${PRESETS:-deepseek-v2-lite}; synth ${P//,/ }; echo "synthesized $(date +%T)"
      for v in A B B A; do
