@@ -21,7 +21,7 @@ from apps.kernels.mla_attention import (AttentionShape, attend_kernel, combine_k
                                         SPLITS, MIN_CHUNK, prefill_attend_kernel,
                                         mla_prefill_attention, prefill_splits, PREFILL_SPLITS, PREFILL_MIN_CHUNK,
                                         prefill_mma_kernel, mma_warps, mma_group, MMA_GROUP, attend_mma_kernel, decode_mma_warps,
-                                        DECODE_MMA_KEYS, attend_depth_kernel, decode_mma_serves_shape,
+                                        DECODE_MMA_KEYS, attend_depth_kernel, decode_mma_serves_shape, attend_mma_t_kernel,
                                         flash_prefill_kernel, flash_keys, flash_split, FLASH_KEYS, flash_form, split_halves,
                                         flash_stages, expand_kernel)
 
@@ -201,6 +201,24 @@ def test_kernels_emulated_mma_decode(shape, pos, sharp, tmp_path):
   c["cache"] = c["cache"].astype(np.float16)
   c["q_lat"], c["q_raw"] = c["q_lat"] * sharp, c["q_raw"] * sharp
   out, cache = emulate_attention(shape, c, "CUDA", tmp_path, 8, attend_mma_kernel(shape, c["scale"], c["eps"], 8))
+  ref, row = numpy_attention(shape, c)
+  assert rel_err(out, ref) < 1e-5, rel_err(out, ref)
+  check_cache(shape, c, cache, row, rtol=0)
+
+# the transposed kernel: one n8 tile of heads (TINY: 4 warps), three (MMA_DEC: 2 warps, two of the n-tiles' softmax on warp
+# 0; GLM: 8 warps), two (DSV2); the new row in the last split's second stage (TINY at 8959), sharper queries
+@pytest.mark.parametrize("shape,pos,sharp", [(TINY, 0, 1), (TINY, 200, 1), (TINY, 8959, 4), (MMA_DEC, 37, 1), (MMA_DEC, 3001, 4),
+                                             (DSV2, 600, 1), (GLM, 700, 1)],
+                         ids=lambda v: f"h{v.n_head}_kv{v.kv_lora}_r{v.qk_rope}" if isinstance(v, AttentionShape) else str(v))
+def test_kernels_emulated_mma_t_decode(shape, pos, sharp, tmp_path):
+  """attend_mma_t_kernel (the keys as the mma's M, the heads as its N) with the combine: fp32 accurate against float64 over
+  an fp16 cache, the new row written as fp16 rounds it, every head of a split from one workgroup."""
+  k = attend_mma_t_kernel(shape, 0.1, 1e-6, 8)
+  assert k.global_size[1] == 1 and k.local_size[1] == decode_mma_warps(shape)
+  c = make_case(shape, pos, max(4096, pos + 16), seed=pos + 7)
+  c["cache"] = c["cache"].astype(np.float16)
+  c["q_lat"], c["q_raw"] = c["q_lat"] * sharp, c["q_raw"] * sharp
+  out, cache = emulate_attention(shape, c, "CUDA", tmp_path, 8, attend_mma_t_kernel(shape, c["scale"], c["eps"], 8))
   ref, row = numpy_attention(shape, c)
   assert rel_err(out, ref) < 1e-5, rel_err(out, ref)
   check_cache(shape, c, cache, row, rtol=0)

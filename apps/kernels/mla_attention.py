@@ -27,7 +27,9 @@ Flash-decoding in two kernels:
 Both read pos from a 1-element int32 buffer (a source kernel gets no symbolic ints), so one capture serves every position.
 One sequence's token over an fp16 cache on the tensor cores (CUDA sm_80+) attends through attend_depth_kernel: the attend
 kernel above below decode_mma_from(s) keys, attend_mma_kernel from there (64-key stages in 196 KB of dynamic workgroup memory,
-the heads an m16 tile), chosen by the position at run time, with the same partials for the combine.
+the heads an m16 tile), chosen by the position at run time, with the same partials for the combine. 17-24 heads
+(GLM-4.7-Flash's 20) take attend_mma_t_kernel at every depth instead: the keys as the mma's M and the heads as its N (three
+n8 tiles), so one workgroup a split reads each key once where two m16 tiles of heads read it twice.
 apps/mla.py's `decode_attention_reference` is the same computation from tinygrad ops (any device), for tests and tools.
 """
 from __future__ import annotations
@@ -730,9 +732,211 @@ def attend_mma_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: in
   name = f"mla_attend_mma_h{H}_kv{KV}_r{R}" + (f"_o{kv_offset}" if kv_offset else "") + "_f16"
   return SourceKernel(name, params, body, (SPLITS, -(-H // 16), 1), (32, max(nw, warps), 1), _ROPE_LANE, smem=0 if smem else nbytes)
 
+DECODE_T_KEYS = 64   # keys a stage of the transposed kernel: 4 m16 tiles of the scores, 8 k8 steps of the values
+
+def decode_t_tiles(s: AttentionShape) -> int: return -(-s.n_head // 8)   # n8 tiles of heads (the padded heads' queries zero)
+
+def _mma_t_shared(s: AttentionShape) -> list[tuple[str, str, int]]:
+  """attend_mma_t_kernel's workgroup memory: DECODE_MMA_STAGES stages of DECODE_T_KEYS rows (fp16, padded), the warps'
+  partial scores of a stage as C fragments, P's B fragments (hi, lo) and each head's rescale."""
+  D, KS, NT = s.kv_lora + s.qk_rope, DECODE_T_KEYS, decode_t_tiles(s)
+  return [("uint4", "stage", DECODE_MMA_STAGES * KS * (D + _stage_pad(True)) // 8),
+          ("float4", "part_s", decode_mma_warps(s) * KS // 16 * NT * 32), ("float4", "pbuf", KS // 8 * NT * 32), ("float", "alpha_s", 8 * NT)]
+
+def decode_t_serves(s: AttentionShape, device: str) -> bool:
+  """attend_mma_t_kernel takes a decode token of `s` on `device`: the tensor cores, at most 3 n8 tiles of heads, its
+  workgroup memory within the device's."""
+  return has_mma(device) and decode_mma_warps(s) > 0 and 0 < decode_t_tiles(s) <= 3 and _shared_bytes(_mma_t_shared(s)) <= max_smem(device)
+
+def attend_mma_t_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: int = 0, warps: int = 0, smem: str = "") -> SourceKernel:
+  """attend_mma_kernel transposed: the keys are the mma's M (4 m16 tiles a stage) and the heads its N (n8 tiles: 20 heads
+  take 3, where two m16 tiles of heads stream every key twice), so one workgroup a split serves every head from one copy of
+  its rows. Scores^T = K . Q^T: warp w a slice of the dims, A = the stage's keys (dims 2t, 2t + 1 of a k-step one 32-bit
+  word), B = the queries (tf32 hi + lo, registers). The softmax: warp nt < NT owns n-tile nt (its lanes' heads 2t, 2t + 1
+  over keys g, g + 8 of each m-tile), the warps' parts summed, the head's max over the lanes of one t. Out^T = V^T . P^T:
+  warp w a slice of the columns (rows g, g + 8 of an m16 tile are columns 2g, 2g + 1: one word of a key row), B = P (hi + lo)
+  through workgroup memory as B fragments. The same parameters, split of the keys and partials as attend_mma_kernel."""
+  _check_shape(s, True)
+  nw, NT = decode_mma_warps(s), decode_t_tiles(s)
+  assert nw and 0 < NT <= 3 and warps in (0, *range(nw, 33)), (s, warps)
+  on = "if (w < NW) " if warps > nw else ""
+  KV, R, H = s.kv_lora, s.qk_rope, s.n_head
+  D, KS, NB = KV + R, DECODE_T_KEYS, DECODE_MMA_STAGES
+  SK, NK, MC, NM, NJ, NTW = D + _stage_pad(True), D // nw // 8, KV // nw // 16, KS // 16, KS // 8, -(-NT // nw)
+  QS, NL, NRQ, NRC = D + 8, -(-8 * NT * KV // 4 // (32 * nw)), -(-8 * NT * R // (32 * nw)), -(-D // 8 // 32)
+  assert 8 * NT * QS <= 4 * (nw * NM * NT * 32 + NJ * NT * 32), "the queries fit in part_s and pbuf"
+  split = lambda x, h, l: f"{h} = AS_FLOAT((AS_UINT({x}) + 0x1000u) & 0xffffe000u); {l} = {x} - {h};"
+  nbytes = _shared_bytes(_mma_t_shared(s))
+  body = f"""{_common(s)}
+  const int D = {D}, R = {R}, NOPE = {s.qk_nope}, HALF = {R // 2}, DQW = {D // nw}, DVW = {KV // nw}, QS = {QS}, NW = {nw}, NT = {NT};
+  const float SCALE2 = {_f32(scale * math.log2(math.e))}, EPS = {_f32(eps)};
+  int lane = LID_X, w = LID_Y, g = lane >> 2, t = lane & 3, tid = w*32 + lane, sp = GID_X;
+  cache += (long)pos[1] * D;                     // this sequence's rows of the cache
+  int t0 = sp * chunk;
+  if (t0 >= n) return;                            // no keys here (the combine skips this split too)
+  int t1 = t0 + chunk < n ? t0 + chunk : n;       // keys [t0, t1); the split that holds p ends with it
+  const GLOBAL float* cs = rope_cos + p*HALF;
+  const GLOBAL float* sn = rope_sin + p*HALF;
+  {"" if smem else "DYN_SHARED(uint4, smem_);"}
+  {_shared(_mma_t_shared(s), smem or "smem_")}
+  const uint* sw = (const uint*)stage;
+  // the stages as attend_mma_kernel's: cached rows by cp.async, rows past t1 zeros, the new row from warp 0's registers
+  int kc = t1 == n ? p : t1, hole = t1 == n ? p : -1;
+  uint4 nr[{NRC}];
+  #define NEW_ROW(c0, b) if (hole >= 0 && w == 0 && (c0) <= p && p < (c0) + {KS}) \
+    for (int i_ = 0; i_ < {NRC}; i_++) {{ int c_ = lane + 32*i_; if (c_ < {D // 8}) stage[((b)*{KS} + p - (c0))*{SK // 8} + c_] = nr[i_]; }}
+  #define LOAD_STAGE(c0, b) if ((c0) < t1{" && w < NW" if on else ""}) {{ for (int e_ = tid; e_ < {KS * D // 8}; e_ += {32 * nw}) {{ \
+    int i_ = e_ / {D // 8}, c_ = e_ % {D // 8}, key_ = (c0) + i_; uint4* d_ = &stage[((b)*{KS} + i_)*{SK // 8} + c_]; \
+    if (key_ < kc) CP_ASYNC16(d_, (const GLOBAL uint4*)(cache + (long)key_*D) + c_); else if (key_ != hole) *d_ = UINT4(0u, 0u, 0u, 0u); }} }} \
+    CP_ASYNC_COMMIT();
+  for (int s_ = 0; s_ < {NB - 1}; s_++) {{ LOAD_STAGE(t0 + s_*{KS}, s_) }}
+  // the {8 * NT} (padded) heads' queries, roped and scaled to base 2, into workgroup memory rows QS floats apart (over part_s
+  // and pbuf, free until the stages' loop), every load issued before any is used
+  float* qs = (float*)part_s;
+  {on}{{
+    float4 lat[{NL}];
+    float x0[{NRQ}], x1[{NRQ}], ca[{NRQ}], sa[{NRQ}];
+    for (int i = 0; i < {NL}; i++) {{
+      int e = tid + i*{32 * nw}; e = e < {8 * NT * KV // 4} ? e : {8 * NT * KV // 4 - 1};
+      int h = e / {KV // 4}; h = h < H ? h : H - 1;
+      lat[i] = ((const GLOBAL float4*)(q_lat + h*KV))[e % {KV // 4}];
+    }}
+    for (int i = 0; i < {NRQ}; i++) {{
+      int e = tid + i*{32 * nw}; e = e < {8 * NT * R} ? e : {8 * NT * R - 1};
+      int h = e / R, j = e % R, k = j < HALF ? j : j - HALF; h = h < H ? h : H - 1;
+      const GLOBAL float* x = q_raw + h*(NOPE + R) + NOPE;
+      x0[i] = x[2*k]; x1[i] = x[2*k + 1]; ca[i] = cs[k]; sa[i] = sn[k];
+    }}
+    if (hole >= 0 && w == 0) {{                   // the new token's row (lane's 16-byte pieces c = lane + 32i) while those load
+      const GLOBAL float* kv = kv_raw + {kv_offset};
+      float xr[{NRC}][8], ss = 0.0f;
+      for (int i = 0; i < {NRC}; i++) for (int k = 0; k < 8; k++) {{
+        int d = 8*(lane + 32*i) + k;
+        xr[i][k] = d < KV ? kv[d] : d < D ? rope_lane(kv + KV, cs, sn, d - KV, HALF) : 0.0f;
+      }}
+      for (int v = lane; v < KV; v += 32) ss += kv[v] * kv[v];   // attend_kernel's order of the sum: the same row to the bit
+      float rs = 1.0f / sqrt(WARP_SUM(ss) / (float)KV + EPS);
+      for (int i = 0; i < {NRC}; i++) {{
+        for (int k = 0; k < 8; k++) {{ int d = 8*(lane + 32*i) + k; if (d < KV) xr[i][k] = xr[i][k] * rs * kv_norm_w[d]; }}
+        nr[i] = UINT4(PACK_H2(xr[i][0], xr[i][1]), PACK_H2(xr[i][2], xr[i][3]), PACK_H2(xr[i][4], xr[i][5]), PACK_H2(xr[i][6], xr[i][7]));
+        if (lane + 32*i < {D // 8}) ((GLOBAL uint4*)(cache + (long)p*D))[lane + 32*i] = nr[i];
+      }}
+      for (int s_ = 0; s_ < {NB - 1}; s_++) {{ NEW_ROW(t0 + s_*{KS}, s_) }}
+    }}
+    for (int i = 0; i < {NL}; i++) {{
+      int e = tid + i*{32 * nw}, r = e / {KV // 4};
+      float f = r < H ? SCALE2 : 0.0f;
+      if (e < {8 * NT * KV // 4}) ((float4*)(qs + r*QS))[e % {KV // 4}] = FLOAT4(lat[i].x * f, lat[i].y * f, lat[i].z * f, lat[i].w * f);
+    }}
+    for (int i = 0; i < {NRQ}; i++) {{
+      int e = tid + i*{32 * nw}, r = e / R, j = e % R;
+      float f = r < H ? SCALE2 : 0.0f;
+      if (e < {8 * NT * R}) qs[r*QS + KV + j] = (j < HALF ? x0[i] * ca[i] - x1[i] * sa[i] : x1[i] * ca[i] + x0[i] * sa[i]) * f;
+    }}
+  }}
+  float o[{MC}][{NT}][4], mr[{NTW}][2], lr[{NTW}][2];   // this warp's columns' output; its n-tiles' heads' max and sum
+  for (int m = 0; m < {MC}; m++) for (int nt = 0; nt < {NT}; nt++) o[m][nt][0] = o[m][nt][1] = o[m][nt][2] = o[m][nt][3] = 0.0f;
+  for (int j = 0; j < {NTW}; j++) mr[j][0] = mr[j][1] = NEG, lr[j][0] = lr[j][1] = 0.0f;
+  BARRIER();                                      // the queries are in qs
+  // this warp's dims DQW*w.. of the queries as B fragments: head 8nt + g; k-step k's k index t / t + 4 is dim 8k + 2t / + 1
+  float qb[{NK}][{NT}][4];                        // hi b0, hi b1, lo b0, lo b1
+  {on}for (int k = 0; k < {NK}; k++) for (int nt = 0; nt < {NT}; nt++) {{
+    float2 a = ((const float2*)(qs + (8*nt + g)*QS + DQW*w + 8*k))[t];
+    {split("a.x", "qb[k][nt][0]", "qb[k][nt][2]")} {split("a.y", "qb[k][nt][1]", "qb[k][nt][3]")}
+  }}
+  for (int c0 = t0, b = 0; c0 < t1; c0 += {KS}, b = b + 1 < {NB} ? b + 1 : 0) {{
+    CP_ASYNC_WAIT_PENDING({NB - 2});              // this thread's copies of stage b are in
+    BARRIER();                                    // everyone's; the last stage's buffer, part_s and pbuf are free again
+    LOAD_STAGE(c0 + {(NB - 1) * KS}, (b + {NB - 1}) % {NB})
+    NEW_ROW(c0 + {(NB - 1) * KS}, (b + {NB - 1}) % {NB})
+    // partial scores^T of this warp's dims: A = keys 16m + g, + 8 (a word of dims 8k + 2t, + 1 each), B = the queries
+    {on}{{
+      float sc[{NM}][{NT}][4];
+      for (int m = 0; m < {NM}; m++) for (int nt = 0; nt < {NT}; nt++) sc[m][nt][0] = sc[m][nt][1] = sc[m][nt][2] = sc[m][nt][3] = 0.0f;
+      const uint* kr = sw + (b*{KS} + g)*{SK // 2} + DQW*w/2 + t;
+      for (int k = 0; k < {NK}; k++) for (int m = 0; m < {NM}; m++) {{
+        uint u0 = kr[16*m*{SK // 2} + 4*k], u1 = kr[(16*m + 8)*{SK // 2} + 4*k];
+        float a[4] = {{H2F_BITS(u0), H2F_BITS(u1), H2F_BITS(u0 >> 16), H2F_BITS(u1 >> 16)}};
+        for (int nt = 0; nt < {NT}; nt++) {{ MMA_TF32(sc[m][nt], a, qb[k][nt][0], qb[k][nt][1]); MMA_TF32(sc[m][nt], a, qb[k][nt][2], qb[k][nt][3]); }}
+      }}
+      for (int m = 0; m < {NM}; m++) for (int nt = 0; nt < {NT}; nt++)
+        part_s[((w*{NM} + m)*{NT} + nt)*32 + lane] = FLOAT4(sc[m][nt][0], sc[m][nt][1], sc[m][nt][2], sc[m][nt][3]);
+    }}
+    BARRIER();
+    // warp w: n-tiles nt = w, w + NW, ..., the parts summed; lane (g, t): heads 8nt + 2t, + 1 at keys c0 + 16m + g, + 8 (x,
+    // y: key g; z, w: key g + 8); the online softmax per head over the lanes of one t; P as B fragments (hi, lo) of k-step 2m
+    // (keys 16m..16m + 7) and 2m + 1, lane 4 (2t + e) + (g & 3), slot g >> 2 (b0 / b1), + 2 for lo
+    {on}for (int j = 0; j < {NTW}; j++) if (w + j*NW < NT) {{
+      int nt = w + j*NW;
+      float4 a[{NM}];
+      for (int m = 0; m < {NM}; m++) {{
+        a[m] = part_s[(m*{NT} + nt)*32 + lane];
+        for (int v = 1; v < NW; v++) {{ float4 x = part_s[((v*{NM} + m)*{NT} + nt)*32 + lane]; a[m].x += x.x; a[m].y += x.y; a[m].z += x.z; a[m].w += x.w; }}
+        int key = c0 + 16*m + g;
+        if (key >= t1) a[m].x = a[m].y = NEG;
+        if (key + 8 >= t1) a[m].z = a[m].w = NEG;
+      }}
+      float x0 = mr[j][0], x1 = mr[j][1];
+      for (int m = 0; m < {NM}; m++) {{ x0 = FMAX(x0, FMAX(a[m].x, a[m].z)); x1 = FMAX(x1, FMAX(a[m].y, a[m].w)); }}
+      for (int o_ = 4; o_ < 32; o_ <<= 1) {{ x0 = FMAX(x0, SHFL_XOR(x0, o_)); x1 = FMAX(x1, SHFL_XOR(x1, o_)); }}
+      float al0 = EXP2(mr[j][0] - x0), al1 = EXP2(mr[j][1] - x1);
+      mr[j][0] = x0; mr[j][1] = x1; lr[j][0] *= al0; lr[j][1] *= al1;
+      float* pf = (float*)pbuf;
+      for (int m = 0; m < {NM}; m++) {{
+        float pr[4] = {{EXP2(a[m].x - x0), EXP2(a[m].y - x1), EXP2(a[m].z - x0), EXP2(a[m].w - x1)}};
+        lr[j][0] += pr[0] + pr[2]; lr[j][1] += pr[1] + pr[3];
+        for (int i = 0; i < 4; i++) {{
+          float ph, pl; {split("pr[i]", "ph", "pl")}
+          int kk = 2*m + (i >> 1), l_ = 4*(2*t + (i & 1)) + (g & 3), slot = g >> 2;
+          pf[((kk*{NT} + nt)*32 + l_)*4 + slot] = ph; pf[((kk*{NT} + nt)*32 + l_)*4 + slot + 2] = pl;
+        }}
+      }}
+      if (g == 0) {{ alpha_s[8*nt + 2*t] = al0; alpha_s[8*nt + 2*t + 1] = al1; }}
+    }}
+    BARRIER();
+    // out^T = out^T * alpha + V^T . P^T over this warp's columns DVW*w..: m-tile m's rows g, g + 8 are columns 16m + 2g, + 1
+    // (word 8m + g of a key row, relative to the slice); k-step kk's k index t / t + 4 is key 8kk + t / + 4
+    {on}{{
+      for (int nt = 0; nt < {NT}; nt++) {{
+        float f0 = alpha_s[8*nt + 2*t], f1 = alpha_s[8*nt + 2*t + 1];
+        for (int m = 0; m < {MC}; m++) {{ o[m][nt][0] *= f0; o[m][nt][1] *= f1; o[m][nt][2] *= f0; o[m][nt][3] *= f1; }}
+      }}
+      const uint* vr = sw + (b*{KS} + t)*{SK // 2} + DVW*w/2 + g;
+      for (int kk = 0; kk < {NJ}; kk++) {{
+        float4 pb[{NT}];
+        for (int nt = 0; nt < {NT}; nt++) pb[nt] = pbuf[(kk*{NT} + nt)*32 + lane];
+        for (int m = 0; m < {MC}; m++) {{
+          uint u0 = vr[8*kk*{SK // 2} + 8*m], u1 = vr[(8*kk + 4)*{SK // 2} + 8*m];
+          float a[4] = {{H2F_BITS(u0), H2F_BITS(u0 >> 16), H2F_BITS(u1), H2F_BITS(u1 >> 16)}};
+          for (int nt = 0; nt < {NT}; nt++) {{ MMA_TF32(o[m][nt], a, pb[nt].x, pb[nt].y); MMA_TF32(o[m][nt], a, pb[nt].z, pb[nt].w); }}
+        }}
+      }}
+    }}
+  }}
+  #undef LOAD_STAGE
+  #undef NEW_ROW
+  if (w >= NW) return;
+  for (int j = 0; j < {NTW}; j++) if (w + j*NW < NT) {{
+    float l0 = lr[j][0], l1 = lr[j][1];
+    for (int o_ = 4; o_ < 32; o_ <<= 1) {{ l0 += SHFL_XOR(l0, o_); l1 += SHFL_XOR(l1, o_); }}
+    int h = 8*(w + j*NW) + 2*t;
+    if (g == 0 && h < H) {{ ml[2*(sp*H + h)] = mr[j][0]; ml[2*(sp*H + h) + 1] = l0; }}
+    if (g == 0 && h + 1 < H) {{ ml[2*(sp*H + h + 1)] = mr[j][1]; ml[2*(sp*H + h + 1) + 1] = l1; }}
+  }}
+  // heads 8nt + 2t, + 1 at columns DVW*w + 16m + 2g, + 1
+  for (int nt = 0; nt < {NT}; nt++) for (int m = 0; m < {MC}; m++) {{
+    int h = 8*nt + 2*t, col = DVW*w + 16*m + 2*g;
+    if (h < H) {{ part[(sp*H + h)*KV + col] = o[m][nt][0]; part[(sp*H + h)*KV + col + 1] = o[m][nt][2]; }}
+    if (h + 1 < H) {{ part[(sp*H + h + 1)*KV + col] = o[m][nt][1]; part[(sp*H + h + 1)*KV + col + 1] = o[m][nt][3]; }}
+  }}"""
+  params = _attend_params(True)
+  name = f"mla_attend_mmat_h{H}_kv{KV}_r{R}" + (f"_o{kv_offset}" if kv_offset else "") + "_f16"
+  return SourceKernel(name, params, body, (SPLITS, 1, 1), (32, max(nw, warps), 1), _ROPE_LANE, smem=0 if smem else nbytes)
+
 DECODE_MMA_FROM = (2048, 6144)   # keys from which a decode token attends on the tensor cores (attend_depth_kernel): one tile
-                                 # of 16 heads, two tiles (the model's decode at 4,096 keys, H200: 16 heads +6-8% from
-                                 # 2,048 against 6,144; GLM-4.7-Flash's 20 heads -5%)
+                                 # of 16 heads, two tiles of 25-32 (the model's decode at 4,096 keys, H200: 16 heads +6-8%
+                                 # from 2,048 against 6,144; GLM-4.7-Flash's 20 heads as two tiles -5%: they take
+                                 # attend_mma_t_kernel now)
 
 def decode_mma_from(s: AttentionShape) -> int: return DECODE_MMA_FROM[0] if s.n_head <= 16 else DECODE_MMA_FROM[1]
 
@@ -742,7 +946,7 @@ def attend_depth_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: 
   time. The tensor-core kernel costs more a launch and much less a key (H200, us a block with the combine, kernels alone, 20
   heads, two tiles, tensor cores / CUDA cores: 2,047 keys 22.7 / 16.2, 4,095 23.2 / 20.8, 32,767 54.3 / 101; one tile of 16
   heads crosses over lower: the model's decode at 4,096 keys is 6-8% faster on the tensor cores, GLM-4.7-Flash's 5% slower).
-  The launch is the CUDA-core kernel's: GLM-4.7-Flash's 20 heads take two tiles of 8 warps on the tensor cores and one workgroup of 10 warps a split on
+  The launch is the CUDA-core kernel's: 20 heads (GLM-4.7-Flash's shape, which the model gives attend_mma_t_kernel) take two tiles of 8 warps on the tensor cores and one workgroup of 10 warps a split on
   the CUDA cores (its second tile's workgroups leave at once, the tensor cores' last two warps only pass the barriers). One
   dynamic workgroup buffer holds either body's arrays."""
   keys = decode_mma_from(s) if keys is None else keys
@@ -814,9 +1018,12 @@ def kernels(s: AttentionShape, scale: float, eps: float, device: str, kv_offset:
             rows: int = 1, q_stride: int = 0, kv_stride: int = 0):
   """The custom_kernel bodies (attend, combine) for shape `s` on `device` (a CUDA or Metal device); trigger=False: without
   GRID_TRIGGER() (Fusions.trigger off); half: an fp16 cache; rows, q_stride, kv_stride: attend_kernel's. One sequence's
-  token over an fp16 cache takes attend_depth_kernel where decode_mma_serves (the tensor cores from decode_mma_from keys)."""
-  attend = attend_depth_kernel(s, scale, eps, kv_offset) if half and rows == 1 and decode_mma_serves(s, device) else \
-           attend_kernel(s, scale, eps, kv_offset, half, rows, q_stride, kv_stride)
+  token over an fp16 cache takes attend_mma_t_kernel for more than 16 heads where decode_t_serves (H200, GLM-4.7-Flash's
+  decode at 4k / 16k / 32k +2% / +16% / +24% against the depth kernel), else attend_depth_kernel where decode_mma_serves
+  (the tensor cores from decode_mma_from keys)."""
+  if half and rows == 1 and s.n_head > 16 and decode_t_serves(s, device): attend = attend_mma_t_kernel(s, scale, eps, kv_offset)
+  else: attend = attend_depth_kernel(s, scale, eps, kv_offset) if half and rows == 1 and decode_mma_serves(s, device) else \
+                 attend_kernel(s, scale, eps, kv_offset, half, rows, q_stride, kv_stride)
   return program(attend, device, trigger), program(combine_kernel(s, rows=rows), device, trigger)
 
 @cached

@@ -31,11 +31,15 @@
 # (their stall samples per instruction), 99 (the combine's loads at once, the tensor-core attend's first stage first, C: 16 heads
 # from 2,048 keys: landed), RUNS="youtu-llm-2b:f16 deepseek-v2-lite:f16" DEPTHS=4096,16384,32768 DECODE=32 PATHS71=youtu-llm-2b
 # PATH_DEPTH=3000 71 (beside llama.cpp: Youtu-LLM-2B 2.04x at 4k; DeepSeek-V2-Lite's own rows ran out).
-# Next lease, in order: 100 (GLM-4.7-Flash's 20 heads in one workgroup a split, experiments/decode-mma-t.diff: emulated, not
-# yet timed), RUNS="deepseek-v2-lite:f16 glm-4.7-flash:f16" DEPTHS=4096,16384,32768 DECODE=32 71 (beside llama.cpp, two calls on
-# one machine: the build stays), PRESETS=glm-4.7-flash,deepseek-v2-lite 84 (their prompts A B B A; GLM-4.7-Flash's 16k A B only so far),
-# 85 (chunks of 4096 for long prompts), 80 (the fp16 cache's paths at full size, three models), VARIANTS="B A" 74 (the
-# server's short chunks beside running streams), LLAMA=1 14 (start times beside llama.cpp), 52.
+# Measured 2026-12-04 (calls 102-106): PATHD=10300 VARIANTS="B A" 100 (GLM-4.7-Flash's 20 heads in one workgroup a split:
+# +2% / +16% / +24% at 4k / 16k / 32k, landed), RUNS="glm-4.7-flash:f16 deepseek-v2-lite:f16" DEPTHS=4096,16384,32768 DECODE=32
+# 71 (GLM-4.7-Flash beside llama.cpp; DeepSeek-V2-Lite's in the next call with RUNS=deepseek-v2-lite:f16), POS="2048 0" 102
+# (DeepSeek-V2-Lite's 4k prompt kernel by kernel: the routed experts' GEMMs 55-61%), then `gpu_bench --presets
+# glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b --decode 64 --prefill 512` (short context, f32) and the same of the first two
+# against a tree with decode-mma-t.diff and decode-start.diff reversed, A B A B (call106: GLM-4.7-Flash's decode -1.3%).
+# Next lease, in order: 103 (the combine at short context: predicated loads or the old loop), the routed experts' GEMM of a
+# 2048-token chunk (DeepSeek-V2-Lite's pp4096 1.16x: its gate_up at 28 TFLOPS, load imbalance across experts: not yet
+# built), PRESETS=glm-4.7-flash,deepseek-v2-lite 84, 85, 80, VARIANTS="B A" 74, LLAMA=1 14 (start times beside llama.cpp), 52.
 #   1: where a generated decode token of DeepSeek-V2-Lite and GLM-4.7-Flash goes, kernel by kernel: Nsight Compute's device
 #      times (L2 and clocks left as they run: --cache-control none --clock-control none) against the step as run in its
 #      graphs; then BEAM=2 on DeepSeek-V2-Lite's 8 slowest decode kernels (tools.beam_kernels) while the time lasts
@@ -806,8 +810,35 @@ case $1 in
        (cd $d && TINYGRAD_UPTO=$([ $v = A ] && echo 70 || echo 71) CACHEDB=/tmp/cache_$v.db timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --decode 32 --depths ${DEPTHS:-4096,16384} \
          --json "$OUT/copies_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -4)
      done ;;
+  103) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT the combine at short context: call106 measured GLM-4.7-Flash's default (f32 cache) decode after a 512-token
+     # prompt -1.3% with the combine that loads all of its splits' partials at once (16 a warp, clamped), DeepSeek-V2-Lite
+     # -0.3%. B = experiments/combine-pred.diff (the loads predicated on the splits that hold tokens), C =
+     # experiments/combine-old.diff (the loop of one split at a time). The kernels alone over an f32 cache (pred, old), then
+     # gpu_bench's short context (decode 64 after 512, prefill 512) of GLM-4.7-Flash and DeepSeek-V2-Lite in the order $VARIANTS
+     mkdir -p /tmp/var && f=apps/kernels/mla_attention.py
+     for v in pred old; do cp $f /tmp/var/$v.py && patch -s /tmp/var/$v.py < runs/2026-12-01-gen/experiments/combine-$v.diff || exit 1; done
+     tree /tmp/B combine-pred.diff && tree /tmp/C combine-old.diff || exit 1
+     for d in . /tmp/B /tmp/C; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     (synth glm-4.7-flash & synth deepseek-v2-lite & wait) > /dev/null 2>&1; echo "synthesized $(date +%T)"
+     timeout 100 python3 -m tools.bench_mla_attention --pos ${POS:-32,575,1023,2047,4095} --layers 8 --iters 20 --cache-type f32 \
+       --variants /tmp/var/pred.py,/tmp/var/old.py 2>&1 | tee "$OUT/attend_f32.txt" | grep -v '^$'
+     for v in ${VARIANTS:-A B C C B A}; do
+       d=.; [ $v = B ] && d=/tmp/B; [ $v = C ] && d=/tmp/C; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets glm-4.7-flash,deepseek-v2-lite --decode 64 --prefill 512 \
+         --json "$OUT/short_$v.$RANDOM.json" 2>&1 | grep -E '^(glm|deep).*[0-9]\.[0-9]+ +[0-9]')
+     done ;;
+  102) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # where a 4096-token prompt's time goes (DeepSeek-V2-Lite's pp4096, 1.14x llama.cpp): its two chunks of 2048 at 0 and
+     # 2048 kernel by kernel over an fp16 cache (tools.profile --target fill), $M (default deepseek-v2-lite)
+     M=${M:-deepseek-v2-lite}; synth $M; echo "synthesized $(date +%T)"
+     for pos in ${POS:-0 2048}; do
+       timeout $(($(left) - 3)) python3 -m tools.profile --model $M --target fill --chunk 2048 --pos $pos --max-context 4160 \
+         --cache-type f16 --repeat 3 --count 3 --top 12 > "$OUT/prof_${M%%-*}_$pos.txt" 2>&1
+       grep -E '\(all\)|^fill|^critical' "$OUT/prof_${M%%-*}_$pos.txt"
+     done ;;
   100) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     # EXPERIMENT experiments/decode-mma-t.diff: GLM-4.7-Flash's 20 heads on the tensor cores in one workgroup a split at every
+     # (call102; the diff landed, so this step no longer applies: history) EXPERIMENT experiments/decode-mma-t.diff: GLM-4.7-Flash's 20 heads on the tensor cores in one workgroup a split at every
      # depth (attend_mma_t_kernel: the keys the mma's M, the heads its N, 3 n8 tiles; 8 warps, 235 registers, 206 KB), where
      # the tree's depth kernel streams every key twice from 6,144 keys (two m16 tiles of heads, 256 workgroups) and runs the
      # CUDA cores below. A = the tree, B = the diff: the kernels alone over fp16 caches in one process (mmat = B's file; the
@@ -818,7 +849,7 @@ case $1 in
      synth glm-4.7-flash; echo "synthesized $(date +%T)"
      timeout 120 python3 -m tools.bench_mla_attention --pos ${POS:-32,2047,4095,8191,16383,32767} --layers 8 --iters 20 --cache-type f16 \
        --variants /tmp/var/mmat.py 2>&1 | tee "$OUT/attend_f16.txt" | grep -v '^$'
-     [ -n "$NOPATHS" ] || for dp in 3000 10300; do (cd /tmp/B && timeout 150 python3 -m tools.path_check --presets glm-4.7-flash --depth $dp \
+     [ -n "$NOPATHS" ] || for dp in ${PATHD:-3000 10300}; do (cd /tmp/B && timeout 150 python3 -m tools.path_check --presets glm-4.7-flash --depth $dp \
        --cache-type f16 --no-generated 2>&1 | tee "$OUT/paths_B_$dp.txt" | grep -v Warn | tail -1); done
      for v in ${VARIANTS:-A B B A}; do
        d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
