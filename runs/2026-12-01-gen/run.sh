@@ -37,9 +37,10 @@
 # (DeepSeek-V2-Lite's 4k prompt kernel by kernel: the routed experts' GEMMs 55-61%), then `gpu_bench --presets
 # glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b --decode 64 --prefill 512` (short context, f32) and the same of the first two
 # against a tree with decode-mma-t.diff and decode-start.diff reversed, A B A B (call106: GLM-4.7-Flash's decode -1.3%).
-# Next lease, in order: 103 (the combine at short context: predicated loads or the old loop), the routed experts' GEMM of a
-# 2048-token chunk (DeepSeek-V2-Lite's pp4096 1.16x: its gate_up at 28 TFLOPS, load imbalance across experts: not yet
-# built), PRESETS=glm-4.7-flash,deepseek-v2-lite 84, 85, 80, VARIANTS="B A" 74, LLAMA=1 14 (start times beside llama.cpp), 52.
+# Next lease, in order: 103 (the combine at short context: predicated loads or the old loop), 105 (GLM-4.7-Flash's decode
+# attend and the short context's combine under Nsight Compute, per instruction), 104 (the routed experts' GEMM
+# of a 2048-token chunk: its listing and tiles spread over more workgroups, for DeepSeek-V2-Lite's pp4096 1.16x),
+# PRESETS=glm-4.7-flash,deepseek-v2-lite 84, 85, 80, VARIANTS="B A" 74, LLAMA=1 14 (start times beside llama.cpp), 52.
 #   1: where a generated decode token of DeepSeek-V2-Lite and GLM-4.7-Flash goes, kernel by kernel: Nsight Compute's device
 #      times (L2 and clocks left as they run: --cache-control none --clock-control none) against the step as run in its
 #      graphs; then BEAM=2 on DeepSeek-V2-Lite's 8 slowest decode kernels (tools.beam_kernels) while the time lasts
@@ -809,6 +810,42 @@ case $1 in
        d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $(date +%T)"
        (cd $d && TINYGRAD_UPTO=$([ $v = A ] && echo 70 || echo 71) CACHEDB=/tmp/cache_$v.db timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --decode 32 --depths ${DEPTHS:-4096,16384} \
          --json "$OUT/copies_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -4)
+     done ;;
+  105) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # inside GLM-4.7-Flash's decode attend over an fp16 cache (attend_mma_t_kernel: 37.6 us a block at 32k with the combine
+     # where 16 heads take 29; 2x llama.cpp at 32k needs ~3.6 ms a token against 3.97) and the combine over an f32 cache at a
+     # short context (call106: -1.3%), the kernels alone: step 98's Nsight Compute full set and per-instruction stall samples
+     for t in "4095 mla_attend_mmat_h20 --cache-type f16" "32767 mla_attend_mmat_h20 --cache-type f16" "575 mla_combine_h20 --cache-type f32"; do
+       set -- $t; pos=$1 k=$2; shift 2; tag=${k#mla_}_$pos
+       timeout $(( ($(left) - 5) / 2 )) ncu --set full --import-source yes --clock-control none --cache-control none --launch-skip 2 \
+         --launch-count 1 --kernel-name regex:"$k" -o /tmp/rep_$tag python3 -m tools.bench_mla_attention --pos $pos --layers 1 --iters 1 \
+         "$@" > /tmp/ncu_$tag.log 2>&1
+       ncu -i /tmp/rep_$tag.ncu-rep --page details > "$OUT/ncu_$tag.txt" 2>&1
+       ncu -i /tmp/rep_$tag.ncu-rep --page source --csv --print-source sass > /tmp/src_$tag.csv 2>&1
+       echo "-- $tag $(date +%T)"; grep -E "Duration|Issue Slots Busy|Warp Cycles Per Issued|Eligible Warps|Registers Per" "$OUT/ncu_$tag.txt" | head -6
+       python3 -m tools.ncu_source /tmp/src_$tag.csv --top 30 2>&1 | tee "$OUT/hot_$tag.txt" | head -40
+     done ;;
+  104) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT a chunk's routed-expert GEMM (DeepSeek-V2-Lite's pp4096, call104: its gate_up 2.5-2.8 ms a layer at 2048
+     # tokens, ~1.7x the dense block's time a tile): experiments/experts-list.diff lists an expert's entries a thread a run
+     # of them (sel's loads in flight at once, one barrier; the scan took 96 rounds of a load and two barriers at 12,288
+     # entries) and spreads an expert band's tiles over EXPERT_TILE_SLOTS workgroups. A = the tree, B = the diff (1 slot),
+     # C = 2 slots, D = 4. The routed products alone (bench_gemm, 2048 tokens, uniform routing), then the 4k prompts of
+     # DeepSeek-V2-Lite and GLM-4.7-Flash over an fp16 cache in the order $VARIANTS
+     tree /tmp/B experts-list.diff && tree /tmp/C experts-list.diff && tree /tmp/D experts-list.diff || exit 1
+     sed -i 's/^EXPERT_TILE_SLOTS = 1 /EXPERT_TILE_SLOTS = 2 /' /tmp/C/apps/kernels/gemm.py
+     sed -i 's/^EXPERT_TILE_SLOTS = 1 /EXPERT_TILE_SLOTS = 4 /' /tmp/D/apps/kernels/gemm.py
+     grep -c '^EXPERT_TILE_SLOTS = [24] ' /tmp/C/apps/kernels/gemm.py /tmp/D/apps/kernels/gemm.py
+     for d in . /tmp/B /tmp/C /tmp/D; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     (synth deepseek-v2-lite & synth glm-4.7-flash & wait) > /dev/null 2>&1; echo "synthesized $(date +%T)"
+     for v in A B C D; do
+       d=.; [ $v != A ] && d=/tmp/$v; echo "-- gemm $v $(date +%T)"
+       (cd $d && timeout 60 python3 -m tools.bench_gemm --tokens 2048 --models dsv2,glm --only gate_up_exps,down_exps 2>&1 | tail -6)
+     done
+     for v in ${VARIANTS:-A B C C B A}; do
+       d=.; [ $v != A ] && d=/tmp/$v; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets deepseek-v2-lite,glm-4.7-flash --cache-type f16 --decode 8 \
+         --depths 4096 --json "$OUT/experts_$v.$RANDOM.json" 2>&1 | grep -E '^(glm|deep).*[0-9]\.[0-9]+ +[0-9]')
      done ;;
   103) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT the combine at short context: call106 measured GLM-4.7-Flash's default (f32 cache) decode after a 512-token
