@@ -40,6 +40,8 @@
 # Next lease, in order: 103 (the combine at short context: predicated loads or the old loop), 105 (GLM-4.7-Flash's decode
 # attend and the short context's combine under Nsight Compute, per instruction), 104 (the routed experts' GEMM
 # of a 2048-token chunk: its listing and tiles spread over more workgroups, for DeepSeek-V2-Lite's pp4096 1.16x),
+# DIFF=experts-split-picks.diff PRESETS=deepseek-v2-lite,glm-4.7-flash BATCH=4,8 49 (a batched step's routed experts on the
+# split GEMM from 48 picks: DeepSeek-V2-Lite's 8 sequences, not GLM-4.7-Flash's; emulated and the seam's rule checked),
 # PRESETS=glm-4.7-flash,deepseek-v2-lite 84, 85, 80, VARIANTS="B A" 74, LLAMA=1 14 (start times beside llama.cpp), 52.
 #   1: where a generated decode token of DeepSeek-V2-Lite and GLM-4.7-Flash goes, kernel by kernel: Nsight Compute's device
 #      times (L2 and clocks left as they run: --cache-control none --clock-control none) against the step as run in its
