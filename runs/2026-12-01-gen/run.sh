@@ -37,8 +37,9 @@
 # (DeepSeek-V2-Lite's 4k prompt kernel by kernel: the routed experts' GEMMs 55-61%), then `gpu_bench --presets
 # glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b --decode 64 --prefill 512` (short context, f32) and the same of the first two
 # against a tree with decode-mma-t.diff and decode-start.diff reversed, A B A B (call106: GLM-4.7-Flash's decode -1.3%).
-# Next lease, in order: 103 (the combine at short context: predicated loads or the old loop), 105 (GLM-4.7-Flash's decode
-# attend and the short context's combine under Nsight Compute, per instruction), 104 (the routed experts' GEMM
+# Next lease, in order: 103 (the combine at short context: predicated loads or the old loop), 106 (keys a decode split
+# takes at least: 8, 32, 64), 105 (GLM-4.7-Flash's decode attend and the short context's combine under Nsight Compute, per
+# instruction), 104 (the routed experts' GEMM
 # of a 2048-token chunk: its listing and tiles spread over more workgroups, for DeepSeek-V2-Lite's pp4096 1.16x),
 # DIFF=experts-split-picks.diff PRESETS=deepseek-v2-lite,glm-4.7-flash BATCH=4,8 49 (a batched step's routed experts on the
 # split GEMM from 48 picks: DeepSeek-V2-Lite's 8 sequences, not GLM-4.7-Flash's; emulated and the seam's rule checked),
@@ -812,6 +813,30 @@ case $1 in
        d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $(date +%T)"
        (cd $d && TINYGRAD_UPTO=$([ $v = A ] && echo 70 || echo 71) CACHEDB=/tmp/cache_$v.db timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --decode 32 --depths ${DEPTHS:-4096,16384} \
          --json "$OUT/copies_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -4)
+     done ;;
+  106) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT keys a decode split takes at least (MIN_CHUNK, 8: every split of a context below 1,024 keys holds 8 keys, so
+     # after 576 keys 72 workgroups each attend 8 keys and write 20 heads x 512 floats of partials (2.9 MB, the f32 cache's
+     # rows 1.3 MB) that the combine reads back; attend_mma_t_kernel's 64-key stage runs a fourth full below 8,192 keys).
+     # mc32 / mc64: MIN_CHUNK 32 / 64 (attend and combine share it). The kernels alone over f32 and f16 caches (both shapes),
+     # then the short context (f32, decode 64 after 512) of $PRESETS in the order $VARIANTS (A = the tree, B = mc32, C = mc64),
+     # then their decode at 4,096 over an fp16 cache, A C C A
+     mkdir -p /tmp/var && f=apps/kernels/mla_attention.py
+     for m in 32 64; do sed "s/^MIN_CHUNK = 8 /MIN_CHUNK = $m /" $f > /tmp/var/mc$m.py; grep -c "^MIN_CHUNK = $m " /tmp/var/mc$m.py; done
+     tree /tmp/B && cp /tmp/var/mc32.py /tmp/B/$f && tree /tmp/C && cp /tmp/var/mc64.py /tmp/C/$f || exit 1
+     for d in . /tmp/B /tmp/C; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     P=${PRESETS:-glm-4.7-flash,deepseek-v2-lite}; (for m in ${P//,/ }; do synth $m & done; wait) > /dev/null 2>&1; echo "synthesized $(date +%T)"
+     timeout 150 python3 -m tools.bench_mla_attention --pos ${POS:-32,575,2047,4095,8191} --layers 8 --iters 20 --cache-type f32,f16 \
+       --variants /tmp/var/mc32.py,/tmp/var/mc64.py 2>&1 | tee "$OUT/attend_mc.txt" | grep -v '^$'
+     for v in ${VARIANTS:-A B C C B A}; do
+       d=.; [ $v != A ] && d=/tmp/$v; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --decode 64 --prefill 512 \
+         --json "$OUT/mc_short_$v.$RANDOM.json" 2>&1 | grep -E '^(glm|deep|youtu).*[0-9]\.[0-9]+ +[0-9]')
+     done
+     for v in A C C A; do
+       d=.; [ $v != A ] && d=/tmp/$v; echo "-- 4k $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --cache-type f16 --decode 32 --depths 4096 \
+         --json "$OUT/mc_4k_$v.$RANDOM.json" 2>&1 | grep -E '^(glm|deep|youtu).*[0-9]\.[0-9]+ +[0-9]')
      done ;;
   105) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # inside GLM-4.7-Flash's decode attend over an fp16 cache (attend_mma_t_kernel: 37.6 us a block at 32k with the combine
