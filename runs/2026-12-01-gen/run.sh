@@ -817,7 +817,7 @@ case $1 in
   106) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT keys a decode split takes at least (MIN_CHUNK, 8: every split of a context below 1,024 keys holds 8 keys, so
      # after 576 keys 72 workgroups each attend 8 keys and write 20 heads x 512 floats of partials (2.9 MB, the f32 cache's
-     # rows 1.3 MB) that the combine reads back; attend_mma_t_kernel's 64-key stage runs a fourth full below 8,192 keys).
+     # rows 1.3 MB) that the combine reads back; attend_mma_t_kernel's 64-key stages run part full below 8,192 keys).
      # mc32 / mc64: MIN_CHUNK 32 / 64 (attend and combine share it). The kernels alone over f32 and f16 caches (both shapes),
      # then the short context (f32, decode 64 after 512) of $PRESETS in the order $VARIANTS (A = the tree, B = mc32, C = mc64),
      # then their decode at 4,096 over an fp16 cache, A C C A
