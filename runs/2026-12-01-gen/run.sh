@@ -841,7 +841,8 @@ case $1 in
   105) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # inside GLM-4.7-Flash's decode attend over an fp16 cache (attend_mma_t_kernel: 37.6 us a block at 32k with the combine
      # where 16 heads take 29; 2x llama.cpp at 32k needs ~3.6 ms a token against 3.97) and the combine over an f32 cache at a
-     # short context (call106: -1.3%), the kernels alone: step 98's Nsight Compute full set and per-instruction stall samples
+     # short context (call106: -1.3%), the kernels alone: step 98's Nsight Compute full set and per-instruction stall samples;
+     # then the routed and a dense GEMM of a 2048-token chunk the same way
      for t in "4095 mla_attend_mmat_h20 --cache-type f16" "32767 mla_attend_mmat_h20 --cache-type f16" "575 mla_combine_h20 --cache-type f32"; do
        set -- $t; pos=$1 k=$2; shift 2; tag=${k#mla_}_$pos
        timeout $(( ($(left) - 5) / 2 )) ncu --set full --import-source yes --clock-control none --cache-control none --launch-skip 2 \
@@ -851,6 +852,18 @@ case $1 in
        ncu -i /tmp/rep_$tag.ncu-rep --page source --csv --print-source sass > /tmp/src_$tag.csv 2>&1
        echo "-- $tag $(date +%T)"; grep -E "Duration|Issue Slots Busy|Warp Cycles Per Issued|Eligible Warps|Registers Per" "$OUT/ncu_$tag.txt" | head -6
        python3 -m tools.ncu_source /tmp/src_$tag.csv --top 30 2>&1 | tee "$OUT/hot_$tag.txt" | head -40
+     done
+     # and a 2048-token chunk's routed gate_up (DeepSeek-V2-Lite's: ~3.2 us a step of a tile, call104) beside a dense one's
+     # (Youtu-LLM-2B's: the same tile, ~1.9 us a step in DeepSeek-V2-Lite's dense block), bench_gemm's uniform routing
+     for t in "dsv2 gate_up_exps gemm_mma_q4_0_2048_1408_2048_e64_j6_glu" "youtu gate_up gemm_mma_q4_0_2048_6144_2048_glu"; do
+       set -- $t; tag=gemm_$1_$2
+       timeout $(( ($(left) - 5) / 2 )) ncu --set full --import-source yes --clock-control none --cache-control none --launch-skip 2 \
+         --launch-count 1 --kernel-name regex:"$3" -o /tmp/rep_$tag python3 -m tools.bench_gemm --tokens 2048 --models $1 --only $2 \
+         --iters 2 > /tmp/ncu_$tag.log 2>&1
+       ncu -i /tmp/rep_$tag.ncu-rep --page details > "$OUT/ncu_$tag.txt" 2>&1
+       ncu -i /tmp/rep_$tag.ncu-rep --page source --csv --print-source sass > /tmp/src_$tag.csv 2>&1
+       echo "-- $tag $(date +%T)"; grep -E "Duration|Issue Slots Busy|Warp Cycles Per Issued|Eligible Warps|Registers Per|L2 Hit|DRAM Through" "$OUT/ncu_$tag.txt" | head -8
+       python3 -m tools.ncu_source /tmp/src_$tag.csv --top 20 2>&1 | tee "$OUT/hot_$tag.txt" | head -25
      done ;;
   104) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT a chunk's routed-expert GEMM (DeepSeek-V2-Lite's pp4096, call104: its gate_up 2.5-2.8 ms a layer at 2048
