@@ -549,6 +549,47 @@ def decode_mma_serves_shape(s: AttentionShape) -> bool:
   the CUDA-core kernel has (the depth kernel launches the latter's; the -tiny presets' 4 heads: 2 warps, not served)."""
   return s.n_head <= 32 and 0 < decode_mma_warps(s) <= s.n_head // s.heads_per_warp
 
+_SPLIT_KEYS = """  cache += (long)pos[1] * D;                     // this sequence's rows of the cache
+  int t0 = sp * chunk;
+  if (t0 >= n) return;                            // no keys here (the combine skips this split too)
+  int t1 = t0 + chunk < n ? t0 + chunk : n;       // keys [t0, t1); the split that holds p ends with it
+  const GLOBAL float* cs = rope_cos + p*HALF;
+  const GLOBAL float* sn = rope_sin + p*HALF;"""   # a decode tensor-core kernel's split of the keys and the new token's angles
+
+def _stage_macros(KS: int, D: int, SK: int, NRC: int, nw: int, on: str) -> str:
+  """The decode tensor-core kernels' stages of KS key rows (SK halves apart): LOAD_STAGE(c0, b) copies rows c0.. of the split
+  by cp.async (one commit group a stage), rows past t1 zeros (no NaN of stale memory reaches P . V); NEW_ROW(c0, b) puts the
+  last split's key p, the new token's row, into the stage that holds it from warp 0's registers (nr), so no stage waits for
+  the row to reach memory and come back."""
+  return f"""  int kc = t1 == n ? p : t1, hole = t1 == n ? p : -1;
+  uint4 nr[{NRC}];
+  #define NEW_ROW(c0, b) if (hole >= 0 && w == 0 && (c0) <= p && p < (c0) + {KS}) \
+    for (int i_ = 0; i_ < {NRC}; i_++) {{ int c_ = lane + 32*i_; if (c_ < {D // 8}) stage[((b)*{KS} + p - (c0))*{SK // 8} + c_] = nr[i_]; }}
+  #define LOAD_STAGE(c0, b) if ((c0) < t1{" && w < NW" if on else ""}) {{ for (int e_ = tid; e_ < {KS * D // 8}; e_ += {32 * nw}) {{ \
+    int i_ = e_ / {D // 8}, c_ = e_ % {D // 8}, key_ = (c0) + i_; uint4* d_ = &stage[((b)*{KS} + i_)*{SK // 8} + c_]; \
+    if (key_ < kc) CP_ASYNC16(d_, (const GLOBAL uint4*)(cache + (long)key_*D) + c_); else if (key_ != hole) *d_ = UINT4(0u, 0u, 0u, 0u); }} }} \
+    CP_ASYNC_COMMIT();"""
+
+def _new_row(kv_offset: int, D: int, NRC: int, NB: int, KS: int) -> str:
+  """Warp 0 of the split that holds p computes the new token's row (kv_a's latent normed and its rope part roped, fp16 in
+  nr: lane's 16-byte pieces c = lane + 32i) while the queries load, stores it to the cache and into the stages loaded so far."""
+  return f"""    if (hole >= 0 && w == 0) {{                   // the new token's row (lane's 16-byte pieces c = lane + 32i) while those load
+      const GLOBAL float* kv = kv_raw + {kv_offset};
+      float xr[{NRC}][8], ss = 0.0f;
+      for (int i = 0; i < {NRC}; i++) for (int k = 0; k < 8; k++) {{
+        int d = 8*(lane + 32*i) + k;
+        xr[i][k] = d < KV ? kv[d] : d < D ? rope_lane(kv + KV, cs, sn, d - KV, HALF) : 0.0f;
+      }}
+      for (int v = lane; v < KV; v += 32) ss += kv[v] * kv[v];   // attend_kernel's order of the sum: the same row to the bit
+      float rs = 1.0f / sqrt(WARP_SUM(ss) / (float)KV + EPS);
+      for (int i = 0; i < {NRC}; i++) {{
+        for (int k = 0; k < 8; k++) {{ int d = 8*(lane + 32*i) + k; if (d < KV) xr[i][k] = xr[i][k] * rs * kv_norm_w[d]; }}
+        nr[i] = UINT4(PACK_H2(xr[i][0], xr[i][1]), PACK_H2(xr[i][2], xr[i][3]), PACK_H2(xr[i][4], xr[i][5]), PACK_H2(xr[i][6], xr[i][7]));
+        if (lane + 32*i < {D // 8}) ((GLOBAL uint4*)(cache + (long)p*D))[lane + 32*i] = nr[i];
+      }}
+      for (int s_ = 0; s_ < {NB - 1}; s_++) {{ NEW_ROW(t0 + s_*{KS}, s_) }}
+    }}"""
+
 def attend_mma_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: int = 0, warps: int = 0, smem: str = "") -> SourceKernel:
   """attend_kernel (one sequence, an fp16 cache) on the tensor cores: the same parameters, split of the keys and partials,
   so combine_kernel takes them as they are. A workgroup is a split x a tile of 16 heads (grid y: more heads, more tiles,
@@ -583,26 +624,14 @@ def attend_mma_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: in
   const float SCALE2 = {_f32(scale * math.log2(math.e))}, EPS = {_f32(eps)};
   int lane = LID_X, w = LID_Y, g = lane >> 2, t = lane & 3, tid = w*32 + lane, sp = GID_X, h0 = GID_Y*16;
   int ha = h0 + g, hb = ha + 8;
-  cache += (long)pos[1] * D;                     // this sequence's rows of the cache
-  int t0 = sp * chunk;
-  if (t0 >= n) return;                            // no keys here (the combine skips this split too)
-  int t1 = t0 + chunk < n ? t0 + chunk : n;       // keys [t0, t1); the split that holds p ends with it
-  const GLOBAL float* cs = rope_cos + p*HALF;
-  const GLOBAL float* sn = rope_sin + p*HALF;
+{_SPLIT_KEYS}
   {"" if smem else "DYN_SHARED(uint4, smem_);"}
   {_shared(_mma_decode_shared(s), smem or "smem_")}
   const uint* sw = (const uint*)stage;
   // stage b <- key rows c0..c0 + {KS - 1}, 16 bytes a copy: the cached rows by cp.async (one commit group a stage), rows past
   // t1 zeros (masked out of the softmax: no NaN of stale memory reaches P . V), and the last split's key p, the new token's
   // row, from warp 0's registers (nr) as it goes to the cache: no stage waits for the row to reach memory and come back
-  int kc = t1 == n ? p : t1, hole = t1 == n ? p : -1;
-  uint4 nr[{NRC}];
-  #define NEW_ROW(c0, b) if (hole >= 0 && w == 0 && (c0) <= p && p < (c0) + {KS}) \
-    for (int i_ = 0; i_ < {NRC}; i_++) {{ int c_ = lane + 32*i_; if (c_ < {D // 8}) stage[((b)*{KS} + p - (c0))*{SK // 8} + c_] = nr[i_]; }}
-  #define LOAD_STAGE(c0, b) if ((c0) < t1{" && w < NW" if on else ""}) {{ for (int e_ = tid; e_ < {KS * D // 8}; e_ += {32 * nw}) {{ \
-    int i_ = e_ / {D // 8}, c_ = e_ % {D // 8}, key_ = (c0) + i_; uint4* d_ = &stage[((b)*{KS} + i_)*{SK // 8} + c_]; \
-    if (key_ < kc) CP_ASYNC16(d_, (const GLOBAL uint4*)(cache + (long)key_*D) + c_); else if (key_ != hole) *d_ = UINT4(0u, 0u, 0u, 0u); }} }} \
-    CP_ASYNC_COMMIT();
+{_stage_macros(KS, D, SK, NRC, nw, on)}
   for (int s_ = 0; s_ < {NB - 1}; s_++) {{ LOAD_STAGE(t0 + s_*{KS}, s_) }}
   // the tile's 16 queries (roped, scaled to base 2) into workgroup memory, rows QS floats apart (over part_s and pbuf, free
   // until the stages' loop). Every load is issued before any is used (the latent part as float4s, the rope part's pairs
@@ -622,22 +651,7 @@ def attend_mma_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: in
       const GLOBAL float* x = q_raw + h*(NOPE + R) + NOPE;
       x0[i] = x[2*k]; x1[i] = x[2*k + 1]; ca[i] = cs[k]; sa[i] = sn[k];
     }}
-    if (hole >= 0 && w == 0) {{                   // the new token's row (lane's 16-byte pieces c = lane + 32i) while those load
-      const GLOBAL float* kv = kv_raw + {kv_offset};
-      float xr[{NRC}][8], ss = 0.0f;
-      for (int i = 0; i < {NRC}; i++) for (int k = 0; k < 8; k++) {{
-        int d = 8*(lane + 32*i) + k;
-        xr[i][k] = d < KV ? kv[d] : d < D ? rope_lane(kv + KV, cs, sn, d - KV, HALF) : 0.0f;
-      }}
-      for (int v = lane; v < KV; v += 32) ss += kv[v] * kv[v];   // attend_kernel's order of the sum: the same row to the bit
-      float rs = 1.0f / sqrt(WARP_SUM(ss) / (float)KV + EPS);
-      for (int i = 0; i < {NRC}; i++) {{
-        for (int k = 0; k < 8; k++) {{ int d = 8*(lane + 32*i) + k; if (d < KV) xr[i][k] = xr[i][k] * rs * kv_norm_w[d]; }}
-        nr[i] = UINT4(PACK_H2(xr[i][0], xr[i][1]), PACK_H2(xr[i][2], xr[i][3]), PACK_H2(xr[i][4], xr[i][5]), PACK_H2(xr[i][6], xr[i][7]));
-        if (lane + 32*i < {D // 8}) ((GLOBAL uint4*)(cache + (long)p*D))[lane + 32*i] = nr[i];
-      }}
-      for (int s_ = 0; s_ < {NB - 1}; s_++) {{ NEW_ROW(t0 + s_*{KS}, s_) }}
-    }}
+{_new_row(kv_offset, D, NRC, NB, KS)}
     for (int i = 0; i < {NL}; i++) {{
       int e = tid + i*{32 * nw}, r = e / {KV // 4};
       float f = h0 + r < H ? SCALE2 : 0.0f;
@@ -771,24 +785,12 @@ def attend_mma_t_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: 
   const int D = {D}, R = {R}, NOPE = {s.qk_nope}, HALF = {R // 2}, DQW = {D // nw}, DVW = {KV // nw}, QS = {QS}, NW = {nw}, NT = {NT};
   const float SCALE2 = {_f32(scale * math.log2(math.e))}, EPS = {_f32(eps)};
   int lane = LID_X, w = LID_Y, g = lane >> 2, t = lane & 3, tid = w*32 + lane, sp = GID_X;
-  cache += (long)pos[1] * D;                     // this sequence's rows of the cache
-  int t0 = sp * chunk;
-  if (t0 >= n) return;                            // no keys here (the combine skips this split too)
-  int t1 = t0 + chunk < n ? t0 + chunk : n;       // keys [t0, t1); the split that holds p ends with it
-  const GLOBAL float* cs = rope_cos + p*HALF;
-  const GLOBAL float* sn = rope_sin + p*HALF;
+{_SPLIT_KEYS}
   {"" if smem else "DYN_SHARED(uint4, smem_);"}
   {_shared(_mma_t_shared(s), smem or "smem_")}
   const uint* sw = (const uint*)stage;
   // the stages as attend_mma_kernel's: cached rows by cp.async, rows past t1 zeros, the new row from warp 0's registers
-  int kc = t1 == n ? p : t1, hole = t1 == n ? p : -1;
-  uint4 nr[{NRC}];
-  #define NEW_ROW(c0, b) if (hole >= 0 && w == 0 && (c0) <= p && p < (c0) + {KS}) \
-    for (int i_ = 0; i_ < {NRC}; i_++) {{ int c_ = lane + 32*i_; if (c_ < {D // 8}) stage[((b)*{KS} + p - (c0))*{SK // 8} + c_] = nr[i_]; }}
-  #define LOAD_STAGE(c0, b) if ((c0) < t1{" && w < NW" if on else ""}) {{ for (int e_ = tid; e_ < {KS * D // 8}; e_ += {32 * nw}) {{ \
-    int i_ = e_ / {D // 8}, c_ = e_ % {D // 8}, key_ = (c0) + i_; uint4* d_ = &stage[((b)*{KS} + i_)*{SK // 8} + c_]; \
-    if (key_ < kc) CP_ASYNC16(d_, (const GLOBAL uint4*)(cache + (long)key_*D) + c_); else if (key_ != hole) *d_ = UINT4(0u, 0u, 0u, 0u); }} }} \
-    CP_ASYNC_COMMIT();
+{_stage_macros(KS, D, SK, NRC, nw, on)}
   for (int s_ = 0; s_ < {NB - 1}; s_++) {{ LOAD_STAGE(t0 + s_*{KS}, s_) }}
   // the {8 * NT} (padded) heads' queries, roped and scaled to base 2, into workgroup memory rows QS floats apart (over part_s
   // and pbuf, free until the stages' loop), every load issued before any is used
@@ -807,22 +809,7 @@ def attend_mma_t_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: 
       const GLOBAL float* x = q_raw + h*(NOPE + R) + NOPE;
       x0[i] = x[2*k]; x1[i] = x[2*k + 1]; ca[i] = cs[k]; sa[i] = sn[k];
     }}
-    if (hole >= 0 && w == 0) {{                   // the new token's row (lane's 16-byte pieces c = lane + 32i) while those load
-      const GLOBAL float* kv = kv_raw + {kv_offset};
-      float xr[{NRC}][8], ss = 0.0f;
-      for (int i = 0; i < {NRC}; i++) for (int k = 0; k < 8; k++) {{
-        int d = 8*(lane + 32*i) + k;
-        xr[i][k] = d < KV ? kv[d] : d < D ? rope_lane(kv + KV, cs, sn, d - KV, HALF) : 0.0f;
-      }}
-      for (int v = lane; v < KV; v += 32) ss += kv[v] * kv[v];   // attend_kernel's order of the sum: the same row to the bit
-      float rs = 1.0f / sqrt(WARP_SUM(ss) / (float)KV + EPS);
-      for (int i = 0; i < {NRC}; i++) {{
-        for (int k = 0; k < 8; k++) {{ int d = 8*(lane + 32*i) + k; if (d < KV) xr[i][k] = xr[i][k] * rs * kv_norm_w[d]; }}
-        nr[i] = UINT4(PACK_H2(xr[i][0], xr[i][1]), PACK_H2(xr[i][2], xr[i][3]), PACK_H2(xr[i][4], xr[i][5]), PACK_H2(xr[i][6], xr[i][7]));
-        if (lane + 32*i < {D // 8}) ((GLOBAL uint4*)(cache + (long)p*D))[lane + 32*i] = nr[i];
-      }}
-      for (int s_ = 0; s_ < {NB - 1}; s_++) {{ NEW_ROW(t0 + s_*{KS}, s_) }}
-    }}
+{_new_row(kv_offset, D, NRC, NB, KS)}
     for (int i = 0; i < {NL}; i++) {{
       int e = tid + i*{32 * nw}, r = e / {KV // 4};
       float f = r < H ? SCALE2 : 0.0f;
