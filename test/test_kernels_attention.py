@@ -604,6 +604,23 @@ def test_cuda_compile_and_jit():
   assert "PREFILL" in out, out
   assert [int(l.split()[1]) for l in out.splitlines() if l.startswith("PREFILL512")] == [1, 1], out   # one split: no combine
 
+CHOICE_SCRIPT = r"""
+import apps
+from tinygrad import Device
+import apps.kernels.mla_attention as M
+M.program = lambda k, device, trigger=True: k.name   # the kernels chosen, by name
+for H, nope, half in ((20, 192, True), (16, 128, True), (20, 192, False)):
+  print("ATTEND", H, half, M.kernels(M.AttentionShape(H, 512, nope, 64), 0.07, 1e-6, Device.DEFAULT, half=half)[0])
+"""
+
+@needs_nvcc
+def test_decode_kernel_choice_on_sm90():
+  """sm_90, one sequence: 20 heads over an fp16 cache take the transposed tensor-core kernel at every depth, 16 heads the
+  depth kernel (CUDA cores, then tensor cores from 2,048 keys), an fp32 cache the CUDA cores."""
+  out = run_nvcc_script(CHOICE_SCRIPT)
+  assert out.splitlines() == ["ATTEND 20 True mla_attend_mmat_h20_kv512_r64_f16", "ATTEND 16 True mla_attend_h16_kv512_r64_f16_mma2048",
+                              "ATTEND 20 False mla_attend_h20_kv512_r64"], out
+
 def test_bad_input_is_a_clear_error():
   with pytest.raises(ValueError, match="multiples of 4"): attend_kernel(AttentionShape(4, 66, 8, 16), 0.1, 1e-6)
   c = make_case(SMALL, 3, 16)
