@@ -197,13 +197,20 @@ def test_kernels_emulated_mma_decode(shape, pos, sharp, tmp_path):
   accurate against float64 over an fp16 cache (queries and weights as tf32 hi + lo), the new row written as fp16 rounds it."""
   assert decode_mma_warps(TINY) == 4 and decode_mma_warps(MMA_DEC) == 2 and decode_mma_warps(DSV2) == 8 and decode_mma_warps(ODD) == 0
   assert DECODE_MMA_KEYS == 64 and -(-(20001 // SPLITS + 1) // DECODE_MMA_KEYS) == 3
+  check_fp16_decode(shape, pos, sharp, attend_mma_kernel, tmp_path)
+
+def check_fp16_decode(shape, pos, sharp, build, tmp_path):
+  """The decode kernel `build(shape, scale, eps, kv_offset)` with the combine over an fp16 cache, emulated: fp32 accurate
+  against float64 (queries x sharp), the new row written as fp16 rounds it."""
   c = make_case(shape, pos, max(4096, pos + 16), seed=pos + 7)
   c["cache"] = c["cache"].astype(np.float16)
   c["q_lat"], c["q_raw"] = c["q_lat"] * sharp, c["q_raw"] * sharp
-  out, cache = emulate_attention(shape, c, "CUDA", tmp_path, 8, attend_mma_kernel(shape, c["scale"], c["eps"], 8))
+  k = build(shape, c["scale"], c["eps"], 8)
+  out, cache = emulate_attention(shape, c, "CUDA", tmp_path, 8, k)
   ref, row = numpy_attention(shape, c)
   assert rel_err(out, ref) < 1e-5, rel_err(out, ref)
   check_cache(shape, c, cache, row, rtol=0)
+  return k
 
 # the transposed kernel: one n8 tile of heads (TINY: 4 warps), three (MMA_DEC: 2 warps, two of the n-tiles' softmax on warp
 # 0; GLM: 8 warps), two (DSV2); the new row in the last split's second stage (TINY at 8959), sharper queries
@@ -213,15 +220,8 @@ def test_kernels_emulated_mma_decode(shape, pos, sharp, tmp_path):
 def test_kernels_emulated_mma_t_decode(shape, pos, sharp, tmp_path):
   """attend_mma_t_kernel (the keys as the mma's M, the heads as its N) with the combine: fp32 accurate against float64 over
   an fp16 cache, the new row written as fp16 rounds it, every head of a split from one workgroup."""
-  k = attend_mma_t_kernel(shape, 0.1, 1e-6, 8)
+  k = check_fp16_decode(shape, pos, sharp, attend_mma_t_kernel, tmp_path)
   assert k.global_size[1] == 1 and k.local_size[1] == decode_mma_warps(shape)
-  c = make_case(shape, pos, max(4096, pos + 16), seed=pos + 7)
-  c["cache"] = c["cache"].astype(np.float16)
-  c["q_lat"], c["q_raw"] = c["q_lat"] * sharp, c["q_raw"] * sharp
-  out, cache = emulate_attention(shape, c, "CUDA", tmp_path, 8, attend_mma_t_kernel(shape, c["scale"], c["eps"], 8))
-  ref, row = numpy_attention(shape, c)
-  assert rel_err(out, ref) < 1e-5, rel_err(out, ref)
-  check_cache(shape, c, cache, row, rtol=0)
 
 def test_mma_decode_shared_memory():
   """The models' 16 heads: two stages of 64 rows of 576 halves and the softmax's fragments, past the 48 KB of a static array

@@ -758,9 +758,9 @@ def _mma_t_shared(s: AttentionShape) -> list[tuple[str, str, int]]:
           ("float4", "part_s", decode_mma_warps(s) * KS // 16 * NT * 32), ("float4", "pbuf", KS // 8 * NT * 32), ("float", "alpha_s", 8 * NT)]
 
 def decode_t_serves(s: AttentionShape, device: str) -> bool:
-  """attend_mma_t_kernel takes a decode token of `s` on `device`: the tensor cores, at most 3 n8 tiles of heads, its
-  workgroup memory within the device's."""
-  return has_mma(device) and decode_mma_warps(s) > 0 and 0 < decode_t_tiles(s) <= 3 and _shared_bytes(_mma_t_shared(s)) <= max_smem(device)
+  """attend_mma_t_kernel takes a decode token of `s` on `device`: the tensor cores, 17-24 heads (3 n8 tiles, where the
+  depth kernel needs two m16 tiles; 16 heads are one m16 tile, as fast there), its workgroup memory within the device's."""
+  return has_mma(device) and decode_mma_warps(s) > 0 and 16 < s.n_head <= 24 and _shared_bytes(_mma_t_shared(s)) <= max_smem(device)
 
 def attend_mma_t_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: int = 0, warps: int = 0, smem: str = "") -> SourceKernel:
   """attend_mma_kernel transposed: the keys are the mma's M (4 m16 tiles a stage) and the heads its N (n8 tiles: 20 heads
@@ -1005,12 +1005,13 @@ def kernels(s: AttentionShape, scale: float, eps: float, device: str, kv_offset:
             rows: int = 1, q_stride: int = 0, kv_stride: int = 0):
   """The custom_kernel bodies (attend, combine) for shape `s` on `device` (a CUDA or Metal device); trigger=False: without
   GRID_TRIGGER() (Fusions.trigger off); half: an fp16 cache; rows, q_stride, kv_stride: attend_kernel's. One sequence's
-  token over an fp16 cache takes attend_mma_t_kernel for more than 16 heads where decode_t_serves (H200, GLM-4.7-Flash's
-  decode at 4k / 16k / 32k +2% / +16% / +24% against the depth kernel), else attend_depth_kernel where decode_mma_serves
-  (the tensor cores from decode_mma_from keys)."""
-  if half and rows == 1 and s.n_head > 16 and decode_t_serves(s, device): attend = attend_mma_t_kernel(s, scale, eps, kv_offset)
-  else: attend = attend_depth_kernel(s, scale, eps, kv_offset) if half and rows == 1 and decode_mma_serves(s, device) else \
-                 attend_kernel(s, scale, eps, kv_offset, half, rows, q_stride, kv_stride)
+  token over an fp16 cache takes attend_mma_t_kernel where decode_t_serves (H200, GLM-4.7-Flash's decode at 4k / 16k / 32k
+  +2% / +16% / +24% against the depth kernel), else attend_depth_kernel where decode_mma_serves (the tensor cores from
+  decode_mma_from keys)."""
+  one = half and rows == 1
+  if one and decode_t_serves(s, device): attend = attend_mma_t_kernel(s, scale, eps, kv_offset)
+  elif one and decode_mma_serves(s, device): attend = attend_depth_kernel(s, scale, eps, kv_offset)
+  else: attend = attend_kernel(s, scale, eps, kv_offset, half, rows, q_stride, kv_stride)
   return program(attend, device, trigger), program(combine_kernel(s, rows=rows), device, trigger)
 
 @cached
