@@ -116,12 +116,13 @@ def emulate_attention(s: AttentionShape, c: dict, language: str, work: Path, kv_
   return out, cache
 
 # pos: a single token, one partial split, several splits of MIN_CHUNK, chunks of more than MIN_CHUNK (ceil(n / SPLITS)),
-# chunks of more than one shared-memory stage (stage_rows rows)
-@pytest.mark.parametrize("shape,pos", [(SMALL, 0), (SMALL, 1), (SMALL, 37), (SMALL, 200), (ODD, 5), (ODD, 200), (SMALL, 1500), (ODD, 3000),
-                                       (ODD5, 3000), (SMALL, 6000)],
+# chunks of more than one shared-memory stage (stage_rows rows); 1023 / 1024: the last position whose splits take MIN_CHUNK
+# keys (every split full: the combine's one-split-at-a-time form) and the first past it (the form that loads them all at once)
+@pytest.mark.parametrize("shape,pos", [(SMALL, 0), (SMALL, 1), (SMALL, 37), (SMALL, 200), (ODD, 5), (ODD, 200), (SMALL, 1023), (SMALL, 1024),
+                                       (SMALL, 1500), (ODD, 3000), (ODD5, 3000), (SMALL, 6000)],
                          ids=lambda v: f"h{v.n_head}_kv{v.kv_lora}_r{v.qk_rope}" if isinstance(v, AttentionShape) else str(v))
 def test_kernels_emulated_cuda(shape, pos, tmp_path):
-  assert MIN_CHUNK * SPLITS < 1500 and ODD.stage_rows * SPLITS < 3000 < 2 * ODD.stage_rows * SPLITS  # 3000: two stages, the second partial
+  assert MIN_CHUNK * SPLITS == 1024 and ODD.stage_rows * SPLITS < 3000 < 2 * ODD.stage_rows * SPLITS  # 3000: two stages, the second partial
   assert ODD.heads_per_warp == 2 and ODD5.heads_per_warp == 1
   c = make_case(shape, pos, max(4096, pos + 16), seed=pos + 1)   # 6000: past 4096, three stages a split
   out, cache = emulate_attention(shape, c, "CUDA", tmp_path)

@@ -37,10 +37,16 @@
 # (DeepSeek-V2-Lite's 4k prompt kernel by kernel: the routed experts' GEMMs 55-61%), then `gpu_bench --presets
 # glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b --decode 64 --prefill 512` (short context, f32) and the same of the first two
 # against a tree with decode-mma-t.diff and decode-start.diff reversed, A B A B (call106: GLM-4.7-Flash's decode -1.3%).
-# Next lease, in order: 103 (the combine at short context: predicated loads or the old loop), 106 (keys a decode split
-# takes at least: 8, 32, 64), 105 (GLM-4.7-Flash's decode attend and the short context's combine under Nsight Compute, per
-# instruction), 104 (the routed experts' GEMM
-# of a 2048-token chunk: its listing and tiles spread over more workgroups, for DeepSeek-V2-Lite's pp4096 1.16x),
+# Measured 2026-12-04 (calls 107-111): 107 (the split and the combine alone at six sizes; mc64 / predmc64 in the model
+# -20%: rejected), 108 (the combine's old loop +1.3% in the model at short context, pred +0.3%; experiments/experts-list.diff
+# alone: GLM-4.7-Flash's gate_up -3%, DeepSeek-V2-Lite's unchanged, 2 / 4 slots slower: not landed), 109 (old8 / old16 +1.3%
+# / +1.4% short, 2 us a block slower at 16k-32k alone), 110 (combine-f2.diff, 48 registers: no change in the model: rejected),
+# DIFF=combine-hybrid.diff POS=575,1023,4095,16383 DEADLINE=420 110 (call111, its files named f2_: the loop where ns < SPLITS:
+# short +1.5%, 4k -1.7% (125 splits took the loop), 16k +0.2%; landed with the loop where splits take MIN_CHUNK keys).
+# Next lease, in order: 111 (GLM-4.7-Flash's decode attend on fp16 m16n8k16: half the mma count; the kernels alone, its
+# path at 10,300 and the decode at 4k / 16k / 32k, B A), the short context and 4k / 16k f16 of the three models with the combine as landed (the boundary at
+# 1,024 keys untimed in the model: VARIANTS="A B B A" DIFF=combine-short.diff 110 with PRESETS of all three),
+# 105 (GLM-4.7-Flash's decode attend and the short context's combine under Nsight Compute, per instruction),
 # DIFF=experts-split-picks.diff PRESETS=deepseek-v2-lite,glm-4.7-flash BATCH=4,8 49 (a batched step's routed experts on the
 # split GEMM from 48 picks: DeepSeek-V2-Lite's 8 sequences, not GLM-4.7-Flash's; emulated and the seam's rule checked),
 # PRESETS=glm-4.7-flash,deepseek-v2-lite 84, 85, 80, VARIANTS="B A" 74, LLAMA=1 14 (start times beside llama.cpp), 52.
@@ -813,6 +819,121 @@ case $1 in
        d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $(date +%T)"
        (cd $d && TINYGRAD_UPTO=$([ $v = A ] && echo 70 || echo 71) CACHEDB=/tmp/cache_$v.db timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --decode 32 --depths ${DEPTHS:-4096,16384} \
          --json "$OUT/copies_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -4)
+     done ;;
+  111) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT experiments/decode-mma-t-f16.diff: attend_mma_t_kernel on fp16 mma.sync m16n8k16 (the keys exact in fp16,
+     # the queries and P x 2^14 fp16 hi + lo: half the mma count of the tf32 m16n8k8 pair, no fp16 -> fp32 conversion of the
+     # keys, the values' A fragments by ldmatrix .trans; sm_90: 218 registers where the tree's takes 235, no spills; the
+     # emulated mma_t tests pass at 1e-5). B = the tree with the diff: the kernels alone over fp16 caches (f16 = B's file),
+     # B's fp16 path on GLM-4.7-Flash at 10,300 (unless NOPATHS), then its f16 decode at $DEPTHS in the order $VARIANTS
+     tree /tmp/B decode-mma-t-f16.diff || exit 1
+     mkdir -p /tmp/var && cp /tmp/B/apps/kernels/mla_attention.py /tmp/var/f16.py
+     for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     synth glm-4.7-flash > /dev/null 2>&1 &
+     timeout 120 python3 -m tools.bench_mla_attention --pos ${POS:-575,4095,16383,32767} --layers 8 --iters 20 --cache-type f16 \
+       --variants /tmp/var/f16.py 2>&1 | tee "$OUT/attend_f16mma.txt" | grep -v '^$' | head -14
+     wait; echo "synthesized $(date +%T)"
+     [ -n "$NOPATHS" ] || (cd /tmp/B && timeout 150 python3 -m tools.path_check --presets glm-4.7-flash --depth ${PATHD:-10300} \
+       --cache-type f16 --no-generated 2>&1 | tee "$OUT/paths_f16mma.txt" | grep -v Warn | tail -1)
+     for v in ${VARIANTS:-B A}; do
+       d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets glm-4.7-flash --cache-type f16 --decode 32 \
+         --depths ${DEPTHS:-4096,16384,32768} --json "$OUT/f16mma_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -4)
+     done ;;
+  110) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT (DIFF, default combine-f2.diff: A = the tree with it reversed) the combine in ~50 registers (experiments/combine-f2.diff, in the tree: lane i holds split i's (max, sum),
+     # shuffled, and two columns of each partial, all loaded at once; 48 registers where the tree's took 119, so a
+     # workgroup fits beside a running f32 attend workgroup (153 registers x 320 threads); calls 108-109: the loop of one
+     # split at a time (37-40 registers) +1.3% on GLM-4.7-Flash's short-context decode in the model, 2 us a block slower at
+     # 16k-32k alone). A = the tree without the diff (HEAD), B = the tree. The kernels alone over f32 and f16 caches (a =
+     # A's file), then gpu_bench's short context of $P (default GLM-4.7-Flash) in $VARIANTS, then (unless NODEPTH) its f16
+     # decode at $DEPTHS (default 4096,16384) A B
+     mkdir -p /tmp/var && f=apps/kernels/mla_attention.py
+     tree /tmp/A ${DIFF:-combine-f2.diff} -R && cp /tmp/A/$f /tmp/var/a.py || exit 1
+     for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     P=${PRESETS:-glm-4.7-flash}; (for m in ${P//,/ }; do synth $m & done; wait) > /dev/null 2>&1 &
+     timeout 150 python3 -m tools.bench_mla_attention --pos ${POS:-575,2047,4095,16383,32767} --layers 8 --iters 20 --cache-type f32,f16 \
+       --variants /tmp/var/a.py 2>&1 | tee "$OUT/attend_f2.txt" | grep -v '^$'
+     wait; echo "synthesized $(date +%T)"
+     for v in ${VARIANTS:-A B B A}; do
+       d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --decode 64 --prefill 512 \
+         --json "$OUT/f2_short_$v.$RANDOM.json" 2>&1 | grep -E '^(glm|deep|youtu).*[0-9]\.[0-9]+ +[0-9]')
+     done
+     [ -n "$NODEPTH" ] || for v in A B; do
+       d=.; [ $v = A ] && d=/tmp/A; echo "-- depth $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --cache-type f16 --decode 32 --depths ${DEPTHS:-4096,16384} \
+         --json "$OUT/f2_depth_$v.$RANDOM.json" 2>&1 | grep -E '^(glm|deep|youtu).*[0-9]\.[0-9]+ +[0-9]')
+     done ;;
+  109) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT the combine's loop of one split at a time (experiments/combine-old.diff, 37 registers: call108 GLM-4.7-
+     # Flash's short-context decode +1.3% in the model, yet 5 us a block slower at 8,191 keys alone, where nvcc unrolls it by
+     # 4) unrolled by 8 and 16 (old8 / old16: that many splits' loads in flight). The kernels alone over f32 and f16 caches
+     # (old, old8, old16), then gpu_bench's short context of $P (default GLM-4.7-Flash) in the order $VARIANTS
+     mkdir -p /tmp/var && f=apps/kernels/mla_attention.py
+     cp $f /tmp/var/old.py && patch -s /tmp/var/old.py < runs/2026-12-01-gen/experiments/combine-old.diff || exit 1
+     for n in 8 16; do sed "s|^  for (int sp = w; sp < ns; sp += CW) {{|  #pragma unroll $n\n&|" /tmp/var/old.py > /tmp/var/old$n.py
+       grep -c "pragma unroll $n" /tmp/var/old$n.py; tree /tmp/old$n && cp /tmp/var/old$n.py /tmp/old$n/$f || exit 1; done
+     tree /tmp/old && cp /tmp/var/old.py /tmp/old/$f || exit 1
+     for d in . /tmp/old /tmp/old8 /tmp/old16; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     P=${PRESETS:-glm-4.7-flash}; (for m in ${P//,/ }; do synth $m & done; wait) > /dev/null 2>&1 &
+     timeout 200 python3 -m tools.bench_mla_attention --pos ${POS:-575,2047,4095,8191,16383,32767} --layers 8 --iters 20 --cache-type f32,f16 \
+       --variants /tmp/var/old.py,/tmp/var/old8.py,/tmp/var/old16.py 2>&1 | tee "$OUT/attend_old.txt" | grep -v '^$'
+     wait; echo "synthesized $(date +%T)"
+     for v in ${VARIANTS:-A old8 old16 old16 old8 A}; do
+       d=.; [ $v != A ] && d=/tmp/$v; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --decode 64 --prefill 512 \
+         --json "$OUT/old_short_$v.$RANDOM.json" 2>&1 | grep -E '^(glm|deep|youtu).*[0-9]\.[0-9]+ +[0-9]')
+     done ;;
+  108) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # the short context's combine in the model (call107: alone at 575 keys over f32 the tree's 16.8 us a block, pred 16.3,
+     # old 17.8, yet call106 found the model's decode with the old combine +1.3%): gpu_bench's short context of $P (default
+     # GLM-4.7-Flash) with the tree (A), experiments/combine-old.diff (old) and combine-pred.diff (pred) in the order
+     # $VARIANTS; first (unless NOGEMM) a 2048-token chunk's routed products alone (bench_gemm, uniform routing) with the
+     # tree and with experiments/experts-list.diff at 1, 2 and 4 tile slots (step 104's B, C, D), while the files synthesize
+     for v in pred old; do tree /tmp/$v combine-$v.diff || exit 1; done
+     if [ -z "$NOGEMM" ]; then
+       tree /tmp/B experts-list.diff && tree /tmp/C experts-list.diff && tree /tmp/D experts-list.diff || exit 1
+       sed -i 's/^EXPERT_TILE_SLOTS = 1 /EXPERT_TILE_SLOTS = 2 /' /tmp/C/apps/kernels/gemm.py
+       sed -i 's/^EXPERT_TILE_SLOTS = 1 /EXPERT_TILE_SLOTS = 4 /' /tmp/D/apps/kernels/gemm.py
+       grep -c '^EXPERT_TILE_SLOTS = [24] ' /tmp/C/apps/kernels/gemm.py /tmp/D/apps/kernels/gemm.py
+     fi
+     for d in . /tmp/pred /tmp/old $([ -z "$NOGEMM" ] && echo /tmp/B /tmp/C /tmp/D); do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     P=${PRESETS:-glm-4.7-flash}; (for m in ${P//,/ }; do synth $m & done; wait) > /dev/null 2>&1 &
+     [ -n "$NOGEMM" ] || for v in A B C D B A; do
+       d=.; [ $v != A ] && d=/tmp/$v; echo "-- gemm $v $(date +%T)"
+       (cd $d && timeout 60 python3 -m tools.bench_gemm --tokens 2048 --models dsv2,glm --only gate_up_exps,down_exps 2>&1 | tail -6)
+     done
+     wait; echo "synthesized $(date +%T)"
+     for v in ${VARIANTS:-A old pred pred old A}; do
+       d=.; [ $v != A ] && d=/tmp/$v; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --decode 64 --prefill 512 \
+         --json "$OUT/combine_short_$v.$RANDOM.json" 2>&1 | grep -E '^(glm|deep|youtu).*[0-9]\.[0-9]+ +[0-9]')
+     done ;;
+  107) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT the decode split and combine at short context and at 4k-16k in one call (steps 103 and 106 together): the
+     # kernels alone over f32 and f16 caches, both shapes, with each variant's mla_attention.py: pred / old (experiments/
+     # combine-pred.diff / combine-old.diff), mc32 / mc64 (MIN_CHUNK 32 / 64: fewer, fuller splits below 4,096 / 8,192
+     # keys, attend_mma_t_kernel's 64-key stages full), predmc64 (both), s64 (SPLITS 64: half the partials at depth);
+     # the files are synthesized meanwhile. Then gpu_bench's short context (f32, decode 64 after 512, prefill 512) of $P
+     # (default GLM-4.7-Flash) in the order $VARIANTS (A = the tree, else a variant's name)
+     mkdir -p /tmp/var && f=apps/kernels/mla_attention.py
+     for v in pred old; do cp $f /tmp/var/$v.py && patch -s /tmp/var/$v.py < runs/2026-12-01-gen/experiments/combine-$v.diff || exit 1; done
+     for m in 32 64; do sed "s/^MIN_CHUNK = 8 /MIN_CHUNK = $m /" $f > /tmp/var/mc$m.py; done
+     sed "s/^MIN_CHUNK = 8 /MIN_CHUNK = 64 /" /tmp/var/pred.py > /tmp/var/predmc64.py
+     sed "s/^SPLITS = 128 /SPLITS = 64 /" $f > /tmp/var/s64.py
+     grep -c "^MIN_CHUNK = [36]\|^SPLITS = 64 " /tmp/var/mc32.py /tmp/var/mc64.py /tmp/var/predmc64.py /tmp/var/s64.py
+     VS="pred old mc32 mc64 predmc64 s64"
+     for v in $VS; do tree /tmp/$v && cp /tmp/var/$v.py /tmp/$v/$f || exit 1; done
+     for d in . $(for v in $VS; do echo /tmp/$v; done); do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     P=${PRESETS:-glm-4.7-flash}; (for m in ${P//,/ }; do synth $m & done; wait) > /dev/null 2>&1 &
+     timeout 240 python3 -m tools.bench_mla_attention --pos ${POS:-32,575,2047,4095,8191,16383} --layers 8 --iters 20 --cache-type f32,f16 \
+       --variants $(for v in $VS; do printf /tmp/var/$v.py,; done | sed 's/,$//') 2>&1 | tee "$OUT/attend_split.txt" | grep -v '^$'
+     wait; echo "synthesized $(date +%T)"
+     for v in ${VARIANTS:-A pred mc64 predmc64 A}; do
+       d=.; [ $v != A ] && d=/tmp/$v; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --decode 64 --prefill 512 \
+         --json "$OUT/split_short_$v.$RANDOM.json" 2>&1 | grep -E '^(glm|deep|youtu).*[0-9]\.[0-9]+ +[0-9]')
      done ;;
   106) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT keys a decode split takes at least (MIN_CHUNK, 8: every split of a context below 1,024 keys holds 8 keys, so
