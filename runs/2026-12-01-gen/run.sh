@@ -43,7 +43,8 @@
 # / +1.4% short, 2 us a block slower at 16k-32k alone), 110 (combine-f2.diff, 48 registers: no change in the model: rejected),
 # DIFF=combine-hybrid.diff POS=575,1023,4095,16383 DEADLINE=420 110 (call111, its files named f2_: the loop where ns < SPLITS:
 # short +1.5%, 4k -1.7% (125 splits took the loop), 16k +0.2%; landed with the loop where splits take MIN_CHUNK keys).
-# Next lease, in order: 111 (GLM-4.7-Flash's decode attend on fp16 m16n8k16: half the mma count; the kernels alone, its
+# Next lease, in order: 112 (DeepSeek-V2-Lite's routed GEMMs of a 2048-token chunk with two sub-steps: its pp4096 1.16x),
+# 111 (GLM-4.7-Flash's decode attend on fp16 m16n8k16: half the mma count; the kernels alone, its
 # path at 10,300 and the decode at 4k / 16k / 32k, B A), the short context and 4k / 16k f16 of the three models with the combine as landed (the boundary at
 # 1,024 keys untimed in the model: VARIANTS="A B B A" DIFF=combine-short.diff 110 with PRESETS of all three),
 # 105 (GLM-4.7-Flash's decode attend and the short context's combine under Nsight Compute, per instruction),
@@ -820,6 +821,28 @@ case $1 in
        (cd $d && TINYGRAD_UPTO=$([ $v = A ] && echo 70 || echo 71) CACHEDB=/tmp/cache_$v.db timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --decode 32 --depths ${DEPTHS:-4096,16384} \
          --json "$OUT/copies_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -4)
      done ;;
+  112) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT experiments/experts-dyn-steps.diff: an experts GEMM's x records in dynamic workgroup memory, so
+     # DeepSeek-V2-Lite's routed products of a 2048-token chunk take two sub-steps a step (their 12,288-entry listing left
+     # one under the 48 KB static limit: bench_gemm 113 int8 TOPS where GLM-4.7-Flash's, with two, run at 162; sm_90: 167
+     # registers, no spills, 24.6 KB static + 28.7 KB dynamic). A = the tree, B = the diff: the routed products alone
+     # (bench_gemm, 2048 tokens, uniform routing) A B B A, B's fp16 path on DeepSeek-V2-Lite at 2,600 (a chunk of 2048, then
+     # 512; unless NOPATHS), then DeepSeek-V2-Lite's prompts of $DEPTHS over an fp16 cache in the order $VARIANTS
+     tree /tmp/B experts-dyn-steps.diff || exit 1
+     for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     (synth deepseek-v2-lite > /dev/null 2>&1) &
+     for v in A B B A; do
+       d=.; [ $v = B ] && d=/tmp/B; echo "-- gemm $v $(date +%T)"
+       (cd $d && timeout 60 python3 -m tools.bench_gemm --tokens 2048 --models dsv2,glm --only gate_up_exps,down_exps 2>&1 | tail -4)
+     done
+     wait; echo "synthesized $(date +%T)"
+     [ -n "$NOPATHS" ] || (cd /tmp/B && timeout 200 python3 -m tools.path_check --presets deepseek-v2-lite --depth 2600 --cache-type f16 \
+       --no-generated 2>&1 | tee "$OUT/paths_dyn.txt" | grep -v Warn | tail -1)
+     for v in ${VARIANTS:-A B B A}; do
+       d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets deepseek-v2-lite --cache-type f16 --decode 8 \
+         --depths ${DEPTHS:-4096} --json "$OUT/dyn_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -3)
+     done ;;
   111) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT experiments/decode-mma-t-f16.diff: attend_mma_t_kernel on fp16 mma.sync m16n8k16 (the keys exact in fp16,
      # the queries and P x 2^14 fp16 hi + lo: half the mma count of the tf32 m16n8k8 pair, no fp16 -> fp32 conversion of the
@@ -863,7 +886,7 @@ case $1 in
      [ -n "$NODEPTH" ] || for v in A B; do
        d=.; [ $v = A ] && d=/tmp/A; echo "-- depth $v $(date +%T)"
        (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --cache-type f16 --decode 32 --depths ${DEPTHS:-4096,16384} \
-         --json "$OUT/f2_depth_$v.$RANDOM.json" 2>&1 | grep -E '^(glm|deep|youtu).*[0-9]\.[0-9]+ +[0-9]')
+         --json "$OUT/f2_depth_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -3)
      done ;;
   109) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT the combine's loop of one split at a time (experiments/combine-old.diff, 37 registers: call108 GLM-4.7-
