@@ -283,8 +283,10 @@ def test_kernels_emulated_decode_sequence(tmp_path):
 def test_kernels_emulated_batched_rows(language, tmp_path):
   """Three sequences' new tokens in one launch (grid y, a batched decode step): each at its own position in its own slot
   of one cache, its q_raw and kv_raw read in place from the row of a stacked [q; kv_a] output; each row's output and cache
-  row as the one-sequence formula gives them, every other cache row untouched (NaN rows: nothing reads them)."""
-  s, mc, positions, slots = SMALL, 256, (5, 0, 200), (2, 0, 1)
+  row as the one-sequence formula gives them, every other cache row untouched (NaN rows: nothing reads them). One row is
+  past 1,024 keys: its combine loads its splits at once where the others' sum one split at a time."""
+  s, mc, positions, slots = SMALL, 1536, (5, 0, 1300), (2, 0, 1)
+  assert MIN_CHUNK * SPLITS < 1300
   B = len(positions)
   cases = [make_case(s, p, mc, seed=20 + b) for b, p in enumerate(positions)]
   for c in cases[1:]: c["kv_norm_w"] = cases[0]["kv_norm_w"]
