@@ -44,8 +44,8 @@
 # DIFF=combine-hybrid.diff POS=575,1023,4095,16383 DEADLINE=420 110 (call111, its files named f2_: the loop where ns < SPLITS:
 # short +1.5%, 4k -1.7% (125 splits took the loop), 16k +0.2%; landed with the loop where splits take MIN_CHUNK keys).
 # Next lease, in order: 112 (DeepSeek-V2-Lite's routed GEMMs of a 2048-token chunk with two sub-steps: its pp4096 1.16x),
-# 111 (GLM-4.7-Flash's decode attend on fp16 m16n8k16: half the mma count; the kernels alone, its
-# path at 10,300 and the decode at 4k / 16k / 32k, B A), the short context and 4k / 16k f16 of the three models with the combine as landed (the boundary at
+# 111 (the decode attend's tensor-core kernels on fp16 m16n8k16: half the mma count; the kernels alone, GLM-4.7-Flash's
+# path at 10,300 and its decode at 4k / 16k / 32k, B A; then PRESETS=deepseek-v2-lite,youtu-llm-2b 111 for the 16-head kernel), the short context and 4k / 16k f16 of the three models with the combine as landed (the boundary at
 # 1,024 keys untimed in the model: VARIANTS="A B B A" DIFF=combine-short.diff 110 with PRESETS of all three),
 # 105 (GLM-4.7-Flash's decode attend and the short context's combine under Nsight Compute, per instruction),
 # DIFF=experts-split-picks.diff PRESETS=deepseek-v2-lite,glm-4.7-flash BATCH=4,8 49 (a batched step's routed experts on the
@@ -844,23 +844,26 @@ case $1 in
          --depths ${DEPTHS:-4096} --json "$OUT/dyn_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -3)
      done ;;
   111) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     # EXPERIMENT experiments/decode-mma-t-f16.diff: attend_mma_t_kernel on fp16 mma.sync m16n8k16 (the keys exact in fp16,
-     # the queries and P x 2^14 fp16 hi + lo: half the mma count of the tf32 m16n8k8 pair, no fp16 -> fp32 conversion of the
-     # keys, the values' A fragments by ldmatrix .trans; sm_90: 218 registers where the tree's takes 235, no spills; the
-     # emulated mma_t tests pass at 1e-5). B = the tree with the diff: the kernels alone over fp16 caches (f16 = B's file),
-     # B's fp16 path on GLM-4.7-Flash at 10,300 (unless NOPATHS), then its f16 decode at $DEPTHS in the order $VARIANTS
-     tree /tmp/B decode-mma-t-f16.diff || exit 1
+     # EXPERIMENT experiments/decode-mma-f16.diff: the decode attend's tensor-core kernels on fp16 mma.sync m16n8k16 (the keys
+     # exact in fp16, the queries and P x 2^14 fp16 hi + lo: half the mma count of the tf32 m16n8k8 pairs, no fp16 -> fp32
+     # conversion of the keys, the values' fragments by ldmatrix .trans): attend_mma_t_kernel (GLM-4.7-Flash's 20 heads: 216
+     # products a warp and stage where there were 408; sm_90 218 registers, was 235) and attend_mma_kernel (16 heads: 144
+     # where there were 272; the depth kernel 168 registers, was 213); no spills; the emulated decode tests pass at 1e-5.
+     # B = the tree with the diff: the kernels alone over fp16 caches (f16 = B's file, both shapes), B's fp16 path of $P
+     # (default GLM-4.7-Flash; DeepSeek-V2-Lite / Youtu-LLM-2B take the 16-head kernel) at 10,300 (unless NOPATHS), then
+     # their f16 decode at $DEPTHS in the order $VARIANTS
+     tree /tmp/B decode-mma-f16.diff || exit 1
      mkdir -p /tmp/var && cp /tmp/B/apps/kernels/mla_attention.py /tmp/var/f16.py
      for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
-     synth glm-4.7-flash > /dev/null 2>&1 &
+     P=${PRESETS:-glm-4.7-flash}; (for m in ${P//,/ }; do synth $m & done; wait) > /dev/null 2>&1 &
      timeout 120 python3 -m tools.bench_mla_attention --pos ${POS:-575,4095,16383,32767} --layers 8 --iters 20 --cache-type f16 \
-       --variants /tmp/var/f16.py 2>&1 | tee "$OUT/attend_f16mma.txt" | grep -v '^$' | head -14
+       --variants /tmp/var/f16.py 2>&1 | tee "$OUT/attend_f16mma.txt" | grep -v '^$'
      wait; echo "synthesized $(date +%T)"
-     [ -n "$NOPATHS" ] || (cd /tmp/B && timeout 150 python3 -m tools.path_check --presets glm-4.7-flash --depth ${PATHD:-10300} \
-       --cache-type f16 --no-generated 2>&1 | tee "$OUT/paths_f16mma.txt" | grep -v Warn | tail -1)
+     [ -n "$NOPATHS" ] || (cd /tmp/B && timeout 200 python3 -m tools.path_check --presets $P --depth ${PATHD:-10300} \
+       --cache-type f16 --no-generated 2>&1 | tee "$OUT/paths_f16mma.txt" | grep -v Warn | tail -3)
      for v in ${VARIANTS:-B A}; do
        d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
-       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets glm-4.7-flash --cache-type f16 --decode 32 \
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --cache-type f16 --decode 32 \
          --depths ${DEPTHS:-4096,16384,32768} --json "$OUT/f16mma_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -4)
      done ;;
   110) export TINYGRAD_MLA_CACHE=$PWD/.cache
