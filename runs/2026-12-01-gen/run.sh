@@ -83,6 +83,15 @@ tree() {  # tree DIR [DIFF [-R]]: a copy of the tree (its .cache left out) in DI
   rm -rf "$1" && mkdir "$1" && cp -r $(ls -A | grep -v '^.cache$') "$1"/ || return 1
   [ -z "$2" ] || patch -s -p1 $3 -d "$1" < runs/2026-12-01-gen/experiments/$2
 }
+short_ab() {  # short_ab TAG ORDER TREE: gpu_bench's short context (decode 64 after a 512-token prompt, prefill 512) of $P for
+             # each variant of ORDER, /tmp/<variant> but TREE's (the tree itself), a json a run named TAG_<variant>
+  local v d
+  for v in $2; do
+    d=/tmp/$v; [ $v = $3 ] && d=.; echo "-- $v $(date +%T)"
+    (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --decode 64 --prefill 512 \
+      --json "$OUT/$1_$v.$RANDOM.json" 2>&1 | grep -E '^(glm|deep|youtu).*[0-9]\.[0-9]+ +[0-9]')
+  done
+}
 abdiff() {  # abdiff TAG DIFF PRESETS POSITIONS: the generated decode step (bench_block.py --only decode, a step's own time) of each
            # preset at each position, A = the tree, B = a copy with experiments/DIFF applied, A B B A (a kernel cache a variant)
   local tag=$1 diff=$2 P=$3 poses=$4 v d m pos
@@ -881,11 +890,7 @@ case $1 in
      timeout 150 python3 -m tools.bench_mla_attention --pos ${POS:-575,2047,4095,16383,32767} --layers 8 --iters 20 --cache-type f32,f16 \
        --variants /tmp/var/a.py 2>&1 | tee "$OUT/attend_f2.txt" | grep -v '^$'
      wait; echo "synthesized $(date +%T)"
-     for v in ${VARIANTS:-A B B A}; do
-       d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $(date +%T)"
-       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --decode 64 --prefill 512 \
-         --json "$OUT/f2_short_$v.$RANDOM.json" 2>&1 | grep -E '^(glm|deep|youtu).*[0-9]\.[0-9]+ +[0-9]')
-     done
+     short_ab f2_short "${VARIANTS:-A B B A}" B
      [ -n "$NODEPTH" ] || for v in A B; do
        d=.; [ $v = A ] && d=/tmp/A; echo "-- depth $v $(date +%T)"
        (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --cache-type f16 --decode 32 --depths ${DEPTHS:-4096,16384} \
@@ -906,11 +911,7 @@ case $1 in
      timeout 200 python3 -m tools.bench_mla_attention --pos ${POS:-575,2047,4095,8191,16383,32767} --layers 8 --iters 20 --cache-type f32,f16 \
        --variants /tmp/var/old.py,/tmp/var/old8.py,/tmp/var/old16.py 2>&1 | tee "$OUT/attend_old.txt" | grep -v '^$'
      wait; echo "synthesized $(date +%T)"
-     for v in ${VARIANTS:-A old8 old16 old16 old8 A}; do
-       d=.; [ $v != A ] && d=/tmp/$v; echo "-- $v $(date +%T)"
-       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --decode 64 --prefill 512 \
-         --json "$OUT/old_short_$v.$RANDOM.json" 2>&1 | grep -E '^(glm|deep|youtu).*[0-9]\.[0-9]+ +[0-9]')
-     done ;;
+     short_ab old_short "${VARIANTS:-A old8 old16 old16 old8 A}" A ;;
   108) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # the short context's combine in the model (call107: alone at 575 keys over f32 the tree's 16.8 us a block, pred 16.3,
      # old 17.8, yet call106 found the model's decode with the old combine +1.3%): gpu_bench's short context of $P (default
@@ -931,11 +932,7 @@ case $1 in
        (cd $d && timeout 60 python3 -m tools.bench_gemm --tokens 2048 --models dsv2,glm --only gate_up_exps,down_exps 2>&1 | tail -6)
      done
      wait; echo "synthesized $(date +%T)"
-     for v in ${VARIANTS:-A old pred pred old A}; do
-       d=.; [ $v != A ] && d=/tmp/$v; echo "-- $v $(date +%T)"
-       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --decode 64 --prefill 512 \
-         --json "$OUT/combine_short_$v.$RANDOM.json" 2>&1 | grep -E '^(glm|deep|youtu).*[0-9]\.[0-9]+ +[0-9]')
-     done ;;
+     short_ab combine_short "${VARIANTS:-A old pred pred old A}" A ;;
   107) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT the decode split and combine at short context and at 4k-16k in one call (steps 103 and 106 together): the
      # kernels alone over f32 and f16 caches, both shapes, with each variant's mla_attention.py: pred / old (experiments/
@@ -956,11 +953,7 @@ case $1 in
      timeout 240 python3 -m tools.bench_mla_attention --pos ${POS:-32,575,2047,4095,8191,16383} --layers 8 --iters 20 --cache-type f32,f16 \
        --variants $(for v in $VS; do printf /tmp/var/$v.py,; done | sed 's/,$//') 2>&1 | tee "$OUT/attend_split.txt" | grep -v '^$'
      wait; echo "synthesized $(date +%T)"
-     for v in ${VARIANTS:-A pred mc64 predmc64 A}; do
-       d=.; [ $v != A ] && d=/tmp/$v; echo "-- $v $(date +%T)"
-       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --decode 64 --prefill 512 \
-         --json "$OUT/split_short_$v.$RANDOM.json" 2>&1 | grep -E '^(glm|deep|youtu).*[0-9]\.[0-9]+ +[0-9]')
-     done ;;
+     short_ab split_short "${VARIANTS:-A pred mc64 predmc64 A}" A ;;
   106) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT keys a decode split takes at least (MIN_CHUNK, 8: every split of a context below 1,024 keys holds 8 keys, so
      # after 576 keys 72 workgroups each attend 8 keys and write 20 heads x 512 floats of partials (2.9 MB, the f32 cache's
@@ -975,11 +968,7 @@ case $1 in
      P=${PRESETS:-glm-4.7-flash,deepseek-v2-lite}; (for m in ${P//,/ }; do synth $m & done; wait) > /dev/null 2>&1; echo "synthesized $(date +%T)"
      timeout 150 python3 -m tools.bench_mla_attention --pos ${POS:-32,575,2047,4095,8191} --layers 8 --iters 20 --cache-type f32,f16 \
        --variants /tmp/var/mc32.py,/tmp/var/mc64.py 2>&1 | tee "$OUT/attend_mc.txt" | grep -v '^$'
-     for v in ${VARIANTS:-A B C C B A}; do
-       d=.; [ $v != A ] && d=/tmp/$v; echo "-- $v $(date +%T)"
-       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --decode 64 --prefill 512 \
-         --json "$OUT/mc_short_$v.$RANDOM.json" 2>&1 | grep -E '^(glm|deep|youtu).*[0-9]\.[0-9]+ +[0-9]')
-     done
+     short_ab mc_short "${VARIANTS:-A B C C B A}" A
      for v in A C C A; do
        d=.; [ $v != A ] && d=/tmp/$v; echo "-- 4k $v $(date +%T)"
        (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --cache-type f16 --decode 32 --depths 4096 \
