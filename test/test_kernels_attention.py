@@ -252,13 +252,17 @@ def test_kernels_emulated_depth(shape, pos, tmp_path):
   np.testing.assert_array_equal(got[1], want[1])
   assert rel_err(got[0], numpy_attention(shape, c)[0]) < 1e-5
 
-def test_mma_decode_needs_the_lo_parts(tmp_path):
-  """Without the queries' and weights' lo parts (tf32 alone) the kernel is ~1e-3 off: the check above can fail."""
+@pytest.mark.parametrize("kernel,los", [
+  (attend_mma_kernel, ("MMA_TF32(sc[j], ql[k], k0, k1);", "MMA_TF32(o[2*q], pl, a0, a1);", "MMA_TF32(o[2*q + 1], pl, b0, b1);")),
+  (attend_mma_t_kernel, ("MMA_F16(sc[m][nt], a, qb[i][nt].z, qb[i][nt].w);", "MMA_F16(o[m][nt], a, pb[nt].z, pb[nt].w);"))],
+  ids=["mma", "mma_t"])
+def test_mma_decode_needs_the_lo_parts(kernel, los, tmp_path):
+  """Without the queries' and weights' lo parts (tf32 or fp16 alone) the kernel is ~1e-3 off: the checks above can fail."""
   c = make_case(TINY, 200, 4096, seed=3)
   c["cache"] = c["cache"].astype(np.float16)
-  k = attend_mma_kernel(TINY, c["scale"], c["eps"])
+  k = kernel(TINY, c["scale"], c["eps"])
   body = k.body
-  for lo in ("MMA_TF32(sc[j], ql[k], k0, k1);", "MMA_TF32(o[2*q], pl, a0, a1);", "MMA_TF32(o[2*q + 1], pl, b0, b1);"):
+  for lo in los:
     assert lo in body
     body = body.replace(lo, "")
   crude = SourceKernel(k.name + "_crude", k.params, body, k.global_size, k.local_size, k.helpers, smem=k.smem)

@@ -327,6 +327,18 @@ def test_mma_tiles_steps_and_occupancy():
     assert gemm._mma_steps(s, gemm.mma_tile(s)) == 2 and k.min_blocks == 3 and "__launch_bounds__(128, 3)" in render(k, "CUDA")
   assert gemm._mma_steps(S(q, 20, 40, 96), (8, 64)) == 1
 
+def test_mma_experts_long_chunk_takes_two_sub_steps():
+  """An experts kernel's x records are dynamic workgroup memory, so DeepSeek-V2-Lite's routed products of a 2048-token chunk
+  (a listing of 12,288 entries: 24 KB) take two sub-steps a step (28 KB of records: 53.8 KB in all, past the 48 KB a
+  static declaration may take); a dense product keeps its records static."""
+  q, S = GGMLType.Q4_0, gemm.GemmShape
+  for s in (S(q, 2048, 1408, 2048, 6, 64, glu=True), S(q, 2048, 2048, 1408, 6, 64)):
+    k = gemm.build_mma(s)
+    assert gemm._mma_steps(s, gemm.mma_tile(s)) == 2 and gemm.mma_shared_bytes(s) > 48 * 1024, s
+    assert k.smem == 2 * 2 * 64 * gemm.XQ_VECS * 16 and "DYN_SHARED(uint4, xs4);" in k.body and k.min_blocks == 3
+  k = gemm.build_mma(S(q, 512, 2048, 2048))
+  assert k.smem == 0 and "DYN_SHARED" not in k.body
+
 def test_bench_gemm_shapes_are_the_kernels():
   """tools/bench_gemm.py's products of a chunk are shapes the tensor-core GEMM serves, and its variants start with the rule;
   so are those of the longest chunk (DeepSeek-V2-Lite's experts at 2048 tokens list 12,288 entries: 16-bit, or they fall

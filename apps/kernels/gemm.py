@@ -384,13 +384,22 @@ def mma_tile(s: GemmShape) -> tuple[int, int]:
 
 def _experts_bytes(s: GemmShape) -> int: return _list_bytes(s) + 128 * 4 if s.experts else 0
 
+MMA_SHARED_BYTES = 96 * 1024   # an experts kernel's workgroup memory at most (its x records dynamic): within the opt-in
+                               # limit of every sm_80+ device (sm_86 / sm_89: 99 KB a workgroup)
+
+def _mma_limit(s: GemmShape) -> int:
+  """Workgroup memory the tensor-core kernel of `s` may take: an experts kernel's x records are dynamic (DYN_SHARED), so its
+  two sub-steps fit beside a 2048-token chunk's listing (DeepSeek-V2-Lite's 12,288 entries: 53.8 KB in all); the others
+  declare theirs static (48 KB)."""
+  return MMA_SHARED_BYTES if s.experts else matvec.SHARED_BYTES["CUDA"]
+
 def _mma_steps(s: GemmShape, tile: tuple[int, int]) -> int:
   """Sub-steps of 32 weights per step (a step's loads are in flight together): two, one where K or the shared memory (two
   steps of x records) asks. Four (8 row blocks of 16 a warp) held 32 more registers of weights in flight, which left two
   workgroups per SM; two, with registers for three workgroups an SM (build_mma's __launch_bounds__(128, 3): 168 a thread,
   no spills), ran the chunk's products up to 1.5x faster on the H100 (tools/bench_gemm.py --sweep steps, OPTIMIZATION_JOURNAL.md)."""
   sb = 2
-  while sb > 1 and ((s.K // KB) % sb or mma_shared_bytes(s, tile, sb) > matvec.SHARED_BYTES["CUDA"]): sb //= 2
+  while sb > 1 and ((s.K // KB) % sb or mma_shared_bytes(s, tile, sb) > _mma_limit(s)): sb //= 2
   return sb
 
 def mma_shared_bytes(s: GemmShape, tile: tuple[int, int] | None = None, steps: int | None = None) -> int:
@@ -415,7 +424,7 @@ def mma_supports(s: GemmShape, device: str | None = None) -> bool:
   """The tensor-core GEMM serves `s` (on `device`: a CUDA device of sm_80 or newer; None: any)."""
   if device is not None and not has_mma(device): return False
   return s.type in MMA_TYPES and s.K % BLOCK[s.type][0] == 0 and s.T > 0 and s.N > 0 and s.J > 0 and \
-         mma_shared_bytes(s) <= matvec.SHARED_BYTES["CUDA"]
+         mma_shared_bytes(s) <= _mma_limit(s) and _experts_bytes(s) <= matvec.SHARED_BYTES["CUDA"]
 
 def build_mma(s: GemmShape, tile: tuple[int, int] | None = None, steps: int | None = None, min_blocks: int | None = None) -> SourceKernel:
   """The tensor-core kernel for shape `s` (reads x as build_xq's records). A workgroup of 4 warps owns TT tokens x TN rows
@@ -426,7 +435,7 @@ def build_mma(s: GemmShape, tile: tuple[int, int] | None = None, steps: int | No
   65536 h + 256 m + l, are scaled by the row's and the token's scale into fp32 accumulators. A step of SB sub-steps has
   its loads in flight one step ahead."""
   mt_ = MMA_TYPES[s.type]
-  assert mma_supports(s) and (tile is None and steps is None or mma_shared_bytes(s, tile, steps) <= matvec.SHARED_BYTES["CUDA"]), s
+  assert mma_supports(s) and (tile is None and steps is None or mma_shared_bytes(s, tile, steps) <= _mma_limit(s)), s
   TT, TN = tile or mma_tile(s)
   MW, NTL, SB = TN // 64, TT // 8, steps or _mma_steps(s, (TT, TN))
   OM = MW // 2 if s.glu else MW   # output row blocks of 16 per warp
@@ -500,7 +509,7 @@ def build_mma(s: GemmShape, tile: tuple[int, int] | None = None, steps: int | No
   int tid = LID_X, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
   int n0 = GID_X * {TN // 2 if s.glu else TN} + warp * {16 * OM};   // the warp's first output row
   const int ks0 = {"GID_Z * " + str(KS) if s.split > 1 else "0"};   // the workgroup's first step of K
-  SHARED uint4 xs4[{2 * NX}];   // [step & 1][sub-step][token][5]: the tokens' x records of two steps
+  {"DYN_SHARED(uint4, xs4);" if s.experts else f"SHARED uint4 xs4[{2 * NX}];"}   // [step & 1][sub-step][token][5]: the tokens' x records of two steps
   const GLOBAL uint4* xq4 = (const GLOBAL uint4*)xq;
   GRID_WAIT();
 {listing}
@@ -543,7 +552,7 @@ def build_mma(s: GemmShape, tile: tuple[int, int] | None = None, steps: int | No
          (f"_split{s.split}" if s.split > 1 else "")
   ON = TN // 2 if s.glu else TN   # output rows per workgroup
   grid = (-(-s.N // ON), 1, s.E) if s.experts else (-(-s.N // ON), -(-s.T // TT), s.E if s.batched else s.split)
-  return SourceKernel(name, params, body, grid, (128, 1, 1), _X24, trigger=False, min_blocks=min_blocks or 3)
+  return SourceKernel(name, params, body, grid, (128, 1, 1), _X24, trigger=False, min_blocks=min_blocks or 3, smem=2 * NX * 16 if s.experts else 0)
 
 def _split_store(s: GemmShape, OM: int, NTL: int) -> str:
   """A slice's sums into out (split, T, rows of W), W's row order (with glu, the up rows N on)."""

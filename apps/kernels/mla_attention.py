@@ -776,10 +776,12 @@ def attend_mma_t_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: 
   on = "if (w < NW) " if warps > nw else ""
   KV, R, H = s.kv_lora, s.qk_rope, s.n_head
   D, KS, NB = KV + R, DECODE_T_KEYS, DECODE_MMA_STAGES
-  SK, NK, MC, NM, NJ, NTW = D + _stage_pad(True), D // nw // 8, KV // nw // 16, KS // 16, KS // 8, -(-NT // nw)
+  SK, NKT, MC, NM, NJ, NTW = D + _stage_pad(True), D // 16, KV // nw // 16, KS // 16, KS // 16, -(-NT // nw)
+  NKW = -(-NKT // nw)                             # k16 steps of the dims a warp takes at most (w, w + NW, ...)
+  assert D % 16 == 0, s
   QS, NL, NRQ, NRC = D + 8, -(-8 * NT * KV // 4 // (32 * nw)), -(-8 * NT * R // (32 * nw)), -(-D // 8 // 32)
-  assert 8 * NT * QS <= 4 * (nw * NM * NT * 32 + NJ * NT * 32), "the queries fit in part_s and pbuf"
-  split = lambda x, h, l: f"{h} = AS_FLOAT((AS_UINT({x}) + 0x1000u) & 0xffffe000u); {l} = {x} - {h};"
+  assert 8 * NT * QS <= 4 * (nw * NM * NT * 32 + KS // 8 * NT * 32), "the queries fit in part_s and pbuf"
+  hilo = lambda h, l, a, b: f"{h} = PACK_H2({a}, {b}); {l} = PACK_H2({a} - H2F_BITS({h}), {b} - H2F_BITS({h} >> 16));"
   nbytes = _shared_bytes(_mma_t_shared(s))
   body = f"""{_common(s)}
   const int D = {D}, R = {R}, NOPE = {s.qk_nope}, HALF = {R // 2}, DQW = {D // nw}, DVW = {KV // nw}, QS = {QS}, NW = {nw}, NT = {NT};
@@ -825,34 +827,37 @@ def attend_mma_t_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: 
   for (int m = 0; m < {MC}; m++) for (int nt = 0; nt < {NT}; nt++) o[m][nt][0] = o[m][nt][1] = o[m][nt][2] = o[m][nt][3] = 0.0f;
   for (int j = 0; j < {NTW}; j++) mr[j][0] = mr[j][1] = NEG, lr[j][0] = lr[j][1] = 0.0f;
   BARRIER();                                      // the queries are in qs
-  // this warp's dims DQW*w.. of the queries as B fragments: head 8nt + g; k-step k's k index t / t + 4 is dim 8k + 2t / + 1
-  float qb[{NK}][{NT}][4];                        // hi b0, hi b1, lo b0, lo b1
-  {on}for (int k = 0; k < {NK}; k++) for (int nt = 0; nt < {NT}; nt++) {{
-    float2 a = ((const float2*)(qs + (8*nt + g)*QS + DQW*w + 8*k))[t];
-    {split("a.x", "qb[k][nt][0]", "qb[k][nt][2]")} {split("a.y", "qb[k][nt][1]", "qb[k][nt][3]")}
+  // this warp's k16 steps w + NW i of the dims, the queries as fp16 B fragments (hi + lo: x = hi + lo to 22 bits, the keys
+  // exact in fp16): head 8nt + g, b0 dims 16k + 2t, + 1 and b1 those + 8
+  uint4 qb[{NKW}][{NT}];                          // hi b0, hi b1, lo b0, lo b1
+  {on}for (int i = 0; i < {NKW}; i++) for (int nt = 0; nt < {NT}; nt++) {{
+    int k = w + i*NW; k = k < {NKT} ? k : {NKT - 1};
+    float2 a = ((const float2*)(qs + (8*nt + g)*QS + 16*k))[t], c = ((const float2*)(qs + (8*nt + g)*QS + 16*k + 8))[t];
+    {hilo("qb[i][nt].x", "qb[i][nt].z", "a.x", "a.y")} {hilo("qb[i][nt].y", "qb[i][nt].w", "c.x", "c.y")}
   }}
   for (int c0 = t0, b = 0; c0 < t1; c0 += {KS}, b = b + 1 < {NB} ? b + 1 : 0) {{
     CP_ASYNC_WAIT_PENDING({NB - 2});              // this thread's copies of stage b are in
     BARRIER();                                    // everyone's; the last stage's buffer, part_s and pbuf are free again
     LOAD_STAGE(c0 + {(NB - 1) * KS}, (b + {NB - 1}) % {NB})
     NEW_ROW(c0 + {(NB - 1) * KS}, (b + {NB - 1}) % {NB})
-    // partial scores^T of this warp's dims: A = keys 16m + g, + 8 (a word of dims 8k + 2t, + 1 each), B = the queries
+    // partial scores^T of this warp's dims: A = keys 16m + g, + 8 (words of dims 16k + 2t, + 1 and + 8), B = the queries
     {on}{{
       float sc[{NM}][{NT}][4];
       for (int m = 0; m < {NM}; m++) for (int nt = 0; nt < {NT}; nt++) sc[m][nt][0] = sc[m][nt][1] = sc[m][nt][2] = sc[m][nt][3] = 0.0f;
-      const uint* kr = sw + (b*{KS} + g)*{SK // 2} + DQW*w/2 + t;
-      for (int k = 0; k < {NK}; k++) for (int m = 0; m < {NM}; m++) {{
-        uint u0 = kr[16*m*{SK // 2} + 4*k], u1 = kr[(16*m + 8)*{SK // 2} + 4*k];
-        float a[4] = {{H2F_BITS(u0), H2F_BITS(u1), H2F_BITS(u0 >> 16), H2F_BITS(u1 >> 16)}};
-        for (int nt = 0; nt < {NT}; nt++) {{ MMA_TF32(sc[m][nt], a, qb[k][nt][0], qb[k][nt][1]); MMA_TF32(sc[m][nt], a, qb[k][nt][2], qb[k][nt][3]); }}
+      const uint* kr = sw + (b*{KS} + g)*{SK // 2} + t;
+      for (int i = 0; i < {NKW}; i++) if (w + i*NW < {NKT}) for (int m = 0; m < {NM}; m++) {{
+        int k = w + i*NW;
+        uint a[4] = {{kr[16*m*{SK // 2} + 8*k], kr[(16*m + 8)*{SK // 2} + 8*k], kr[16*m*{SK // 2} + 8*k + 4], kr[(16*m + 8)*{SK // 2} + 8*k + 4]}};
+        for (int nt = 0; nt < {NT}; nt++) {{ MMA_F16(sc[m][nt], a, qb[i][nt].x, qb[i][nt].y); MMA_F16(sc[m][nt], a, qb[i][nt].z, qb[i][nt].w); }}
       }}
       for (int m = 0; m < {NM}; m++) for (int nt = 0; nt < {NT}; nt++)
         part_s[((w*{NM} + m)*{NT} + nt)*32 + lane] = FLOAT4(sc[m][nt][0], sc[m][nt][1], sc[m][nt][2], sc[m][nt][3]);
     }}
     BARRIER();
     // warp w: n-tiles nt = w, w + NW, ..., the parts summed; lane (g, t): heads 8nt + 2t, + 1 at keys c0 + 16m + g, + 8 (x,
-    // y: key g; z, w: key g + 8); the online softmax per head over the lanes of one t; P as B fragments (hi, lo) of k-step 2m
-    // (keys 16m..16m + 7) and 2m + 1, lane 4 (2t + e) + (g & 3), slot g >> 2 (b0 / b1), + 2 for lo
+    // y: key g; z, w: key g + 8); the online softmax per head over the lanes of one t; P x 2^14 (its lo part clear of fp16's
+    // subnormals) as fp16 B fragments (hi, lo) of k16 step m: head 2t + e, key g (+ 8) at lane 4 (2t + e) + g / 2, b0 (b1),
+    // half g % 2
     {on}for (int j = 0; j < {NTW}; j++) if (w + j*NW < NT) {{
       int nt = w + j*NW;
       float4 a[{NM}];
@@ -868,34 +873,36 @@ def attend_mma_t_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: 
       for (int o_ = 4; o_ < 32; o_ <<= 1) {{ x0 = FMAX(x0, SHFL_XOR(x0, o_)); x1 = FMAX(x1, SHFL_XOR(x1, o_)); }}
       float al0 = EXP2(mr[j][0] - x0), al1 = EXP2(mr[j][1] - x1);
       mr[j][0] = x0; mr[j][1] = x1; lr[j][0] *= al0; lr[j][1] *= al1;
-      float* pf = (float*)pbuf;
+      unsigned short* pf = (unsigned short*)pbuf;
       for (int m = 0; m < {NM}; m++) {{
         float pr[4] = {{EXP2(a[m].x - x0), EXP2(a[m].y - x1), EXP2(a[m].z - x0), EXP2(a[m].w - x1)}};
         lr[j][0] += pr[0] + pr[2]; lr[j][1] += pr[1] + pr[3];
         for (int i = 0; i < 4; i++) {{
-          float ph, pl; {split("pr[i]", "ph", "pl")}
-          int kk = 2*m + (i >> 1), l_ = 4*(2*t + (i & 1)) + (g & 3), slot = g >> 2;
-          pf[((kk*{NT} + nt)*32 + l_)*4 + slot] = ph; pf[((kk*{NT} + nt)*32 + l_)*4 + slot + 2] = pl;
+          float x = pr[i] * 16384.0f;
+          unsigned ph = PACK_H2(x, 0.0f) & 0xffffu, pl = PACK_H2(x - H2F_BITS(ph), 0.0f) & 0xffffu;
+          int e = ((m*{NT} + nt)*32 + 4*(2*t + (i & 1)) + (g >> 1))*8 + 2*(i >> 1) + (g & 1);
+          pf[e] = (unsigned short)ph; pf[e + 4] = (unsigned short)pl;
         }}
       }}
       if (g == 0) {{ alpha_s[8*nt + 2*t] = al0; alpha_s[8*nt + 2*t + 1] = al1; }}
     }}
     BARRIER();
-    // out^T = out^T * alpha + V^T . P^T over this warp's columns DVW*w..: m-tile m's rows g, g + 8 are columns 16m + 2g, + 1
-    // (word 8m + g of a key row, relative to the slice); k-step kk's k index t / t + 4 is key 8kk + t / + 4
+    // out^T = out^T * alpha + V^T . P^T over this warp's columns DVW*w..: m-tile m's rows are columns 16m.., its A fragment
+    // of k16 step kk (keys 16kk..) by ldmatrix .trans from the key rows: lane 8j + i posts key 16kk + i + 8 (j >> 1) at
+    // column 16m + 8 (j & 1)
     {on}{{
       for (int nt = 0; nt < {NT}; nt++) {{
         float f0 = alpha_s[8*nt + 2*t], f1 = alpha_s[8*nt + 2*t + 1];
         for (int m = 0; m < {MC}; m++) {{ o[m][nt][0] *= f0; o[m][nt][1] *= f1; o[m][nt][2] *= f0; o[m][nt][3] *= f1; }}
       }}
-      const uint* vr = sw + (b*{KS} + t)*{SK // 2} + DVW*w/2 + g;
+      const unsigned short* vr = (const unsigned short*)stage + (b*{KS} + (lane & 7) + 8*(lane >> 4))*{SK} + DVW*w + 8*((lane >> 3) & 1);
       for (int kk = 0; kk < {NJ}; kk++) {{
-        float4 pb[{NT}];
-        for (int nt = 0; nt < {NT}; nt++) pb[nt] = pbuf[(kk*{NT} + nt)*32 + lane];
+        uint4 pb[{NT}];
+        for (int nt = 0; nt < {NT}; nt++) pb[nt] = ((const uint4*)pbuf)[(kk*{NT} + nt)*32 + lane];
         for (int m = 0; m < {MC}; m++) {{
-          uint u0 = vr[8*kk*{SK // 2} + 8*m], u1 = vr[(8*kk + 4)*{SK // 2} + 8*m];
-          float a[4] = {{H2F_BITS(u0), H2F_BITS(u0 >> 16), H2F_BITS(u1), H2F_BITS(u1 >> 16)}};
-          for (int nt = 0; nt < {NT}; nt++) {{ MMA_TF32(o[m][nt], a, pb[nt].x, pb[nt].y); MMA_TF32(o[m][nt], a, pb[nt].z, pb[nt].w); }}
+          uint a[4];
+          LDSM_X4_T(a, vr + 16*kk*{SK} + 16*m);
+          for (int nt = 0; nt < {NT}; nt++) {{ MMA_F16(o[m][nt], a, pb[nt].x, pb[nt].y); MMA_F16(o[m][nt], a, pb[nt].z, pb[nt].w); }}
         }}
       }}
     }}
@@ -910,11 +917,12 @@ def attend_mma_t_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: 
     if (g == 0 && h < H) {{ ml[2*(sp*H + h)] = mr[j][0]; ml[2*(sp*H + h) + 1] = l0; }}
     if (g == 0 && h + 1 < H) {{ ml[2*(sp*H + h + 1)] = mr[j][1]; ml[2*(sp*H + h + 1) + 1] = l1; }}
   }}
-  // heads 8nt + 2t, + 1 at columns DVW*w + 16m + 2g, + 1
+  // heads 8nt + 2t, + 1 at columns DVW*w + 16m + g, + 8 (P's 2^14 taken out)
+  const float PS = 1.0f / 16384.0f;
   for (int nt = 0; nt < {NT}; nt++) for (int m = 0; m < {MC}; m++) {{
-    int h = 8*nt + 2*t, col = DVW*w + 16*m + 2*g;
-    if (h < H) {{ part[(sp*H + h)*KV + col] = o[m][nt][0]; part[(sp*H + h)*KV + col + 1] = o[m][nt][2]; }}
-    if (h + 1 < H) {{ part[(sp*H + h + 1)*KV + col] = o[m][nt][1]; part[(sp*H + h + 1)*KV + col + 1] = o[m][nt][3]; }}
+    int h = 8*nt + 2*t, col = DVW*w + 16*m + g;
+    if (h < H) {{ part[(sp*H + h)*KV + col] = o[m][nt][0] * PS; part[(sp*H + h)*KV + col + 8] = o[m][nt][2] * PS; }}
+    if (h + 1 < H) {{ part[(sp*H + h + 1)*KV + col] = o[m][nt][1] * PS; part[(sp*H + h + 1)*KV + col + 8] = o[m][nt][3] * PS; }}
   }}"""
   params = _attend_params(True)
   name = f"mla_attend_mmat_h{H}_kv{KV}_r{R}" + (f"_o{kv_offset}" if kv_offset else "") + "_f16"

@@ -43,10 +43,15 @@
 # / +1.4% short, 2 us a block slower at 16k-32k alone), 110 (combine-f2.diff, 48 registers: no change in the model: rejected),
 # DIFF=combine-hybrid.diff POS=575,1023,4095,16383 DEADLINE=420 110 (call111, its files named f2_: the loop where ns < SPLITS:
 # short +1.5%, 4k -1.7% (125 splits took the loop), 16k +0.2%; landed with the loop where splits take MIN_CHUNK keys).
-# Next lease, in order: 112 (DeepSeek-V2-Lite's routed GEMMs of a 2048-token chunk with two sub-steps: its pp4096 1.16x),
-# 111 (the decode attend's tensor-core kernels on fp16 m16n8k16: half the mma count; the kernels alone, GLM-4.7-Flash's
-# path at 10,300 and its decode at 4k / 16k / 32k, B A; then PRESETS=deepseek-v2-lite,youtu-llm-2b 111 for the 16-head kernel), the short context and 4k / 16k f16 of the three models with the combine as landed (the boundary at
-# 1,024 keys untimed in the model: VARIANTS="A B B A" DIFF=combine-short.diff 110 with PRESETS of all three),
+# Measured 2026-12-04 (calls 112-115): 112 (an experts GEMM's x records dynamic: DeepSeek-V2-Lite's pp4096 +16.5%, landed),
+# 111 and PRESETS=deepseek-v2-lite,youtu-llm-2b 111 (the decode attend on fp16 m16n8k16: GLM-4.7-Flash's 20 heads +2.1% /
+# +7.8% / +11.6% at 4k / 16k / 32k, landed; the 16 heads' -2% at 4k: rejected, experiments/decode-mma-16h-f16.diff),
+# RUNS=glm-4.7-flash:f16 DEPTHS=4096,16384,32768 DECODE=32 71 (ran out: llama.cpp's build 367 s beside the synthesis).
+# Next lease, in order: BUILD_ONLY=1 RUNS="glm-4.7-flash:f16 deepseek-v2-lite:f16" 71 (llama.cpp built and both models
+# synthesized), at once on the warm machine RUNS=glm-4.7-flash:f16 DEPTHS=4096,16384,32768 DECODE=32 71 (GLM-4.7-Flash
+# beside llama.cpp with the fp16 20-head attend), then RUNS=deepseek-v2-lite:f16 DEPTHS=4096,16384,32768 DECODE=32 71
+# (DeepSeek-V2-Lite's pp4096 with two sub-steps), the short context and 4k / 16k f16 of the three models with the combine as
+# landed (VARIANTS="A B B A" DIFF=combine-short.diff 110 with PRESETS of all three),
 # 105 (GLM-4.7-Flash's decode attend and the short context's combine under Nsight Compute, per instruction),
 # DIFF=experts-split-picks.diff PRESETS=deepseek-v2-lite,glm-4.7-flash BATCH=4,8 49 (a batched step's routed experts on the
 # split GEMM from 48 picks: DeepSeek-V2-Lite's 8 sequences, not GLM-4.7-Flash's; emulated and the seam's rule checked),
@@ -787,7 +792,10 @@ case $1 in
          "$OUT/ncu_attend${f:+_$VARIANT}.txt" | head -60
      done ;;
   66) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     [ -x .cache/llama/build/bin/llama-bench ] || (python3 -m tools.llama_bench build --time-limit 330 > "$OUT/llama_build.log" 2>&1) &
+     # (BUILD_ONLY: build and synthesize, then stop; the next call on the still-warm machine finds both: beside the
+     # synthesis the build took 367 s in call115, past the 330 it had)
+     [ -x .cache/llama/build/bin/llama-bench ] || (python3 -m tools.llama_bench build --time-limit $([ -n "$BUILD_ONLY" ] && echo 540 || echo 330) \
+       > "$OUT/llama_build.log" 2>&1) &
      (for m in youtu-llm-2b deepseek-v2-lite glm-4.7-flash; do synth $m & done; wait); echo "synthesized $(date +%T)"
      # depth 2010: the compared rows sit in the prefill path's chunk of 2048 (flash), the decode path's prefix in chunks of 512
      [ -n "$PATHS" ] && timeout 240 python3 -m tools.path_check --depth 2010 --no-generated 2>&1 | tee "$OUT/paths2010.txt" | grep -v Warn | tail -6
@@ -1363,12 +1371,16 @@ t = {r[1]: float(r[2]) for r in rows if len(r) > 3 and r[0] == '16383'}; b = min
      # beside llama.cpp in one run: GLM-4.7-Flash's default (now chunks of 2048, the flash form) over our f32 cache, then the
      # three over an fp16 cache (llama-bench's default; the flash products one tf32 pass), llama.cpp built while they synthesize
      # (the models of $RUNS only; with PATHS71, the fp16 paths of those presets at $PATH_DEPTH while llama.cpp builds)
-     [ -x .cache/llama/build/bin/llama-bench ] || (python3 -m tools.llama_bench build --time-limit 330 > "$OUT/llama_build.log" 2>&1) &
+     # (BUILD_ONLY: build and synthesize, then stop; the next call on the still-warm machine finds both: beside the
+     # synthesis the build took 367 s in call115, past the 330 it had)
+     [ -x .cache/llama/build/bin/llama-bench ] || (python3 -m tools.llama_bench build --time-limit $([ -n "$BUILD_ONLY" ] && echo 540 || echo 330) \
+       > "$OUT/llama_build.log" 2>&1) &
      RUNS=${RUNS:-glm-4.7-flash:f32 youtu-llm-2b:f16 deepseek-v2-lite:f16 glm-4.7-flash:f16}
      (for m in $(for r in $RUNS; do echo ${r%:*}; done | sort -u); do synth $m & done; wait); echo "synthesized $(date +%T)"
      [ -z "$PATHS71" ] || timeout 200 python3 -m tools.path_check --presets $PATHS71 --depth ${PATH_DEPTH:-3000} --cache-type f16 --no-generated 2>&1 \
        | tee "$OUT/paths_f16.txt" | grep -v Warn | tail -4
      wait; tail -2 "$OUT/llama_build.log" 2>/dev/null; echo "built $(date +%T)"
+     [ -z "$BUILD_ONLY" ] || exit 0
      for run in $RUNS; do
        m=${run%:*} c=${run#*:}; echo "-- $m $c $(date +%T)"
        timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $m --llama --cache-type $c --decode ${DECODE:-64} --depths ${DEPTHS:-4096,16384} \
