@@ -50,7 +50,9 @@
 # Next lease, in order: BUILD_ONLY=1 RUNS="glm-4.7-flash:f16 deepseek-v2-lite:f16" 71 (llama.cpp built and both models
 # synthesized), at once on the warm machine RUNS=glm-4.7-flash:f16 DEPTHS=4096,16384,32768 DECODE=32 71 (GLM-4.7-Flash
 # beside llama.cpp with the fp16 20-head attend), then RUNS=deepseek-v2-lite:f16 DEPTHS=4096,16384,32768 DECODE=32 71
-# (DeepSeek-V2-Lite's pp4096 with two sub-steps), the short context and 4k / 16k f16 of the three models with the combine as
+# (DeepSeek-V2-Lite's pp4096 with two sub-steps), DIFF=experts-dyn-steps.diff PRESETS=deepseek-v2-lite,glm-4.7-flash
+# NODEPTH=1 POS=575 110 (the MoE models' short context, pp512 and tg, with the experts' records dynamic: GLM-4.7-Flash's
+# GEMMs alone +0.5-0.7% at 2048 tokens), the short context and 4k / 16k f16 of the three models with the combine as
 # landed (VARIANTS="A B B A" DIFF=combine-short.diff 110 with PRESETS of all three),
 # 105 (GLM-4.7-Flash's decode attend and the short context's combine under Nsight Compute, per instruction),
 # DIFF=experts-split-picks.diff PRESETS=deepseek-v2-lite,glm-4.7-flash BATCH=4,8 49 (a batched step's routed experts on the
