@@ -841,6 +841,7 @@ case $1 in
          --json "$OUT/copies_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -4)
      done ;;
   112) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # (measured: call112; landed in 229c6cf, so the diff applies to the tree before it only)
      # EXPERIMENT experiments/experts-dyn-steps.diff: an experts GEMM's x records in dynamic workgroup memory, so
      # DeepSeek-V2-Lite's routed products of a 2048-token chunk take two sub-steps a step (their 12,288-entry listing left
      # one under the 48 KB static limit: bench_gemm 113 int8 TOPS where GLM-4.7-Flash's, with two, run at 162; sm_90: 167
@@ -863,6 +864,8 @@ case $1 in
          --depths ${DEPTHS:-4096} --json "$OUT/dyn_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -3)
      done ;;
   111) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # (measured: calls 113-114; its 20-head half landed in 229c6cf, so the diff applies to the tree before it only; the
+     # 16-head half alone: experiments/decode-mma-16h-f16.diff)
      # EXPERIMENT experiments/decode-mma-f16.diff: the decode attend's tensor-core kernels on fp16 mma.sync m16n8k16 (the keys
      # exact in fp16, the queries and P x 2^14 fp16 hi + lo: half the mma count of the tf32 m16n8k8 pairs, no fp16 -> fp32
      # conversion of the keys, the values' fragments by ldmatrix .trans): attend_mma_t_kernel (GLM-4.7-Flash's 20 heads: 216
