@@ -59,7 +59,7 @@ def variants(s: GemmShape, tiles: bool, steps=(4, 2, 1), mbs=(1, 3, 4)) -> list[
          [(tt, tn) for tn in ((128, 256) if s.glu else (64, 128)) for tt in (64, 32)]
   for tile in [rule[0]] + ([t for t in alts if t != rule[0]] if tiles else []):
     for sb in steps:
-      if (s.K // KB) % sb or gemm.mma_shared_bytes(s, tile, sb) > gemm._mma_limit(s): continue
+      if not gemm.mma_steps_fit(s, tile, sb): continue
       for mb in mbs:
         v = (tile, sb, mb)
         if v not in out: out.append(v)

@@ -393,13 +393,17 @@ def _mma_limit(s: GemmShape) -> int:
   declare theirs static (48 KB)."""
   return MMA_SHARED_BYTES if s.experts else matvec.SHARED_BYTES["CUDA"]
 
+def mma_steps_fit(s: GemmShape, tile: tuple[int, int], sb: int) -> bool:
+  """Steps of `sb` sub-steps divide K and their x records (two steps of them) fit the kernel's workgroup memory."""
+  return (s.K // KB) % sb == 0 and mma_shared_bytes(s, tile, sb) <= _mma_limit(s)
+
 def _mma_steps(s: GemmShape, tile: tuple[int, int]) -> int:
   """Sub-steps of 32 weights per step (a step's loads are in flight together): two, one where K or the shared memory (two
   steps of x records) asks. Four (8 row blocks of 16 a warp) held 32 more registers of weights in flight, which left two
   workgroups per SM; two, with registers for three workgroups an SM (build_mma's __launch_bounds__(128, 3): 168 a thread,
   no spills), ran the chunk's products up to 1.5x faster on the H100 (tools/bench_gemm.py --sweep steps, OPTIMIZATION_JOURNAL.md)."""
   sb = 2
-  while sb > 1 and ((s.K // KB) % sb or mma_shared_bytes(s, tile, sb) > _mma_limit(s)): sb //= 2
+  while sb > 1 and not mma_steps_fit(s, tile, sb): sb //= 2
   return sb
 
 def mma_shared_bytes(s: GemmShape, tile: tuple[int, int] | None = None, steps: int | None = None) -> int:
