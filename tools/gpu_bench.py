@@ -217,7 +217,7 @@ def main() -> None:
   ap.add_argument("--kernels", default="hand", choices=KERNEL_PATHS, help="hand-written kernels (default) or tinygrad's generated ones only")
   ap.add_argument("--cache-type", choices=CACHE_TYPES, default="f32", help="our latent cache's elements (llama-bench keeps its f16 default)")
   ap.add_argument("--depths", help="comma list of context depths: prefill of a prompt that long and decode after it (and llama-bench's "
-                  "pp<D>, tg128@d<D> with --llama), instead of the short-context numbers")
+                  "pp<D> with flash attention off and on, tg128@d<D> with it on, with --llama), instead of the short-context numbers")
   ap.add_argument("--chunks", help="comma list of prefill chunk lengths for --depths (the model's default: 512,128,32, and 2048 "
                   "where apps/model.py takes it)")
   ap.add_argument("--batch", help="comma list of batch sizes: aggregate decode of that many sequences at once (and llama-batched-bench's "
@@ -248,7 +248,9 @@ def main() -> None:
     if sizes: res = llama_cpp.batched(files, ",".join(map(str, sizes)), BATCH_PROMPT, 128, exe=exe.with_name("llama-batched-bench"), log_path=log)
     elif depths:
       res = llama_cpp.bench(files, exe, n_prompt=",".join(map(str, depths)), n_gen=0, reps=3, log_path=log)
-      for r, r2 in zip(res, llama_cpp.bench(files, exe, n_prompt=0, n_gen=128, reps=3, log_path=log, depth=",".join(map(str, depths)))):
+      # decode at depth with flash attention on only: off, it was 1.9-8.1x slower at every depth of 4k-32k on all three models in
+      # every run so far (H100 and H200: its fastest against on's slowest), and it took half of llama-bench's time at depth
+      for r, r2 in zip(res, llama_cpp.bench(files, exe, n_prompt=0, n_gen=128, reps=3, fa="1", log_path=log, depth=",".join(map(str, depths)))):
         r.update({k: v for k, v in r2.items() if k not in ("stddev", "seconds")} if "error" not in r else {})
     else: res = llama_cpp.bench(files, exe, n_prompt=args.prefill, n_gen=128, reps=3, log_path=log)
     llama = dict(zip(presets, res))

@@ -47,14 +47,16 @@
 # 111 and PRESETS=deepseek-v2-lite,youtu-llm-2b 111 (the decode attend on fp16 m16n8k16: GLM-4.7-Flash's 20 heads +2.1% /
 # +7.8% / +11.6% at 4k / 16k / 32k, landed; the 16 heads' -2% at 4k: rejected, experiments/decode-mma-16h-f16.diff),
 # RUNS=glm-4.7-flash:f16 DEPTHS=4096,16384,32768 DECODE=32 71 (ran out: llama.cpp's build 367 s beside the synthesis).
-# Next lease, in order: BUILD_ONLY=1 RUNS="glm-4.7-flash:f16 deepseek-v2-lite:f16" 71 (llama.cpp built and both models
-# synthesized), at once on the warm machine RUNS=glm-4.7-flash:f16 DEPTHS=4096,16384,32768 DECODE=32 71 (GLM-4.7-Flash
-# beside llama.cpp with the fp16 20-head attend), then RUNS=deepseek-v2-lite:f16 DEPTHS=4096,16384,32768 DECODE=32 71
-# (DeepSeek-V2-Lite's pp4096 with two sub-steps), DIFF=experts-dyn-steps.diff PRESETS=deepseek-v2-lite,glm-4.7-flash
-# NODEPTH=1 POS=575 110 (the MoE models' short context, pp512 and tg, with the experts' records dynamic: GLM-4.7-Flash's
-# GEMMs alone +0.5-0.7% at 2048 tokens), the short context and 4k / 16k f16 of the three models with the combine as
-# landed (VARIANTS="A B B A" DIFF=combine-short.diff 110 with PRESETS of all three),
-# 105 (GLM-4.7-Flash's decode attend and the short context's combine under Nsight Compute, per instruction),
+# Measured 2026-12-04 (calls 116-120): BUILD_ONLY=1 RUNS="glm-4.7-flash:f16 deepseek-v2-lite:f16" 71 (built; the machine
+# went back before the next call, which built again), RUNS=glm-4.7-flash:f16 DEPTHS=4096,16384,32768 DECODE=32 71 (only
+# llama.cpp's rows in time: its depths with flash attention off took half of them), NOLLAMA=1 RUNS="glm-4.7-flash:f16
+# deepseek-v2-lite:f16" DEPTHS=4096,16384,32768 DECODE=32 71 (ours: GLM-4.7-Flash 2.00x / 2.11x / 2.05x call117's llama.cpp),
+# DIFF=experts-dyn-steps.diff PRESETS=deepseek-v2-lite,glm-4.7-flash NODEPTH=1 POS=575 110 (short context unchanged), DIFF=
+# combine-short.diff PRESETS=glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b NODEPTH=1 POS=575 110 (A B B: +1.4-1.6%).
+# Next lease, in order: RUNS=glm-4.7-flash:f16 DEPTHS=4096,16384,32768 DECODE=32 71 (GLM-4.7-Flash beside llama.cpp in one
+# call, its decode at depth now on flash attention only), M=glm-4.7-flash POS="576 4096" NCU_POS=4096 97 (where its decode
+# token's 2.83 ms at 4k go against the short context's 2.43: the attend alone grows ~2 us a block), 105 (its decode attend
+# and the short context's combine under Nsight Compute, per instruction),
 # DIFF=experts-split-picks.diff PRESETS=deepseek-v2-lite,glm-4.7-flash BATCH=4,8 49 (a batched step's routed experts on the
 # split GEMM from 48 picks: DeepSeek-V2-Lite's 8 sequences, not GLM-4.7-Flash's; emulated and the seam's rule checked),
 # PRESETS=glm-4.7-flash,deepseek-v2-lite 84, 85, 80, VARIANTS="B A" 74, LLAMA=1 14 (start times beside llama.cpp), 52.
@@ -794,9 +796,7 @@ case $1 in
          "$OUT/ncu_attend${f:+_$VARIANT}.txt" | head -60
      done ;;
   66) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     # (BUILD_ONLY: build and synthesize, then stop; the next call on the still-warm machine finds both: beside the
-     # synthesis the build took 367 s in call115, past the 330 it had)
-     [ -x .cache/llama/build/bin/llama-bench ] || (python3 -m tools.llama_bench build --time-limit $([ -n "$BUILD_ONLY" ] && echo 540 || echo 330) \
+     [ -x .cache/llama/build/bin/llama-bench ] || (python3 -m tools.llama_bench build --time-limit 330 \
        > "$OUT/llama_build.log" 2>&1) &
      (for m in youtu-llm-2b deepseek-v2-lite glm-4.7-flash; do synth $m & done; wait); echo "synthesized $(date +%T)"
      # depth 2010: the compared rows sit in the prefill path's chunk of 2048 (flash), the decode path's prefix in chunks of 512
@@ -1376,19 +1376,19 @@ t = {r[1]: float(r[2]) for r in rows if len(r) > 3 and r[0] == '16383'}; b = min
      # beside llama.cpp in one run: GLM-4.7-Flash's default (now chunks of 2048, the flash form) over our f32 cache, then the
      # three over an fp16 cache (llama-bench's default; the flash products one tf32 pass), llama.cpp built while they synthesize
      # (the models of $RUNS only; with PATHS71, the fp16 paths of those presets at $PATH_DEPTH while llama.cpp builds)
-     # (BUILD_ONLY: build and synthesize, then stop; the next call on the still-warm machine finds both: beside the
-     # synthesis the build took 367 s in call115, past the 330 it had)
-     [ -x .cache/llama/build/bin/llama-bench ] || (python3 -m tools.llama_bench build --time-limit $([ -n "$BUILD_ONLY" ] && echo 540 || echo 330) \
+     # (the build takes 270-370 s beside the synthesis, llama-bench's depths of one model ~100 s with decode at depth on flash
+     # attention only, ours ~95 s: one model a call; a build left for the next call did not survive: the machine went back
+     # before it, call116-117. NOLLAMA: ours alone, no build)
+     [ -n "$NOLLAMA" ] || [ -x .cache/llama/build/bin/llama-bench ] || (python3 -m tools.llama_bench build --time-limit 370 \
        > "$OUT/llama_build.log" 2>&1) &
      RUNS=${RUNS:-glm-4.7-flash:f32 youtu-llm-2b:f16 deepseek-v2-lite:f16 glm-4.7-flash:f16}
      (for m in $(for r in $RUNS; do echo ${r%:*}; done | sort -u); do synth $m & done; wait); echo "synthesized $(date +%T)"
      [ -z "$PATHS71" ] || timeout 200 python3 -m tools.path_check --presets $PATHS71 --depth ${PATH_DEPTH:-3000} --cache-type f16 --no-generated 2>&1 \
        | tee "$OUT/paths_f16.txt" | grep -v Warn | tail -4
      wait; tail -2 "$OUT/llama_build.log" 2>/dev/null; echo "built $(date +%T)"
-     [ -z "$BUILD_ONLY" ] || exit 0
      for run in $RUNS; do
        m=${run%:*} c=${run#*:}; echo "-- $m $c $(date +%T)"
-       timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $m --llama --cache-type $c --decode ${DECODE:-64} --depths ${DEPTHS:-4096,16384} \
+       timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $m $([ -n "$NOLLAMA" ] || echo --llama) --cache-type $c --decode ${DECODE:-64} --depths ${DEPTHS:-4096,16384} \
          --json "$OUT/llama_${m%%-*}_$c.json" 2>&1 | grep -v '^{' | tail -3
      done ;;
   83) export TINYGRAD_MLA_CACHE=$PWD/.cache
