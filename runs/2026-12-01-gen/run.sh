@@ -52,7 +52,7 @@
 # llama.cpp's rows in time: its depths with flash attention off took half of them), NOLLAMA=1 RUNS="glm-4.7-flash:f16
 # deepseek-v2-lite:f16" DEPTHS=4096,16384,32768 DECODE=32 71 (ours: GLM-4.7-Flash 2.00x / 2.11x / 2.05x call117's llama.cpp),
 # DIFF=experts-dyn-steps.diff PRESETS=deepseek-v2-lite,glm-4.7-flash NODEPTH=1 POS=575 110 (short context unchanged), DIFF=
-# combine-short.diff PRESETS=glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b NODEPTH=1 POS=575 110 (A B B: +1.4-1.6%).
+# combine-short.diff PRESETS=glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b NODEPTH=1 POS=575 110 (A B B A: +1.5-1.6%).
 # Next lease, in order: RUNS=glm-4.7-flash:f16 DEPTHS=4096,16384,32768 DECODE=32 71 (GLM-4.7-Flash beside llama.cpp in one
 # call, its decode at depth now on flash attention only), M=glm-4.7-flash POS="576 4096" NCU_POS=4096 97 (where its decode
 # token's 2.83 ms at 4k go against the short context's 2.43: the attend alone grows ~2 us a block), 105 (its decode attend
