@@ -470,6 +470,30 @@ def test_start_time_times_the_load_step_by_step(tmp_path):
   assert "second load, step by step" in r.stdout
   assert len(row["cli_first_token_s"]) == 2 and all(0 < t < 60 for t in row["cli_first_token_s"]) and "llm.py -p: first token at" in r.stdout
 
+def test_start_time_writes_the_missing_bytecode(tmp_path):
+  """tools.start_time's set-up: bytecode for imported sources outside the tree that lack it (or whose bytecode is stale), and
+  has_bytecode's rule is importlib's: a process then runs the cached code, not the source (same size and mtime, other text)."""
+  from tools import start_time as stt
+  pkg = tmp_path / "pkg_bc"
+  pkg.mkdir()
+  (pkg / "__init__.py").write_text("")
+  (pkg / "mod.py").write_text("Y = 2\n")
+  srcs = {"pkg_bc": str(pkg / "__init__.py"), "pkg_bc.mod": str(pkg / "mod.py")}
+  assert not any(stt.has_bytecode(f) for f in srcs.values())
+  assert stt.write_bytecode(srcs) == {"pkg_bc": 2} and all(stt.has_bytecode(f) for f in srcs.values()) and stt.write_bytecode(srcs) == {}
+  st0 = os.stat(pkg / "mod.py")
+  (pkg / "mod.py").write_text("Y = 3\n")
+  os.utime(pkg / "mod.py", ns=(st0.st_atime_ns, st0.st_mtime_ns))
+  assert stt.has_bytecode(srcs["pkg_bc.mod"])
+  run = lambda: subprocess.run([sys.executable, "-c", "import pkg_bc.mod; print(pkg_bc.mod.Y)"], cwd=tmp_path, capture_output=True, text=True,
+                               env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": str(tmp_path)}).stdout.strip()
+  assert run() == "2"                           # the cached code ran
+  (pkg / "mod.py").write_text("Y = 33\n")        # another size: stale, compiled again
+  assert not stt.has_bytecode(srcs["pkg_bc.mod"]) and stt.write_bytecode(srcs) == {"pkg_bc": 1} and run() == "33"
+  import apps.engine
+  assert stt.outside_sources({"apps.engine": apps.engine, "pkg_bc.mod": types.SimpleNamespace(__file__=srcs["pkg_bc.mod"])}) == \
+    {"pkg_bc.mod": srcs["pkg_bc.mod"]}
+
 def test_ncu_source_ranks_instructions(tmp_path, capsys):
   """tools.ncu_source: the hottest SASS instructions of an Nsight Compute source page first, with their largest stalls, and
   the samples by instruction kind; a CSV without stall samples is a one-line error."""

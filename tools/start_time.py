@@ -8,14 +8,56 @@ device past them, the weights' upload with its GB/s); llama.cpp's in the same ru
 
 Each preset runs in a scratch cache of its own (CACHEDB and the capture directory in a temporary folder), so "first" is
 a cold start whatever ran before; the model file itself is generated first and read once (it sits in the page cache, as
-for a restart). llama.cpp: `llama-bench -p <prompt> -n 0 -r 1 -ngl 99` timed from spawn to exit, twice; it loads the file and
+for a restart). Before any of them, the imports from outside this tree get the bytecode a pip install writes where they
+lack it (deps_bytecode: the GPU machine's image carries its packages without it); the second process lists what it still
+compiled from source. llama.cpp: `llama-bench -p <prompt> -n 0 -r 1 -ngl 99` timed from spawn to exit, twice; it loads the file and
 evaluates the prompt twice (a warm-up and the timed run), so its time is an upper bound of its time to the first token.
 """
 from __future__ import annotations
-import argparse, json, os, subprocess, sys, tempfile, time
+import argparse, importlib.util, json, os, py_compile, subprocess, sys, tempfile, time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+
+def has_bytecode(src: str) -> bool:
+  """Whether Python would load src's cached bytecode rather than compile it: the cache file exists with this interpreter's
+  magic and, timestamp-checked, the source's mtime and size (as importlib's SourceFileLoader checks them)."""
+  try:
+    with open(importlib.util.cache_from_source(src), "rb") as f: h = f.read(16)
+    st = os.stat(src)
+  except (OSError, ValueError, NotImplementedError): return False
+  if len(h) < 16 or h[:4] != importlib.util.MAGIC_NUMBER: return False
+  flags = int.from_bytes(h[4:8], "little")
+  return bool(flags & 1) or (int.from_bytes(h[8:12], "little") == int(st.st_mtime) & 0xFFFFFFFF and
+                             int.from_bytes(h[12:16], "little") == st.st_size & 0xFFFFFFFF)
+
+def outside_sources(modules: dict) -> dict[str, str]:
+  """name -> source file of the imported modules that are not this tree's own (whose bytecode the set-up writes): the standard
+  library's and the installed packages' (a virtual environment inside the tree counts as outside)."""
+  own = lambda f: (p := Path(f).resolve()).is_relative_to(ROOT) and not p.is_relative_to(Path(sys.prefix).resolve())
+  return {n: f for n, m in modules.items() if isinstance(f := getattr(m, "__file__", None), str) and f.endswith(".py") and not own(f)}
+
+def write_bytecode(sources: dict[str, str]) -> dict[str, int]:
+  """Bytecode for each source that has none (or a stale one), where it can be written: {top-level package: modules compiled}."""
+  done: dict[str, int] = {}
+  for name, src in sources.items():
+    if has_bytecode(src): continue
+    try: py_compile.compile(src, doraise=True)
+    except (py_compile.PyCompileError, OSError): continue
+    done[name.split(".")[0]] = done.get(name.split(".")[0], 0) + 1
+  return done
+
+IMPORTS = "import apps, apps.engine, apps.chat, apps.tokenizer, tinygrad"   # what a measured process imports before its load
+
+def deps_bytecode() -> dict[str, int]:
+  """The bytecode a pip install (or a distribution's package) writes for what the engine imports from outside this tree,
+  where it is missing: the GPU machine's image carries numpy, regex and jinja2 without it and sets PYTHONDONTWRITEBYTECODE,
+  so each of its processes compiled them again (0.3-0.5 s of a second process's imports there), which a `./run` set-up,
+  whose pip writes theirs, never pays. Returns {top-level package: modules compiled}."""
+  code = f"{IMPORTS}; import json, sys; from tools.start_time import outside_sources; print(json.dumps(outside_sources(sys.modules)))"
+  p = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT, capture_output=True, text=True)
+  if p.returncode: raise SystemExit(f"start_time: importing the engine failed:\n{p.stderr[-3000:]}")
+  return write_bytecode(json.loads(p.stdout.strip().splitlines()[-1]))
 
 def time_calls() -> dict[str, list]:
   """Wrap the load's steps with wall-clock timers: the loader's own (apps.packed, apps.readback, apps.quantized) and, where the
@@ -56,6 +98,7 @@ def child(preset: str, kernels: str, n_prompt: int, capture_dir: str, calls: boo
   from apps import engine
   from tinygrad import Device
   t["imported"] = time.time()
+  assert all(m in sys.modules for m in IMPORTS.removeprefix("import ").split(", ")), "IMPORTS names what this process imports first"
   stats = time_calls() if calls else {}
   src = engine.resolve_model(preset, None, None)
   eng = engine.Engine.load(src, max_context=1024, quiet=True, kernels=kernels, capture_dir=Path(capture_dir))
@@ -65,7 +108,8 @@ def child(preset: str, kernels: str, n_prompt: int, capture_dir: str, calls: boo
   ids = (eng.text_ids("The quick brown fox jumps over the lazy dog. " * 8))[:n_prompt]
   first = next(eng.model.generate(ids, 1))
   t["first_token"] = time.time()
-  print(json.dumps({**t, "token": first, "captures_loaded": eng.model.captures.loaded, "device": eng.model.device,
+  no_bc = sorted(n for n, f in outside_sources(sys.modules).items() if not has_bytecode(f))
+  print(json.dumps({**t, "token": first, "captures_loaded": eng.model.captures.loaded, "device": eng.model.device, "no_bytecode": no_bc,
                     "file_bytes": src.path.stat().st_size, "load_s": t["loaded"] - t["imported"], "phases": eng.load_seconds,
                     "weight_bytes": eng.model.weight_bytes(), "load_calls": load_calls}), flush=True)
 
@@ -81,7 +125,7 @@ def run_child(preset: str, kernels: str, n_prompt: int, scratch: Path, calls: bo
           "to_first_token_after_load_s": r["first_token"] - r["loaded"], "captures_loaded": r["captures_loaded"], "token": r["token"],
           "device": r["device"], "load_gb_s": r["file_bytes"] / max(r["loaded"] - r["imported"], 1e-9) / 1e9,
           "load_phases_s": r["phases"], "weights_gb_s": r["weight_bytes"] / max(r["phases"]["weights"], 1e-9) / 1e9,
-          "load_calls": r["load_calls"]}
+          "load_calls": r["load_calls"], "no_bytecode": r["no_bytecode"]}
 
 def cli_ttft(preset: str, kernels: str, n_prompt: int, scratch: Path) -> float:
   """Seconds from starting `llm.py -p` (the CLI as a user runs it: its device, load and captures in .cache/captures) to the
@@ -123,6 +167,9 @@ def main(argv: list[str] | None = None) -> int:
   if a.child:
     child(a.child[0], a.child[1], int(a.child[2]), a.child[3], a.child[4] == "calls")
     return 0
+  compiled = deps_bytecode()
+  print("bytecode written for the imports outside this tree that had none, as a pip install writes it: " +
+        (", ".join(f"{k} {v}" for k, v in sorted(compiled.items(), key=lambda kv: -kv[1])) if compiled else "none missing"), flush=True)
   import apps  # noqa: F401
   from apps import synth
   rows = []
@@ -154,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
       for k, (n, tot, mx) in sorted(s["load_calls"].items(), key=lambda kv: -kv[1][1])[:16]:
         print(f"{'':32s}{k:28s} {n:6d} {tot * 1e3:9.1f} ms  max {mx * 1e3:7.2f} ms", flush=True)
     if f["token"] != s["token"]: print(f"  the first token differs between the runs: {f['token']} vs {s['token']}", flush=True)
+    if s["no_bytecode"]: print(f"  compiled from source in the second process (no bytecode): {', '.join(s['no_bytecode'][:20])}", flush=True)
     if a.json: a.json.write_text(json.dumps(rows, indent=1))
   return 0
 
