@@ -55,12 +55,13 @@
 # DIFF=experts-dyn-steps.diff PRESETS=deepseek-v2-lite,glm-4.7-flash NODEPTH=1 POS=575 110 (short context unchanged), DIFF=
 # combine-short.diff PRESETS=glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b NODEPTH=1 POS=575 110 (A B B A: +1.5-1.6%).
 # Next lease, in order: RUNS=glm-4.7-flash:f16 DEPTHS=4096,16384,32768 DECODE=32 71 (GLM-4.7-Flash beside llama.cpp in one
-# call, its decode at depth now on flash attention only), M=glm-4.7-flash POS="576 4096" NCU_POS=4096 97 (where its decode
-# token's 2.83 ms at 4k go against the short context's 2.43: the attend alone grows ~2 us a block), 105 (its decode attend
-# and the short context's combine under Nsight Compute, per instruction),
+# call, its decode at depth now on flash attention only), at once 121 (its llama.cpp build still on the machine: a second
+# process's start with the imports' bytecode, A B A, beside llama.cpp), M=glm-4.7-flash POS="576 4096" NCU_POS=4096 97 (where
+# its decode token's 2.83 ms at 4k go against the short context's 2.43: the attend alone grows ~2 us a block), 105 (its decode
+# attend and the short context's combine under Nsight Compute, per instruction),
 # DIFF=experts-split-picks.diff PRESETS=deepseek-v2-lite,glm-4.7-flash BATCH=4,8 49 (a batched step's routed experts on the
 # split GEMM from 48 picks: DeepSeek-V2-Lite's 8 sequences, not GLM-4.7-Flash's; emulated and the seam's rule checked),
-# PRESETS=glm-4.7-flash,deepseek-v2-lite 84, 85, 80, VARIANTS="B A" 74, LLAMA=1 14 (start times beside llama.cpp), 52.
+# PRESETS=glm-4.7-flash,deepseek-v2-lite 84, 85, 80, VARIANTS="B A" 74, 52.
 #   1: where a generated decode token of DeepSeek-V2-Lite and GLM-4.7-Flash goes, kernel by kernel: Nsight Compute's device
 #      times (L2 and clocks left as they run: --cache-control none --clock-control none) against the step as run in its
 #      graphs; then BEAM=2 on DeepSeek-V2-Lite's 8 slowest decode kernels (tools.beam_kernels) while the time lasts
@@ -840,6 +841,19 @@ case $1 in
        d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $(date +%T)"
        (cd $d && TINYGRAD_UPTO=$([ $v = A ] && echo 70 || echo 71) CACHEDB=/tmp/cache_$v.db timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --decode 32 --depths ${DEPTHS:-4096,16384} \
          --json "$OUT/copies_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -4)
+     done ;;
+  121) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # a second process's start with the imports' bytecode written first (tools.start_time's deps_bytecode: the image's numpy,
+     # regex and jinja2 come without it, call11's -X importtime put numpy at 0.30 s and regex's core at 0.06): A = the tree
+     # with 8c45531's tools/start_time.py (no bytecode step), B = the tree; A B A (B writes the bytecode, so the second A has it
+     # too: A2 ~ B says the bytecode is the change); llama.cpp beside them where a build is on the machine
+     tree /tmp/A && git -C /tmp/A checkout -q 8c45531 -- tools/start_time.py || exit 1
+     for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
+     extra=; [ -x .cache/llama/build/bin/llama-bench ] && extra=--llama
+     for v in A B A; do
+       d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.start_time --presets $P --repeat 3 $extra --json "$OUT/st_$v.$RANDOM.json" 2>&1 | grep -v Warn | tail -8)
      done ;;
   112) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # (measured: call112; landed in 229c6cf, so the diff applies to the tree before it only)
