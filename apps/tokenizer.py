@@ -16,7 +16,7 @@ Streaming: `StreamDecoder(tok).add(id)` returns only complete UTF-8 text; an inc
 back until the tokens that finish it arrive, and `flush()` returns what is left (U+FFFD for broken bytes).
 """
 from __future__ import annotations
-import bisect, codecs, heapq, operator, re
+import bisect, codecs, heapq, itertools, operator, re
 from typing import Iterable
 import regex
 
@@ -205,6 +205,7 @@ _FIM_TEXTS = {
   "fim_rep": ("<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"),
   "fim_sep": ("<|file_sep|>",),
 }
+_HARMONY_USER_DEFINED = frozenset({"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"})  # gpt-oss
 # texts that always end the generation
 _EOG_TEXTS = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>", "<end_of_turn>", "<|endoftext|>",
               "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]", "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>",
@@ -233,17 +234,18 @@ class Tokenizer:
     self.split_steps = _splitter(pre)
     self.ignore_merges = flags.get("ignore_merges", False)
     self.clean_spaces = flags.get("clean_spaces", True)
-    self.tokens = [t if t else f"[EMPTY_{i}]" for i, t in enumerate(tokens)]
-    self.token_to_id = {t: i for i, t in enumerate(self.tokens)}  # later duplicates win, as in llama.cpp
-    if types is not None and len(types) < len(tokens):
-      raise TokenizerError(f"tokenizer.ggml.token_type has {len(types)} entries for {len(tokens)} tokens")
-    self.attr = [_TYPE_ATTR.get(int(t), 0) for t in types] if types is not None else [ATTR_NORMAL] * len(tokens)
-    self.ranks: dict[str, int] = {}
-    for i, m in enumerate(merges): self.ranks.setdefault(m, i)  # key "left right"; the first listing wins
+    # the vocabulary's tables built by C-level iteration (zip, map, compress): 150k tokens and 100k merges are in every start
+    n = len(tokens)
+    self.tokens = list(tokens) if "" not in tokens else [t if t else f"[EMPTY_{i}]" for i, t in enumerate(tokens)]
+    self.token_to_id = dict(zip(self.tokens, range(n)))  # later duplicates win, as in llama.cpp
+    if types is not None and len(types) < n:
+      raise TokenizerError(f"tokenizer.ggml.token_type has {len(types)} entries for {n} tokens")
+    self.attr = list(map(_TYPE_ATTR.get, map(int, types[:n]), itertools.repeat(0))) if types is not None else [ATTR_NORMAL] * n
+    self.ranks: dict[str, int] = dict(zip(reversed(merges), range(len(merges) - 1, -1, -1)))  # "left right"; the first listing wins
     self._special_ids(metadata, flags)
     self._cache: dict[str, tuple[int, ...]] = {}
     # special tokens, longest text first (llama.cpp's cache_special_tokens)
-    spec = [i for i, a in enumerate(self.attr) if a & (ATTR_CONTROL | ATTR_USER_DEFINED | ATTR_UNKNOWN)]
+    spec = list(itertools.compress(range(n), map(operator.and_, self.attr, itertools.repeat(ATTR_CONTROL | ATTR_USER_DEFINED | ATTR_UNKNOWN))))
     self.special_tokens = sorted(spec, key=lambda i: (-len(self.tokens[i].encode()), i))
     self._pieces: dict[int, bytes] = {}  # filled as tokens are decoded: all of a 150k vocabulary up front is 0.2 s of every start
 
@@ -283,11 +285,14 @@ class Tokenizer:
         ids[k] = found[0]
         self.attr[found[0]] |= ATTR_CONTROL
     eog = {ids[k] for k in ("fim_pad", "fim_rep", "fim_sep") if ids[k] is not None}
-    for i, t in enumerate(self.tokens):
-      if t in _EOG_TEXTS:
+    named = _EOG_TEXTS | _HARMONY_USER_DEFINED   # every id with such a text (a vocabulary without duplicates: token_to_id's)
+    hits = sorted(self.token_to_id[t] for t in named if t in self.token_to_id) if len(self.token_to_id) == n else \
+           [i for i, t in enumerate(self.tokens) if t in named]
+    for i in hits:
+      if (t := self.tokens[i]) in _EOG_TEXTS:
         eog.add(i)
         self.attr[i] |= ATTR_CONTROL
-      if t in ("<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"): self.attr[i] = ATTR_USER_DEFINED  # gpt-oss
+      if t in _HARMONY_USER_DEFINED: self.attr[i] = ATTR_USER_DEFINED
     eog |= {ids[k] for k in ("eos", "eot", "eom") if ids[k] is not None}
     texts = {self.tokens[i]: i for i in eog}
     if "<|end|>" in texts and (("<|return|>" in texts and "<|call|>" in texts) or ("<|calls|>" in texts and "<|flush|>" in texts)):

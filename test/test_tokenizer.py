@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from apps.gguf import GGUFFile, GGUFWriter, ValueType
 from apps.vocab import vocab_file
-from apps.tokenizer import PRE_TYPES, StreamDecoder, Tokenizer, TokenizerError
+from apps.tokenizer import ATTR_CONTROL, ATTR_NORMAL, ATTR_USER_DEFINED, PRE_TYPES, StreamDecoder, Tokenizer, TokenizerError
 from tools.make_tokenizer_goldens import ATOMS, PRE_TYPES as GOLDEN_PRE_TYPES, golden_strings, with_pre
 
 GOLDENS = Path(__file__).parent / "goldens"
@@ -177,6 +177,17 @@ def test_special_tokens_and_flags():
   assert Tokenizer(md["tokenizer.ggml.tokens"], None, md["tokenizer.ggml.merges"], "deepseek-v3", md).bos_id == 11  # the gpt2 default
   with pytest.raises(TokenizerError, match="no BOS"):
     Tokenizer(md["tokenizer.ggml.tokens"], None, md["tokenizer.ggml.merges"], "glm4", md).encode("x")
+
+def test_end_of_generation_texts_mark_every_id_that_has_them():
+  """Every id whose text ends the generation is an end-of-generation control token, a duplicated text's ids too (the tables
+  are built from the text -> id map where the vocabulary has no duplicates, by a scan where it has); gpt-oss's harmony
+  texts are user-defined."""
+  toks = ["a", "b", "<|im_end|>", "c", "<|channel|>", "d"]
+  for vocab, want in ((toks, {2}), (toks + ["<|im_end|>"], {2, 6})):
+    tok = Tokenizer(vocab, [1] * len(vocab), ["a b"], "deepseek-llm", {})
+    assert {i for i in range(len(vocab)) if tok.is_eog(i)} - {tok.eos_id} == want
+    assert all(tok.attr[i] & ATTR_CONTROL for i in want) and tok.attr[4] == ATTR_USER_DEFINED and tok.attr[0] == ATTR_NORMAL
+    assert set(tok.special_tokens) == want | {4}
 
 def test_roundtrip():
   for pre in REQUIRED:
