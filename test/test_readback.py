@@ -153,6 +153,14 @@ def test_reserve_sizes_both_slots_once():
     st.copy([(DEVICE_BUFFER, np.zeros(n, np.uint8))])
   assert len(allocs) == 2
 
+def test_device_empty_is_tensor_empty_graph():
+  """device_empty's view of its buffer is the node UOp.reshape makes of it (hash-consed: the same object), for every rank:
+  a loaded model's graphs, and the captures keyed by them, are what Tensor.empty would give."""
+  from tinygrad import dtypes
+  for shape in ((), (1,), (6,), (1, 1), (2, 3), (2, 3, 4), (3, 1, 5, 2)):
+    t = R.device_empty(shape, dtypes.float32)
+    assert t.shape == shape and t.uop.is_realized and t.uop.base.reshape(shape) is t.uop
+
 def test_device_full_writes_every_element_without_a_kernel():
   from tinygrad import GlobalCounters, dtypes
   before = GlobalCounters.kernel_count
