@@ -844,10 +844,11 @@ case $1 in
      done ;;
   121) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # a second process's start with the imports' bytecode written first (tools.start_time's deps_bytecode: the image's numpy,
-     # regex and jinja2 come without it, call11's -X importtime put numpy at 0.30 s and regex's core at 0.06): A = the tree
-     # with 8c45531's tools/start_time.py (no bytecode step), B = the tree; A B A (B writes the bytecode, so the second A has it
-     # too: A2 ~ B says the bytecode is the change); llama.cpp beside them where a build is on the machine
-     tree /tmp/A && git -C /tmp/A checkout -q 8c45531 -- tools/start_time.py || exit 1
+     # regex and jinja2 come without it, call11's -X importtime put numpy at 0.30 s and regex's core at 0.06), the tokenizer's
+     # tables by C-level iteration and device_empty without reshape's simplify: A = the tree with 8c45531's apps/ and
+     # tools/start_time.py (none of the three), B = the tree; A B A (B writes the bytecode, so the second A has it too: A1 -> A2
+     # is the bytecode, A2 -> B the two load changes); llama.cpp beside them where a build is on the machine
+     tree /tmp/A && git -C /tmp/A checkout -q 8c45531 -- apps tools/start_time.py || exit 1
      for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
      extra=; [ -x .cache/llama/build/bin/llama-bench ] && extra=--llama
