@@ -54,10 +54,8 @@ def deps_bytecode() -> dict[str, int]:
   where it is missing: the GPU machine's image carries numpy, regex and jinja2 without it and sets PYTHONDONTWRITEBYTECODE,
   so each of its processes compiled them again (0.3-0.5 s of a second process's imports there), which a `./run` set-up,
   whose pip writes theirs, never pays. Returns {top-level package: modules compiled}."""
-  code = f"{IMPORTS}; import json, sys; from tools.start_time import outside_sources; print(json.dumps(outside_sources(sys.modules)))"
-  p = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT, capture_output=True, text=True)
-  if p.returncode: raise SystemExit(f"start_time: importing the engine failed:\n{p.stderr[-3000:]}")
-  return write_bytecode(json.loads(p.stdout.strip().splitlines()[-1]))
+  exec(IMPORTS, {})   # here: this process goes on to import them anyway
+  return write_bytecode(outside_sources(sys.modules))
 
 def time_calls() -> dict[str, list]:
   """Wrap the load's steps with wall-clock timers: the loader's own (apps.packed, apps.readback, apps.quantized) and, where the
