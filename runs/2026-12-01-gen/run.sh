@@ -54,14 +54,18 @@
 # deepseek-v2-lite:f16" DEPTHS=4096,16384,32768 DECODE=32 71 (ours: GLM-4.7-Flash 2.00x / 2.11x / 2.05x call117's llama.cpp),
 # DIFF=experts-dyn-steps.diff PRESETS=deepseek-v2-lite,glm-4.7-flash NODEPTH=1 POS=575 110 (short context unchanged), DIFF=
 # combine-short.diff PRESETS=glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b NODEPTH=1 POS=575 110 (A B B A: +1.5-1.6%).
-# Next lease, in order: RUNS=glm-4.7-flash:f16 DEPTHS=4096,16384,32768 DECODE=32 71 (GLM-4.7-Flash beside llama.cpp in one
-# call, its decode at depth now on flash attention only), at once 121 (its llama.cpp build still on the machine: a second
-# process's start with the imports' bytecode, A B A, beside llama.cpp), M=glm-4.7-flash POS="576 4096" NCU_POS=4096 97 (where
-# its decode token's 2.83 ms at 4k go against the short context's 2.43: the attend alone grows ~2 us a block), 105 (its decode
-# attend and the short context's combine under Nsight Compute, per instruction),
-# DIFF=experts-split-picks.diff PRESETS=deepseek-v2-lite,glm-4.7-flash BATCH=4,8 49 (a batched step's routed experts on the
-# split GEMM from 48 picks: DeepSeek-V2-Lite's 8 sequences, not GLM-4.7-Flash's; emulated and the seam's rule checked),
-# PRESETS=glm-4.7-flash,deepseek-v2-lite 84, 85, 80, VARIANTS="B A" 74, 52.
+# Measured 2026-12-04 (calls 121-126): RUNS=glm-4.7-flash:f16 DEPTHS=4096,16384,32768 DECODE=32 71 (GLM-4.7-Flash beside
+# llama.cpp in one call: decode 2.04x / 2.12x / 2.04x, prompts 1.50x / 1.42x / 1.44x), 121 (A B A without llama.cpp: the
+# machine had gone back; second process 2.15 -> 1.86 -> 1.76 s on Youtu-LLM-2B), M=glm-4.7-flash POS="576 4096" NCU_POS=4096
+# 97 (the step 2.86 / 2.97 ms: depth costs 0.11 ms a token), DIFF=experts-split-picks.diff ... 49 (did not apply: regenerated
+# since), 105, RUNS=deepseek-v2-lite:f16 DEPTHS=4096,16384,32768 DECODE=32 71 (one run: 2.09x / 2.44x / 2.27x, 1.32x / 1.54x /
+# 1.77x).
+# Next lease, in order: 123 (the file pinned for the device: a second process's load, A B B A), LLAMA=1 VARIANTS=B 121
+# (a second process beside llama.cpp in one call: Youtu-LLM-2B's 1.76 s against its 1.0-1.3), 122 (the short context's decode
+# over f32 and f16 caches: where GLM-4.7-Flash's 2.43 vs 2.83 ms go), DIFF=experts-split-picks.diff PRESETS=deepseek-v2-lite,
+# glm-4.7-flash BATCH=4,8 49 (a batched step's routed experts on the split GEMM from 48 picks: DeepSeek-V2-Lite's 8
+# sequences, not GLM-4.7-Flash's; emulated and the seam's rule checked), PRESETS=glm-4.7-flash,deepseek-v2-lite 84, 85, 80,
+# VARIANTS="B A" 74, 52.
 #   1: where a generated decode token of DeepSeek-V2-Lite and GLM-4.7-Flash goes, kernel by kernel: Nsight Compute's device
 #      times (L2 and clocks left as they run: --cache-control none --clock-control none) against the step as run in its
 #      graphs; then BEAM=2 on DeepSeek-V2-Lite's 8 slowest decode kernels (tools.beam_kernels) while the time lasts
@@ -843,6 +847,7 @@ case $1 in
          --json "$OUT/copies_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -4)
      done ;;
   121) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # (LLAMA=1: llama.cpp built first, beside the synthesis, ~300 s: then VARIANTS=B alone fits the call)
      # a second process's start with the imports' bytecode written first (tools.start_time's deps_bytecode: the image's numpy,
      # regex and jinja2 come without it, call11's -X importtime put numpy at 0.30 s and regex's core at 0.06), the tokenizer's
      # tables by C-level iteration and device_empty without reshape's simplify: A = the tree with 8c45531's apps/ and
@@ -850,11 +855,37 @@ case $1 in
      # is the bytecode, A2 -> B the two load changes); llama.cpp beside them where a build is on the machine
      tree /tmp/A && git -C /tmp/A checkout -q 8c45531 -- apps tools/start_time.py || exit 1
      for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     [ -z "$LLAMA" ] || [ -x .cache/llama/build/bin/llama-bench ] || (python3 -m tools.llama_bench build --time-limit 370 \
+       > "$OUT/llama_build.log" 2>&1) &
      P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
+     wait; echo "built $(date +%T)"
      extra=; [ -x .cache/llama/build/bin/llama-bench ] && extra=--llama
-     for v in A B A; do
+     for v in ${VARIANTS:-A B A}; do
        d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $(date +%T)"
        (cd $d && timeout $(($(left) - 3)) python3 -m tools.start_time --presets $P --repeat 3 $extra --json "$OUT/st_$v.$RANDOM.json" 2>&1 | grep -v Warn | tail -8)
+     done ;;
+  123) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT experiments/host-register.diff: the file's tensor bytes pinned for the device (cuMemHostRegister, read-only,
+     # on Opening's worker beside the vocabulary's parse), so a tensor's blocks go to the device from the mapped file itself,
+     # without the memmove into a pinned slot (~320 of Youtu-LLM-2B's ~450 ms of weights, 2.3-2.7 GB/s: call122). A = the
+     # tree, B = the diff: a second process's start and its load phases in the order $VARIANTS (the first token must match)
+     tree /tmp/B host-register.diff || exit 1
+     for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
+     for v in ${VARIANTS:-A B B A}; do
+       d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.start_time --presets $P --repeat 3 --json "$OUT/pin_$v.$RANDOM.json" 2>&1 \
+         | grep -v Warn | tail -8)
+     done ;;
+  122) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # GLM-4.7-Flash's decode token: 2.43 ms after a 512-token prompt over the f32 cache (gpu_bench), 2.83 at 4k over fp16, but
+     # 2.86 / 2.97 at 576 / 4,096 over fp16 in tools.profile (call123): the short context over both cache types, in the order
+     # $ORDER, decode 64 after a 512-token prompt and prefill 512, the tree alone
+     P=${PRESETS:-glm-4.7-flash,deepseek-v2-lite}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
+     for c in ${ORDER:-f32 f16 f16 f32}; do
+       echo "-- $c $(date +%T)"
+       timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --cache-type $c --decode 64 --prefill 512 \
+         --json "$OUT/short_$c.$RANDOM.json" 2>&1 | grep -E '^(glm|deep|youtu).*[0-9]\.[0-9]+ +[0-9]'
      done ;;
   112) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # (measured: call112; landed in 229c6cf, so the diff applies to the tree before it only)
