@@ -60,7 +60,8 @@
 # 97 (the step 2.86 / 2.97 ms: depth costs 0.11 ms a token), DIFF=experts-split-picks.diff ... 49 (did not apply: regenerated
 # since), 105, RUNS=deepseek-v2-lite:f16 DEPTHS=4096,16384,32768 DECODE=32 71 (one run: 2.09x / 2.44x / 2.27x, 1.32x / 1.54x /
 # 1.77x).
-# Next lease, in order: 123 (the file pinned for the device: a second process's load, A B B A), LLAMA=1 VARIANTS=B 121
+# Next lease, in order: 123 (the file pinned for the device: a second process's load, A B B A), 124 (cuInit beside the
+# imports, A C C A), LLAMA=1 VARIANTS=B 121
 # (a second process beside llama.cpp in one call: Youtu-LLM-2B's 1.76 s against its 1.0-1.3), 122 (the short context's decode
 # over f32 and f16 caches: where GLM-4.7-Flash's 2.43 vs 2.83 ms go), DIFF=experts-split-picks.diff PRESETS=deepseek-v2-lite,
 # glm-4.7-flash BATCH=4,8 49 (a batched step's routed experts on the split GEMM from 48 picks: DeepSeek-V2-Lite's 8
@@ -863,6 +864,21 @@ case $1 in
      for v in ${VARIANTS:-A B A}; do
        d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $(date +%T)"
        (cd $d && timeout $(($(left) - 3)) python3 -m tools.start_time --presets $P --repeat 3 $extra --json "$OUT/st_$v.$RANDOM.json" 2>&1 | grep -v Warn | tail -8)
+     done ;;
+  124) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT experiments/early-cuinit.diff: cuInit on a thread from apps/__init__ on, beside the imports (0.33-0.38 s a
+     # process, call122) instead of after them on Opening's worker. First: the libcuda files the process maps with it (one
+     # expected: the loader's libcuda.so.1 and tinygrad's search must be the same file). A = the tree, C = the diff: a second
+     # process's start and its load phases in the order $VARIANTS
+     tree /tmp/C early-cuinit.diff || exit 1
+     for d in . /tmp/C; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     (cd /tmp/C && python3 -c "import apps, time; time.sleep(0.5); from tinygrad import Device; Device['CUDA']
+print('libcuda files mapped:', sorted({l.split()[-1] for l in open('/proc/self/maps') if 'libcuda' in l}))")
+     P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
+     for v in ${VARIANTS:-A C C A}; do
+       d=.; [ $v = C ] && d=/tmp/C; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.start_time --presets $P --repeat 3 --json "$OUT/cuinit_$v.$RANDOM.json" 2>&1 \
+         | grep -v Warn | tail -6)
      done ;;
   123) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT experiments/host-register.diff: the file's tensor bytes pinned for the device (cuMemHostRegister, read-only,
