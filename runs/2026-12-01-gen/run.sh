@@ -60,10 +60,11 @@
 # 97 (the step 2.86 / 2.97 ms: depth costs 0.11 ms a token), DIFF=experts-split-picks.diff ... 49 (did not apply: regenerated
 # since), 105, RUNS=deepseek-v2-lite:f16 DEPTHS=4096,16384,32768 DECODE=32 71 (one run: 2.09x / 2.44x / 2.27x, 1.32x / 1.54x /
 # 1.77x).
-# Next lease, in order: 123 (the file pinned for the device: a second process's load, A B B A), 124 (cuInit beside the
-# imports, A C C A), LLAMA=1 VARIANTS=B 121
+# Next lease, in order: 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A, depths B A),
+# 123 (the file pinned for the device: a second process's load, A B B A), 124 (cuInit beside the imports, A C C A),
+# LLAMA=1 VARIANTS=B 121
 # (a second process beside llama.cpp in one call: Youtu-LLM-2B's 1.76 s against its 1.0-1.3), 122 (the short context's decode
-# over f32 and f16 caches: where GLM-4.7-Flash's 2.43 vs 2.83 ms go), DIFF=experts-split-picks.diff PRESETS=deepseek-v2-lite,
+# over f32 and f16 caches on both MoE models, if 125 leaves it open), DIFF=experts-split-picks.diff PRESETS=deepseek-v2-lite,
 # glm-4.7-flash BATCH=4,8 49 (a batched step's routed experts on the split GEMM from 48 picks: DeepSeek-V2-Lite's 8
 # sequences, not GLM-4.7-Flash's; emulated and the seam's rule checked), PRESETS=glm-4.7-flash,deepseek-v2-lite 84, 85, 80,
 # VARIANTS="B A" 74, 52.
@@ -864,6 +865,28 @@ case $1 in
      for v in ${VARIANTS:-A B A}; do
        d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $(date +%T)"
        (cd $d && timeout $(($(left) - 3)) python3 -m tools.start_time --presets $P --repeat 3 $extra --json "$OUT/st_$v.$RANDOM.json" 2>&1 | grep -v Warn | tail -8)
+     done ;;
+  125) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT experiments/decode-t-depth.diff: GLM-4.7-Flash's 20 heads over an fp16 cache on the CUDA cores below 2,048
+     # keys and attend_mma_t_kernel from there, one depth kernel (its 10 warps cap ptxas at 168 registers: the transposed
+     # branch spills 148 bytes, sm_90), where attend_mma_t_kernel alone serves every depth today (at 576 keys a step is 2.86
+     # ms over fp16 against ~2.43 over f32, call123). The short context over f32 once (the tree), then over fp16 A B B A (A =
+     # the tree, B = the diff), then decode at $DEPTHS over fp16, B A
+     tree /tmp/B decode-t-depth.diff || exit 1
+     for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     synth glm-4.7-flash; echo "synthesized $(date +%T)"
+     echo "-- f32 $(date +%T)"
+     timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets glm-4.7-flash --decode 64 --prefill 512 --json "$OUT/t_f32.json" 2>&1 \
+       | grep -E '^glm.*[0-9]\.[0-9]+ +[0-9]'
+     for v in A B B A; do
+       d=.; [ $v = B ] && d=/tmp/B; echo "-- $v f16 $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets glm-4.7-flash --cache-type f16 --decode 64 --prefill 512 \
+         --json "$OUT/t_short_$v.$RANDOM.json" 2>&1 | grep -E '^glm.*[0-9]\.[0-9]+ +[0-9]')
+     done
+     for v in B A; do
+       d=.; [ $v = B ] && d=/tmp/B; echo "-- $v depths $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets glm-4.7-flash --cache-type f16 --decode 32 \
+         --depths ${DEPTHS:-4096,16384,32768} --json "$OUT/t_depth_$v.json" 2>&1 | grep -v '^{' | tail -4)
      done ;;
   124) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT experiments/early-cuinit.diff: cuInit on a thread from apps/__init__ on, beside the imports (0.33-0.38 s a
