@@ -911,6 +911,11 @@ print('libcuda files mapped:', sorted({l.split()[-1] for l in open('/proc/self/m
      tree /tmp/B host-register.diff || exit 1
      for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
+     for m in ${P//,/ }; do   # whether the driver pins the file, and how long that takes (a failed pin leaves B as A)
+       (cd /tmp/B && python3 -c "import time; from apps import synth, readback; from apps.gguf import GGUFFile
+gf = GGUFFile(synth.generate('$m', 'release', progress=False)); o = readback.Opening(None); t = time.perf_counter(); o.reserve(0, gf.tensor_bytes()); o.wait()
+st = readback._stagings.get(o.device); print('$m pinned', st is not None and st.pinned is not None, round(gf.tensor_bytes().nbytes / 1e9, 2), 'GB in', round(time.perf_counter() - t, 3), 's (with the device opening)'); st and st.unpin()")
+     done
      for v in ${VARIANTS:-A B B A}; do
        d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
        (cd $d && timeout $(($(left) - 3)) python3 -m tools.start_time --presets $P --repeat 3 --json "$OUT/pin_$v.$RANDOM.json" 2>&1 \
