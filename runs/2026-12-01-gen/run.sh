@@ -100,6 +100,15 @@ tree() {  # tree DIR [DIFF [-R]]: a copy of the tree (its .cache left out) in DI
   rm -rf "$1" && mkdir "$1" && cp -r $(ls -A | grep -v '^.cache$') "$1"/ || return 1
   [ -z "$2" ] || patch -s -p1 $3 -d "$1" < runs/2026-12-01-gen/experiments/$2
 }
+start_ab() {  # start_ab TAG ORDER TREE: a second process's start and its load phases (tools.start_time) of $P for each variant
+             # of ORDER, /tmp/<variant> but TREE's (the tree itself), a json a run named TAG_<variant>; $extra: more flags
+  local v d
+  for v in $2; do
+    d=/tmp/$v; [ $v = $3 ] && d=.; echo "-- $v $(date +%T)"
+    (cd $d && timeout $(($(left) - 3)) python3 -m tools.start_time --presets $P --repeat 3 $extra --json "$OUT/$1_$v.$RANDOM.json" 2>&1 \
+      | grep -v Warn | tail -8)
+  done
+}
 short_ab() {  # short_ab TAG ORDER TREE: gpu_bench's short context (decode 64 after a 512-token prompt, prefill 512) of $P for
              # each variant of ORDER, /tmp/<variant> but TREE's (the tree itself), a json a run named TAG_<variant>
   local v d
@@ -862,10 +871,7 @@ case $1 in
      P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
      wait; echo "built $(date +%T)"
      extra=; [ -x .cache/llama/build/bin/llama-bench ] && extra=--llama
-     for v in ${VARIANTS:-A B A}; do
-       d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $(date +%T)"
-       (cd $d && timeout $(($(left) - 3)) python3 -m tools.start_time --presets $P --repeat 3 $extra --json "$OUT/st_$v.$RANDOM.json" 2>&1 | grep -v Warn | tail -8)
-     done ;;
+     start_ab st "${VARIANTS:-A B A}" B ;;
   125) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT experiments/decode-t-depth.diff: GLM-4.7-Flash's 20 heads over an fp16 cache on the CUDA cores below 2,048
      # keys and attend_mma_t_kernel from there, one depth kernel (its 10 warps cap ptxas at 168 registers: the transposed
@@ -898,11 +904,7 @@ case $1 in
      (cd /tmp/C && python3 -c "import apps, time; time.sleep(0.5); from tinygrad import Device; Device['CUDA']
 print('libcuda files mapped:', sorted({l.split()[-1] for l in open('/proc/self/maps') if 'libcuda' in l}))")
      P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
-     for v in ${VARIANTS:-A C C A}; do
-       d=.; [ $v = C ] && d=/tmp/C; echo "-- $v $(date +%T)"
-       (cd $d && timeout $(($(left) - 3)) python3 -m tools.start_time --presets $P --repeat 3 --json "$OUT/cuinit_$v.$RANDOM.json" 2>&1 \
-         | grep -v Warn | tail -6)
-     done ;;
+     start_ab cuinit "${VARIANTS:-A C C A}" A ;;
   123) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT experiments/host-register.diff: the file's tensor bytes pinned for the device (cuMemHostRegister, read-only,
      # on Opening's worker beside the vocabulary's parse), so a tensor's blocks go to the device from the mapped file itself,
@@ -916,11 +918,7 @@ print('libcuda files mapped:', sorted({l.split()[-1] for l in open('/proc/self/m
 gf = GGUFFile(synth.generate('$m', 'release', progress=False)); o = readback.Opening(None); t = time.perf_counter(); o.reserve(0, gf.tensor_bytes()); o.wait()
 st = readback._stagings.get(o.device); print('$m pinned', st is not None and st.pinned is not None, round(gf.tensor_bytes().nbytes / 1e9, 2), 'GB in', round(time.perf_counter() - t, 3), 's (with the device opening)'); st and st.unpin()")
      done
-     for v in ${VARIANTS:-A B B A}; do
-       d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
-       (cd $d && timeout $(($(left) - 3)) python3 -m tools.start_time --presets $P --repeat 3 --json "$OUT/pin_$v.$RANDOM.json" 2>&1 \
-         | grep -v Warn | tail -8)
-     done ;;
+     start_ab pin "${VARIANTS:-A B B A}" A ;;
   122) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # GLM-4.7-Flash's decode token: 2.43 ms after a 512-token prompt over the f32 cache (gpu_bench), 2.83 at 4k over fp16, but
      # 2.86 / 2.97 at 576 / 4,096 over fp16 in tools.profile (call123): the short context over both cache types, in the order
