@@ -58,8 +58,11 @@ def note(msg: str) -> None: print(f"llm: {msg}", file=sys.stderr, flush=True)
 
 def _note_step(step: tuple, loaded: bool) -> None:
   """One line as the model makes a prefill or decode step: loaded from .cache/captures, or compiled and captured now."""
-  what = {"step": "the decode step" if step[-1] == 0 else f"the prompt's last chunk ({step[-1]} tokens)",
-          "fill": f"a prefill chunk ({step[1]} tokens)", "logits": "the logits step", "rows": f"the batched decode step of {step[1]}"}[step[0]]
+  kind, *a = step
+  what = {"step": lambda: "the decode step" if a[-1] == 0 else f"the prompt's last chunk ({a[-1]} tokens)",
+          "fill": lambda: f"a prefill chunk ({a[0]} tokens)", "logits": lambda: "the logits step",
+          "rows": lambda: f"the batched decode step of {a[0]}",
+          "mixed": lambda: f"the batched decode step of {a[0]} with a prompt's {'last ' if a[2] else ''}chunk ({a[1]} tokens)"}[kind]()
   note(f"{what}: loaded, compiled before" if loaded else f"{what}: compiling and capturing (once for this model and code: later runs load it)")
 
 @dataclass

@@ -412,13 +412,15 @@ class Block:
 
   # ---- attention
   def attention(self, x: Tensor, cache: Tensor, start_pos: int | UOp, cos: Tensor, sin: Tensor, tables: tuple | None = None,
-                base: int | UOp = 0, rows: Rows | None = None) -> Tensor:
+                base: int | UOp = 0, rows: Rows | None = None, chunk: tuple | None = None) -> Tensor:
     """x + MLA(attn_norm(x)) for x (T, dim) fp32 at positions start_pos.. of the sequence whose cache rows start at `base`
     (their latent rows go into the cache), or with `rows` the new tokens of T sequences (Rows). cos/sin are the rope rows
     of those positions; `tables` = (rope_cos, rope_sin, an int32 buffer of [start_pos, base][, the expanded keys' and values'
     buffers or None]) lets the attention kernels run where the device has them: a decode token's (T = 1, or the rows: one
     pass, the new row included) or a prefill chunk's (after the chunk's rows are stored; a long one's on the tensor cores
-    over its keys and values expanded per head, where the buffers are given)."""
+    over its keys and values expanded per head, where the buffers are given). With `rows` and `chunk` = (start_pos, cos,
+    sin, tables, base) of a prefill chunk, x's first len(rows.pos) rows are the rows' tokens and the rest that chunk's (a
+    mixed step: the products read their weights once for both; each part attends on its own path)."""
     cfg, T = self.cfg, x.shape[0]
     xn, qn = (self.attn_norm, cfg.norm_eps), (self.attn_q_a_norm, cfg.norm_eps) if cfg.q_lora_rank else None
     kq = cfg.qk_nope + cfg.qk_rope                                              # query width per head
@@ -430,16 +432,43 @@ class Block:
     else:
       q = self.attn_q_b(self.attn_q_a(x, norm=xn), norm=qn) if cfg.q_lora_rank else self.attn_q(x, norm=xn)
       kv = self.attn_kv_a_mqa(x, norm=xn)                                       # (T, kv_lora + rope)
-    if tables is not None and (rows is not None or isinstance(T, int) and T == 1) and self.kernels == "hand" and \
-       self.kernel_modules.mla_attention.decodes(x.device, cache, cfg.n_head, cfg.kv_lora_rank, cfg.qk_rope):
+    if chunk is None:
+      out, past_v, _ = self._attend(q, kv, kv_off, cache, start_pos, cos, sin, tables, base, rows)
+      if self._decodes_by_kernel(x.device, cache, tables, rows, T):   # the decode kernels' output goes on unsplit
+        return self.attn_output(self.attn_v_b.batched(out).reshape(T, cfg.n_head * cfg.v_head), residual=x)
+    else:
+      # the rows first (their own rows of the cache, other sequences' than the chunk's), then the chunk over the cache
+      # they leave; each output before v_b unless its path applies it
+      B = len(rows.pos)
+      parts = [self._attend(q[:B], kv[:B], kv_off, cache, 0, cos, sin, tables, 0, rows)]
+      parts.append(self._attend(q[B:], kv[B:], kv_off, parts[0][2], *chunk))
+      if parts[0][1] != parts[1][1]: parts = [(self.attn_v_b.batched(o.cast(x.dtype)), True, c) if not v else (o, v, c) for o, v, c in parts]
+      out, past_v = parts[0][0].cast(x.dtype).cat(parts[1][0].cast(x.dtype)), parts[0][1]
+    if not past_v: out = self.attn_v_b.batched(out.cast(x.dtype))               # (T, H, v_head)
+    return self.attn_output(self.split(out.cast(x.dtype).reshape(T, cfg.n_head * cfg.v_head), "attn_out"), residual=x)
+
+  def _decodes_by_kernel(self, device: str, cache: Tensor, tables: tuple | None, rows: Rows | None, T: int | UOp) -> bool:
+    """Whether a decode token's (T = 1) or the rows' attention runs in the hand-written decode kernel."""
+    cfg = self.cfg
+    return tables is not None and (rows is not None or isinstance(T, int) and T == 1) and self.kernels == "hand" and \
+      self.kernel_modules.mla_attention.decodes(device, cache, cfg.n_head, cfg.kv_lora_rank, cfg.qk_rope)
+
+  def _attend(self, q: Tensor, kv: Tensor, kv_off: int, cache: Tensor, start_pos: int | UOp, cos: Tensor, sin: Tensor,
+              tables: tuple | None, base: int | UOp, rows: Rows | None = None) -> tuple[Tensor, bool, Tensor]:
+    """The attention of q's and kv's T rows (attention's projections, kv at kv_off in kv's rows) as attention describes
+    them: (the output (T, H, kv_lora), or (T, H, v_head) where the path applied v_b itself; whether it did; the cache with
+    the rows' latents stored, for a later part of the step to read)."""
+    cfg, T = self.cfg, q.shape[0]
+    kq = cfg.qk_nope + cfg.qk_rope
+    if self._decodes_by_kernel(q.device, cache, tables, rows, T):
       # q_nope of every head, read in place (from q, or from the stacked [q; kv_a] output), absorbed: (T, H, kv_lora)
       q_lat = self.attn_k_b.batched(q.reshape(T, -1), prefix=True, slot_stride=kq)
       out = self.kernel_modules.mla_attention.mla_decode_attention(
         q_lat.reshape(T, cfg.n_head, cfg.kv_lora_rank), q.reshape(T, -1), kv.reshape(T, -1), self.attn_kv_a_norm, cache, *tables[:2],
         rows.table if rows is not None else tables[2], n_head=cfg.n_head, kv_lora=cfg.kv_lora_rank, qk_nope=cfg.qk_nope,
         qk_rope=cfg.qk_rope, scale=cfg.kq_scale, eps=cfg.norm_eps, kv_offset=kv_off, fusions=self.fusions)
-      out = self.attn_v_b.batched(out.reshape(T, cfg.n_head, cfg.kv_lora_rank))
-      return self.attn_output(out.reshape(T, cfg.n_head * cfg.v_head), residual=x)
+      # the kernel writes the rows into the cache in place (rows no later part of a step reads: other sequences')
+      return out.reshape(T, cfg.n_head, cfg.kv_lora_rank), False, cache
     q = q[:, :cfg.n_head * kq].reshape(T, cfg.n_head, kq)
     q_nope, q_pe, kv = q[..., :cfg.qk_nope], q[..., cfg.qk_nope:], kv[:, kv_off:]
     q_pe = apply_rope(q_pe, cos.unsqueeze(1), sin.unsqueeze(1)).cast(q_nope.dtype)
@@ -452,35 +481,29 @@ class Block:
       # the tokens of T sequences, each stored at its own row and attending over its own rows (tensor ops, one at a time)
       cache = Tensor(cache.uop.after(*[cache[b + p:b + p + 1].uop.store(row[i:i + 1].uop) for i, (p, b) in enumerate(zip(rows.pos, rows.base))]))
       q = self.attn_k_b.batched(q_nope).cat(q_pe, dim=-1)
-      out = Tensor.cat(*[latent_attention(q[i:i + 1], cache[b:b + max_context], p, cfg.kv_lora_rank, cfg.kq_scale, slices=self.fusions.slices)
-                         for i, (p, b) in enumerate(zip(rows.pos, rows.base))])
-    else:
-      cache = Tensor(cache.uop.after(cache[base + start_pos:base + start_pos + T].uop.store(row.uop)))
-      if tables is not None and len(tables) > 3 and tables[3] is not None and self.hand_written(x.device) and has_mma(x.device) and \
-         flash_prefills(cfg, T.vmax if isinstance(T, UOp) else T):
-        # a long chunk on the tensor cores: the keys and values of rows 0..start_pos + T - 1 expanded per head (one GEMM)
-        # into the model's buffers, then flash attention over them; the output already past v_b
-        out = self.flash_attention(q_nope, q_pe, cache, T, tables)
-        return self.attn_output(self.split(out.cast(x.dtype).reshape(T, cfg.n_head * cfg.v_head), "attn_out"), residual=x)
-      if tables is not None and self.prefills_by_kernel(x.device, cache, T):
-        # causal attention of the chunk over the cache: one kernel on the tensor cores (CUDA sm_80+), else a split of each
-        # token's keys and their combine; on the CPU one kernel that reads each key row once for a few tokens and heads
-        q_lat = self.attn_k_b.batched(q_nope)
-        out = self.kernel_modules.mla_attention.mla_prefill_attention(q_lat.float(), q_pe.float(), cache, tables[2], kv_lora=cfg.kv_lora_rank,
-                                                                      qk_rope=cfg.qk_rope, scale=cfg.kq_scale, max_context=max_context,
-                                                                      fusions=self.fusions)  # (T, H, kv_lora)
-      else:
-        view = cache if isinstance(base, int) and base == 0 and cache.shape[0] == max_context else cache[base:base + max_context]
-        scores = lambda x: self.split(x, "attn_scores")
-        if expands_latents(cfg, T.vmax if isinstance(T, UOp) else T):
-          # a long chunk: keys and values expanded per head from the latent rows, the output already past v_b
-          k_b, v_b = (dequantize_rows(w.groups[0]) for w in (self.attn_k_b, self.attn_v_b))
-          out = expanded_attention(q_nope, q_pe, view, start_pos, k_b, v_b, cfg.kv_lora_rank, cfg.kq_scale, self.fusions.slices, scores)
-          return self.attn_output(self.split(out.cast(x.dtype).reshape(T, cfg.n_head * cfg.v_head), "attn_out"), residual=x)
-        q = self.split(self.attn_k_b.batched(q_nope).cat(q_pe, dim=-1), "q")   # (T, H, kv_lora + rope)
-        out = latent_attention(q, view, start_pos, cfg.kv_lora_rank, cfg.kq_scale, slices=self.fusions.slices, split=scores)
-    out = self.attn_v_b.batched(out.cast(x.dtype))                              # (T, H, v_head)
-    return self.attn_output(self.split(out.reshape(T, cfg.n_head * cfg.v_head), "attn_out"), residual=x)
+      return Tensor.cat(*[latent_attention(q[i:i + 1], cache[b:b + max_context], p, cfg.kv_lora_rank, cfg.kq_scale, slices=self.fusions.slices)
+                          for i, (p, b) in enumerate(zip(rows.pos, rows.base))]), False, cache
+    cache = Tensor(cache.uop.after(cache[base + start_pos:base + start_pos + T].uop.store(row.uop)))
+    if tables is not None and len(tables) > 3 and tables[3] is not None and self.hand_written(q.device) and has_mma(q.device) and \
+       flash_prefills(cfg, T.vmax if isinstance(T, UOp) else T):
+      # a long chunk on the tensor cores: the keys and values of rows 0..start_pos + T - 1 expanded per head (one GEMM)
+      # into the model's buffers, then flash attention over them; the output already past v_b
+      return self.flash_attention(q_nope, q_pe, cache, T, tables), True, cache
+    if tables is not None and self.prefills_by_kernel(q.device, cache, T):
+      # causal attention of the chunk over the cache: one kernel on the tensor cores (CUDA sm_80+), else a split of each
+      # token's keys and their combine; on the CPU one kernel that reads each key row once for a few tokens and heads
+      q_lat = self.attn_k_b.batched(q_nope)
+      return self.kernel_modules.mla_attention.mla_prefill_attention(q_lat.float(), q_pe.float(), cache, tables[2], kv_lora=cfg.kv_lora_rank,
+                                                                     qk_rope=cfg.qk_rope, scale=cfg.kq_scale, max_context=max_context,
+                                                                     fusions=self.fusions), False, cache  # (T, H, kv_lora)
+    view = cache if isinstance(base, int) and base == 0 and cache.shape[0] == max_context else cache[base:base + max_context]
+    scores = lambda x: self.split(x, "attn_scores")
+    if expands_latents(cfg, T.vmax if isinstance(T, UOp) else T):
+      # a long chunk: keys and values expanded per head from the latent rows, the output already past v_b
+      k_b, v_b = (dequantize_rows(w.groups[0]) for w in (self.attn_k_b, self.attn_v_b))
+      return expanded_attention(q_nope, q_pe, view, start_pos, k_b, v_b, cfg.kv_lora_rank, cfg.kq_scale, self.fusions.slices, scores), True, cache
+    q = self.split(self.attn_k_b.batched(q_nope).cat(q_pe, dim=-1), "q")   # (T, H, kv_lora + rope)
+    return latent_attention(q, view, start_pos, cfg.kv_lora_rank, cfg.kq_scale, slices=self.fusions.slices, split=scores), False, cache
 
   def flash_attention(self, q_nope: Tensor, q_pe: Tensor, cache: Tensor, T: int | UOp, tables: tuple) -> Tensor:
     """Causal attention (T, H, v_head) fp32 of a chunk's queries over its sequence's cache rows (cache rows pos[1] + r:
@@ -545,5 +568,5 @@ class Block:
     return run_sum(routed, *(self.ffn_down_shexp.call(self.split(sh, "shexp")) for sh in shared))
 
   def __call__(self, x: Tensor, cache: Tensor, start_pos: int | UOp, cos: Tensor, sin: Tensor, tables: tuple | None = None,
-               base: int | UOp = 0, rows: Rows | None = None) -> Tensor:
-    return self.feed_forward(self.attention(x, cache, start_pos, cos, sin, tables, base, rows))
+               base: int | UOp = 0, rows: Rows | None = None, chunk: tuple | None = None) -> Tensor:
+    return self.feed_forward(self.attention(x, cache, start_pos, cos, sin, tables, base, rows, chunk))

@@ -31,9 +31,22 @@ class ContextOverflow(ValueError):
 
 @dataclass
 class Step:
-  """A launched batched decode step (Transformer.launch): its slots and the queued read of their tokens."""
+  """A launched batched decode step (Transformer.launch): its slots and the queued read of their tokens; `first`: the slot
+  whose prompt's last chunk the step took as rows, whose first token it samples (its last entry of slots, read at the
+  entry after the step's padded rows), or None."""
   slots: list[int]
   read: Readback
+  first: int | None = None
+  rows: int = 0   # the step's rows, padding included
+
+@dataclass
+class Prompt:
+  """A prompt being prefilled into a slot (Transformer.begin), chunk by chunk (fill_chunk, or rows of launch's steps): its
+  ids, its sampler's parameters and how many of its tokens are in the slot's cache or queued into it."""
+  slot: int
+  ids: list[int]
+  params: sampling.Params
+  done: int
 
 MAX_SLOTS = 64      # sequences of one model at most (batched decode steps of up to that many rows)
 # Prefill chunk lengths (Transformer.set_prefill_chunks). One sequence on the tensor cores' hand-written path whose chunks
@@ -137,7 +150,8 @@ class Transformer:
     self.token = zeros(1)
     self._tokens = zeros(self.max_context)  # a prompt, padded
     # batched decode (step()): each slot's last sampled id, and a step's rows: their slots and [position, first cache row]
-    self.slot_tokens, self._row_slots, self._row_pos, self._row_out = zeros(slots), zeros(slots), zeros(slots, 2), zeros(slots)
+    # (a mixed step's rows are followed by a prompt's chunk, whose slot and sampled token take one entry more)
+    self.slot_tokens, self._row_slots, self._row_pos, self._row_out = zeros(slots), zeros(slots + 1), zeros(slots, 2), zeros(slots + 1)
     self._read: Readback | None = None  # made on the first generate()
     self.slot_cached: list[list[int]] = [[] for _ in range(slots)]  # per slot: tokens whose latents are in its cache rows, in order
     self.slot_last: list[int | None] = [None] * slots                # per slot: its last sampled token (not in the cache yet)
@@ -145,11 +159,14 @@ class Transformer:
     self._v_slot = UOp.variable("slot", 0, slots - 1) if slots > 1 else None
     self._v_rows: dict[int, tuple[tuple[UOp, ...], tuple[UOp, ...]]] = {}   # per step size: the rows' position and slot variables
     self._pending, self._launched = [0] * slots, 0                    # per slot, and in all: steps launched and not collected
+    self._fresh: set[int] = set()          # slots whose first token a launched step samples (their slot_last not known yet)
+    self._buffered: Prompt | None = None   # the prompt whose ids _tokens holds
     self._reads = [Readback(self._row_out), Readback(self._row_out)]
     self.sampler = sampling.Sampler(cfg.vocab_size, self.device, slots)
     # the captured steps, kept in capture_dir across processes (apps/captures.py): ("step", sampler structure, the last prefill
     # chunk's length or 0: decode), ("fill", chunk length), feed()'s ("logits", chunk length or 0) and the batched decode
-    # steps' ("rows", rows, the rows' merged sampler structure)
+    # steps' ("rows", rows, the rows' merged sampler structure) and ("mixed", rows, chunk length, the prompt's last chunk or
+    # not, the merged structure)
     self.captures = captures.Captures(self, capture_dir, self._capture_key)
     self.kernels, self.fusions, self.kernel_modules = kernels, fusions, kernel_modules or KernelModules()
     self.set_prefill_chunks(*prefill_chunks)
@@ -303,6 +320,28 @@ class Transformer:
     new = hit.where(tok.reshape(B, 1), -1).max(0)
     return Tensor.realize(tok, self.slot_tokens.assign(hit.any(0).where(new, self.slot_tokens)))[0]
 
+  def _step_mixed(self, B: int, last: bool, structure: tuple, buf: Tensor, start_pos: UOp, length: UOp, slot: UOp, *row_vars: UOp) -> Tensor:
+    """A batched decode step of B rows (_step_rows) with the prompt chunk buf[start_pos:start_pos + length] of slot `slot`
+    as further rows: one pass of the blocks over both (Block.attention's `chunk`). With `last` (the prompt's last chunk)
+    its last row's token is sampled too (row B of _row_slots holds the slot: into _row_out[B] and slot_tokens)."""
+    slots, table = self._row_slots[:B + last], self._row_pos[:B]
+    hit = slots.reshape(-1, 1) == Tensor.arange(self.slots).reshape(1, -1)            # (B [+ 1], slots)
+    tokens = hit[:B].where(self.slot_tokens.reshape(1, -1), 0).sum(1).cast(dtypes.int32)
+    pos = row_vars[:B] or (0,) * B
+    base = tuple(v * self.max_context for v in row_vars[B:]) or (0,) * B
+    rows = Rows(pos, base, table)
+    cos, sin = self.rope_cos[pos[0]:pos[0] + 1].cat(*[self.rope_cos[p:p + 1] for p in pos[1:]]), \
+               self.rope_sin[pos[0]:pos[0] + 1].cat(*[self.rope_sin[p:p + 1] for p in pos[1:]])
+    chunk = self.rope_args(start_pos, length, slot)
+    x = self.token_embd(tokens.cat(buf[start_pos:start_pos + length])).float()
+    for block, cache in zip(self.blocks, self.caches):
+      x = block(x, cache, 0, cos, sin, (self.rope_cos, self.rope_sin, table), rows=rows, chunk=chunk)
+    # the chunk's last row: its token's logits after the last chunk; else realized alone, so the chunk's latents are stored
+    h = x[:B].cat(x[-1:]) if last else x[:B]
+    tok = self.sampler.sample(self.head(h), into=self._row_out[:B + last], slots=slots, structure=structure)
+    new = hit.where(tok.reshape(-1, 1), -1).max(0)
+    return Tensor.realize(tok, self.slot_tokens.assign(hit.any(0).where(new, self.slot_tokens)), *([] if last else [x[-1:]]))[0]
+
   @property
   def start_pos(self) -> UOp:
     """The symbolic start position the decode and prefill kernels are traced with (bind it to run them)."""
@@ -347,7 +386,9 @@ class Transformer:
   @cached.setter
   def cached(self, ids: list[int]) -> None: self.slot_cached[0] = ids
 
-  def reset(self, slot: int = 0) -> None: self.slot_cached[slot], self.slot_last[slot] = [], None
+  def reset(self, slot: int = 0) -> None:
+    self.slot_cached[slot], self.slot_last[slot] = [], None
+    self._fresh.discard(slot)
 
   def drop_captures(self) -> None:
     """Forget the captured prefill and decode steps: the next calls trace and capture again (after the kernels that layers
@@ -359,12 +400,13 @@ class Transformer:
       raise ContextOverflow(f"{n} tokens do not fit in the context of {self.max_context} tokens (raise --max-context, up to "
                             f"{self.cfg.context_length} for this model, or shorten the prompt)")
 
-  def _token_buffer(self, ids: list[int]) -> Tensor:
+  def _token_buffer(self, ids: list[int], owner: Prompt | None = None) -> Tensor:
     """ids padded to max_context in the model's one token buffer, so every JIT call sees the same input (the chunk is a
-    symbolic slice of it); written in queue order, after the prefill that read it last."""
+    symbolic slice of it); written in queue order, after the prefill that read it last. owner: the prompt they are."""
     padded = np.zeros(self.max_context, np.int32)   # (a context of 200k tokens: a list this long would cost ~10 ms a call)
     padded[:len(ids)] = ids
     upload(self._tokens, padded)
+    self._buffered = owner
     return self._tokens
 
   def _chunks(self, n: int, start: int, longest: Callable[[], int | None] | None = None) -> Iterator[tuple[int, int, int]]:
@@ -463,12 +505,10 @@ class Transformer:
     result written twice)."""
     return tuple(sorted({min(2**i, self.slots) for i in range(MAX_SLOTS.bit_length())}))
 
-  def start(self, slot: int, token_ids: list[int], params: sampling.Params | None = None,
-            longest: Callable[[], int | None] | None = None) -> Iterator[int | None]:
-    """Prefill a prompt into slot `slot` (the longest prefix already in that slot's cache is reused, the last prompt token
-    always recomputed) one chunk per next(): None while chunks remain, then the first generated token, after which the
-    slot continues in step(). Chunks can go between other slots' steps; longest() (asked before each chunk) bounds its
-    length (_chunks)."""
+  def begin(self, slot: int, token_ids: list[int], params: sampling.Params | None = None) -> Prompt:
+    """A prompt for slot `slot`, to prefill chunk by chunk: the longest prefix already in that slot's cache is reused (the
+    last prompt token always recomputed), the slot's sampler set. Its chunks run alone (fill_chunk) or as rows of other
+    slots' steps (launch); after its last, the slot continues in step()."""
     ids = list(token_ids)
     if not 0 <= slot < self.slots: raise ValueError(f"slot {slot}: the model has {self.slots} slots")
     if not ids: raise ValueError("start needs at least one prompt token")
@@ -481,14 +521,35 @@ class Transformer:
       keep += 1
     self.slot_cached[slot], self.slot_last[slot] = ids[:keep], None
     self.sampler.configure(params, ids, slot)
-    buf = self._token_buffer(ids)
-    for start, m, _ in self._prefill(buf, len(ids), keep, params, slot, longest):
-      if start + m < len(ids): yield None
-    self.slot_cached[slot] = ids
+    p = Prompt(slot, ids, params, keep)
+    self._token_buffer(ids, p)
+    return p
+
+  def fill_chunk(self, prompt: Prompt, longest: Callable[[], int | None] | None = None) -> int | None:
+    """Queue the prompt's next chunk alone (_chunks: longest() bounds its length): None, or after its last chunk the first
+    generated token (waiting for it)."""
+    if prompt.done >= len(prompt.ids): raise ValueError("fill_chunk: the prompt is prefilled already")
+    if self._buffered is not prompt: self._token_buffer(prompt.ids, prompt)
+    start, m, L = next(self._chunks(len(prompt.ids), prompt.done, longest))
+    last, which = start + m >= len(prompt.ids), (self._v_slot.bind(prompt.slot),) if self.slots > 1 else ()
+    (self.decode_jit(prompt.params, prefill=L) if last else self.captures.jit(("fill", L), self._fill))(
+      self._tokens, self._v_pos.bind(start), self._v_len[L].bind(m), *which)
+    prompt.done = start + m
+    self.slot_cached[prompt.slot] = prompt.ids[:prompt.done]
+    if not last: return None
     read = self._readback()
     read.capture()
-    self.slot_last[slot] = t = read.value()
+    self.slot_last[prompt.slot] = t = read.value()
     self.captures.save()
+    return t
+
+  def start(self, slot: int, token_ids: list[int], params: sampling.Params | None = None,
+            longest: Callable[[], int | None] | None = None) -> Iterator[int | None]:
+    """Prefill a prompt into slot `slot` (begin) one chunk per next() (fill_chunk): None while chunks remain, then the first
+    generated token, after which the slot continues in step(). Chunks can go between other slots' steps; longest() (asked
+    before each chunk) bounds its length (_chunks)."""
+    p = self.begin(slot, token_ids, params)
+    while (t := self.fill_chunk(p, longest)) is None: yield None
     yield t
 
   def step(self, slots: Sequence[int]) -> list[int]:
@@ -496,36 +557,59 @@ class Transformer:
     position and the token after it is sampled with the slot's parameters; the new tokens, in the order of `slots`."""
     return self.collect(self.launch(slots))
 
-  def launch(self, slots: Sequence[int]) -> Step:
+  def launch(self, slots: Sequence[int], prompt: Prompt | None = None, chunk: int | None = None) -> Step:
     """Queue step(slots) on the device and return at once; collect() gives its tokens. Another launch may come first (a
     step of the same or other slots, queued after this one: the device holds each slot's last token itself), so the
-    host reads a step's tokens while the next one runs; start() waits for a slot's steps to be collected."""
+    host reads a step's tokens while the next one runs; start() waits for a slot's steps to be collected.
+    With `prompt` (begin) the step takes the prompt's next chunk as further rows (a mixed step: one read of the weights
+    for both), of at most `chunk` tokens (default the shortest prefill chunk); after its last chunk the step samples the
+    prompt's first token too (the Step's `first`), and the slot may join the next launch at once."""
     slots = list(slots)
     if not slots: raise ValueError("step: no slots")
     if self._launched >= 2: raise ValueError("step: two launched steps are not collected yet")
     if len(set(slots)) != len(slots) or not all(0 <= s < self.slots for s in slots): raise ValueError(f"step: slots {slots} of {self.slots}")
+    if prompt is not None and (prompt.slot in slots or prompt.done >= len(prompt.ids)):
+      raise ValueError(f"step: the prompt of slot {prompt.slot} is {'a row of the step' if prompt.slot in slots else 'prefilled already'}")
     pos = []
     for s in slots:
-      if self.slot_last[s] is None: raise ValueError(f"step: slot {s} has no token to continue (start() it first)")
-      pos.append(len(self.slot_cached[s]) + self._pending[s])
+      if self.slot_last[s] is None and s not in self._fresh: raise ValueError(f"step: slot {s} has no token to continue (start() it first)")
+      # a fresh slot's first token is still to be collected: it is the one this step stores, at the prompt's end
+      pos.append(len(self.slot_cached[s]) + self._pending[s] - (s in self._fresh))
       self._check_fits(pos[-1] + 1)
     B = next(b for b in self.step_sizes if b >= len(slots))
     rows, pos = slots + [slots[0]] * (B - len(slots)), pos + [pos[0]] * (B - len(slots))
-    structure = sampling.merged([self.sampler.params[s].structure for s in slots])
-    self.captures.jit(("rows", B, structure), functools.partial(self._step_rows, B, structure))(*self.place_rows(pos, rows))
+    first = None
+    if prompt is None:
+      structure = sampling.merged([self.sampler.params[s].structure for s in slots])
+      self.captures.jit(("rows", B, structure), functools.partial(self._step_rows, B, structure))(*self.place_rows(pos, rows))
+    else:
+      if self._buffered is not prompt: self._token_buffer(prompt.ids, prompt)
+      start, m, L = next(self._chunks(len(prompt.ids), prompt.done, lambda: chunk or self.prefill_chunks[-1]))
+      last = start + m >= len(prompt.ids)
+      structure = sampling.merged([self.sampler.params[s].structure for s in slots + [prompt.slot] * last])
+      self.captures.jit(("mixed", B, L, last, structure), functools.partial(self._step_mixed, B, last, structure))(
+        self._tokens, self._v_pos.bind(start), self._v_len[L].bind(m), self._v_slot.bind(prompt.slot), *self.place_rows(pos, rows, prompt.slot))
+      prompt.done = start + m
+      self.slot_cached[prompt.slot] = prompt.ids[:prompt.done]
+      if last:
+        first = prompt.slot
+        self._fresh.add(first)
+        slots.append(first)
     self._reads = self._reads[1:] + self._reads[:1]   # two in turn: a step's read is queued before the next step overwrites _row_out
     read = self._reads[0]
     read.capture()
     for s in slots: self._pending[s] += 1
     self._launched += 1
-    return Step(slots, read)
+    return Step(slots, read, first, B)
 
-  def place_rows(self, pos: Sequence[int], rows: Sequence[int]) -> tuple[UOp, ...]:
-    """Set up a step of len(rows) rows, row b continuing slot rows[b] at position pos[b]: the tables _step_rows reads
-    (_row_slots, _row_pos) uploaded, and its row_vars returned bound: none where the hand-written attention reads the
-    table, else each row's position and slot (the tensor ops slice the caches with them)."""
+  def place_rows(self, pos: Sequence[int], rows: Sequence[int], chunk_slot: int | None = None) -> tuple[UOp, ...]:
+    """Set up a step of len(rows) rows, row b continuing slot rows[b] at position pos[b] (and a mixed step's chunk of slot
+    chunk_slot after them): the tables _step_rows reads (_row_slots, _row_pos) uploaded, and its row_vars returned bound:
+    none where the hand-written attention reads the table, else each row's position and slot (the tensor ops slice the
+    caches with them)."""
     B, pad = len(rows), [0] * (self.slots - len(rows))
-    upload_many([(self._row_slots, list(rows) + pad), (self._row_pos, [[p, s * self.max_context] for p, s in zip(pos, rows)] + [[0, 0]] * len(pad))])
+    upload_many([(self._row_slots, list(rows) + [chunk_slot or 0] + pad),
+                 (self._row_pos, [[p, s * self.max_context] for p, s in zip(pos, rows)] + [[0, 0]] * len(pad))])
     if self.blocks[0].hand_written(self.device): return ()
     if B not in self._v_rows:
       self._v_rows[B] = (tuple(UOp.variable(f"row_pos_{b}", 0, self.max_context - 1) for b in range(B)),
@@ -535,14 +619,16 @@ class Transformer:
 
   def forget_steps(self) -> None:
     """Forget the launched steps that will not be collected (after a failure): every slot can start again."""
-    self._pending, self._launched = [0] * self.slots, 0
+    self._pending, self._launched, self._fresh = [0] * self.slots, 0, set()
 
   def collect(self, step: Step) -> list[int]:
     """The tokens of a launched step (waiting for it), in the order of its slots; its slots' bookkeeping moves on. Steps
     are collected in the order they were launched."""
-    out = step.read.values()[:len(step.slots)]
+    out = step.read.values()[:step.rows + 1]
+    out = out[:len(step.slots) - 1] + out[-1:] if step.first is not None else out[:len(step.slots)]
     for s, t in zip(step.slots, out):
-      self.slot_cached[s].append(self.slot_last[s])
+      if s == step.first: self._fresh.discard(s)   # its prompt is in the cache already: t is its first token
+      else: self.slot_cached[s].append(self.slot_last[s])
       self.slot_last[s], self._pending[s] = t, self._pending[s] - 1
     self._launched -= 1
     self.captures.save()

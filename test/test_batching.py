@@ -58,6 +58,52 @@ def test_batched_rows_are_their_sequences_alone(case):
   fresh = list(model.generate(turn, 1))
   assert t == fresh[0] and model.slot_cached[2] == turn
 
+def run_mixed(model: Transformer, jobs: list[tuple[int, list[int], Params]], n: int) -> dict[int, list[int]]:
+  """The first job starts alone; each later one's prompt goes chunk by chunk as rows of the running slots' steps (a mixed
+  step: launch(..., prompt)), its first token with the step of its last chunk, after which it is a row of the next step at
+  once; the steps pipelined. At least n tokens of each."""
+  slot, ids, params = jobs[0]
+  *_, first = model.start(slot, ids, params)
+  out, running, prev, prompt, waiting = {slot: [first]}, [slot], None, None, list(jobs[1:])
+  while waiting or prompt is not None or min(len(v) for v in out.values()) < n:
+    if prompt is None and waiting:
+      slot, ids, params = waiting.pop(0)
+      prompt, out[slot] = model.begin(slot, ids, params), []
+    step = model.launch(running, prompt)
+    if step.first is not None: running, prompt = running + [step.first], None
+    if prev is not None:
+      for s, t in zip(prev.slots, model.collect(prev)): out[s].append(t)
+    prev = step
+  for s, t in zip(prev.slots, model.collect(prev)): out[s].append(t)
+  return out
+
+def test_mixed_steps_are_their_sequences_alone(case):
+  """Prompts prefilled as rows of the other slots' decode steps (one of one chunk, one of two, one a chunk's length exactly)
+  continue as they do alone: the goldens' prompt as transformers' greedy reference, the others as generate(); the slots'
+  caches hold their sequences after."""
+  model, gold = case
+  for s in range(model.slots): model.reset(s)
+  prompt, want = gold["greedy/prompt"].tolist(), gold["greedy/hf"].tolist()
+  others = list(zip((0, 3, 1), OTHERS[1:] + ([6] * 16,), (Params(), SAMPLED, Params())))[:2 if model.cfg.n_layer > 8 else 3]
+  alone = {slot: list(model.generate(ids, N_GREEDY, p)) for slot, ids, p in others}
+  got = run_mixed(model, [others[0], (2, prompt, Params())] + others[1:], N_GREEDY)
+  assert got[2][:N_GREEDY] == want
+  assert {slot: got[slot][:N_GREEDY] for slot, _, _ in others} == alone
+  for slot, ids, _ in others + [(2, prompt, None)]: assert model.slot_cached[slot] == ids + got[slot][:len(model.slot_cached[slot]) - len(ids)]
+
+def test_mixed_steps_on_the_generated_path():
+  """The same on tinygrad's generated kernels (the tensor-op attention: every row stored, then each attends by slices):
+  the goldens' prompt as rows beside a running sequence, then a prompt of two chunks."""
+  _, gold = load_golden("glm-4.7-flash-tiny", "release")
+  model = Transformer.from_gguf(synth.generate("glm-4.7-flash-tiny", "release", progress=False), max_context=64, prefill_chunks=(16,),
+                                slots=3, capture_dir=None, kernels="generated")
+  prompt, want = gold["greedy/prompt"].tolist(), gold["greedy/hf"].tolist()
+  others = [(0, OTHERS[0], Params()), (1, OTHERS[1], Params())]
+  alone = {slot: list(model.generate(ids, N_GREEDY, p)) for slot, ids, p in others}
+  got = run_mixed(model, [others[0], (2, prompt, Params()), others[1]], N_GREEDY)
+  assert got[2][:N_GREEDY] == want
+  assert {slot: got[slot][:N_GREEDY] for slot, _, _ in others} == alone
+
 def test_misuse_is_a_clear_error(case):
   model, _ = case
   for s in range(model.slots): model.reset(s)
@@ -72,8 +118,21 @@ def test_misuse_is_a_clear_error(case):
   with pytest.raises(ValueError, match="slot 0 has launched steps"): next(model.start(0, [1, 2]))
   model.collect(a), model.collect(b)
   assert len(model.slot_cached[0]) == 3 + 2 and len(model.slot_cached[1]) == 2 + 1
+  p = model.begin(2, [1, 2, 3])
+  with pytest.raises(ValueError, match="the prompt of slot 2 is a row of the step"): model.launch([0, 2], p)
+  model.collect(model.launch([0], p))   # its one chunk, its last
+  with pytest.raises(ValueError, match="the prompt of slot 2 is prefilled already"): model.launch([0], p)
   *_, _ = model.start(3, [1] * 94)
   model.step([3]), model.step([3])    # positions 94 and 95: the last rows of the slot's context
   with pytest.raises(ContextOverflow, match="97 tokens do not fit"): model.step([3])
   with pytest.raises(ValueError, match="slots 65"): Transformer.from_gguf(synth.generate("glm-4.7-flash-tiny", "release", progress=False),
                                                                          max_context=32, slots=65)
+
+def test_gpu_bench_times_a_prompt_beside_the_rows_both_ways():
+  """`gpu_bench --batch --mixed`: a prompt of two chunks beside 1 and 2 decoding rows, as rows of their steps and alone
+  between them: two turns each way, the same first token, the rows as their prompts alone."""
+  from tools import gpu_bench
+  rows = gpu_bench.at_batches("youtu-llm-2b-tiny", synth.generate("youtu-llm-2b-tiny", "release", progress=False), [1, 2], 4, mixed=40)
+  for r in rows:
+    assert r["mixed_turns"] == r["between_turns"] == 2 and r["mixed_first"] == r["between_first"], r
+    assert r["agree"] == [gpu_bench.BATCH_CHECK] * r["batch"] and r["mixed_turn_ms"] > 0

@@ -131,3 +131,33 @@ def test_generated_kernels_are_tinygrads(captures):
   # cores, fp32 as three tf32 products (patches 0025, 0026); a decode step's thin products stay on the CUDA cores
   assert captures["generated_fill"]["tensor_cores"] >= 2 * captures["generated_fill"]["n_layer"], captures["generated_fill"]["tensor_cores"]
   assert captures["generated_decode"]["tensor_cores"] == 0
+
+MIXED = r"""
+import json
+from apps import synth
+from apps.model import Transformer
+from tinygrad.uop.ops import Ops
+m = Transformer.from_gguf(synth.generate("glm-4.7-flash-tiny", "release", progress=False), max_context=256, slots=3, capture_dir=None)
+for _ in m.start(0, [3, 4, 8, 1, 2, 6, 7]): pass
+p = m.begin(1, [9] * 40)
+while p.done < len(p.ids): m.collect(m.launch([0], p))
+names = []
+for call in m.captures.jits[("mixed", 1, 32, False, (True, False, False, False, False))].captured.linear.src:
+  ast = call.src[0]
+  if ast.op is Ops.CUSTOM_FUNCTION and ast.arg == "graph": names += [c.src[0].arg.name for c in ast.src[0].src if c.src[0].op is Ops.PROGRAM]
+  elif ast.op is Ops.PROGRAM: names.append(ast.arg.name)
+print("RESULT " + json.dumps({"names": names, "n_layer": m.cfg.n_layer}))
+"""
+
+@needs_nvcc
+def test_kernels_per_mixed_step():
+  """A batched step with a prompt's chunk as further rows (Transformer.launch(slots, prompt)), GLM-4.7-Flash-tiny's: per
+  block the rows' decode attention (attend, combine) and the chunk's prefill attention on the tensor cores, each once,
+  and the products of both in the same tensor-core GEMMs (no decode matvec of the rows beside them)."""
+  r = json.loads(next(l for l in run_nvcc_script("import os; os.environ['NULL_ALLOW_COPYOUT'] = '1'\n" + MIXED).splitlines()
+                      if l.startswith("RESULT "))[7:])
+  names, L = r["names"], r["n_layer"]
+  count = lambda pat: sum(1 for n in names if re.search(pat, n))
+  assert count(r"^mla_attend") == L and count(r"^mla_combine") == L and count(r"^mla_prefill_mma_") == L
+  assert count(r"^gemm_mma_") >= 5 * L and count(r"^gemm_xq_") == count(r"^gemm_mma_")
+  assert count(r"^mv_q\d_\w+_linear_") == 1   # the block's products in the GEMMs; the head of the one sampled row a matvec

@@ -5,6 +5,8 @@ device-to-device copy bandwidth, and one table with tok/s, ratios to llama.cpp a
                                       [--llama] [--upstream] [--json PATH]
   DEV=CUDA python3 -m tools.gpu_bench --depths 4096,16384 [--decode 64] [--llama]     long prompts, decode deep in the context
   DEV=CUDA python3 -m tools.gpu_bench --batch 1,4,8,16,32 [--decode 64] [--llama]    many sequences at once (batched decode)
+  DEV=CUDA python3 -m tools.gpu_bench --batch 1,8 --mixed 256     and a prompt that starts beside them, its chunks as rows of
+                                                                   their steps against each chunk alone between two steps
 
 --llama builds llama.cpp's llama-bench where it is not built yet (tools.llama_bench; needs .cache/llama/llama-cpp-src.tar.xz
 from `python3 -m tools.llama_bench pack`) and runs it first, on the same GGUF files: pp<--prefill> and tg128 with flash attention off and on,
@@ -107,14 +109,35 @@ def at_depths(preset: str, path: Path, depths: list[int], n_decode: int, kernels
 BATCH_PROMPT = 32   # prompt tokens of each sequence of a --batch run (llama-batched-bench -npp)
 BATCH_CHECK = 16    # tokens of each of the first rows compared with the same prompt's generate() alone
 
-def at_batches(preset: str, path: Path, sizes: list[int], n_decode: int, kernels: str = "hand", cache_type: str = "f32") -> list[dict]:
+def prompt_turns(model: Transformer, slots: list[int], ids: list[int], mixed: bool) -> tuple[float, int, int]:
+  """Prefill ids into slot len(slots) in the shortest chunks while slots decode, as the server does: each chunk as rows of
+  their step (mixed), or alone before it (the step before collected first). (seconds, turns, the prompt's first token)."""
+  model.reset(len(slots))
+  p, prev, turns, first = model.begin(len(slots), ids), None, 0, None
+  t0 = time.perf_counter()
+  while first is None:
+    if not mixed:
+      if prev is not None: model.collect(prev)
+      prev, first = None, model.fill_chunk(p, lambda: model.prefill_chunks[-1])
+    step = model.launch(slots, p if mixed else None)
+    if prev is not None: model.collect(prev)
+    prev, turns = step, turns + 1
+    if step.first is not None: first = model.collect(step)[-1]; prev = None
+  if prev is not None: model.collect(prev)
+  return time.perf_counter() - t0, turns, first
+
+def at_batches(preset: str, path: Path, sizes: list[int], n_decode: int, kernels: str = "hand", cache_type: str = "f32",
+               mixed: int = 0) -> list[dict]:
   """Aggregate decode of B sequences at once (Transformer.launch / collect, as the server runs them: each step launched
   before the one before it is read), llama-batched-bench's S_TG: B prompts of BATCH_PROMPT tokens prefilled into B slots,
   then n_decode batched steps timed; tok/s = B * n_decode / time. The first BATCH_CHECK tokens of up to four rows are compared with each prompt's
-  generate() alone (greedy): "agree" is where each first differs (BATCH_CHECK: the same tokens)."""
+  generate() alone (greedy): "agree" is where each first differs (BATCH_CHECK: the same tokens). With `mixed` (tokens), a
+  prompt that long then starts beside the B rows (prompt_turns, each form twice: the first captures): ms a turn (a step and
+  a chunk) in each form, and whether both forms' first tokens agree."""
   release()
-  model = Transformer.from_gguf(path, max_context=BATCH_PROMPT + n_decode + BATCH_CHECK + 64, kernels=kernels, cache_type=cache_type,
-                                slots=max(sizes))
+  extra = 4 * (mixed // 16 + 4) if mixed else 0   # the rows' positions the prompt's turns take
+  model = Transformer.from_gguf(path, max_context=max(BATCH_PROMPT + n_decode + BATCH_CHECK + 64 + extra, mixed + 2), kernels=kernels,
+                                cache_type=cache_type, slots=max(sizes) + bool(mixed))
   rng = np.random.default_rng(0)
   prompts = [rng.integers(0, 100000, BATCH_PROMPT).tolist() for _ in range(max(sizes))]
   alone = [list(model.generate(p, BATCH_CHECK)) for p in prompts[:4]]
@@ -134,20 +157,27 @@ def at_batches(preset: str, path: Path, sizes: list[int], n_decode: int, kernels
     dt = time.perf_counter() - t0
     agree = [next((i for i, (a, b) in enumerate(zip(toks[s], ref)) if a != b), BATCH_CHECK) for s, ref in zip(slots, alone)]
     rows.append({"preset": preset, "batch": B, "decode_tok_s": B * n_decode / dt, "step_ms": dt / n_decode * 1e3, "agree": agree})
+    if mixed:
+      ids = rng.integers(0, 100000, mixed).tolist()
+      for form in ("between", "mixed"):
+        for _ in range(2): s, turns, first = prompt_turns(model, slots, ids, form == "mixed")
+        rows[-1].update({f"{form}_turn_ms": s / turns * 1e3, f"{form}_turns": turns, f"{form}_first": first})
     print(json.dumps(rows[-1]), flush=True)
   del model
   return rows
 
 def batch_table(rows: list[dict], llama: dict) -> list[str]:
   """One line per model and batch size: our aggregate decode tok/s, per sequence, against B = 1 and llama-batched-bench's best S_TG."""
-  out = [f"{'model':18s} {'B':>3s} {'tok/s':>9s} {'x B=1':>6s} {'step ms':>8s} {'lc S_TG':>9s} {'x lc':>6s}  agree"]
+  out = [f"{'model':18s} {'B':>3s} {'tok/s':>9s} {'x B=1':>6s} {'step ms':>8s} {'lc S_TG':>9s} {'x lc':>6s}  agree" +
+         ("  turn ms: chunk between / mixed" if any("mixed_turn_ms" in r for r in rows) else "")]
   one = {r["preset"]: r["decode_tok_s"] for r in rows if r["batch"] == 1}
   for r in rows:
     lc = llama.get(r["preset"], {}).get("best_s_tg", {}).get(r["batch"])
     x1 = _ratio(r["decode_tok_s"], one.get(r["preset"]))
     out.append(f"{r['preset']:18s} {r['batch']:3d} {r['decode_tok_s']:9.1f} {'-' if x1 is None else format(x1, '6.2f'):>6s} {r['step_ms']:8.2f} "
                f"{'-' if lc is None else format(lc, '9.1f'):>9s} {'-' if lc is None else format(r['decode_tok_s'] / lc, '6.2f'):>6s}  "
-               f"{','.join(map(str, r['agree']))}")
+               f"{','.join(map(str, r['agree']))}" + (f"  {r['between_turn_ms']:.2f} / {r['mixed_turn_ms']:.2f}"
+               f"{'' if r['between_first'] == r['mixed_first'] else ' (first tokens differ)'}" if "mixed_turn_ms" in r else ""))
   return out
 
 def depth_table(rows: list[dict], llama: dict) -> list[str]:
@@ -222,6 +252,8 @@ def main() -> None:
                   "where apps/model.py takes it)")
   ap.add_argument("--batch", help="comma list of batch sizes: aggregate decode of that many sequences at once (and llama-batched-bench's "
                   "S_TG with --llama), instead of the short-context numbers")
+  ap.add_argument("--mixed", type=int, default=0, help="with --batch: a prompt of this many tokens beside each batch, its chunks as "
+                  "rows of the batch's steps against each chunk alone between two steps (ms a turn)")
   ap.add_argument("--json", type=Path)
   args = ap.parse_args()
   depths = [int(d) for d in args.depths.split(",")] if args.depths else []
@@ -257,7 +289,7 @@ def main() -> None:
     if sizes: print("\n".join(f"{x['file']} S_TG " + " ".join(f"B={B}: {v:.1f}" for B, v in x["best_s_tg"].items()) for x in res), flush=True)
     else: print("\n".join(llama_cpp.bench_lines(res)), flush=True)
   if sizes:
-    rows = [r for p in presets for r in at_batches(p, paths[p], sizes, args.decode, args.kernels, args.cache_type)]
+    rows = [r for p in presets for r in at_batches(p, paths[p], sizes, args.decode, args.kernels, args.cache_type, args.mixed)]
     if args.json: args.json.write_text(json.dumps({"device": Device.DEFAULT, "rows": rows, "llama": llama}, indent=1))
     print("\n" + "\n".join(batch_table(rows, llama)))
     return

@@ -66,8 +66,9 @@
 # (a second process beside llama.cpp in one call: Youtu-LLM-2B's 1.76 s against its 1.0-1.3), 122 (the short context's decode
 # over f32 and f16 caches on both MoE models, if 125 leaves it open), DIFF=experts-split-picks.diff PRESETS=deepseek-v2-lite,
 # glm-4.7-flash BATCH=4,8 49 (a batched step's routed experts on the split GEMM from 48 picks: DeepSeek-V2-Lite's 8
-# sequences, not GLM-4.7-Flash's; emulated and the seam's rule checked), PRESETS=glm-4.7-flash,deepseek-v2-lite 84, 85, 80,
-# VARIANTS="B A" 74, 52.
+# sequences, not GLM-4.7-Flash's; emulated and the seam's rule checked), 127 (a prompt's chunks as rows of the running
+# sequences' steps against between them, ms a turn on the three models; if it gains: SERVE=1 VARIANTS="A B" 127, the server
+# with experiments/batching-mixed.diff), PRESETS=glm-4.7-flash,deepseek-v2-lite 84, 85, 80, VARIANTS="B A" 74, 52.
 #   1: where a generated decode token of DeepSeek-V2-Lite and GLM-4.7-Flash goes, kernel by kernel: Nsight Compute's device
 #      times (L2 and clocks left as they run: --cache-control none --clock-control none) against the step as run in its
 #      graphs; then BEAM=2 on DeepSeek-V2-Lite's 8 slowest decode kernels (tools.beam_kernels) while the time lasts
@@ -99,6 +100,19 @@ prompts_ab() {  # prompts_ab TAG: $P's prompts of $DEPTHS (gpu_bench) over each 
 tree() {  # tree DIR [DIFF [-R]]: a copy of the tree (its .cache left out) in DIR, experiments/DIFF applied (-R: reversed)
   rm -rf "$1" && mkdir "$1" && cp -r $(ls -A | grep -v '^.cache$') "$1"/ || return 1
   [ -z "$2" ] || patch -s -p1 $3 -d "$1" < runs/2026-12-01-gen/experiments/$2
+}
+serve_ab() {  # serve_ab V DIFF: the server under load ($M, 32 slots, 1 / 8 / 16 clients: TTFT and ITL p50 / p99) for each
+             # variant of VARIANTS (A B B A), variant V a copy of the tree with experiments/DIFF, the other the tree
+  local v d
+  tree /tmp/$1 $2 || return 1
+  for d in . /tmp/$1; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+  for v in ${VARIANTS:-A B B A}; do
+    d=.; [ $v = $1 ] && d=/tmp/$1; echo "-- $v $(date +%T)"
+    (cd $d && exec python3 apps/llm.py --model $M --serve 8080 --parallel 32 --max-context 2048 --queue 64 > /tmp/server_$v.log 2>&1) &
+    local pid=$!
+    timeout $(( $(left) > 150 ? 150 : $(left) - 5 )) python3 -m tools.load --port 8080 --clients 1,8,16 --requests 3 --seconds 30 --wait 120 2>&1 | tail -5
+    kill $pid; wait $pid 2>/dev/null
+  done
 }
 start_ab() {  # start_ab TAG ORDER TREE: a second process's start and its load phases (tools.start_time) of $P for each variant
              # of ORDER, /tmp/<variant> but TREE's (the tree itself), a json a run named TAG_<variant>; $extra: more flags
@@ -857,6 +871,16 @@ case $1 in
        (cd $d && TINYGRAD_UPTO=$([ $v = A ] && echo 70 || echo 71) CACHEDB=/tmp/cache_$v.db timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --decode 32 --depths ${DEPTHS:-4096,16384} \
          --json "$OUT/copies_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -4)
      done ;;
+  127) export TINYGRAD_MLA_CACHE=$PWD/.cache; P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash}; M=${M:-youtu-llm-2b}
+     # a prompt of MIX tokens that starts beside B running sequences: each of its 32-token chunks as rows of their step (the
+     # mixed step, Transformer.launch(slots, prompt)) against alone between two of their steps (the server's way), ms a turn,
+     # in one process (gpu_bench --batch --mixed); SERVE=1 instead: the server under load, A = the tree, B = the tree with
+     # experiments/batching-mixed.diff (the scheduler's prompts as rows of the steps), M, 32 slots, 1 / 8 / 16 clients
+     # (VARIANTS="A B": A B B A takes ~600 s)
+     if [ -n "$SERVE" ]; then synth $M; serve_ab B batching-mixed.diff; exit; fi
+     synth ${P//,/ }; echo "synthesized $(date +%T)"
+     timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
+       --json "$OUT/mixed.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16 ;;
   121) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # (LLAMA=1: llama.cpp built first, beside the synthesis, ~300 s: then VARIANTS=B alone fits the call)
      # a second process's start with the imports' bytecode written first (tools.start_time's deps_bytecode: the image's numpy,
@@ -1580,16 +1604,8 @@ t = {r[1]: float(r[2]) for r in rows if len(r) > 3 and r[0] == '16383'}; b = min
   74) export TINYGRAD_MLA_CACHE=$PWD/.cache; M=${M:-youtu-llm-2b}
      # the server under load: A = the tree with experiments/batching-longest-chunks.diff (a prompt beside running streams in the longest
      # chunks), B = the tree (the shortest); Youtu-LLM-2B, 32 slots, 1 / 8 / 16 clients, A B B A (TTFT and ITL p50 / p99)
-     tree /tmp/A batching-longest-chunks.diff || exit 1
-     for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      synth $M; echo "synthesized $(date +%T)"
-     for v in ${VARIANTS:-A B B A}; do
-       d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $(date +%T)"
-       (cd $d && exec python3 apps/llm.py --model $M --serve 8080 --parallel 32 --max-context 2048 --queue 64 > /tmp/server_$v.log 2>&1) &
-       pid=$!
-       timeout $(( $(left) > 150 ? 150 : $(left) - 5 )) python3 -m tools.load --port 8080 --clients 1,8,16 --requests 3 --seconds 30 --wait 120 2>&1 | tail -5
-       kill $pid; wait $pid 2>/dev/null
-     done ;;
+     serve_ab A batching-longest-chunks.diff ;;
   73) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # step 72's checks while llama.cpp builds (its kernel bench and path check), its A B once the build is done (the build's
      # 16 jobs would slow A alone; the tables in the log), then the diff's tree beside llama.cpp on the MoE models' f16 rows (none measured yet)
