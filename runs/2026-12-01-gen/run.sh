@@ -67,8 +67,8 @@
 # over f32 and f16 caches on both MoE models, if 125 leaves it open), DIFF=experts-split-picks.diff PRESETS=deepseek-v2-lite,
 # glm-4.7-flash BATCH=4,8 49 (a batched step's routed experts on the split GEMM from 48 picks: DeepSeek-V2-Lite's 8
 # sequences, not GLM-4.7-Flash's; emulated and the seam's rule checked), 127 (a prompt's chunks as rows of the running
-# sequences' steps against between them, ms a turn on the three models; if it gains: SERVE=1 VARIANTS="A B" 127, the server
-# with experiments/batching-mixed.diff), PRESETS=glm-4.7-flash,deepseek-v2-lite 84, 85, 80, VARIANTS="B A" 74, 52.
+# sequences' steps against between them, ms a turn on the three models), DIFF=mixed-split-k.diff 127 (their products split
+# in K; if the mixed turns gain: SERVE=1 VARIANTS="A B" 127, the server with experiments/batching-mixed.diff), PRESETS=glm-4.7-flash,deepseek-v2-lite 84, 85, 80, VARIANTS="B A" 74, 52.
 #   1: where a generated decode token of DeepSeek-V2-Lite and GLM-4.7-Flash goes, kernel by kernel: Nsight Compute's device
 #      times (L2 and clocks left as they run: --cache-control none --clock-control none) against the step as run in its
 #      graphs; then BEAM=2 on DeepSeek-V2-Lite's 8 slowest decode kernels (tools.beam_kernels) while the time lasts
@@ -877,10 +877,17 @@ case $1 in
      # in one process (gpu_bench --batch --mixed); SERVE=1 instead: the server under load, A = the tree, B = the tree with
      # experiments/batching-mixed.diff (the scheduler's prompts as rows of the steps), M, 32 slots, 1 / 8 / 16 clients
      # (VARIANTS="A B": A B B A takes ~600 s)
+     # DIFF=mixed-split-k.diff: the tree (A) and a copy with the diff (B: the products of the mixed step's 33-64 rows split K
+     # as a chunk's 32 do), VARIANTS (A B) of PRESETS (default youtu-llm-2b,deepseek-v2-lite)
      if [ -n "$SERVE" ]; then synth $M; serve_ab B batching-mixed.diff; exit; fi
+     vs=A; [ -z "$DIFF" ] || { vs=${VARIANTS:-A B}; P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite}; tree /tmp/B $DIFF || exit 1
+                              python3 -m compileall -q /tmp/B/apps > /dev/null; }
      synth ${P//,/ }; echo "synthesized $(date +%T)"
-     timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
-       --json "$OUT/mixed.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16 ;;
+     for v in $vs; do
+       d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
+         --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
+     done ;;
   121) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # (LLAMA=1: llama.cpp built first, beside the synthesis, ~300 s: then VARIANTS=B alone fits the call)
      # a second process's start with the imports' bytecode written first (tools.start_time's deps_bytecode: the image's numpy,
