@@ -136,3 +136,10 @@ def test_gpu_bench_times_a_prompt_beside_the_rows_both_ways():
   for r in rows:
     assert r["mixed_turns"] == r["between_turns"] == 2 and r["mixed_first"] == r["between_first"], r
     assert r["agree"] == [gpu_bench.BATCH_CHECK] * r["batch"] and r["mixed_turn_ms"] > 0
+
+def test_path_check_compares_a_prompt_as_rows_and_alone():
+  """`path_check --mixed` (run at full size on the GPU): a 40-token window as rows of another slot's steps and alone leaves
+  the same latent rows, the same first token and the other slot's same tokens (the CPU's products: exactly)."""
+  from tools import path_check
+  (row,) = path_check.mixed(["youtu-llm-2b-tiny"], "release", 40, 7)
+  assert row["latents"] == 0.0 and row["first"] and row["other"] == row["steps"] == 3, row

@@ -11,6 +11,7 @@ a chunk that reads another chunk's latents).
 
   DEV=CUDA python3 -m tools.path_check [--presets glm-4.7-flash,deepseek-v2-lite,youtu-llm-2b] [--depth 0,600]
   DEV=CUDA python3 -m tools.path_check --blocks glm-4.7-flash     # where the prefill and generated paths part, block by block
+  DEV=CUDA python3 -m tools.path_check --mixed                    # a prompt as rows of another sequence's steps, against alone
 
 --pinned adds the prefill path against the generated path routed to the same experts (both over the whole window as one
 chunk, block by block): numerics apart from near-tie decisions, which at depth decide at fp32's precision.
@@ -19,6 +20,10 @@ chunk, block by block): numerics apart from near-tie decisions, which at depth d
 (each block of the prefill path fed the generated path's input of that block), and prints per block the distance of the
 hidden state, of the attention's and the feed-forward's contributions, of the router logits, and the routing decisions that
 differ with the margins the generated path had there (its k-th best choice score minus its (k+1)-th).
+
+--mixed prefills the window into one slot as rows of another slot's decode steps (Transformer.launch(slots, prompt): the
+mixed step, chunks of --chunks' shortest) and alone (Transformer.start), and prints the relative L2 distance of the latent
+cache rows they leave (the worst block), whether the prompt's first token and the other slot's tokens are the same both ways.
 """
 from __future__ import annotations
 import argparse, sys, time
@@ -182,6 +187,39 @@ def blocks(preset: str, mix: str, n_tokens: int, seed: int, chunks: tuple[int, .
               f"ffn fc where the same experts {rel(fc['out'][same] - fc['h'][same], r['out'][same] - r['h'][same]):.1e})"
     print(line, flush=True)
 
+def beside(model: Transformer, ids: list[int], other: list[int], as_rows: bool) -> tuple[list[np.ndarray], int, list[int]]:
+  """Slot 0 decoding from `other` while ids go into slot 1 in its shortest chunks, as rows of slot 0's steps or alone
+  between them: (every block's latent rows of ids, ids' first token, slot 0's tokens)."""
+  for s in (0, 1): model.reset(s)
+  *_, t = model.start(0, other)
+  toks, p, first = [t], model.begin(1, ids), None
+  while first is None:
+    if as_rows:
+      step = model.launch([0], p)
+      out = model.collect(step)
+      if step.first is not None: first = out[-1]
+    else:
+      first = model.fill_chunk(p, lambda: model.prefill_chunks[-1])
+      out = model.step([0])
+    toks.append(out[0])
+  return [c[model.max_context:model.max_context + len(ids)].float().numpy() for c in model.caches], first, toks
+
+def mixed(presets: list[str], mix: str, n_tokens: int, seed: int, cache_type: str = "f32", chunks: tuple[int, ...] | None = None) -> list[dict]:
+  """Per preset: the window prefilled into slot 1 as rows of slot 0's steps and alone, compared (see the module's --mixed)."""
+  rows = []
+  for preset in presets:
+    model = Transformer.from_gguf(synth.generate(preset, mix, progress=False), max_context=2 * n_tokens + 16, cache_type=cache_type,
+                                  prefill_chunks=chunks, slots=2)
+    ids, other = window(model.cfg.vocab_size, n_tokens, seed), window(model.cfg.vocab_size, 8, seed + 1)
+    t0 = time.perf_counter()
+    (lat_m, first_m, toks_m), (lat_a, first_a, toks_a) = beside(model, ids, other, True), beside(model, ids, other, False)
+    rows.append({"preset": preset, "mix": mix, "tokens": n_tokens, "latents": max(rel(a, b) for a, b in zip(lat_m, lat_a)),
+                 "first": first_m == first_a, "other": sum(a == b for a, b in zip(toks_m, toks_a)), "steps": len(toks_m),
+                 "s": round(time.perf_counter() - t0, 1)})
+    print(rows[-1], flush=True)
+    del model
+  return rows
+
 def main() -> None:
   ap = argparse.ArgumentParser(prog="python3 -m tools.path_check", description=__doc__.split("\n\n")[0],
                                formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -197,10 +235,14 @@ def main() -> None:
   ap.add_argument("--chunks", help="comma list of prefill chunk lengths (the model's default unless given)")
   ap.add_argument("--no-generated", action="store_true", help="prefill vs decode only (the generated path is the slow one at depth)")
   ap.add_argument("--blocks", metavar="PRESET", help="block by block on this preset instead of the table")
+  ap.add_argument("--mixed", action="store_true", help="the window as rows of another sequence's steps against alone, instead of the table")
   args = ap.parse_args()
   print(f"device {Device.DEFAULT}", flush=True)
   chunks = tuple(int(c) for c in args.chunks.split(",")) if args.chunks else None
   if args.blocks: return blocks(args.blocks, args.mix, args.tokens, args.seed, chunks)
+  if args.mixed:
+    mixed(args.presets.split(","), args.mix, args.tokens, args.seed, args.cache_type, chunks)
+    return
   rows = check(args.presets.split(","), args.mix, [int(d) for d in args.depth.split(",")], args.tokens, args.skip, args.seed, args.floor,
                args.pinned, args.cache_type, not args.no_generated, chunks)
   print(table(rows))

@@ -883,6 +883,8 @@ case $1 in
      vs=A; [ -z "$DIFF" ] || { vs=${VARIANTS:-A B}; P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite}; tree /tmp/B $DIFF || exit 1
                               python3 -m compileall -q /tmp/B/apps > /dev/null; }
      synth ${P//,/ }; echo "synthesized $(date +%T)"
+     # first the full-size check: the window's latents as rows of another sequence's steps against alone, the tokens both ways
+     [ -n "$DIFF" ] || timeout $(($(left) / 3)) python3 -m tools.path_check --mixed --presets $P 2>&1 | grep -v Warn | tail -4
      for v in $vs; do
        d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
