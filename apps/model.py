@@ -301,46 +301,48 @@ class Transformer:
     h = self.hidden(self.token, start_pos, *((0,) if self.slots > 1 else ()))
     return self.sampler.sample(self.head(h), into=self.token, structure=structure)
 
-  def _step_rows(self, B: int, structure: tuple, *row_vars: UOp) -> Tensor:
-    """One batched decode step of B sequences: row b continues slot _row_slots[b] from its last token (slot_tokens) at
-    position _row_pos[b, 0]; every row's next token goes into slot_tokens and _row_out[:B]. row_vars: the rows' positions
-    and slots as bound variables (the tensor-op attention slices with them; the hand-written kernel reads _row_pos)."""
-    slots, table = self._row_slots[:B], self._row_pos[:B]
-    hit = slots.reshape(B, 1) == Tensor.arange(self.slots).reshape(1, -1)            # (B, slots)
+  def _rows(self, B: int, row_vars: tuple) -> tuple[Tensor, Rows, Tensor, Tensor]:
+    """A batched step's B rows: row b continues slot _row_slots[b] from its last token (slot_tokens) at position
+    _row_pos[b, 0]. Their tokens, their Rows and their rope rows (cos, sin). row_vars: the rows' positions and slots as
+    bound variables (the tensor-op attention slices with them; the hand-written kernel reads _row_pos)."""
+    hit = self._row_slots[:B].reshape(B, 1) == Tensor.arange(self.slots).reshape(1, -1)            # (B, slots)
     tokens = hit.where(self.slot_tokens.reshape(1, -1), 0).sum(1).cast(dtypes.int32)
     pos = row_vars[:B] or (0,) * B
     base = tuple(v * self.max_context for v in row_vars[B:]) or (0,) * B
-    rows = Rows(pos, base, table)
     cos, sin = self.rope_cos[pos[0]:pos[0] + 1].cat(*[self.rope_cos[p:p + 1] for p in pos[1:]]), \
                self.rope_sin[pos[0]:pos[0] + 1].cat(*[self.rope_sin[p:p + 1] for p in pos[1:]])
+    return tokens, Rows(pos, base, self._row_pos[:B]), cos, sin
+
+  def _sample_rows(self, h: Tensor, structure: tuple) -> tuple[Tensor, Tensor]:
+    """The tokens after the n residual-stream rows h (n, dim), row b sampled with slot _row_slots[b]'s state into
+    _row_out[b], and slot_tokens with each slot's new token (rows of one slot carry the same token: max picks it): both
+    to realize, the tokens first."""
+    n = h.shape[0]
+    slots = self._row_slots[:n]
+    hit = slots.reshape(n, 1) == Tensor.arange(self.slots).reshape(1, -1)
+    tok = self.sampler.sample(self.head(h), into=self._row_out[:n], slots=slots, structure=structure)
+    new = hit.where(tok.reshape(n, 1), -1).max(0)
+    return tok, self.slot_tokens.assign(hit.any(0).where(new, self.slot_tokens))
+
+  def _step_rows(self, B: int, structure: tuple, *row_vars: UOp) -> Tensor:
+    """One batched decode step of B sequences (_rows); every row's next token goes into slot_tokens and _row_out[:B]."""
+    tokens, rows, cos, sin = self._rows(B, row_vars)
     x = self.token_embd(tokens).float()
-    for block, cache in zip(self.blocks, self.caches): x = block(x, cache, 0, cos, sin, (self.rope_cos, self.rope_sin, table), rows=rows)
-    tok = self.sampler.sample(self.head(x), into=self._row_out[:B], slots=slots, structure=structure)
-    # each slot's new last token (rows of one slot carry the same token: max picks it)
-    new = hit.where(tok.reshape(B, 1), -1).max(0)
-    return Tensor.realize(tok, self.slot_tokens.assign(hit.any(0).where(new, self.slot_tokens)))[0]
+    for block, cache in zip(self.blocks, self.caches): x = block(x, cache, 0, cos, sin, (self.rope_cos, self.rope_sin, rows.table), rows=rows)
+    return Tensor.realize(*self._sample_rows(x, structure))[0]
 
   def _step_mixed(self, B: int, last: bool, structure: tuple, buf: Tensor, start_pos: UOp, length: UOp, slot: UOp, *row_vars: UOp) -> Tensor:
     """A batched decode step of B rows (_step_rows) with the prompt chunk buf[start_pos:start_pos + length] of slot `slot`
     as further rows: one pass of the blocks over both (Block.attention's `chunk`). With `last` (the prompt's last chunk)
     its last row's token is sampled too (row B of _row_slots holds the slot: into _row_out[B] and slot_tokens)."""
-    slots, table = self._row_slots[:B + last], self._row_pos[:B]
-    hit = slots.reshape(-1, 1) == Tensor.arange(self.slots).reshape(1, -1)            # (B [+ 1], slots)
-    tokens = hit[:B].where(self.slot_tokens.reshape(1, -1), 0).sum(1).cast(dtypes.int32)
-    pos = row_vars[:B] or (0,) * B
-    base = tuple(v * self.max_context for v in row_vars[B:]) or (0,) * B
-    rows = Rows(pos, base, table)
-    cos, sin = self.rope_cos[pos[0]:pos[0] + 1].cat(*[self.rope_cos[p:p + 1] for p in pos[1:]]), \
-               self.rope_sin[pos[0]:pos[0] + 1].cat(*[self.rope_sin[p:p + 1] for p in pos[1:]])
+    tokens, rows, cos, sin = self._rows(B, row_vars)
     chunk = self.rope_args(start_pos, length, slot)
     x = self.token_embd(tokens.cat(buf[start_pos:start_pos + length])).float()
     for block, cache in zip(self.blocks, self.caches):
-      x = block(x, cache, 0, cos, sin, (self.rope_cos, self.rope_sin, table), rows=rows, chunk=chunk)
+      x = block(x, cache, 0, cos, sin, (self.rope_cos, self.rope_sin, rows.table), rows=rows, chunk=chunk)
     # the chunk's last row: its token's logits after the last chunk; else realized alone, so the chunk's latents are stored
-    h = x[:B].cat(x[-1:]) if last else x[:B]
-    tok = self.sampler.sample(self.head(h), into=self._row_out[:B + last], slots=slots, structure=structure)
-    new = hit.where(tok.reshape(-1, 1), -1).max(0)
-    return Tensor.realize(tok, self.slot_tokens.assign(hit.any(0).where(new, self.slot_tokens)), *([] if last else [x[-1:]]))[0]
+    if last: return Tensor.realize(*self._sample_rows(x[:B].cat(x[-1:]), structure))[0]
+    return Tensor.realize(*self._sample_rows(x[:B], structure), x[-1:])[0]
 
   @property
   def start_pos(self) -> UOp:
