@@ -440,10 +440,12 @@ class Block:
       # the rows first (their own rows of the cache, other sequences' than the chunk's), then the chunk over the cache
       # they leave; each output before v_b unless its path applies it
       B = len(rows.pos)
-      parts = [self._attend(q[:B], kv[:B], kv_off, cache, 0, cos, sin, tables, 0, rows)]
-      parts.append(self._attend(q[B:], kv[B:], kv_off, parts[0][2], *chunk))
-      if parts[0][1] != parts[1][1]: parts = [(self.attn_v_b.batched(o.cast(x.dtype)), True, c) if not v else (o, v, c) for o, v, c in parts]
-      out, past_v = parts[0][0].cast(x.dtype).cat(parts[1][0].cast(x.dtype)), parts[0][1]
+      rows_out, rows_v, cache = self._attend(q[:B], kv[:B], kv_off, cache, 0, cos, sin, tables, 0, rows)
+      chunk_out, chunk_v, _ = self._attend(q[B:], kv[B:], kv_off, cache, *chunk)
+      # one v_b below for both where neither path applied it, else the part without it past v_b here
+      past_v = rows_v or chunk_v
+      vb = lambda o, done: o if done or not past_v else self.attn_v_b.batched(o.cast(x.dtype))
+      out = vb(rows_out, rows_v).cast(x.dtype).cat(vb(chunk_out, chunk_v).cast(x.dtype))
     if not past_v: out = self.attn_v_b.batched(out.cast(x.dtype))               # (T, H, v_head)
     return self.attn_output(self.split(out.cast(x.dtype).reshape(T, cfg.n_head * cfg.v_head), "attn_out"), residual=x)
 

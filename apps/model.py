@@ -527,17 +527,23 @@ class Transformer:
     self._token_buffer(ids, p)
     return p
 
+  def _next_chunk(self, prompt: Prompt, longest: Callable[[], int | None] | None) -> tuple[int, bool, tuple]:
+    """The prompt's next chunk (_chunks: longest() bounds its length), its ids in _tokens: (its length bound, whether it is
+    the prompt's last, its arguments: the token buffer, start position and length bound); the prompt and its slot's cached
+    tokens move past it."""
+    if prompt.done >= len(prompt.ids): raise ValueError(f"the prompt of slot {prompt.slot} is prefilled already")
+    if self._buffered is not prompt: self._token_buffer(prompt.ids, prompt)
+    start, m, L = next(self._chunks(len(prompt.ids), prompt.done, longest))
+    prompt.done = start + m
+    self.slot_cached[prompt.slot] = prompt.ids[:prompt.done]
+    return L, prompt.done >= len(prompt.ids), (self._tokens, self._v_pos.bind(start), self._v_len[L].bind(m))
+
   def fill_chunk(self, prompt: Prompt, longest: Callable[[], int | None] | None = None) -> int | None:
     """Queue the prompt's next chunk alone (_chunks: longest() bounds its length): None, or after its last chunk the first
     generated token (waiting for it)."""
-    if prompt.done >= len(prompt.ids): raise ValueError("fill_chunk: the prompt is prefilled already")
-    if self._buffered is not prompt: self._token_buffer(prompt.ids, prompt)
-    start, m, L = next(self._chunks(len(prompt.ids), prompt.done, longest))
-    last, which = start + m >= len(prompt.ids), (self._v_slot.bind(prompt.slot),) if self.slots > 1 else ()
-    (self.decode_jit(prompt.params, prefill=L) if last else self.captures.jit(("fill", L), self._fill))(
-      self._tokens, self._v_pos.bind(start), self._v_len[L].bind(m), *which)
-    prompt.done = start + m
-    self.slot_cached[prompt.slot] = prompt.ids[:prompt.done]
+    L, last, args = self._next_chunk(prompt, longest)
+    which = (self._v_slot.bind(prompt.slot),) if self.slots > 1 else ()
+    (self.decode_jit(prompt.params, prefill=L) if last else self.captures.jit(("fill", L), self._fill))(*args, *which)
     if not last: return None
     read = self._readback()
     read.capture()
@@ -570,8 +576,7 @@ class Transformer:
     if not slots: raise ValueError("step: no slots")
     if self._launched >= 2: raise ValueError("step: two launched steps are not collected yet")
     if len(set(slots)) != len(slots) or not all(0 <= s < self.slots for s in slots): raise ValueError(f"step: slots {slots} of {self.slots}")
-    if prompt is not None and (prompt.slot in slots or prompt.done >= len(prompt.ids)):
-      raise ValueError(f"step: the prompt of slot {prompt.slot} is {'a row of the step' if prompt.slot in slots else 'prefilled already'}")
+    if prompt is not None and prompt.slot in slots: raise ValueError(f"step: the prompt of slot {prompt.slot} is a row of the step")
     pos = []
     for s in slots:
       if self.slot_last[s] is None and s not in self._fresh: raise ValueError(f"step: slot {s} has no token to continue (start() it first)")
@@ -585,14 +590,10 @@ class Transformer:
       structure = sampling.merged([self.sampler.params[s].structure for s in slots])
       self.captures.jit(("rows", B, structure), functools.partial(self._step_rows, B, structure))(*self.place_rows(pos, rows))
     else:
-      if self._buffered is not prompt: self._token_buffer(prompt.ids, prompt)
-      start, m, L = next(self._chunks(len(prompt.ids), prompt.done, lambda: chunk or self.prefill_chunks[-1]))
-      last = start + m >= len(prompt.ids)
+      L, last, args = self._next_chunk(prompt, lambda: chunk or self.prefill_chunks[-1])
       structure = sampling.merged([self.sampler.params[s].structure for s in slots + [prompt.slot] * last])
       self.captures.jit(("mixed", B, L, last, structure), functools.partial(self._step_mixed, B, last, structure))(
-        self._tokens, self._v_pos.bind(start), self._v_len[L].bind(m), self._v_slot.bind(prompt.slot), *self.place_rows(pos, rows, prompt.slot))
-      prompt.done = start + m
-      self.slot_cached[prompt.slot] = prompt.ids[:prompt.done]
+        *args, self._v_slot.bind(prompt.slot), *self.place_rows(pos, rows, prompt.slot))
       if last:
         first = prompt.slot
         self._fresh.add(first)
