@@ -1989,3 +1989,23 @@ print("ok")
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc for DEV=NULL:NVCC:sm_90 (CUDA kernels compiled, nothing run)")
 def test_0074_dynamic_shared_memory(trees):
   assert_patch_needed(trees, "0074", DYNAMIC_SHARED, env={"DEV": "NULL:NVCC:sm_90", "CACHELEVEL": "0"})
+
+PLANNED_VIEW = """
+# the memory planner's views (arena[offset:offset+nbytes].bitcast(dtype)): their arena, start and Buffer view, no graph_rewrite
+import tinygrad.uop.ops as O
+from tinygrad import dtypes
+from tinygrad.uop.ops import UOp
+arena, rewrites = UOp.new_buffer("CPU", 4096, dtypes.uint8), []
+plain = O.graph_rewrite
+O.graph_rewrite = lambda *a, **k: rewrites.append(k.get("name")) or plain(*a, **k)
+for start, n, dt in ((0, 8, dtypes.int32), (256, 128, dtypes.float32), (100, 6, dtypes.half), (4000, 96, dtypes.uint8), (64, 64, dtypes.uint64)):
+  v = arena.shrink(((start, start + n),))
+  if dt != dtypes.uint8: v = v.bitcast(dt)
+  assert v.contiguous_view() == (arena, start), (start, dt, v.contiguous_view())
+  assert (v.buffer.offset, v.buffer.nbytes, v.buffer.dtype) == (start, n, dt), (v.buffer.offset, v.buffer.nbytes, v.buffer.dtype)
+assert not rewrites, rewrites
+print("ok")
+"""
+
+def test_0075_planned_view_without_a_rewrite(trees):
+  assert_patch_needed(trees, "0075", PLANNED_VIEW, env={"DEV": "CPU"})
