@@ -60,10 +60,10 @@
 # 97 (the step 2.86 / 2.97 ms: depth costs 0.11 ms a token), DIFF=experts-split-picks.diff ... 49 (did not apply: regenerated
 # since), 105, RUNS=deepseek-v2-lite:f16 DEPTHS=4096,16384,32768 DECODE=32 71 (one run: 2.09x / 2.44x / 2.27x, 1.32x / 1.54x /
 # 1.77x).
-# Next lease, in order: 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A, depths B A),
-# 123 (the file pinned for the device: a second process's load, A B B A), 124 (cuInit beside the imports, A C C A),
-# LLAMA=1 VARIANTS=B 121
-# (a second process beside llama.cpp in one call: Youtu-LLM-2B's 1.76 s against its 1.0-1.3), 122 (the short context's decode
+# Next lease, in order: LLAMA=1 128 (Youtu-LLM-2B's second process beside llama.cpp in one call, the tree, the file pinned for
+# the device, cuInit beside the imports and both: A B C D D C B A; it replaces 123, 124 and LLAMA=1 VARIANTS=B 121), 125
+# (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A, depths B A), PRESETS=deepseek-v2-lite,
+# glm-4.7-flash 123 (the pin's time and GB/s on the large files), 122 (the short context's decode
 # over f32 and f16 caches on both MoE models, if 125 leaves it open), DIFF=experts-split-picks.diff PRESETS=deepseek-v2-lite,
 # glm-4.7-flash BATCH=4,8 49 (a batched step's routed experts on the split GEMM from 48 picks: DeepSeek-V2-Lite's 8
 # sequences, not GLM-4.7-Flash's; emulated and the seam's rule checked), 127 (a prompt's chunks as rows of the running
@@ -890,6 +890,20 @@ case $1 in
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
      done ;;
+  128) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # the fast-start issue's one missed target in one call: Youtu-LLM-2B's second process beside llama.cpp (LLAMA=1 builds it
+     # first, beside the synthesis, ~300 s), A = the tree (patches/0075: planned views without a rewrite; the vocabulary in
+     # one map), B = experiments/host-register.diff, C = experiments/early-cuinit.diff, D = both; a second process's start and
+     # its load phases in the order $VARIANTS (the first token must match in all)
+     tree /tmp/B host-register.diff && tree /tmp/C early-cuinit.diff && tree /tmp/D host-register.diff || exit 1
+     patch -s -p1 -d /tmp/D < runs/2026-12-01-gen/experiments/early-cuinit.diff || exit 1
+     for d in . /tmp/B /tmp/C /tmp/D; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     [ -z "$LLAMA" ] || [ -x .cache/llama/build/bin/llama-bench ] || (python3 -m tools.llama_bench build --time-limit 370 \
+       > "$OUT/llama_build.log" 2>&1) &
+     P=${PRESETS:-youtu-llm-2b}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
+     wait; echo "built $(date +%T)"
+     extra=; [ -x .cache/llama/build/bin/llama-bench ] && extra=--llama
+     start_ab st4 "${VARIANTS:-A B C D D C B A}" A ;;
   121) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # (LLAMA=1: llama.cpp built first, beside the synthesis, ~300 s: then VARIANTS=B alone fits the call)
      # a second process's start with the imports' bytecode written first (tools.start_time's deps_bytecode: the image's numpy,
