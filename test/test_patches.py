@@ -2009,3 +2009,39 @@ print("ok")
 
 def test_0075_planned_view_without_a_rewrite(trees):
   assert_patch_needed(trees, "0075", PLANNED_VIEW, env={"DEV": "CPU"})
+
+GRAPH_STATS_AS_IS = """
+# a graph's estimates and the counters a replay adds: the kernels' linear sum as it is, never simplified, the same values
+import tinygrad.uop.ops as O
+from tinygrad import Tensor, TinyJit, UOp, GlobalCounters
+from tinygrad.renderer import Estimates
+from tinygrad.engine.realize import estimate_uop, graph_cache
+p, n = UOp.variable("p", 0, 32), UOp.variable("n", 1, 32)
+@TinyJit
+def f(c:Tensor, p:UOp, n:UOp) -> Tensor:
+  y = Tensor.zeros(4).contiguous()
+  for i in range(30):
+    rows = (p + n, n, p + 2 * n)[i % 3]
+    y = (y + (c[:rows] * (i + 2)).sum(0)).contiguous()
+  return y.realize()
+c = Tensor.ones(128, 4).contiguous().realize()
+for v in (8, 9, 10): f(c, p.bind(v), n.bind(3))
+graph_cache.clear()   # the next replay builds its runner again, as a process that loaded the step would
+simplified, plain = [], O.UOp.simplify
+O.UOp.simplify = lambda self, *a, **k: simplified.append(self) or plain(self, *a, **k)
+GlobalCounters.reset()
+f(c, p.bind(17), n.bind(5))
+O.UOp.simplify = plain
+(gr,) = graph_cache.values()   # the one graph of the step: 31 kernels
+kernels = gr.linear.src
+total = Estimates.total(estimate_uop(k) for k in kernels)
+assert gr.estimates == total, "the graph's estimates are the kernels' linear sum as it is"
+assert not any(u is total.ops or u is total.mem for u in simplified), "the graph's estimates were simplified"
+want = lambda f: sum(e if isinstance(e, int) else e.sym_infer({"p": 17, "n": 5}) for e in (f(estimate_uop(k)) for k in kernels))
+assert (GlobalCounters.global_ops, GlobalCounters.global_mem) == (want(lambda e: e.ops), want(lambda e: e.mem)), \
+  (GlobalCounters.global_ops, GlobalCounters.global_mem, want(lambda e: e.ops), want(lambda e: e.mem))
+print("ok")
+"""
+
+def test_0076_graph_estimates_counted_without_the_simplifier(trees):
+  assert_patch_needed(trees, "0076", GRAPH_STATS_AS_IS, env={"DEV": "CPU"})
