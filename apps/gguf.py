@@ -112,13 +112,14 @@ class _Cursor:
   def strings(self, n: int, what: str) -> list[str]:
     """n strings (a vocabulary: 100k-200k of them, in every start): the items' bytes sliced in a loop of locals, then decoded
     by one map (30% less than string() an item); an error is string()'s, at that item."""
-    buf, first, pos, end, raw, length = self.buf, self.pos, self.pos, self.size - 8, [None] * n, _U64.unpack_from
+    buf, first, pos, end, raw, length = self.buf, self.pos, self.pos, self.size - 8, [], _U64.unpack_from
+    add = raw.append   # grown item by item: a corrupt count is found at its first bad item, before it costs memory
     for i in range(n):
       if pos > end or (m := length(buf, pos)[0]) > end - pos:
         self.pos = pos
         self.string(f"{what}[{i}]")  # raises: truncated or corrupt
       pos += 8 + m
-      raw[i] = buf[pos - m:pos]
+      add(buf[pos - m:pos])
     try: out = list(map(bytes.decode, raw))
     except UnicodeDecodeError:
       self.pos = first

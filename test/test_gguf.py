@@ -303,6 +303,20 @@ def test_damaged_file(tmp_path, case):
   assert "\n" not in msg and msg.startswith("bad.gguf: ") and len(msg) < 400, msg
   assert word in msg, msg
 
+def test_corrupt_string_count_costs_no_memory(tmp_path):
+  """A string array claiming as many items as the rest of a 1 GB (sparse) file could hold, its second item corrupt: the error
+  names that item, and the reader held nothing for the items it never read (a list made for the claimed count: 800 MB)."""
+  path = tmp_path / "bad.gguf"
+  path.write_bytes(with_kv(kv("test.u8", V.ARRAY, array(V.STRING, 100_000_000, s("ok") + struct.pack("<Q", 2**62)))))
+  os.truncate(path, 1 << 30)
+  tracemalloc.start()
+  try:
+    with pytest.raises(GGUFError, match=r"'test\.u8'\[1\]"): GGUFFile(path)
+  finally:
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+  assert peak < 1 << 20, peak
+
 def test_unreadable_paths(tmp_path):
   with pytest.raises(GGUFError, match="cannot read"): GGUFFile(tmp_path / "missing.gguf")
   with pytest.raises(GGUFError, match="cannot read"): GGUFFile(tmp_path)
