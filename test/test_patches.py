@@ -863,22 +863,27 @@ print("ok")
 def test_0033_cpu_helper_programs_from_the_disk_cache(trees):
   assert_patch_needed(trees, "0033", CPU_HELPERS_CACHED, env={"DEV": "CPU"})
 
-GRAPH_ESTIMATES = """
-# a graph of 150 kernels over symbolic lengths of p and n: its estimates are a short linear form equal to the kernels' own sum
+def symbolic_graph(kernels: int) -> str:
+  """A TinyJit `f` of `kernels` kernels over symbolic lengths of p and n, captured by three calls on `c`."""
+  return f"""
 from tinygrad import Tensor, TinyJit, UOp
-from tinygrad.uop.ops import Ops
-from tinygrad.engine.jit import GraphRunner
-from tinygrad.engine.realize import estimate_uop
 p, n = UOp.variable("p", 0, 32), UOp.variable("n", 1, 32)
 @TinyJit
 def f(c:Tensor, p:UOp, n:UOp) -> Tensor:
   y = Tensor.zeros(4).contiguous()
-  for i in range(150):
+  for i in range({kernels}):
     rows = (p + n, n, p + 2 * n)[i % 3]
     y = (y + (c[:rows] * (i + 2)).sum(0)).contiguous()
   return y.realize()
 c = Tensor.ones(128, 4).contiguous().realize()
 for v in (8, 9, 10): f(c, p.bind(v), n.bind(3))
+"""
+
+GRAPH_ESTIMATES = symbolic_graph(150) + """
+# a graph of 150 kernels over symbolic lengths of p and n: its estimates are a short linear form equal to the kernels' own sum
+from tinygrad.uop.ops import Ops
+from tinygrad.engine.jit import GraphRunner
+from tinygrad.engine.realize import estimate_uop
 linear = f.captured.linear
 gr = GraphRunner(UOp(Ops.LINEAR, src=(linear,)), (c.uop.base,))
 ops = gr.estimates.ops
@@ -2010,22 +2015,12 @@ print("ok")
 def test_0075_planned_view_without_a_rewrite(trees):
   assert_patch_needed(trees, "0075", PLANNED_VIEW, env={"DEV": "CPU"})
 
-GRAPH_STATS_AS_IS = """
+GRAPH_STATS_AS_IS = symbolic_graph(30) + """
 # a graph's estimates and the counters a replay adds: the kernels' linear sum as it is, never simplified, the same values
 import tinygrad.uop.ops as O
-from tinygrad import Tensor, TinyJit, UOp, GlobalCounters
+from tinygrad import GlobalCounters
 from tinygrad.renderer import Estimates
 from tinygrad.engine.realize import estimate_uop, graph_cache
-p, n = UOp.variable("p", 0, 32), UOp.variable("n", 1, 32)
-@TinyJit
-def f(c:Tensor, p:UOp, n:UOp) -> Tensor:
-  y = Tensor.zeros(4).contiguous()
-  for i in range(30):
-    rows = (p + n, n, p + 2 * n)[i % 3]
-    y = (y + (c[:rows] * (i + 2)).sum(0)).contiguous()
-  return y.realize()
-c = Tensor.ones(128, 4).contiguous().realize()
-for v in (8, 9, 10): f(c, p.bind(v), n.bind(3))
 graph_cache.clear()   # the next replay builds its runner again, as a process that loaded the step would
 simplified, plain = [], O.UOp.simplify
 O.UOp.simplify = lambda self, *a, **k: simplified.append(self) or plain(self, *a, **k)

@@ -1,25 +1,14 @@
 """A second process's first token after its load on the CUDA path's host side: DEV=NULL:NVCC:sm_90 (kernels compiled, nothing
 run) with FAKEGRAPH=1 (CUDAGraph, its driver calls faked), PROF=tottime|cumulative for cProfile:
   FAKEGRAPH=1 DEV=NULL:NVCC:sm_90 CACHEDB=CAPTURE_DIR/c.db PYTHONPATH=. python3 runs/2026-12-05-start/null_after.py youtu-llm-2b CAPTURE_DIR"""
-import os, sys, time, types
+import os, sys, time
 os.environ.setdefault("NULL_ALLOW_COPYOUT", "1")
 from pathlib import Path
 t0 = time.perf_counter()
 import apps
 from apps import engine
 from tinygrad import Device
-if os.environ.get("FAKEGRAPH"):
-  import tinygrad.runtime.graph.cuda as g
-  from tinygrad.runtime.ops_null import NullProgram
-  fake = {"cuGraphCreate": lambda *a: 0, "cuGraphInstantiate_v2": lambda *a: 0, "cuGraphLaunch": lambda *a: 0, "cuGraphDestroy": lambda *a: 0,
-          "cuGraphExecDestroy": lambda *a: 0, "cuGraphAddMemcpyNode": lambda *a: 0, "cuGraphExecMemcpyNodeSetParams": lambda *a: 0,
-          "cuGraphAddKernelNode": lambda *a: 0, "cuGraphExecKernelNodeSetParams": lambda *a: 0}
-  for k, v in fake.items(): setattr(g.cuda, k, v)
-  g.cuda.dll = types.SimpleNamespace(cuGraphAddDependencies_v2=lambda *a: 0)
-  g.check, g.cu_time_execution = (lambda st: None), (lambda cb, enable=False: cb())
-  g.encode_args = lambda args, vals, signature: (types.SimpleNamespace(), None)
-  NullProgram.prg, NullProgram.signature = None, None
-  Device["NULL"].graph = g.CUDAGraph
+if os.environ.get("FAKEGRAPH"): exec(open(os.path.join(os.path.dirname(__file__), "fakegraph.py")).read())
 t1 = time.perf_counter()
 src = engine.resolve_model(sys.argv[1], None, None)
 eng = engine.Engine.load(src, max_context=1024, quiet=True, capture_dir=Path(sys.argv[2]))
