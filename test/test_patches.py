@@ -2040,3 +2040,19 @@ print("ok")
 
 def test_0076_graph_estimates_counted_without_the_simplifier(trees):
   assert_patch_needed(trees, "0076", GRAPH_STATS_AS_IS, env={"DEV": "CPU"})
+
+CPU_RENDERERS_WHEN_CHOSEN = """
+# the CPU device opens with clang without importing the NIR renderer (its mesa bindings) or the x86 one; each is still chosen by name
+import os, subprocess, sys
+from tinygrad import Device, Tensor
+Device["CPU"]
+assert not {"tinygrad.renderer.nir", "tinygrad.renderer.isa.x86"} & set(sys.modules), [m for m in sys.modules if "nir" in m or "x86" in m]
+assert (Tensor([1.0, 2.0]) * 3).tolist() == [3.0, 6.0]
+child = "from tinygrad import Device; print(type(Device['CPU'].renderer).__name__)"
+out = subprocess.run([sys.executable, "-c", child], env={**os.environ, "DEV": "CPU:X86"}, capture_output=True, text=True)
+assert out.stdout.split()[-1:] == ["X86Renderer"], (out.stdout, out.stderr[-2000:])
+print("ok")
+"""
+
+def test_0077_cpu_renderers_imported_when_chosen(trees):
+  assert_patch_needed(trees, "0077", CPU_RENDERERS_WHEN_CHOSEN, env={"DEV": "CPU"})
