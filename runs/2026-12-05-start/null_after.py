@@ -1,5 +1,7 @@
-"""A second process's first token after its load on the CUDA path's host side: DEV=NULL:NVCC:sm_90 (kernels compiled, nothing
-run) with FAKEGRAPH=1 (CUDAGraph, its driver calls faked), PROF=tottime|cumulative for cProfile:
+"""A second process's first token after its load (run it twice: the first run captures the steps into CAPTURE_DIR), under
+cProfile with PROF=tottime|cumulative; on the CPU, or on the CUDA path's host side: DEV=NULL:NVCC:sm_90 (kernels compiled,
+nothing run) with FAKEGRAPH=1 (CUDAGraph, its driver calls faked):
+  PROF=tottime DEV=CPU PYTHONPATH=. python3 runs/2026-12-05-start/null_after.py glm-4.7-flash-tiny CAPTURE_DIR
   FAKEGRAPH=1 DEV=NULL:NVCC:sm_90 CACHEDB=CAPTURE_DIR/c.db PYTHONPATH=. python3 runs/2026-12-05-start/null_after.py youtu-llm-2b CAPTURE_DIR"""
 import os, sys, time
 os.environ.setdefault("NULL_ALLOW_COPYOUT", "1")
