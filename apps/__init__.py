@@ -50,6 +50,20 @@ def default_device(env: dict, platform: str = sys.platform, exists=os.path.exist
   return None if "DEV" in env or not platform.startswith("linux") or any(exists(p) for p in GPU_NODES) else "CPU"
 if (_dev := default_device(os.environ)) is not None: os.environ["DEV"] = _dev
 
+# CUDA's driver initializes (cuInit) on a thread of its own while this process imports tinygrad and the apps (ctypes
+# releases the GIL for the call): where DEV names CUDA, or is unset on a machine with NVIDIA's device node. The device's
+# opening later finds the driver initialized (the same libcuda: the loader keeps one copy of a file).
+def early_cuinit(env: dict, platform: str = sys.platform, exists=os.path.exists) -> bool:
+  """Whether this process starts CUDA's driver on a thread of its own before tinygrad opens the device."""
+  return platform.startswith("linux") and exists("/dev/nvidiactl") and env.get("DEV", "CUDA").split(":")[0] == "CUDA"
+def _cuda_init() -> None:
+  import ctypes
+  try: ctypes.CDLL("libcuda.so.1").cuInit(0)
+  except (OSError, AttributeError): pass
+if early_cuinit(os.environ):
+  import threading
+  threading.Thread(target=_cuda_init, name="cuInit", daemon=True).start()
+
 # Which kernels compute the model (Transformer(kernels=...), --kernels): "hand", the hand-written kernels where the device
 # compiles them (CUDA, Metal; elsewhere the portable kernels with the optimizations apps.dispatch.plan_opts picks), or
 # "generated", tinygrad's own code generator for every kernel (heuristics, or BEAM), as on a device without hand-written ones

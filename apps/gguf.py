@@ -247,6 +247,11 @@ class GGUFFile:
     t = self.tensor(name)
     if self._mm is None: raise GGUFError(f"{self.path.name}: the file is closed")
     return np.frombuffer(self._mm, dtype=np.uint8, count=t.nbytes, offset=t.offset)
+  def tensor_bytes(self) -> np.ndarray | None:
+    """All tensors' bytes, first to last, as one read-only view of the mapped file (None without tensors)."""
+    if self._mm is None or not self.tensors: return None
+    lo, hi = min(t.offset for t in self.tensors.values()), max(t.offset + t.nbytes for t in self.tensors.values())
+    return np.frombuffer(self._mm, dtype=np.uint8, count=hi - lo, offset=lo)
   @property
   def architecture(self) -> str: return self.require("general.architecture")
   def prefetch(self) -> None:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 import numpy as np
 from apps.gguf import GGUFFile, GGMLType, GGUFError
-from apps.readback import POOL, copy_host, device_empty, host_arrays, split_blocks, staged, to_device_stacked
+from apps.readback import POOL, copy_host, device_empty, host_arrays, in_pinned, split_blocks, staged, to_device_stacked
 from tinygrad import Tensor, dtypes, UOp
 from tinygrad.dtype import DType, _to_np_dtype
 
@@ -77,10 +77,10 @@ class Format:
     at = np.cumsum([0] + [w for _, w in self.layout]).tolist()
     names = {n for n, _, _ in self.parts}
     return [(n, a, w) for (n, w), a in zip(self.layout, at) if n in names]
-  def host_bytes(self, n_blocks: int) -> int:
-    """Host bytes for n_blocks, from pack()'s allocator or split_blocks' (the whole blocks), derived parts and alignment
-    included (the derived K-quant scales are 16 bytes a block)."""
-    return n_blocks * (self.block_bytes + 16 * (self.derive is not None)) + 64 * 8
+  def host_bytes(self, n_blocks: int, blocks: bool = True) -> int:
+    """Host bytes for n_blocks, from pack()'s allocator or split_blocks' (the whole blocks, unless the device reads them from
+    the file), derived parts and alignment included (the derived K-quant scales are 16 bytes a block)."""
+    return n_blocks * (self.block_bytes * blocks + 16 * (self.derive is not None)) + 64 * 8
   def pack(self, b: np.ndarray, empty: Empty) -> dict[str, np.ndarray]:
     """(n_blocks, block_bytes) uint8 blocks -> each part as a host array (n_blocks, count) made by `empty`."""
     f = _fields(b, self.fields, empty)
@@ -264,7 +264,8 @@ class PackedTensor:
     blocks = [_blocks(raw, fmt, ne, name) for raw, ne in tensors]
     stacked = (*rows[0][:axis], sum(r[axis] for r in rows), *rows[0][axis + 1:])
     shaped = lambda a, r, cnt: a.reshape(*r, nb, cnt)
-    with host_arrays(sum(fmt.host_bytes(math.prod(r) * nb) for r in rows), device) as empty:
+    from_file = staged(device) and all(in_pinned(b, device) for b in blocks)   # the device copies the blocks from the file
+    with host_arrays(sum(fmt.host_bytes(math.prod(r) * nb, not from_file) for r in rows), device) as empty:
       if not staged(device):
         host = [fmt.pack(b, empty) for b in blocks]
         parts = {p: to_device_stacked([shaped(h[p], r, cnt) for h, r in zip(host, rows)], axis, device) for p, _, cnt in fmt.parts}
@@ -272,7 +273,7 @@ class PackedTensor:
       parts = {p: device_empty((*stacked, nb, cnt), dt, device) for p, dt, cnt in fmt.parts if p in {f for f, _, _ in fmt.fields}}
       derived = []
       for file_blocks, place in zip(blocks, placements(rows, axis, nb)):
-        pinned = copy_host(empty(file_blocks.shape, np.uint8), np.ascontiguousarray(file_blocks))
+        pinned = file_blocks if from_file else copy_host(empty(file_blocks.shape, np.uint8), np.ascontiguousarray(file_blocks))
         split_blocks(pinned, fmt.block_bytes, [(parts[p].uop.buffer, at, w, *place) for p, at, w in fmt.fields], device)
         if fmt.derive is not None: derived.append(fmt.derive(pinned, empty))
       for p, dt, cnt in fmt.parts:

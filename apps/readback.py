@@ -11,7 +11,7 @@ event; a plain read (`Tensor.item()`) copies synchronously and so would wait for
 the tensor when called (`in_queue_order` is False), and generate() queues the next step only after it.
 """
 from __future__ import annotations
-import contextlib, ctypes, math, os
+import contextlib, ctypes, math, mmap, os
 from concurrent.futures import Future, ThreadPoolExecutor, wait as wait_futures
 import numpy as np
 from tinygrad import Device, Tensor, dtypes
@@ -148,12 +148,30 @@ class _Staging:
       check(cuda.cuEventCreate(ctypes.byref(ev), cuda.CU_EVENT_DISABLE_TIMING))
       self.slots.append([None, 0, ev, False])
     self.turn, self.lent = 0, None
+    self.pinned = None   # (first, end) address of a file mapping pinned for the device to read (pin)
     self.scratch, self.splitter = [None, 0], None   # device scratch for split(): [buffer or None, its size]; the kernel
 
   def reserve(self, nbytes: int) -> None:
     """Both slots at least nbytes long now (a model's load needs them as long as its largest upload)."""
     self.check(self.cu.cuCtxSetCurrent(self.dev.context))
     for _ in range(2): self._take(nbytes)
+
+  def pin(self, view: np.ndarray) -> None:
+    """The pages of `view` (a read-only file mapping) pinned for the device's copies to read where they lie
+    (cuMemHostRegister, read-only): split_blocks then copies a tensor's blocks from the file itself, without the memmove
+    into a slot. Where the driver refuses, nothing changes."""
+    lo = view.ctypes.data // mmap.PAGESIZE * mmap.PAGESIZE
+    hi = view.ctypes.data + view.nbytes
+    self.check(self.cu.cuCtxSetCurrent(self.dev.context))
+    if self.cu.cuMemHostRegister_v2(ctypes.c_void_p(lo), hi - lo, 0x08) == 0: self.pinned = (lo, hi)   # CU_MEMHOSTREGISTER_READ_ONLY
+
+  def unpin(self) -> None:
+    """The file's pages unpinned once the copies from them are done."""
+    if self.pinned is None: return
+    self.dev.synchronize()
+    self.check(self.cu.cuCtxSetCurrent(self.dev.context))
+    self.check(self.cu.cuMemHostUnregister(ctypes.c_void_p(self.pinned[0])))
+    self.pinned = None
 
   def _take(self, nbytes: int) -> list:
     """The next slot, its earlier copies done, at least nbytes long."""
@@ -204,7 +222,9 @@ class _Staging:
     self.lent[0][3] = True
 
   def trim(self) -> None:
-    """Free the scratch buffer and the slots (a model's load grows them to its largest tensor) once their copies are done."""
+    """Free the scratch buffer and the slots (a model's load grows them to its largest tensor) and unpin the file once their
+    copies are done."""
+    self.unpin()
     self.dev.synchronize()
     if self.scratch[0] is not None: self.dev.allocator.free(self.scratch[0], self.scratch[1], BufferSpec())
     for slot in self.slots:
@@ -270,15 +290,20 @@ class Opening:
     self.done = POOL.submit(self._open)
   def _open(self) -> None:
     Device[self.device]
-    if staged(self.device) and (nbytes := self.size.result()): _staging(self.device).reserve(nbytes)
-  def reserve(self, nbytes: int) -> None:
-    if not self.size.done(): self.size.set_result(nbytes)
+    nbytes, view = self.size.result()
+    if staged(self.device) and view is not None: _staging(self.device).pin(view)
+    # pinned: the slots hold only the derived parts, grown as they are asked for
+    if staged(self.device) and nbytes and _staging(self.device).pinned is None: _staging(self.device).reserve(nbytes)
+  def reserve(self, nbytes: int, view: np.ndarray | None = None) -> None:
+    """The largest upload's host bytes, and the file's tensor bytes to pin (on CUDA: _Staging.pin)."""
+    if not self.size.done(): self.size.set_result((nbytes, view))
   def wait(self) -> None:
     self.reserve(0)
     self.done.result()
   def close(self) -> None:
     self.reserve(0)
     wait_futures([self.done])
+    if self.device in _stagings: _stagings[self.device].unpin()   # a load that failed before trim
 
 def staged(device: str | None) -> bool:
   """Whether uploads to `device` go through the pinned staging slots, which host_arrays lends, and packed blocks are split
@@ -289,9 +314,16 @@ def split_blocks(raw: np.ndarray, block_bytes: int, fields: list[tuple], device:
   """Blocks of a file (host bytes, anywhere) to the device whole, each field then gathered into its buffer there
   (_Staging.split). Inside `host_arrays`: the host copy is one memmove into the lent slot, in spans on several threads."""
   st = _staging(Device.canonicalize(device))
-  if st.lent is None or not st.lent[1] <= raw.ctypes.data < st.lent[2]:
-    raise ValueError("split_blocks: the blocks must be made by host_arrays' allocator (copy_host)")
+  if st.lent is None or not (st.lent[1] <= raw.ctypes.data < st.lent[2] or in_pinned(raw, device)):
+    raise ValueError("split_blocks: the blocks must be made by host_arrays' allocator (copy_host) or lie in the pinned file")
   st.split(raw, block_bytes, fields)
+
+def in_pinned(a: np.ndarray, device: str | None = None) -> bool:
+  """Whether `a` is contiguous and lies in the file mapping pinned for `device` (_Staging.pin): the device copies it from
+  where it is."""
+  st = _stagings.get(Device.canonicalize(device))
+  return st is not None and st.pinned is not None and a.flags.c_contiguous and st.pinned[0] <= a.ctypes.data and \
+    a.ctypes.data + a.nbytes <= st.pinned[1]
 
 def _memmove(copies: list[tuple[int, int, int]]) -> None:
   """(dst address, src address, bytes) copies, each in a span a worker (MIN_SPAN at least; ctypes releases the GIL): one core

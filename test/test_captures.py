@@ -119,6 +119,13 @@ def test_the_cpu_is_named_directly_only_without_gpu_device_nodes():
   assert default_device({}, "darwin", none) is None and default_device({}, "win32", none) is None
   assert default_device({"DEV": "CUDA"}, "linux", none) is None
 
+def test_cuda_driver_starts_early_only_where_cuda_will_open():
+  from apps import early_cuinit
+  nv, none = (lambda p: p == "/dev/nvidiactl"), (lambda p: False)
+  assert early_cuinit({}, "linux", nv) and early_cuinit({"DEV": "CUDA"}, "linux", nv) and early_cuinit({"DEV": "CUDA:1"}, "linux", nv)
+  assert not early_cuinit({"DEV": "CPU"}, "linux", nv) and not early_cuinit({"DEV": "NV"}, "linux", nv)
+  assert not early_cuinit({}, "linux", none) and not early_cuinit({"DEV": "CUDA"}, "darwin", nv)
+
 @pytest.mark.skipif(any(os.path.exists(p) for p in GPU_NODES),
                     reason="a GPU device node exists: tinygrad's own probe picks the device")
 def test_a_process_without_a_gpu_opens_no_gpu_backend():

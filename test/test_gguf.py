@@ -138,6 +138,13 @@ def test_round_trip(tmp_path, alignment):
       assert (t.ne, t.shape, t.type, t.n_elements) == (ne, ne[::-1], typ, int(np.prod(ne)))
       assert t.offset % alignment == 0 and t.offset >= g.data_offset
       assert g.tensor_data(name).tobytes() == tensor_bytes(name, ne, typ)
+    # every tensor's bytes in the one view of the file the device pins for its copies (Engine.load on CUDA)
+    whole, lo = g.tensor_bytes(), min(t.offset for t in g.tensors.values())
+    assert not whole.flags.writeable and lo == g.data_offset
+    for name, ne, typ in TENSORS:
+      t = g.tensor(name)
+      assert whole[t.offset - lo:t.offset - lo + t.nbytes].tobytes() == tensor_bytes(name, ne, typ)
+    assert t.offset - lo + t.nbytes == whole.nbytes
     with pytest.raises(GGUFError, match="missing required tensor 'nope'"): g.tensor("nope")
     with pytest.raises(GGUFError, match="missing required metadata key 'nope'"): g.require("nope")
 
@@ -325,6 +332,7 @@ def test_closed_file(ref_path):
   g = GGUFFile(ref_path)
   g.close()
   with pytest.raises(GGUFError, match="closed"): g.tensor_data("norm")
+  assert g.tensor_bytes() is None
   assert g.metadata["test.arr.i32"].tolist() == list(range(-5, 20))  # metadata does not live in the mapping
 
 @pytest.mark.parametrize("version", [2, 3])
@@ -333,7 +341,7 @@ def test_minimal_files(tmp_path, version):
   path = tmp_path / "min.gguf"
   path.write_bytes(b"GGUF" + struct.pack("<IQQ", version, 0, 0))
   g = GGUFFile(path)
-  assert (g.version, g.metadata, g.tensors, g.alignment) == (version, {}, {}, DEFAULT_ALIGNMENT)
+  assert (g.version, g.metadata, g.tensors, g.alignment, g.tensor_bytes()) == (version, {}, {}, DEFAULT_ALIGNMENT, None)
   with pytest.raises(GGUFError, match="general.architecture"): g.architecture
   header = b"GGUF" + struct.pack("<IQQ", version, 1, 0) + tinfo("x", (32,), T.Q8_0, 0)  # 57 bytes, data at 64
   path.write_bytes(header + b"\0" * 7 + b"\1" * 34)

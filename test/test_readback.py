@@ -26,6 +26,7 @@ def staging():
   st, cu = object.__new__(R._Staging), FakeDriver()
   st.cu, st.check, st.dev = cu, lambda r: None, SimpleNamespace(context=None, allocator=cu)
   st.slots, st.turn, st.lent = [[None, 0, "event0", False], [None, 0, "event1", False]], 0, None
+  st.pinned, st.scratch = None, [None, 0]
   return st, cu
 
 DEVICE_BUFFER = SimpleNamespace(ensure_allocated=lambda: SimpleNamespace(_buf=ctypes.c_void_p(0x1000)))
@@ -190,3 +191,39 @@ def test_copy_host_in_spans():
     src = np.random.default_rng(n).integers(0, 256, n, dtype=np.uint8)
     dst = np.zeros_like(src)
     assert copy_host(dst, src) is dst and np.array_equal(dst, src), n
+
+def test_a_pinned_file_is_copied_from_where_it_lies(monkeypatch, tmp_path):
+  """On CUDA the load pins the file's tensor bytes (_Staging.pin, read-only): a tensor's blocks inside them go to the device
+  from the mapping itself; anything else still needs a lent slot; the pages are unpinned once the load's copies are done,
+  and a driver that refuses the pin leaves the staging as it was."""
+  import mmap
+  st, cu = staging()
+  cu.pins = []
+  cu.cuMemHostRegister_v2 = lambda p, n, flags: cu.pins.append(("pin", p.value, n, flags)) or cu.refuse
+  cu.cuMemHostUnregister = lambda p: cu.pins.append(("unpin", p.value)) or 0
+  st.dev.synchronize = lambda: cu.pins.append(("sync",))
+  monkeypatch.setitem(R._stagings, "CUDA", st)
+  (f := tmp_path / "w.bin").write_bytes(bytes(range(256)) * 64)
+  with open(f, "rb") as fh: mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+  view = np.frombuffer(mm, np.uint8, count=8192, offset=4096)[100:]   # starts inside a page
+  cu.refuse = 1
+  st.pin(view)
+  assert st.pinned is None and not R.in_pinned(view[:64], "CUDA")
+  cu.refuse = 0
+  st.pin(view)
+  lo = view.ctypes.data // mmap.PAGESIZE * mmap.PAGESIZE
+  assert cu.pins[-1] == ("pin", lo, view.ctypes.data + view.nbytes - lo, 0x08) and st.pinned == (lo, view.ctypes.data + view.nbytes)
+  assert R.in_pinned(view, "CUDA") and R.in_pinned(view[10:50], "CUDA")
+  assert not R.in_pinned(view[::2], "CUDA") and not R.in_pinned(np.zeros(64, np.uint8), "CUDA")
+  assert not R.in_pinned(view, "CPU")
+  split = []
+  monkeypatch.setattr(st, "split", lambda raw, bb, fields: split.append(raw.ctypes.data))
+  st.lend(64)   # host_arrays lends a slot for the derived parts; the blocks are not copied into it
+  R.split_blocks(view[34:34 + 340], 34, [], "CUDA")
+  assert split == [view.ctypes.data + 34]
+  with pytest.raises(ValueError, match="pinned file"): R.split_blocks(np.zeros(340, np.uint8), 34, [], "CUDA")
+  st.trim()
+  assert st.pinned is None and ("unpin", lo) in cu.pins and cu.pins.index(("sync",)) < cu.pins.index(("unpin", lo))
+  assert not R.in_pinned(view, "CUDA")
+  del view
+  mm.close()
