@@ -99,6 +99,8 @@ def _matvec_shape(spec: KernelSpec):
   matvec = spec.modules.matvec
   if spec.op not in ("linear", "experts", "batched") or spec.per_tile or spec.x_dtype != dtypes.float32: return None
   if not matvec.available(spec.device): return None
+  # an expert mix whose plain product the GEMM serves (a batched step's routed down): that product, the mix as tensor ops
+  if spec.mix and spec.modules.gemm is not None and spec.modules.gemm.provider(replace(spec, mix=False, residual=False)) is not None: return None
   if spec.fmt.type not in matvec.TYPES or spec.fmt.block != matvec.TYPES[spec.fmt.type].block: return None
   shape = matvec.MatvecShape(spec.op, spec.fmt.type, spec.B, spec.J, spec.N, spec.K, spec.E, spec.x_per_slot,
                              spec.norm, spec.residual, spec.glu, spec.mix, spec.x_stride)
@@ -286,7 +288,7 @@ def launch(spec: KernelSpec, out: Tensor, *srcs: Tensor) -> Tensor:
             *(srcs[1:nw] + srcs[nw + 1:] if spec.norm else srcs[1:]))
   if (split := getattr(fxn, "split", None)) is not None:   # K in slices: their sums added up here, then SwiGLU and the residual
     (S, rows), res = split, (srcs[1] if spec.residual else None)
-    part = Tensor.empty(S, spec.B, rows, device=out.device).custom_kernel(*srcs[:1], *srcs[1 + spec.residual:], fxn=fxn)[0]
+    part = Tensor.empty(S, *out.shape[:-1], rows, device=out.device).custom_kernel(*srcs[:1], *srcs[1 + spec.residual:], fxn=fxn)[0]
     y = part[..., :spec.N].sum(0).silu() * part[..., spec.N:].sum(0) if spec.glu else part.sum(0)
     # a buffer of its own, as the kernels' outputs are: [q_a; kv_a]'s is read whole by the decode attention kernel and sliced
     # by q_b's (tinygrad 0.14 without patches/0061 handed such a slice of a lazy tensor the whole tensor's buffer)

@@ -258,6 +258,25 @@ def test_emulated_mma_split(tmp_path, typ):
     assert relerr(out.sum(0), x24(x) @ W.T) < fp32_bound(K), (split, glu)
     assert not np.allclose(out[0], out[1]) and not np.isnan(out).any()   # each slice its own part of K, every slot written
 
+@pytest.mark.parametrize("typ", [GGMLType.Q4_0, GGMLType.Q5_K], ids=lambda t: t.name)
+def test_emulated_mma_experts_split(tmp_path, typ):
+  """A batched decode step's routed experts (a few tokens: split_k's slices of K, mma_tile's narrow tiles): each slice's
+  sums in out (split, T, J, rows of W) for every (token, slot) entry, which add up to the product; an expert chosen by
+  every token (its 7 or 8 entries one tile of 8), one by nobody, x shared by the slots and one
+  row per slot, and [gate; up] rows."""
+  J, E, N, K = 3, 5, 72, 1024
+  for T, per_slot, glu in ((7, False, False), (7, True, False), (7, False, True), (8, True, False)):
+    sel = np.stack([np.full(T, 1), np.arange(T) % 3 + 2, (np.arange(T) + 1) % 3 + 2], 1)   # expert 0 unused; 1 every token's
+    shape = gemm.split_k(gemm.GemmShape(typ, T, N, K, J, E, per_slot, glu=glu))
+    assert shape.split == 4 and gemm.mma_tile(shape) == (8, 128 if glu else 64), shape
+    rows = 2 * N if glu else N
+    bufs, ref = expert_case(typ, T, J, E, rows, K, per_slot, sel, seed=int(per_slot) + 2 * glu, seen=x24)
+    bufs[0] = np.full((shape.split, T, J, rows), np.nan, np.float32)
+    bufs[1] = xq_records(bufs[1].reshape(-1, K), tmp_path / f"x{T}{per_slot}{glu}")
+    emulate(gemm.build_mma(shape), "CUDA", bufs, tmp_path / f"{T}{per_slot}{glu}")
+    assert not np.isnan(bufs[0]).any() and not np.allclose(bufs[0][0], bufs[0][1])   # every entry written, each slice its part
+    assert relerr(bufs[0].sum(0), ref) < fp32_bound(K), (per_slot, glu, relerr(bufs[0].sum(0), ref))
+
 def test_seam_adds_up_split_slices():
   """A kernel that leaves its K slices' sums apart (`split` on the program: gemm.split_k's) gets them added up by the seam,
   then SwiGLU over the [gate; up] halves and the residual, as the unsplit kernel would store them: a stand-in kernel whose
@@ -287,6 +306,36 @@ def test_seam_adds_up_split_slices():
     D._PROVIDERS.pop(0)
     D.kernel_cached.cache_clear()
 
+def test_seam_adds_up_split_expert_slices():
+  """As test_seam_adds_up_split_slices for routed experts (a batched step's: out (split, T, J, rows of W)): the slices
+  added up, then SwiGLU over each expert's [gate; up] rows; an expert mix the kernel does not take is the plain product's,
+  weighted and summed over the slots as tensor ops, with the residual."""
+  S, T, J, E, N, K = 3, 2, 2, 4, 4, 64
+  def slices(rows):
+    def fxn(out, x, sel, *parts):
+      s, t, j, r = UOp.range(S, 0), UOp.range(T, 1), UOp.range(J, 2), UOp.range(rows, 3)
+      v = ((s + 1) * (t + 1) * (j + 2) * (r + 1)).cast(dtypes.float32)
+      return out[s, t, j, r].store(v).end(s, t, j, r).sink(arg=KernelInfo(name=f"split_expert_slices_{rows}"))
+    fxn.split = (S, rows)
+    return fxn
+  total = S * (S + 1) / 2 * np.arange(1, T + 1)[:, None, None] * np.arange(2, J + 2)[None, :, None] * np.arange(1, 2 * N + 1)[None, None, :]
+  rng = np.random.default_rng(6)
+  dev = Device.DEFAULT.split(":")[0]
+  D.register_kernel(lambda spec: slices(spec.N * (2 if spec.glu else 1)) if spec.op == "experts" and spec.device == dev and spec.K == K
+                    and not (spec.mix or spec.residual or spec.norm) else None)
+  D.kernel_cached.cache_clear()
+  try:
+    w = QuantizedExpertWeights([PackedTensor.from_bytes(random_tensor(GGMLType.Q4_0, (K, 2 * N, E), rng), GGMLType.Q4_0, (K, 2 * N, E))], [2 * N])
+    sel, x = Tensor(np.array([[1, 3], [0, 1]], np.int32)), Tensor(rng.standard_normal((T, K)).astype(np.float32))
+    gate, up = total[..., :N], total[..., N:]
+    np.testing.assert_allclose(w(sel, x, glu=True).numpy(), gate / (1 + np.exp(-gate)) * up, rtol=1e-5)
+    mix, res = rng.standard_normal((T, J)).astype(np.float32), rng.standard_normal((T, 2 * N)).astype(np.float32)
+    xs = Tensor(rng.standard_normal((T, J, K)).astype(np.float32))
+    np.testing.assert_allclose(w(sel, xs, mix=Tensor(mix), residual=Tensor(res)).numpy(), (total * mix[..., None]).sum(1) + res, rtol=1e-5)
+  finally:
+    D._PROVIDERS.pop(0)
+    D.kernel_cached.cache_clear()
+
 def test_split_k_rule():
   """A few tokens' plain product splits K until there are two workgroups an SM (Youtu-LLM-2B's down: 32 workgroups of 64 rows,
   16 tokens in one tile, K in 16 slices); a chunk's products, experts and per-slot products are not split; slices are
@@ -297,7 +346,12 @@ def test_split_k_rule():
   assert -(-2048 // 64) * down.split >= 2 * gemm.matvec.SMS
   glu = gemm.split_k(S(q, 9, 6144, 2048, glu=True))   # a warp's 16 gate and 16 up rows: 96 workgroups
   assert glu.split == 4 and gemm.mma_tile(glu) == (16, 128)
-  assert gemm.split_k(S(q, 64, 2048, 6144)).split == 1 and gemm.split_k(S(q, 16, 2816, 2048, 6, 64)).split == 1
+  assert gemm.split_k(S(q, 64, 2048, 6144)).split == 1 and gemm.split_k(S(q, 64, 2816, 2048, 6, 64)).split == 1
+  # a batched step's routed experts: slices of at least 4 steps, at most 4 (DeepSeek-V2-Lite's gate_up 32 steps, down 22)
+  assert gemm.split_k(S(q, 8, 1408, 2048, 6, 64, glu=True)).split == 4 and gemm.split_k(S(q, 8, 2048, 1408, 6, 64, True)).split == 2
+  assert gemm.mma_tile(S(q, 8, 2048, 1408, 6, 64, True, split=2)) == (8, 64)
+  # past gemm.SPLIT_EXPERTS tokens: the unsplit tiles of a step of 16-32 sequences
+  assert gemm.split_k(S(q, 16, 1408, 2048, 6, 64, glu=True)).split == 1 and gemm.mma_tile(S(q, 16, 1408, 2048, 6, 64, glu=True)) == (16, 256)
   assert gemm.split_k(S(q, 16, 512, 128, 16, 16, True, True)).split == 1
   assert gemm.split_k(S(q, 16, 2048, 96)).split == 1   # 3 blocks: one step of K, nothing to split
 
@@ -399,8 +453,10 @@ mma = shapes + [gemm.GemmShape(t, 512, 2048, 2048, residual=True) for t in gemm.
       [gemm.GemmShape(t, 512, 512, 128, 16, 16, True, True) for t in gemm.MMA_TYPES if BLOCK[t][0] == 32] + \
       [gemm.GemmShape(t, 128, 6144, 2048, glu=True) for t in gemm.MMA_TYPES] + \
       [gemm.split_k(gemm.GemmShape(GGMLType.Q4_0, 16, 2048, 6144, residual=True)),
-       gemm.split_k(gemm.GemmShape(GGMLType.Q6_K, 9, 2816, 2048, glu=True))]
-assert all(s.split > 1 for s in mma[-2:])
+       gemm.split_k(gemm.GemmShape(GGMLType.Q6_K, 9, 2816, 2048, glu=True)),
+       gemm.split_k(gemm.GemmShape(GGMLType.Q4_0, 8, 1408, 2048, 6, 64, glu=True)),   # a batched step's routed experts
+       gemm.split_k(gemm.GemmShape(GGMLType.Q5_K, 8, 2048, 1536, 4, 64, True))]
+assert all(s.split > 1 for s in mma[-4:])
 list(pool.map(lambda s: ren.compiler.compile(render(gemm.build_mma(s), "CUDA")), mma))
 xq = ((128, 2048, None), (768, 1408, None), (2048, 128, None), (128, 2048, 1e-6), (128, 1536, 1e-6))
 list(pool.map(lambda a: ren.compiler.compile(render(gemm.build_xq(*a), "CUDA")), xq))
@@ -418,25 +474,31 @@ spec = lambda B: KernelSpec("linear", fmt, B, 1, 512, 2048, 1, False, False, "NU
 print("PREFILL", kernel_for(spec(64)) is gemm.kernel(gemm.GemmShape(GGMLType.Q4_0, 64, 512, 2048), "NULL"))
 print("MMA", hasattr(kernel_for(spec(64)), "x_form"))   # sm_90: the tensor-core GEMM, x quantized first
 print("DECODE", kernel_for(spec(1)) is matvec.kernel(matvec.MatvecShape("linear", GGMLType.Q4_0, 1, 1, 512, 2048, 1, False), 0.0, "NULL"))
-# a batched step of 5-8 sequences: plain and per-slot products on the tensor cores, routed experts on the matvecs
+# a batched step of 5-8 sequences: plain, per-slot and routed-expert products on the tensor cores
 experts = lambda B: KernelSpec("experts", fmt, B, 6, 512, 2048, 64, False, True, "NULL")
 batched = lambda B: KernelSpec("batched", format_for(GGMLType.Q8_0, 128), B, 4, 512, 128, 4, True, False, "NULL")
 on = lambda f: getattr(f, "x_form", None) is not None
 print("FEW", [(on(kernel_for(spec(B))), on(kernel_for(batched(B))), on(kernel_for(experts(B)))) for B in (4, 5, 8, 9)])
+# routed experts from gemm.SPLIT_EXPERT_PICKS (token, expert) picks: 8 tokens of 6 experts, not of 4
+print("PICKS", [on(kernel_for(KernelSpec("experts", fmt, B, J, 512, 2048, 64, False, True, "NULL"))) for B, J in ((8, 6), (7, 6), (8, 4), (9, 4))])
 print("SPLIT", getattr(kernel_for(spec(8)), "split", None))
+# a routed down's expert mix: the matvecs' up to 4 sequences, past that the GEMM's product with the mix as tensor ops (None)
+from dataclasses import replace
+print("MIX", [kernel_for(replace(experts(B), x_per_slot=True, mix=True, residual=True)) is None for B in (4, 8)])
 """
 
 @needs_nvcc
 def test_seam_routes_prefill_to_the_gemm_and_decode_to_the_matvecs():
   out = run_nvcc_script(SEAM)
   assert "PREFILL True" in out and "DECODE True" in out and "MMA True" in out, out
-  assert "FEW [(False, False, False), (True, True, False), (True, True, False), (True, True, True)]" in out, out
-  assert "SPLIT (16, 512)" in out, out
+  assert "FEW [(False, False, False), (True, True, False), (True, True, True), (True, True, True)]" in out, out
+  assert "PICKS [True, False, False, True]" in out, out
+  assert "SPLIT (16, 512)" in out and "MIX [False, True]" in out, out
 
 @needs_nvcc
 def test_cuda_sources_compile():
   out = run_nvcc_script(COMPILE)
-  assert f"COMPILED {3 * len(TYPES)}" in out and f"MMA COMPILED {5 * len(TYPES) + 2 + 5 + 2}" in out
+  assert f"COMPILED {3 * len(TYPES)}" in out and f"MMA COMPILED {5 * len(TYPES) + 2 + 5 + 4}" in out
 
 def test_metal_sources_render():
   for t in TYPES:

@@ -19,7 +19,10 @@ row blocks in gate / up pairs). x records reach shared memory by cp.async, two s
 32 tokens (a batched decode step's 16 or 32 sequences) splits K over workgroups (`split_k`): its tokens make one tile, so
 unsplit it would be N / 64 workgroups each streaming its rows' whole K with few loads in flight; the slices' sums are
 added up by a tensor op, which then applies SwiGLU and the residual (H200, Youtu-LLM-2B decode of 16 sequences: 2,658 ->
-5,395 tok/s, OPTIMIZATION_JOURNAL.md).
+5,395 tok/s, OPTIMIZATION_JOURNAL.md). Such a step's routed experts split too, in narrow tiles (an expert's entries are at
+most its tokens): the workgroups that run are the chosen experts' row bands, so unsplit they were few (DeepSeek-V2-Lite's
+8 sequences chose ~6.5 experts a layer on the synthetic files: 72 workgroups of 256 rows, each streaming K whole); their
+expert mix is the tensor ops' after the slices' sum.
 
 The CUDA-core kernel (`build`, Metal and older CUDA): per step it dequantizes its rows' 32 weights exactly (as gguf-py:
 d * (q - offset), or (d * sc) * q - (dmin * m) for the K-quants, in fp32) and stages x in shared memory, both k-major as
@@ -109,7 +112,7 @@ class GemmShape:
   batched: bool = False     # every slot j its own expert j (J = E, x (T, J, K), no sel): MLA's per-head k_b and v_b
   residual: bool = False    # linear: out = W . x + residual (T, N), the residual add in the store
   glu: bool = False         # linear / experts, tensor-core kernel: W's (an expert's) rows are [gate; up] (2N): out = silu(gate . x) * (up . x)
-  split: int = 1            # linear, tensor-core kernel: K in this many slices, a workgroup each (grid z); out (split, T, rows of W)
+  split: int = 1            # tensor-core kernel: K in this many slices, a workgroup each (grid z; experts: y); out (split, T[, J], rows of W)
                             # holds each slice's sums as they are (no residual, no SwiGLU: apps/dispatch.launch adds them up)
 
   @property
@@ -362,6 +365,13 @@ MMA_TYPES: dict[GGMLType, MmaType] = {
     ("ds", "sc0", "sc1")),
 }
 
+SPLIT_EXPERTS = 8    # tokens up to which routed experts take narrow tiles with K split (split_k): H200, DeepSeek-V2-Lite's
+                     # batched step of 8 sequences +7.0%; of 16 -4.3% against the unsplit 16 x 256 tiles (OPTIMIZATION_JOURNAL.md)
+SPLIT_EXPERT_PICKS = 48   # (token, expert) picks from which such a step's routed experts take the split GEMM, not the
+                          # matvecs (which dequantize an expert's rows again for each pick; the GEMM's slices cost two
+                          # kernels a layer more): H200, 8 sequences, DeepSeek-V2-Lite's 48 picks +7.3%, GLM-4.7-Flash's 32 -8.6%;
+                          # with this rule, H100: DeepSeek-V2-Lite's 8 sequences +6.1%, GLM-4.7-Flash's unchanged
+
 def mma_tile(s: GemmShape) -> tuple[int, int]:
   """(tokens, rows) of out per workgroup of 4 warps. A warp's B fragments (x) serve all its row blocks of 16, so the more
   rows a warp owns the fewer shared-memory reads per mma (Nsight Compute: these kernels are bound by L1 / shared memory,
@@ -371,7 +381,9 @@ def mma_tile(s: GemmShape) -> tuple[int, int]:
   product's 32 tokens (or fewer, down to 8, until there is a workgroup per SM) x 128 rows, or 64 where N is an odd multiple
   of 64 (a last band of 128 half empty). 32 tokens beat 64 by 1.1-1.4x at 512 tokens where the 64-token tiles left one or
   two workgroups an SM (tools/bench_gemm.py --sweep tiles, OPTIMIZATION_JOURNAL.md)."""
-  if s.experts: return (64, 128) if s.T * s.J >= 32 * s.E else (16, 256)
+  if s.experts:
+    if s.T <= SPLIT_EXPERTS: return (min(16, -(-s.T // 8) * 8), 128 if s.glu else 64)   # a batched decode step: its K split (split_k)
+    return (64, 128) if s.T * s.J >= 32 * s.E else (16, 256)
   if s.split > 1: return (-(-s.T // 8) * 8, 128 if s.glu else 64)   # all the tokens in one tile, a row block a warp
   wgs = lambda tt, tn: -(-s.N * (2 if s.glu else 1) // tn) * -(-s.T // tt) * (s.E if s.batched else 1)
   if s.glu:   # a warp's row blocks in gate / up pairs: 128 rows of W, 64 of out
@@ -416,8 +428,13 @@ def split_k(s: GemmShape) -> GemmShape:
   """s with its K split where a plain product of a few tokens (a batched decode step's) leaves the GPU few workgroups: a 2048-row
   product of 16 tokens is 32 workgroups of 64 rows, each streaming its rows' whole K with a few loads in flight. Slices
   double until there are two workgroups an SM (at most 16 slices, each a whole number of steps)."""
-  if s.experts or s.batched or s.T > 32: return s
+  if s.batched or s.T > 32: return s
   one = replace(s, split=2)
+  if s.experts:   # the workgroups that run are the experts chosen x row bands: slices of at least 4 steps, up to 4 of them
+    if s.T > SPLIT_EXPERTS: return s
+    steps, split = s.K // KB // _mma_steps(one, mma_tile(one)), 1
+    while split < 4 and steps % (2 * split) == 0 and steps // (2 * split) >= 4: split *= 2
+    return replace(s, split=split) if split > 1 else s
   tile = mma_tile(one)
   wgs, steps = -(-s.N * (2 if s.glu else 1) // tile[1]), s.K // KB // _mma_steps(one, tile)
   split = 1
@@ -452,7 +469,7 @@ def build_mma(s: GemmShape, tile: tuple[int, int] | None = None, steps: int | No
   params = (Param("out", dtypes.float32, True), Param("xq", dtypes.uint32), *([Param("sel", dtypes.int32)] if s.experts else []),
             *([Param("residual", dtypes.float32)] if s.residual else []), *(Param(n, dt, weight=True) for n, dt in mt_.parts))
   listing, xrow, wrow0, ent, mloop = _entries(s, 128, TT)
-  assert s.split == 1 or not (s.experts or s.batched or s.residual) and (NS // SB) % s.split == 0, s
+  assert s.split == 1 or not (s.batched or s.residual) and (NS // SB) % s.split == 0, s
   KS = NS // SB // s.split   # steps of a workgroup's slice of K: steps ks0 .. ks0 + KS
   def reg(code: str, idx: str, u: int | None = None) -> str:
     if u is not None: code = code.replace("@P", f"[{u & ~1}][m][h]").replace("U", str(u)).replace("SB", str(SB))
@@ -512,7 +529,7 @@ def build_mma(s: GemmShape, tile: tuple[int, int] | None = None, steps: int | No
   (void)T;
   int tid = LID_X, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
   int n0 = GID_X * {TN // 2 if s.glu else TN} + warp * {16 * OM};   // the warp's first output row
-  const int ks0 = {"GID_Z * " + str(KS) if s.split > 1 else "0"};   // the workgroup's first step of K
+  const int ks0 = {f"GID_{'Y' if s.experts else 'Z'} * {KS}" if s.split > 1 else "0"};   // the workgroup's first step of K
   {"DYN_SHARED(uint4, xs4);" if s.experts else f"SHARED uint4 xs4[{2 * NX}];"}   // [step & 1][sub-step][token][5]: the tokens' x records of two steps
   const GLOBAL uint4* xq4 = (const GLOBAL uint4*)xq;
   GRID_WAIT();
@@ -549,18 +566,20 @@ def build_mma(s: GemmShape, tile: tuple[int, int] | None = None, steps: int | No
     }}
   }}
   BARRIER();   // the next tile's first records go to buffer 0, which the last step may have read
-{_split_store(s, OM, NTL) if s.split > 1 else store}
+{_split_store(s, OM, NTL, ent) if s.split > 1 else store}
   }}"""
   name = f"gemm_mma_{s.type.name.lower()}_{s.T}_{s.N}_{s.K}" + (f"_e{s.E}_j{s.J}" + ("_xs" if s.x_per_slot else "") if s.experts else "") + \
          (f"_batched{s.J}" if s.batched else "") + ("_residual" if s.residual else "") + ("_glu" if s.glu else "") + \
          (f"_split{s.split}" if s.split > 1 else "")
   ON = TN // 2 if s.glu else TN   # output rows per workgroup
-  grid = (-(-s.N // ON), 1, s.E) if s.experts else (-(-s.N // ON), -(-s.T // TT), s.E if s.batched else s.split)
+  grid = (-(-s.N // ON), s.split, s.E) if s.experts else (-(-s.N // ON), -(-s.T // TT), s.E if s.batched else s.split)
   return SourceKernel(name, params, body, grid, (128, 1, 1), _X24, trigger=False, min_blocks=min_blocks or 3, smem=2 * NX * 16 if s.experts else 0)
 
-def _split_store(s: GemmShape, OM: int, NTL: int) -> str:
-  """A slice's sums into out (split, T, rows of W), W's row order (with glu, the up rows N on)."""
+def _split_store(s: GemmShape, OM: int, NTL: int, ent: str) -> str:
+  """A slice's sums into out (split, T, rows of W), or for experts (split, T * J entries, rows of W), W's row order (with
+  glu, the up rows N on)."""
   NR = 2 * s.N if s.glu else s.N
+  row0 = f"GID_Y * {s.T * s.J} + {ent.format(t='tk')}" if s.experts else "GID_Z * T + m0 + tk"
   return f"""#pragma unroll
   for (int m = 0; m < {2 * OM if s.glu else OM}; m++)
 #pragma unroll
@@ -568,7 +587,7 @@ def _split_store(s: GemmShape, OM: int, NTL: int) -> str:
 #pragma unroll
   for (int i = 0; i < 4; i++) {{
     int tk = 8*n + 2*t + (i & 1), row = n0 + 16*(m % {OM}) + g + 8*(i >> 1);
-    if (tk < mt && row < N) out[(GID_Z * T + m0 + tk) * {NR} + row + (m >= {OM} ? N : 0)] = acc[m][n][i];
+    if (tk < mt && row < N) out[({row0}) * {NR} + row + (m >= {OM} ? N : 0)] = acc[m][n][i];
   }}"""
 
 @cached
@@ -584,9 +603,9 @@ def kernel(s: GemmShape, device: str, norm_eps: float | None = None):
   if s.split > 1: fxn.split = (s.split, 2 * s.N if s.glu else s.N)   # out is the slices' sums: apps/dispatch.launch adds them up
   return fxn
 
-# Tokens up to which every product takes the decode matvecs. Past them a plain or per-slot product takes the tensor-core GEMM
-# (the plain ones with K split: split_k) where the device has one; routed experts keep their matvecs up to matvec.MAX_ROWS
-# (a few tokens' entries spread over the experts: a tile each, nearly empty). A batched step of 5-8 sequences runs the
+# Tokens up to which every product takes the decode matvecs. Past them a product takes the tensor-core GEMM (with K split:
+# split_k) where the device has one; a matvec dequantizes an expert's rows again for each token that chose it, the GEMM once
+# for all of them (the routed down's mix then in tensor ops: apps/dispatch._matvec_shape). A batched step of 5-8 sequences runs the
 # step of 8, where the split GEMM's step costs what it costs at 2 or 4 tokens and the matvecs' grows with the tokens
 # (OPTIMIZATION_JOURNAL.md, H200: Youtu-LLM-2B's step of 8 sequences 4.60 -> 2.46 ms); at 4 the matvecs were as fast or faster.
 FEW_TOKENS = 4
@@ -605,6 +624,6 @@ def provider(spec):
                                                          (spec.J, spec.E, True, True) if spec.op == "batched" else ()),
                 residual=spec.op == "linear" and spec.residual, glu=spec.glu)
   mma = mma_supports(s, spec.device)
-  if spec.B <= matvec.MAX_ROWS and (spec.op == "experts" or not mma): return None   # the matvecs'
+  if spec.B <= matvec.MAX_ROWS and (not mma or spec.op == "experts" and spec.B * spec.J < SPLIT_EXPERT_PICKS): return None   # the matvecs'
   if mma: return kernel(split_k(s), spec.device, *([spec.eps] if spec.norm else []))   # (one cache entry per form)
   return kernel(s, spec.device) if not (spec.norm or spec.glu) and supports(s, language_of(spec.device)) else None
