@@ -60,15 +60,15 @@
 # 97 (the step 2.86 / 2.97 ms: depth costs 0.11 ms a token), DIFF=experts-split-picks.diff ... 49 (did not apply: regenerated
 # since), 105, RUNS=deepseek-v2-lite:f16 DEPTHS=4096,16384,32768 DECODE=32 71 (one run: 2.09x / 2.44x / 2.27x, 1.32x / 1.54x /
 # 1.77x).
-# Next lease, in order: LLAMA=1 128 (Youtu-LLM-2B's second process beside llama.cpp in one call, the tree, the file pinned for
-# the device, cuInit beside the imports and both: A B C D D C B A; it replaces 123, 124 and LLAMA=1 VARIANTS=B 121), 125
-# (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A, depths B A), PRESETS=deepseek-v2-lite,
-# glm-4.7-flash 123 (the pin's time and GB/s on the large files), 122 (the short context's decode
-# over f32 and f16 caches on both MoE models, if 125 leaves it open), DIFF=experts-split-picks.diff PRESETS=deepseek-v2-lite,
-# glm-4.7-flash BATCH=4,8 49 (a batched step's routed experts on the split GEMM from 48 picks: DeepSeek-V2-Lite's 8
-# sequences, not GLM-4.7-Flash's; emulated and the seam's rule checked), 127 (a prompt's chunks as rows of the running
-# sequences' steps against between them, ms a turn on the three models), DIFF=mixed-split-k.diff 127 (their products split
-# in K; if the mixed turns gain: SERVE=1 VARIANTS="A B" 127, the server with experiments/batching-mixed.diff), PRESETS=glm-4.7-flash,deepseek-v2-lite 84, 85, 80, VARIANTS="B A" 74, 52.
+# Measured 2026-12-05 (calls 127-130, H100): LLAMA=1 128 (the file pinned and the driver started early: Youtu-LLM-2B's
+# second process 1.59-1.74 -> 1.23-1.37 s, landed; the diffs no longer apply since, so 123, 124 and 128 need none), PRESETS=
+# youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash VARIANTS="D A" LLAMA=1 128 (all three within 1.5x llama.cpp in one run),
+# DIFF=experts-split-picks.diff PRESETS=deepseek-v2-lite,glm-4.7-flash BATCH=4,8 49 (+6.1% at 8 on DeepSeek-V2-Lite:
+# landed), DIFF=mixed-split-k.diff 127 (A only: the mixed turns; B ran out of the call).
+# Next lease, in order: 129 (the mixed step's products split in K, B A), SERVE=1 129 (the server on mixed steps, DeepSeek-V2-Lite,
+# A C), 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A, depths B A), 122 (the short
+# context's decode over f32 and f16 caches on both MoE models, if 125 leaves it open), PRESETS=glm-4.7-flash,deepseek-v2-lite
+# 84, 85, 80, VARIANTS="B A" 74, 52.
 #   1: where a generated decode token of DeepSeek-V2-Lite and GLM-4.7-Flash goes, kernel by kernel: Nsight Compute's device
 #      times (L2 and clocks left as they run: --cache-control none --clock-control none) against the step as run in its
 #      graphs; then BEAM=2 on DeepSeek-V2-Lite's 8 slowest decode kernels (tools.beam_kernels) while the time lasts
@@ -889,6 +889,33 @@ case $1 in
        d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
+     done ;;
+  129) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # the mixed step's products of 33-64 tokens split in K (B = the tree with experiments/mixed-split-k.diff; A's turns in
+     # call130: Youtu-LLM-2B's mixed turn 0.8-1.8 ms slower than its chunk between the steps, DeepSeek-V2-Lite's 20-29%
+     # faster from 4 rows), gpu_bench --mixed of $P (default youtu-llm-2b,deepseek-v2-lite) in the order $VARIANTS (B A);
+     # SERVE=1 instead: the server under load on $M (default deepseek-v2-lite), A = the tree, C = the tree with both
+     # mixed-split-k.diff and batching-mixed.diff (its new prompts' chunks as rows of the running steps), $VARIANTS (A C)
+     if [ -n "$SERVE" ]; then
+       M=${M:-deepseek-v2-lite}; synth $M; tree /tmp/C mixed-split-k.diff || exit 1
+       patch -s -p1 -d /tmp/C < runs/2026-12-01-gen/experiments/batching-mixed.diff || exit 1
+       for d in . /tmp/C; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+       for v in ${VARIANTS:-A C}; do
+         d=.; [ $v = C ] && d=/tmp/C; echo "-- $v $(date +%T)"
+         (cd $d && exec python3 apps/llm.py --model $M --serve 8080 --parallel 32 --max-context 2048 --queue 64 > "$OUT/server_$v.log" 2>&1) &
+         pid=$!
+         timeout $(( $(left) > 240 ? 240 : $(left) - 5 )) python3 -m tools.load --port 8080 --clients 1,8,16 --requests 3 --seconds 30 \
+           --wait 150 2>&1 | tail -5
+         kill $pid; wait $pid 2>/dev/null
+       done; exit
+     fi
+     P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite}; tree /tmp/B mixed-split-k.diff || exit 1
+     for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     synth ${P//,/ }; echo "synthesized $(date +%T)"
+     for v in ${VARIANTS:-B A}; do
+       d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
+         --json "$OUT/mixedk_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -12)
      done ;;
   128) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # the fast-start issue's one missed target in one call: Youtu-LLM-2B's second process beside llama.cpp (LLAMA=1 builds it
