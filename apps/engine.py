@@ -160,7 +160,7 @@ class Engine:
       with GGUFFile(source.path) as gf:  # one open file for all of it
         gf.prefetch()   # the weights' pages mapped while the metadata is read and the device opens
         Config.from_gguf(gf)  # the metadata, the tokenizer and the template first: their errors come before the slow part
-        opening.reserve(largest_upload(gf), gf.tensor_bytes())
+        opening.reserve(largest_upload(gf), gf.tensor_bytes() if gf.fits_memory() else None)   # to pin, where the machine can spare it
         tok = Tokenizer.from_gguf(gf)
         tmpl = ChatTemplate.from_gguf(gf, tok)
         if not quiet: note(f"loading {source.path} ({source.path.stat().st_size / 2**30:.2f} GiB)")

@@ -424,3 +424,6 @@ def test_prefetch_maps_the_tensors(tmp_path, monkeypatch):
   with GGUFFile(path) as gf:
     gf.prefetch()
     assert gf._prefetch is None and (_mapped_kib(path) or 0) < 4096
+    assert not gf.fits_memory()   # nor pinned for a device (Engine.load)
+  monkeypatch.setattr(gguf_mod, "_available_bytes", lambda: 2 * 96 * 2**20)
+  with GGUFFile(path) as gf: assert gf.fits_memory()
