@@ -66,7 +66,8 @@
 # DIFF=experts-split-picks.diff PRESETS=deepseek-v2-lite,glm-4.7-flash BATCH=4,8 49 (+6.1% at 8 on DeepSeek-V2-Lite:
 # landed), DIFF=mixed-split-k.diff 127 (A only: the mixed turns; B ran out of the call).
 # Next lease, in order: 129 (the mixed step's products split in K, B A), SERVE=1 129 (the server on mixed steps, DeepSeek-V2-Lite,
-# A C), 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A, depths B A), 122 (the short
+# A C), M=youtu-llm-2b 29 (Youtu-LLM-2B's step of 8 sequences kernel by kernel: 586 kernels, 18 a block, 2.95 ms against one
+# sequence's 1.34 on the H100; the split products' sums and x's quantization are 7 of a block's 18), 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A, depths B A), 122 (the short
 # context's decode over f32 and f16 caches on both MoE models, if 125 leaves it open), PRESETS=glm-4.7-flash,deepseek-v2-lite
 # 84, 85, 80, VARIANTS="B A" 74, 52.
 #   1: where a generated decode token of DeepSeek-V2-Lite and GLM-4.7-Flash goes, kernel by kernel: Nsight Compute's device
@@ -616,15 +617,15 @@ case $1 in
          python3 bench_block.py --markdown "$OUT/beam${b}_$m.json" 2>&1 | tail -1
        done
      done ;;
-  29) python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
-     synth deepseek-v2-lite; echo "synthesized $(date +%T)"
+  29) python3 -m compileall -q upstream/tinygrad apps tools > /dev/null; M=${M:-deepseek-v2-lite}   # the step of 8 sequences of $M, kernel by kernel
+     synth $M; echo "synthesized $(date +%T)"
      for b in 8 1; do
-       timeout $(($(left) - 3)) python3 -m tools.profile --model deepseek-v2-lite --target decode --batch $b --pos 32 --repeat 3 --count 20 \
+       timeout $(($(left) - 3)) python3 -m tools.profile --model $M --target decode --batch $b --pos 32 --repeat 3 --count 20 \
          --top 40 > "$OUT/prof_b$b.txt" 2>&1; head -8 "$OUT/prof_b$b.txt"
      done
      timeout $(($(left) - 3)) ncu --profile-from-start off --clock-control none --cache-control none \
        --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum --csv --log-file "$OUT/ncu_b8.csv" \
-       python3 -m tools.profile --model deepseek-v2-lite --target decode --batch 8 --pos 32 --repeat 3 --count 20 --ncu --json > "$OUT/rows_b8.json" 2> "$OUT/ncu_b8.err"
+       python3 -m tools.profile --model $M --target decode --batch 8 --pos 32 --repeat 3 --count 20 --ncu --json > "$OUT/rows_b8.json" 2> "$OUT/ncu_b8.err"
      python3 -m tools.profile --ncu-csv "$OUT/ncu_b8.csv" --rows "$OUT/rows_b8.json" --top 40 > "$OUT/ncu_b8.txt" 2>&1; head -6 "$OUT/ncu_b8.txt" ;;
   30) (python3 -m tools.llama_bench build --time-limit 300 > "$OUT/llama_build.log" 2>&1) &
      export TINYGRAD_MLA_CACHE=$PWD/.cache
