@@ -67,7 +67,8 @@
 # landed), DIFF=mixed-split-k.diff 127 (A only: the mixed turns; B ran out of the call).
 # Next lease, in order: DIFF=split-sums-in-gemm.diff PRESETS=youtu-llm-2b,deepseek-v2-lite BATCH=1,8,16 49 (a split product's
 # slices added up by its last workgroup, x's tickets zeroed by the xq kernel: 14 kernels a block of 8 sequences where 18
-# ran; A B B A, the rows' tokens checked against alone), 9 (Youtu-LLM-2B's load under cProfile with the file pinned: its
+# ran; A B B A, the rows' tokens checked against alone), DIFF=split-sums-picks32.diff PRESETS=glm-4.7-flash BATCH=8,16 49 (the
+# same with GLM-4.7-Flash's 32 picks of 8 sequences on the split GEMM too), 9 (Youtu-LLM-2B's load under cProfile with the file pinned: its
 # weights at 4.3-4.8 GB/s where the fast-start issue asks 5), 129 (the mixed step's products split in K, B A), SERVE=1 129 (the server on mixed steps, DeepSeek-V2-Lite,
 # A C), M=youtu-llm-2b 29 (Youtu-LLM-2B's step of 8 sequences kernel by kernel: 586 kernels, 18 a block, 2.95 ms against one
 # sequence's 1.34 on the H100; the split products' sums and x's quantization are 7 of a block's 18), 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A, depths B A), 122 (the short
