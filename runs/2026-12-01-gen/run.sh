@@ -65,9 +65,9 @@
 # youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash VARIANTS="D A" LLAMA=1 128 (all three within 1.5x llama.cpp in one run),
 # DIFF=experts-split-picks.diff PRESETS=deepseek-v2-lite,glm-4.7-flash BATCH=4,8 49 (+6.1% at 8 on DeepSeek-V2-Lite:
 # landed), DIFF=mixed-split-k.diff 127 (A only: the mixed turns; B ran out of the call).
-# Next lease, in order: 131 (a split product's slices added up by its last workgroup, x's tickets zeroed by the xq kernel:
-# 14 kernels a block of 8 sequences where 18 ran; and v_b on the matvec: 13; A B C C B A, the rows' tokens checked against
-# alone), DIFF=split-sums-picks32.diff PRESETS=glm-4.7-flash BATCH=8,16 49 (the
+# Next lease, in order: 131 (a batched step's kernels: a split product's slices added up by its last workgroup, x rounded by
+# the split GEMM itself, v_b on the matvec: Youtu-LLM-2B's block of 8 sequences 9 kernels where 18 ran; A D D A B C, the
+# rows' tokens checked against alone), DIFF=split-sums-picks32.diff PRESETS=glm-4.7-flash BATCH=8,16 49 (the
 # same with GLM-4.7-Flash's 32 picks of 8 sequences on the split GEMM too), 9 (Youtu-LLM-2B's load under cProfile with the file pinned: its
 # weights at 4.3-4.8 GB/s where the fast-start issue asks 5), 129 (the mixed step's products split in K, B A), SERVE=1 129 (the server on mixed steps, DeepSeek-V2-Lite,
 # A C), M=youtu-llm-2b 29 (Youtu-LLM-2B's step of 8 sequences kernel by kernel: 586 kernels, 18 a block, 2.95 ms against one
@@ -897,13 +897,16 @@ case $1 in
      done ;;
   131) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # a batched step's kernels fewer: A = the tree, B = experiments/split-sums-in-gemm.diff (a split product's slices added
-     # up by its last workgroup), C = B with experiments/vb-matvec.diff (v_b of up to 8 sequences on the batched matvec: no x
-     # quantization kernel before it); gpu_bench of $P (default youtu-llm-2b,deepseek-v2-lite) at $BATCH sequences, $VARIANTS
-     tree /tmp/B split-sums-in-gemm.diff && tree /tmp/C split-sums-in-gemm.diff || exit 1
-     patch -s -p1 -d /tmp/C < runs/2026-12-01-gen/experiments/vb-matvec.diff || exit 1
-     for d in . /tmp/B /tmp/C; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     # up by its last workgroup, tickets zeroed by the xq kernel), C = B with experiments/vb-matvec.diff (v_b of up to 8
+     # sequences on the batched matvec: no x quantization kernel before it), D = experiments/xq-in-gemm.diff (B with x read
+     # and rounded by the split GEMM itself, its norm too, tickets set back by the last workgroup) with vb-matvec.diff
+     # (Youtu-LLM-2B's step of 8 rendered: 586 / 458 / 426 / 298 kernels); gpu_bench of $P (default
+     # youtu-llm-2b,deepseek-v2-lite) at $BATCH sequences, in the order $VARIANTS
+     tree /tmp/B split-sums-in-gemm.diff && tree /tmp/C split-sums-in-gemm.diff && tree /tmp/D xq-in-gemm.diff || exit 1
+     for d in C D; do patch -s -p1 -d /tmp/$d < runs/2026-12-01-gen/experiments/vb-matvec.diff || exit 1; done
+     for d in . /tmp/B /tmp/C /tmp/D; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
-     for v in ${VARIANTS:-A B C C B A}; do
+     for v in ${VARIANTS:-A D D A B C}; do
        d=.; [ $v = A ] || d=/tmp/$v; echo "-- $v $(date +%T)"
        (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,8,16} --decode 32 \
          --json "$OUT/fewer_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -8)
