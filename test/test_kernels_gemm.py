@@ -479,6 +479,9 @@ experts = lambda B: KernelSpec("experts", fmt, B, 6, 512, 2048, 64, False, True,
 batched = lambda B: KernelSpec("batched", format_for(GGMLType.Q8_0, 128), B, 4, 512, 128, 4, True, False, "NULL")
 on = lambda f: getattr(f, "x_form", None) is not None
 print("FEW", [(on(kernel_for(spec(B))), on(kernel_for(batched(B))), on(kernel_for(experts(B)))) for B in (4, 5, 8, 9)])
+# v_b of 5-8 sequences: 128 values a head on the matvecs, 256 on the tensor cores; 9 sequences on them either way
+v_b = lambda B, N: KernelSpec("batched", format_for(GGMLType.Q4_0, 512), B, 16, N, 512, 16, True, False, "NULL")
+print("HEADS", [on(kernel_for(v_b(B, N))) for B, N in ((8, 128), (9, 128), (8, 256))])
 # routed experts from gemm.SPLIT_EXPERT_PICKS (token, expert) picks: 8 tokens of 6 experts, not of 4
 print("PICKS", [on(kernel_for(KernelSpec("experts", fmt, B, J, 512, 2048, 64, False, True, "NULL"))) for B, J in ((8, 6), (7, 6), (8, 4), (9, 4))])
 print("SPLIT", getattr(kernel_for(spec(8)), "split", None))
@@ -493,6 +496,7 @@ def test_seam_routes_prefill_to_the_gemm_and_decode_to_the_matvecs():
   assert "PREFILL True" in out and "DECODE True" in out and "MMA True" in out, out
   assert "FEW [(False, False, False), (True, True, False), (True, True, True), (True, True, True)]" in out, out
   assert "PICKS [True, False, False, True]" in out, out
+  assert "HEADS [False, True, True]" in out, out
   assert "SPLIT (16, 512)" in out and "MIX [False, True]" in out, out
 
 @needs_nvcc

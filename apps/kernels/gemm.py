@@ -609,6 +609,10 @@ def kernel(s: GemmShape, device: str, norm_eps: float | None = None):
 # step of 8, where the split GEMM's step costs what it costs at 2 or 4 tokens and the matvecs' grows with the tokens
 # (OPTIMIZATION_JOURNAL.md, H200: Youtu-LLM-2B's step of 8 sequences 4.60 -> 2.46 ms); at 4 the matvecs were as fast or faster.
 FEW_TOKENS = 4
+# Rows a head up to which a per-head (batched) product of up to matvec.MAX_ROWS sequences stays on the matvecs: v_b's 128
+# values a head of 512 latents are few workgroups' tiles on the GEMM, each streaming the whole K (H100, a step of 8
+# sequences: Youtu-LLM-2B +3.7%, DeepSeek-V2-Lite +1.5%; GLM-4.7-Flash's 256 a head -1.1% on the matvecs, OPTIMIZATION_JOURNAL.md)
+FEW_HEAD_ROWS = 128
 
 def provider(spec):
   """A kernel provider for apps/dispatch.register_kernel: linear (with or without a residual), routed-expert and per-slot
@@ -624,6 +628,7 @@ def provider(spec):
                                                          (spec.J, spec.E, True, True) if spec.op == "batched" else ()),
                 residual=spec.op == "linear" and spec.residual, glu=spec.glu)
   mma = mma_supports(s, spec.device)
-  if spec.B <= matvec.MAX_ROWS and (not mma or spec.op == "experts" and spec.B * spec.J < SPLIT_EXPERT_PICKS): return None   # the matvecs'
+  if spec.B <= matvec.MAX_ROWS and (not mma or spec.op == "experts" and spec.B * spec.J < SPLIT_EXPERT_PICKS or
+                                    spec.op == "batched" and spec.N <= FEW_HEAD_ROWS): return None   # the matvecs'
   if mma: return kernel(split_k(s), spec.device, *([spec.eps] if spec.norm else []))   # (one cache entry per form)
   return kernel(s, spec.device) if not (spec.norm or spec.glu) and supports(s, language_of(spec.device)) else None
