@@ -65,15 +65,15 @@
 # youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash VARIANTS="D A" LLAMA=1 128 (all three within 1.5x llama.cpp in one run),
 # DIFF=experts-split-picks.diff PRESETS=deepseek-v2-lite,glm-4.7-flash BATCH=4,8 49 (+6.1% at 8 on DeepSeek-V2-Lite:
 # landed), DIFF=mixed-split-k.diff 127 (A only: the mixed turns; B ran out of the call).
-# Next lease, in order: 131 (a batched step's kernels: a split product's slices added up by its last workgroup, x rounded by
-# the split GEMM itself, v_b on the matvec: Youtu-LLM-2B's block of 8 sequences 9 kernels where 18 ran; A D D A B C, the
-# rows' tokens checked against alone), DIFF=split-sums-picks32.diff PRESETS=glm-4.7-flash BATCH=8,16 49 (the
-# same with GLM-4.7-Flash's 32 picks of 8 sequences on the split GEMM too), 9 (Youtu-LLM-2B's load under cProfile with the file pinned: its
-# weights at 4.3-4.8 GB/s where the fast-start issue asks 5), 129 (the mixed step's products split in K, B A), SERVE=1 129 (the server on mixed steps, DeepSeek-V2-Lite,
-# A C), M=youtu-llm-2b 29 (Youtu-LLM-2B's step of 8 sequences kernel by kernel: 586 kernels, 18 a block, 2.95 ms against one
-# sequence's 1.34 on the H100; the split products' sums and x's quantization are 7 of a block's 18), 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A, depths B A), 122 (the short
-# context's decode over f32 and f16 caches on both MoE models, if 125 leaves it open), PRESETS=glm-4.7-flash,deepseek-v2-lite
-# 84, 85, 80, VARIANTS="B A" 74, 52.
+# Measured 2026-12-05 (calls 131-134): 131 (a batched step's kernels fewer: split sums in the GEMM, x rounded in it: slower,
+# rejected), DIFF=vb-matvec.diff PRESETS=youtu-llm-2b,deepseek-v2-lite BATCH=1,4,8 49 (landed with 128 values a head),
+# DEADLINE=110 9 then DEADLINE=270 M=youtu-llm-2b 29 (the load's profile; the step of 8 kernel by kernel: q_b's and k_b's
+# 8-row matvecs 14-15 us each), DIFF=vb-matvec.diff PRESETS=glm-4.7-flash BATCH=1,8 49 (-1.1% on 256 values a head).
+# Next lease, in order: 52 (q_b and k_b of 5-8 sequences on the GEMM, x read in place: A B B A, the rows' tokens checked),
+# M=youtu-llm-2b 29 again (its prof_b1 / prof_b8 tables did not come back: 8 files at most), 129 (the mixed step's products
+# split in K, B A), SERVE=1 129 (the server on mixed steps, DeepSeek-V2-Lite, A C), 125 (GLM-4.7-Flash's 20 heads on the CUDA
+# cores below 2,048 fp16 keys: short A B B A, depths B A), 122 (the short context's decode over f32 and f16 caches on both
+# MoE models, if 125 leaves it open), PRESETS=glm-4.7-flash,deepseek-v2-lite 84, 85, 80, VARIANTS="B A" 74.
 #   1: where a generated decode token of DeepSeek-V2-Lite and GLM-4.7-Flash goes, kernel by kernel: Nsight Compute's device
 #      times (L2 and clocks left as they run: --cache-control none --clock-control none) against the step as run in its
 #      graphs; then BEAM=2 on DeepSeek-V2-Lite's 8 slowest decode kernels (tools.beam_kernels) while the time lasts
