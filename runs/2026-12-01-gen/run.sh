@@ -695,7 +695,7 @@ case $1 in
      tree /tmp/B gemm-strided-x.diff || exit 1
      for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite}; synth ${P//,/ }; echo "synthesized $(date +%T)"
-     for v in A B B A; do
+     for v in ${VARIANTS:-A B B A}; do
        d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
        (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-8} --decode 32 --prefill 512 \
          --json "$OUT/xs_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -6)
