@@ -134,6 +134,25 @@ def test_emulated_xq_records(tmp_path):
   assert np.array_equal(rec[..., 17].view(np.int32), X[..., :16].sum(-1)) and np.array_equal(rec[..., 18].view(np.int32), X[..., 16:].sum(-1))
   assert (X[1, 4] == 0).all() and d[1, 4] == 0
 
+def test_emulated_xq_records_normed(tmp_path):
+  """rms-normed rows: X and the sums of X are those of x * norm_w (its own max per block), and dx carries the row's
+  1 / rms (over all K, float64 within fp32's bound); K of 1.5, 2 and 6 rounds of the workgroup's 256 float4s, a zero block."""
+  rng, eps = np.random.default_rng(4), 1e-6
+  for K in (1536, 2048, 6144):
+    R = 3
+    x = (rng.standard_normal((R, K)) * np.float32([[1e-3], [1], [300]])).astype(np.float32)
+    g = (1 + 0.5 * rng.standard_normal(K)).astype(np.float32)
+    x[2, 64:96] = 0
+    normed = np.zeros(K // 32 * R * gemm.XQ_WORDS, np.uint32)
+    emulate(gemm.build_xq(R, K, eps), "CUDA", [normed, x, g], tmp_path / f"n{K}")
+    plain = xq_records((x * g).astype(np.float32), tmp_path / f"p{K}")
+    got, want = normed.reshape(K // 32, R, gemm.XQ_WORDS), plain.reshape(K // 32, R, gemm.XQ_WORDS)
+    words = [w for w in range(gemm.XQ_WORDS) if w != 16]
+    assert np.array_equal(got[..., words], want[..., words]), K   # the integers and their sums: x * norm_w's
+    rs = 1 / np.sqrt((x.astype(np.float64) ** 2).mean(-1) + eps)
+    d, dn = want[..., 16].view(np.float32).astype(np.float64), got[..., 16].view(np.float32).astype(np.float64)
+    assert np.allclose(dn, d * rs[None, :], rtol=fp32_bound(K), atol=0) and (dn[2, 2] == 0), K
+
 def mma_dense(typ, T, N, K, work, tile, residual=False, seed=0):
   rng = np.random.default_rng(seed)
   raw = random_tensor(typ, (K, N), rng)
