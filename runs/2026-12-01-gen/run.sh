@@ -70,6 +70,8 @@
 # DEADLINE=110 9 then DEADLINE=270 M=youtu-llm-2b 29 (the load's profile; the step of 8 kernel by kernel: q_b's and k_b's
 # 8-row matvecs 14-15 us each), DIFF=vb-matvec.diff PRESETS=glm-4.7-flash BATCH=1,8 49 (-1.1% on 256 values a head).
 # Next lease, in order: 52 (q_b and k_b of 5-8 sequences on the GEMM, x read in place: A B B A, the rows' tokens checked),
+# DIFF=xq-norm-registers.diff PRESETS=youtu-llm-2b,deepseek-v2-lite BATCH=8,16 49 (the normed xq's row held in registers: one
+# pass of loads where it made two; 4.5 us a call under Nsight Compute against the plain xq's 2.8-3.0, 65 calls a step),
 # M=youtu-llm-2b 29 again (its prof_b1 / prof_b8 tables did not come back: 8 files at most), 129 (the mixed step's products
 # split in K, B A), SERVE=1 129 (the server on mixed steps, DeepSeek-V2-Lite, A C), 125 (GLM-4.7-Flash's 20 heads on the CUDA
 # cores below 2,048 fp16 keys: short A B B A, depths B A), 122 (the short context's decode over f32 and f16 caches on both
