@@ -69,9 +69,8 @@
 # rejected), DIFF=vb-matvec.diff PRESETS=youtu-llm-2b,deepseek-v2-lite BATCH=1,4,8 49 (landed with 128 values a head),
 # DEADLINE=110 9 then DEADLINE=270 M=youtu-llm-2b 29 (the load's profile; the step of 8 kernel by kernel: q_b's and k_b's
 # 8-row matvecs 14-15 us each), DIFF=vb-matvec.diff PRESETS=glm-4.7-flash BATCH=1,8 49 (-1.1% on 256 values a head).
-# Next lease, in order: 52 (q_b and k_b of 5-8 sequences on the GEMM, x read in place: A B B A, the rows' tokens checked),
-# DIFF=xq-norm-registers.diff PRESETS=youtu-llm-2b,deepseek-v2-lite BATCH=8,16 49 (the normed xq's row held in registers: one
-# pass of loads where it made two; 4.5 us a call under Nsight Compute against the plain xq's 2.8-3.0, 65 calls a step),
+# Next lease, in order: 135 (q_b and k_b of 5-8 sequences on the GEMM with x read in place, and the normed xq's row held in
+# registers, apart and together: A D B C C B D A, the rows' tokens checked; 52 and DIFF=xq-norm-registers.diff 49 each alone),
 # M=youtu-llm-2b 29 again (its prof_b1 / prof_b8 tables did not come back: 8 files at most), 129 (the mixed step's products
 # split in K, B A), SERVE=1 129 (the server on mixed steps, DeepSeek-V2-Lite, A C), 125 (GLM-4.7-Flash's 20 heads on the CUDA
 # cores below 2,048 fp16 keys: short A B B A, depths B A), 122 (the short context's decode over f32 and f16 caches on both
@@ -896,6 +895,19 @@ case $1 in
        d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
+     done ;;
+  135) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # a step of 5-8 sequences, the two prepared changes apart and together: A = the tree, B = experiments/gemm-strided-x.diff
+     # (q_b and k_b on the tensor-core GEMM, x read in place), C = experiments/xq-norm-registers.diff (the normed xq loads its
+     # row once), D = both (experiments/gemm-strided-x-norm-registers.diff); gpu_bench --batch $BATCH (default 1,8) of $P
+     # (default youtu-llm-2b,deepseek-v2-lite), in the order $VARIANTS
+     tree /tmp/B gemm-strided-x.diff && tree /tmp/C xq-norm-registers.diff && tree /tmp/D gemm-strided-x-norm-registers.diff || exit 1
+     for d in . /tmp/B /tmp/C /tmp/D; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
+     for v in ${VARIANTS:-A D B C C B D A}; do
+       d=.; [ $v = A ] || d=/tmp/$v; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,8} --decode 32 \
+         --json "$OUT/b8_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -6)
      done ;;
   131) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # a batched step's kernels fewer: A = the tree, B = experiments/split-sums-in-gemm.diff (a split product's slices added
