@@ -153,6 +153,18 @@ def test_emulated_xq_records_normed(tmp_path):
     d, dn = want[..., 16].view(np.float32).astype(np.float64), got[..., 16].view(np.float32).astype(np.float64)
     assert np.allclose(dn, d * rs[None, :], rtol=fp32_bound(K), atol=0) and (dn[2, 2] == 0), K
 
+def test_emulated_xq_records_of_strided_rows(tmp_path):
+  """Rows `stride` apart (a stacked output's first K of each: q_b's input in [q_a; kv_a], k_b's q_nope in q) give the records
+  of those K columns, plain and rms-normed (the norm over the K columns only)."""
+  R, K, XS, eps = 6, 96, 136, 1e-6
+  rng = np.random.default_rng(3)
+  x, g = rng.standard_normal((R, XS)).astype(np.float32), rng.standard_normal(K).astype(np.float32)
+  for e, extra in ((None, []), (eps, [g])):
+    got, want = (np.zeros(K // 32 * R * gemm.XQ_WORDS, np.uint32) for _ in range(2))
+    emulate(gemm.build_xq(R, K, e, XS), "CUDA", [got, x] + extra, tmp_path / f"s{e}")
+    emulate(gemm.build_xq(R, K, e), "CUDA", [want, np.ascontiguousarray(x[:, :K])] + extra, tmp_path / f"c{e}")
+    assert np.array_equal(got, want), e
+
 def mma_dense(typ, T, N, K, work, tile, residual=False, seed=0):
   rng = np.random.default_rng(seed)
   raw = random_tensor(typ, (K, N), rng)
@@ -442,7 +454,9 @@ def test_provider_takes_only_what_it_can():
   assert (gemm.provider(spec(norm=True)) is not None) == mma             # the norm in x's quantization, else separate ops
   assert (gemm.provider(spec(norm=True, glu=True)) is not None) == mma   # and SwiGLU in the store
   assert gemm.provider(spec(glu=True, residual=True)) is None
-  assert gemm.provider(spec(op="batched", J=4, E=4, x_per_slot=True, x_stride=300)) is None   # a strided input: the matvecs' (decode)
+  # a strided input (rows read in place by the x quantization): the tensor-core kernel's only
+  assert (gemm.provider(spec(op="batched", J=4, E=4, x_per_slot=True, x_stride=300)) is not None) == mma
+  assert (gemm.provider(spec(norm=True, x_stride=300)) is not None) == mma
   assert gemm.provider(spec(fmt=format_for(GGMLType.Q4_1, 256))) is None             # no GEMM for that type
   on_kernels = language_of(Device.DEFAULT) is not None
   assert (gemm.provider(spec()) is not None) == on_kernels
@@ -501,11 +515,16 @@ print("FEW", [(on(kernel_for(spec(B))), on(kernel_for(batched(B))), on(kernel_fo
 # v_b of 5-8 sequences: 128 values a head on the matvecs, 256 on the tensor cores; 9 sequences on them either way
 v_b = lambda B, N: KernelSpec("batched", format_for(GGMLType.Q4_0, 512), B, 16, N, 512, 16, True, False, "NULL")
 print("HEADS", [on(kernel_for(v_b(B, N))) for B, N in ((8, 128), (9, 128), (8, 256))])
+# a strided input at 8 sequences (q_b's normed q_a inside [q_a; kv_a], k_b's q_nope inside q): the tensor cores, x read in place
+from dataclasses import replace
+qb = lambda B: replace(spec(B), norm=True, x_stride=2112, eps=1e-6)
+kb = lambda B: replace(batched(B), K=128, x_stride=192, fmt=format_for(GGMLType.Q4_0, 128))
+xq_rows = lambda f: f.x_form[0] // gemm.XQ_WORDS   # the records of x's rows that the x form makes
+print("STRIDED", [(on(kernel_for(qb(B))), on(kernel_for(kb(B)))) for B in (4, 8, 64)], xq_rows(kernel_for(qb(8))), xq_rows(kernel_for(kb(8))))
 # routed experts from gemm.SPLIT_EXPERT_PICKS (token, expert) picks: 8 tokens of 6 experts, not of 4
 print("PICKS", [on(kernel_for(KernelSpec("experts", fmt, B, J, 512, 2048, 64, False, True, "NULL"))) for B, J in ((8, 6), (7, 6), (8, 4), (9, 4))])
 print("SPLIT", getattr(kernel_for(spec(8)), "split", None))
 # a routed down's expert mix: the matvecs' up to 4 sequences, past that the GEMM's product with the mix as tensor ops (None)
-from dataclasses import replace
 print("MIX", [kernel_for(replace(experts(B), x_per_slot=True, mix=True, residual=True)) is None for B in (4, 8)])
 """
 
@@ -516,6 +535,7 @@ def test_seam_routes_prefill_to_the_gemm_and_decode_to_the_matvecs():
   assert "FEW [(False, False, False), (True, True, False), (True, True, True), (True, True, True)]" in out, out
   assert "PICKS [True, False, False, True]" in out, out
   assert "HEADS [False, True, True]" in out, out
+  assert "STRIDED [(False, False), (True, True), (True, True)] 512 128" in out, out
   assert "SPLIT (16, 512)" in out and "MIX [False, True]" in out, out
 
 @needs_nvcc

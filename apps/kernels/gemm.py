@@ -112,6 +112,8 @@ class GemmShape:
   batched: bool = False     # every slot j its own expert j (J = E, x (T, J, K), no sel): MLA's per-head k_b and v_b
   residual: bool = False    # linear: out = W . x + residual (T, N), the residual add in the store
   glu: bool = False         # linear / experts, tensor-core kernel: W's (an expert's) rows are [gate; up] (2N): out = silu(gate . x) * (up . x)
+  x_stride: int = 0         # tensor-core kernel: elements between x's rows (slots); 0: K. Wider rows: the first K are the input
+                            # (a stacked output's part), read in place by the x quantization
   split: int = 1            # tensor-core kernel: K in this many slices, a workgroup each (grid z; experts: y); out (split, T[, J], rows of W)
                             # holds each slice's sums as they are (no residual, no SwiGLU: apps/dispatch.launch adds them up)
 
@@ -277,12 +279,13 @@ XQ_WORDS = 28   # uint32 words of one quantized x block (seven uint4s): per lane
                 # word 4 + t)
 XQ_VECS = XQ_WORDS // 4
 
-def build_xq(R: int, K: int, eps: float | None = None) -> SourceKernel:
-  """x (R, K) float -> xq (K / 32, R, XQ_WORDS) uint32: every block of 32 x values of a row as the 24-bit integers X =
+def build_xq(R: int, K: int, eps: float | None = None, stride: int = 0) -> SourceKernel:
+  """x (R, K) float, or its rows `stride` elements apart (the first K of each), -> xq (K / 32, R, XQ_WORDS) uint32: every block of 32 x values of a row as the 24-bit integers X =
   round(x / dx) with dx = max |x| / 8323072, split into signed bytes X = 65536 h + 256 m + l (matvec.X24_SPLIT), laid out
   as the B fragments of mma.sync read them. 8 lanes a block (a float4 each).
   With `eps` the rows are rms-normed first, as the decode matvecs do it: x * norm_w is rounded and its dx carries the
-  row's 1 / rms (a workgroup per row: the sum of squares, then the row's blocks)."""
+  row's 1 / rms (a workgroup per row: its float4s and norm_w's loaded once into registers, the sum of squares, then the
+  row's blocks from the same registers)."""
   NS, NBLK = K // KB, K // KB * R
   quant = matvec.X24_SPLIT + f"""
   int xs = X0 + X1 + X2 + X3;
@@ -294,30 +297,37 @@ def build_xq(R: int, K: int, eps: float | None = None) -> SourceKernel:
     if (e == 0) {{ rec[16] = AS_UINT(d{" * rs" if eps is not None else ""}); rec[17] = (uint)xs; rec[18] = (uint)xs16; rec[19] = 0u; }}
   }}"""
   params = (Param("xq", dtypes.uint32, True), Param("x", dtypes.float32))
+  XS, name = stride or K, f"gemm_xq_{R}_{K}" + (f"_xs{stride}" if stride else "")
   if eps is None:
     body = f"""  GRID_WAIT();
   int tid = LID_X, u = GID_X * 32 + tid / 8, e = tid % 8, ok = u < {NBLK};   // block u = (step, row), lane e: k 4e .. 4e + 3
   int st = ok ? u / {R} : 0, r = ok ? u % {R} : 0;
-  float4 v = ok ? *(const GLOBAL float4*)(x + r * {K} + st * {KB} + 4*e) : FLOAT4(0.0f, 0.0f, 0.0f, 0.0f);{quant}"""
-    return SourceKernel(f"gemm_xq_{R}_{K}", params, body, (-(-NBLK // 32), 1, 1), (256, 1, 1), trigger=False)
+  float4 v = ok ? *(const GLOBAL float4*)(x + r * {XS} + st * {KB} + 4*e) : FLOAT4(0.0f, 0.0f, 0.0f, 0.0f);{quant}"""
+    return SourceKernel(name, params, body, (-(-NBLK // 32), 1, 1), (256, 1, 1), trigger=False)
+  NR = -(-K // 4 // 256)   # float4s of the row a thread holds: loaded once, for the sum of squares and then the blocks
   body = f"""  GRID_WAIT();
   int tid = LID_X, r = GID_X, e = tid % 8;
   SHARED float part[8];
+  float4 xv[{NR}], wv[{NR}];
   float ss = 0.0f;
-  for (int i = tid; i < {K // 4}; i += 256) {{ float4 w = *(const GLOBAL float4*)(x + r * {K} + 4*i); ss += w.x*w.x + w.y*w.y + w.z*w.z + w.w*w.w; }}
+#pragma unroll
+  for (int k = 0; k < {NR}; k++) {{   // float4 i = tid + 256 k of the row: block i / 8's lane e (the blocks' mapping below)
+    int i = tid + 256 * k, ok = i < {K // 4};
+    xv[k] = ok ? *(const GLOBAL float4*)(x + r * {XS} + 4*i) : FLOAT4(0.0f, 0.0f, 0.0f, 0.0f);
+    wv[k] = ok ? *(const GLOBAL float4*)(norm_w + 4*i) : FLOAT4(0.0f, 0.0f, 0.0f, 0.0f);
+  }}
+#pragma unroll
+  for (int k = 0; k < {NR}; k++) ss += xv[k].x*xv[k].x + xv[k].y*xv[k].y + xv[k].z*xv[k].z + xv[k].w*xv[k].w;
   ss = WARP_SUM(ss);
   if (tid % 32 == 0) part[tid / 32] = ss;
   BARRIER();
   const float rs = 1.0f / sqrt(({" + ".join(f"part[{w}]" for w in range(8))}) / (float){K} + {float(eps)!r}f);
-  for (int b0 = 0; b0 < {NS}; b0 += 32) {{   // the row's blocks, 32 at a time (uniform trip counts for the shuffles)
-  int st = b0 + tid / 8, ok = st < {NS}, u = st * {R} + r;
-  float4 v = FLOAT4(0.0f, 0.0f, 0.0f, 0.0f);
-  if (ok) {{
-    float4 a = *(const GLOBAL float4*)(x + r * {K} + st * {KB} + 4*e), w = *(const GLOBAL float4*)(norm_w + st * {KB} + 4*e);
-    v = FLOAT4(a.x * w.x, a.y * w.y, a.z * w.z, a.w * w.w);
-  }}{quant}
+#pragma unroll
+  for (int k = 0; k < {NR}; k++) {{   // the row's blocks, 32 a round (uniform trip counts for the shuffles)
+  int st = 32 * k + tid / 8, ok = st < {NS}, u = st * {R} + r;
+  float4 v = FLOAT4(xv[k].x * wv[k].x, xv[k].y * wv[k].y, xv[k].z * wv[k].z, xv[k].w * wv[k].w);{quant}
   }}"""
-  return SourceKernel(f"gemm_xq_{R}_{K}_norm", params + (Param("norm_w", dtypes.float32, weight=True),), body, (R, 1, 1), (256, 1, 1), trigger=False)
+  return SourceKernel(f"{name}_norm", params + (Param("norm_w", dtypes.float32, weight=True),), body, (R, 1, 1), (256, 1, 1), trigger=False)
 
 # a product's integer sum with X = 65536 h + 256 m + l: the mma of h, times 256, accumulates the mma of m (hm = 256 h + m,
 # exact in int32), the mma of l apart; the whole can pass 2^31, so it is put together in fp32
@@ -599,7 +609,7 @@ def kernel(s: GemmShape, device: str, norm_eps: float | None = None):
     return program(build(s), device)
   fxn = program(build_mma(s), device)
   R = s.T * s.J if (s.x_per_slot or s.batched) else s.T
-  fxn.x_form = (s.K // KB * R * XQ_WORDS, dtypes.uint32, program(build_xq(R, s.K, norm_eps), device))
+  fxn.x_form = (s.K // KB * R * XQ_WORDS, dtypes.uint32, program(build_xq(R, s.K, norm_eps, s.x_stride), device))
   if s.split > 1: fxn.split = (s.split, 2 * s.N if s.glu else s.N)   # out is the slices' sums: apps/dispatch.launch adds them up
   return fxn
 
@@ -620,14 +630,15 @@ def provider(spec):
   the tensor-core kernel serves a linear or routed-expert product, its norm (in x's quantization; x shared by the slots)
   and SwiGLU (in the store) too; None for everything else (the layers then run a norm, SwiGLU or expert mix as separate
   ops around the plain product)."""
-  refused = spec.mix or spec.x_stride or (spec.op != "linear" and spec.residual) or (spec.residual and spec.glu) or \
+  refused = spec.mix or (spec.op != "linear" and spec.residual) or (spec.residual and spec.glu) or \
             (spec.op == "batched" and (spec.norm or spec.glu)) or (spec.norm and spec.x_per_slot)
   if spec.op not in ("linear", "experts", "batched") or refused or spec.x_dtype != dtypes.float32 or not isinstance(spec.B, int): return None
   if spec.B <= FEW_TOKENS or spec.fmt.type not in TYPES or spec.fmt.block != BLOCK[spec.fmt.type][0] or not matvec.available(spec.device): return None
   s = GemmShape(spec.fmt.type, spec.B, spec.N, spec.K, *((spec.J, spec.E, spec.x_per_slot) if spec.op == "experts" else
                                                          (spec.J, spec.E, True, True) if spec.op == "batched" else ()),
-                residual=spec.op == "linear" and spec.residual, glu=spec.glu)
+                residual=spec.op == "linear" and spec.residual, glu=spec.glu, x_stride=spec.x_stride)
   mma = mma_supports(s, spec.device)
+  if spec.x_stride and (not mma or spec.x_stride % 4): return None   # rows read in place by the tensor-core kernel's x quantization
   if spec.B <= matvec.MAX_ROWS and (not mma or spec.op == "experts" and spec.B * spec.J < SPLIT_EXPERT_PICKS or
                                     spec.op == "batched" and spec.N <= FEW_HEAD_ROWS): return None   # the matvecs'
   if mma: return kernel(split_k(s), spec.device, *([spec.eps] if spec.norm else []))   # (one cache entry per form)
