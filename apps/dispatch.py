@@ -11,7 +11,7 @@ for them) and a workgroup 4 row groups; expert ids are read in the kernel and cl
 tinygrad's heuristics choose. Shapes must be concrete: a symbolic batch (prefill chunk) is padded to its bound and sliced.
 """
 from __future__ import annotations
-import math
+import math, weakref
 from dataclasses import dataclass, field, replace
 from typing import Callable
 from apps import KERNEL_PATHS
@@ -61,7 +61,8 @@ class KernelSpec:
 
 # custom_kernel body: (out, x / ids, [sel], [mix], [norm_w], [residual], *parts) -> SINK or PROGRAM. One with an attribute
 # x_form = (elements, dtype, body) reads x as what that body makes of it: (out (elements,), x, [norm_w]) -> PROGRAM, run just
-# before (with the spec's norm, which it then does: the kernel itself takes no norm_w)
+# before (with the spec's norm, which it then does: the kernel itself takes no norm_w); x_form_glu, where it has one, makes
+# the same from a split SwiGLU product's slices instead of its result (launch)
 KernelFn = Callable[..., UOp]
 _PROVIDERS: list[Callable[[KernelSpec], KernelFn | None]] = []
 
@@ -278,12 +279,23 @@ def _norm_w_index(spec: KernelSpec) -> int:
   """Where norm_w is (or would be) among a kernel's buffers: out, x, [sel], [mix], [norm_w], [residual], parts."""
   return 2 + (spec.op == "experts") + spec.mix
 
+# a split SwiGLU product's result -> its slices (S, rows, 2N). A next product whose x form reads such slices (x_form_glu: their
+# shape -> the body, or None) makes its x from them, and the sum kernel, left without readers, is never scheduled
+_GLU_SLICES: weakref.WeakKeyDictionary[UOp, Tensor] = weakref.WeakKeyDictionary()
+
+def _glu_slices(x: Tensor) -> Tensor | None:
+  u = x.uop
+  while u.op is Ops.RESHAPE: u = u.src[0]
+  return _GLU_SLICES.get(u)
+
 def launch(spec: KernelSpec, out: Tensor, *srcs: Tensor) -> Tensor:
   fxn = kernel_cached(spec)
   if (form := getattr(fxn, "x_form", None)) is not None:  # the kernel reads x in a form of its own, which a kernel makes first
     size, dtype, make = form
     nw = _norm_w_index(spec) - 1                 # norm_w among srcs (out is apart): the norm goes into x's form
     xsrc = (srcs[0], srcs[nw]) if spec.norm else (srcs[0],)
+    if (glu := getattr(fxn, "x_form_glu", None)) is not None and (part := _glu_slices(srcs[0])) is not None and \
+       (from_slices := glu(part.shape)) is not None: xsrc, make = (part,), from_slices
     srcs = (Tensor.empty(size, dtype=dtype, device=out.device).custom_kernel(*xsrc, fxn=make)[0],
             *(srcs[1:nw] + srcs[nw + 1:] if spec.norm else srcs[1:]))
   if (split := getattr(fxn, "split", None)) is not None:   # K in slices: their sums added up here, then SwiGLU and the residual
@@ -292,7 +304,9 @@ def launch(spec: KernelSpec, out: Tensor, *srcs: Tensor) -> Tensor:
     y = part[..., :spec.N].sum(0).silu() * part[..., spec.N:].sum(0) if spec.glu else part.sum(0)
     # a buffer of its own, as the kernels' outputs are: [q_a; kv_a]'s is read whole by the decode attention kernel and sliced
     # by q_b's (tinygrad 0.14 without patches/0061 handed such a slice of a lazy tensor the whole tensor's buffer)
-    return (y + res.reshape(y.shape) if res is not None else y).reshape(out.shape).contiguous()
+    y = (y + res.reshape(y.shape) if res is not None else y).reshape(out.shape).contiguous()
+    if spec.glu: _GLU_SLICES[y.uop] = part
+    return y
   return out.custom_kernel(*srcs, fxn=fxn)[0]
 
 @cached

@@ -161,3 +161,35 @@ def test_kernels_per_mixed_step():
   assert count(r"^mla_attend") == L and count(r"^mla_combine") == L and count(r"^mla_prefill_mma_") == L
   assert count(r"^gemm_mma_") >= 5 * L and count(r"^gemm_xq_") == count(r"^gemm_mma_")
   assert count(r"^mv_q\d_\w+_linear_") == 1   # the block's products in the GEMMs; the head of the one sampled row a matvec
+
+ROWS = r"""
+import json, re
+from apps import synth
+from apps.model import Transformer
+from tinygrad.uop.ops import Ops
+m = Transformer.from_gguf(synth.generate("youtu-llm-2b-tiny", "release", progress=False), max_context=256, slots=8, capture_dir=None)
+for s in range(8):
+  for _ in m.start(s, [3 + s, 4, 8]): pass
+for _ in range(2): m.step(list(range(8)))
+names = []
+for call in m.captures.jits[("rows", 8, (True, False, False, False, False))].captured.linear.src:
+  ast = call.src[0]
+  if ast.op is Ops.CUSTOM_FUNCTION and ast.arg == "graph": names += [c.src[0].arg.name for c in ast.src[0].src if c.src[0].op is Ops.PROGRAM]
+  elif ast.op is Ops.PROGRAM: names.append(ast.arg.name)
+print("RESULT " + json.dumps({"names": [re.sub(r"\x1b\[\d+m", "", n) for n in names], "n_layer": m.cfg.n_layer}))
+"""
+
+@needs_nvcc
+def test_kernels_per_step_of_8():
+  """A step of 8 sequences (Youtu-LLM-2B-tiny's): the products on the split tensor-core GEMM, each x quantized once (q_b's
+  and k_b's read in place), a product's slices added by a generated kernel, but for gate_up's: down's x quantization makes
+  silu(gate) * up from its slices itself, so that sum is never run."""
+  r = json.loads(next(l for l in run_nvcc_script("import os; os.environ['NULL_ALLOW_COPYOUT'] = '1'\n" + ROWS).splitlines()
+                      if l.startswith("RESULT "))[7:])
+  names, L = r["names"], r["n_layer"]
+  count = lambda pat: sum(1 for n in names if re.search(pat, n))
+  assert count(r"^gemm_mma_.*_glu_split\d+$") == L and count(r"^gemm_xq_\d+_\d+_glu\d+$") == L, names
+  assert count(r"^gemm_mma_.*_split\d+$") == 5 * L and count(r"_xs\d+") == 2 * L
+  after = [(a, b) for a, b in zip(names, names[1:]) if re.search(r"^gemm_mma_.*_split\d+$", a)]   # what runs next
+  assert all(b.startswith("r_") for a, b in after if "_glu_" not in a), after   # [q_a; kv_a], q_b, o and down: their sums
+  assert all(re.search(r"^gemm_xq_\d+_\d+_glu\d+$", b) for a, b in after if "_glu_" in a), after   # gate_up: none

@@ -165,6 +165,30 @@ def test_emulated_xq_records_of_strided_rows(tmp_path):
     emulate(gemm.build_xq(R, K, e), "CUDA", [want, np.ascontiguousarray(x[:, :K])] + extra, tmp_path / f"c{e}")
     assert np.array_equal(got, want), e
 
+def test_emulated_xq_records_of_glu_slices(tmp_path):
+  """A split SwiGLU product's slices (S, rows, [gate; up]) give the records of x = silu(sum gate) * sum up, the slices added
+  in order in fp32: X = round(x / dx) of x in fp32 (against float64: within its rounding), dx that of x's block max."""
+  S, R, K = 4, 6, 96
+  part = (np.random.default_rng(5).standard_normal((S, R, 2 * K)) * 3).astype(np.float32)
+  got = np.zeros(K // 32 * R * gemm.XQ_WORDS, np.uint32)
+  emulate(gemm.build_xq(R, K, glu=S), "CUDA", [got, part], tmp_path / "glu")
+  g, u = np.cumsum(part[..., :K], 0, dtype=np.float32)[-1], np.cumsum(part[..., K:], 0, dtype=np.float32)[-1]
+  x = g.astype(np.float64) / (1 + np.exp(-g.astype(np.float64))) * u
+  rec = got.reshape(K // 32, R, gemm.XQ_WORDS)
+  d = rec[..., 16].view(np.float32).astype(np.float64)
+  bmax = np.abs(x).reshape(R, K // 32, 32).max(-1).T
+  assert np.allclose(d, bmax / 8323072, rtol=1e-6, atol=0)
+  by = lambda words: np.ascontiguousarray(words).view(np.int8).reshape(*words.shape[:-1], 32).astype(np.int64)
+  h, m, l = rec[..., [0, 4, 8, 12, 1, 5, 9, 13]], rec[..., [2, 6, 10, 14, 3, 7, 11, 15]], rec[..., [20, 22, 24, 26, 21, 23, 25, 27]]
+  X = 65536 * by(h) + 256 * by(m) + by(l)
+  want = x.reshape(R, K // 32, 32).transpose(1, 0, 2) / d[..., None]
+  # round(x32 / dx) for x32 = x evaluated in fp32 (exp, +, /, *: within 4 ulp of x)
+  assert (np.abs(X - want) <= 0.5 + 4 * 2.0**-24 * np.abs(want)).all(), np.abs(X - want).max()
+  assert np.array_equal(rec[..., 17].view(np.int32), X[..., :16].sum(-1))
+  # and the plain x form of that x, rounded to fp32 as the sum kernel leaves it: the same records where its exp rounds alike
+  plain = xq_records((g / (np.float32(1) + np.exp(-g)) * u).astype(np.float32), tmp_path / "plain").reshape(rec.shape)
+  assert (plain == rec).all(-1).mean() > 0.9
+
 def mma_dense(typ, T, N, K, work, tile, residual=False, seed=0):
   rng = np.random.default_rng(seed)
   raw = random_tensor(typ, (K, N), rng)

@@ -46,6 +46,7 @@ dm, scm, qs; Q5_K dm, scm, qh, qs; Q6_K ql, qh, sc, d).
 """
 from __future__ import annotations
 from dataclasses import dataclass, replace
+from math import prod
 from tinygrad import dtypes
 from apps.gguf import GGMLType, BLOCK
 from apps.kernels import SourceKernel, Param, program, cached, language_of, has_mma, matvec
@@ -279,10 +280,12 @@ XQ_WORDS = 28   # uint32 words of one quantized x block (seven uint4s): per lane
                 # word 4 + t)
 XQ_VECS = XQ_WORDS // 4
 
-def build_xq(R: int, K: int, eps: float | None = None, stride: int = 0) -> SourceKernel:
+def build_xq(R: int, K: int, eps: float | None = None, stride: int = 0, glu: int = 0) -> SourceKernel:
   """x (R, K) float, or its rows `stride` elements apart (the first K of each), -> xq (K / 32, R, XQ_WORDS) uint32: every block of 32 x values of a row as the 24-bit integers X =
   round(x / dx) with dx = max |x| / 8323072, split into signed bytes X = 65536 h + 256 m + l (matvec.X24_SPLIT), laid out
   as the B fragments of mma.sync read them. 8 lanes a block (a float4 each).
+  With `glu` = S, x is a split SwiGLU product's slices (S, R, 2K) ([gate; up] a row): x = silu(sum gate) * sum up, made
+  here (the product's sum kernel then has no other reader and is never run).
   With `eps` the rows are rms-normed first, as the decode matvecs do it: x * norm_w is rounded and its dx carries the
   row's 1 / rms (a workgroup per row: its float4s and norm_w's loaded once into registers, the sum of squares, then the
   row's blocks from the same registers)."""
@@ -297,12 +300,23 @@ def build_xq(R: int, K: int, eps: float | None = None, stride: int = 0) -> Sourc
     if (e == 0) {{ rec[16] = AS_UINT(d{" * rs" if eps is not None else ""}); rec[17] = (uint)xs; rec[18] = (uint)xs16; rec[19] = 0u; }}
   }}"""
   params = (Param("xq", dtypes.uint32, True), Param("x", dtypes.float32))
-  XS, name = stride or K, f"gemm_xq_{R}_{K}" + (f"_xs{stride}" if stride else "")
+  XS, name = stride or K, f"gemm_xq_{R}_{K}" + (f"_xs{stride}" if stride else "") + (f"_glu{glu}" if glu else "")
+  assert not glu or (eps is None and not stride), (glu, eps, stride)
+  load = lambda at: f"*(const GLOBAL float4*)(x + {at})"
+  if glu: load = lambda at: f"""FLOAT4(0.0f, 0.0f, 0.0f, 0.0f);
+  if (ok) {{
+    float4 g = FLOAT4(0.0f, 0.0f, 0.0f, 0.0f), up = g;
+    for (int s = 0; s < {glu}; s++) {{   // the slices in order, as the product's sum kernel adds them
+      float4 a = *(const GLOBAL float4*)(x + (s * {R} + r) * {2 * K} + st * {KB} + 4*e), b = *(const GLOBAL float4*)(x + (s * {R} + r) * {2 * K} + {K} + st * {KB} + 4*e);
+      g = FLOAT4(g.x + a.x, g.y + a.y, g.z + a.z, g.w + a.w); up = FLOAT4(up.x + b.x, up.y + b.y, up.z + b.z, up.w + b.w);
+    }}
+    v = FLOAT4(g.x / (1.0f + exp(-g.x)) * up.x, g.y / (1.0f + exp(-g.y)) * up.y, g.z / (1.0f + exp(-g.z)) * up.z, g.w / (1.0f + exp(-g.w)) * up.w);
+  }}"""
   if eps is None:
     body = f"""  GRID_WAIT();
   int tid = LID_X, u = GID_X * 32 + tid / 8, e = tid % 8, ok = u < {NBLK};   // block u = (step, row), lane e: k 4e .. 4e + 3
   int st = ok ? u / {R} : 0, r = ok ? u % {R} : 0;
-  float4 v = ok ? *(const GLOBAL float4*)(x + r * {XS} + st * {KB} + 4*e) : FLOAT4(0.0f, 0.0f, 0.0f, 0.0f);{quant}"""
+  float4 v = {"ok ? " + load(f"r * {XS} + st * {KB} + 4*e") + " : FLOAT4(0.0f, 0.0f, 0.0f, 0.0f);" if not glu else load("")}{quant}"""
     return SourceKernel(name, params, body, (-(-NBLK // 32), 1, 1), (256, 1, 1), trigger=False)
   NR = -(-K // 4 // 256)   # float4s of the row a thread holds: loaded once, for the sum of squares and then the blocks
   body = f"""  GRID_WAIT();
@@ -610,8 +624,13 @@ def kernel(s: GemmShape, device: str, norm_eps: float | None = None):
   fxn = program(build_mma(s), device)
   R = s.T * s.J if (s.x_per_slot or s.batched) else s.T
   fxn.x_form = (s.K // KB * R * XQ_WORDS, dtypes.uint32, program(build_xq(R, s.K, norm_eps, s.x_stride), device))
+  if norm_eps is None and not s.x_stride:   # x from a split SwiGLU product's slices (S, rows, [gate; up]) where its rows are x's
+    fxn.x_form_glu = lambda shape: _xq_glu(R, s.K, shape[0], device) if shape[-1] == 2 * s.K and prod(shape[1:-1]) == R else None
   if s.split > 1: fxn.split = (s.split, 2 * s.N if s.glu else s.N)   # out is the slices' sums: apps/dispatch.launch adds them up
   return fxn
+
+@cached
+def _xq_glu(R: int, K: int, S: int, device: str): return program(build_xq(R, K, glu=S), device)
 
 # Tokens up to which every product takes the decode matvecs. Past them a product takes the tensor-core GEMM (with K split:
 # split_k) where the device has one; a matvec dequantizes an expert's rows again for each token that chose it, the GEMM once

@@ -896,6 +896,18 @@ case $1 in
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
      done ;;
+  139) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # a split SwiGLU product's sum left to the next product's x quantization (silu(gate) * up made from the slices): A = the
+     # tree with experiments/xq-glu-slices.diff reversed, B = the tree; gpu_bench --batch $BATCH (default 8,16) of $P (default
+     # youtu-llm-2b,deepseek-v2-lite), in the order $VARIANTS (A B B A)
+     tree /tmp/A xq-glu-slices.diff -R || exit 1
+     for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
+     for v in ${VARIANTS:-A B B A}; do
+       d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-8,16} --decode 32 \
+         --json "$OUT/glu_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -6)
+     done ;;
   135) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # a step of 5-8 sequences, the two prepared changes apart and together: A = the tree, B = experiments/gemm-strided-x.diff
      # (q_b and k_b on the tensor-core GEMM, x read in place), C = experiments/xq-norm-registers.diff (the normed xq loads its
