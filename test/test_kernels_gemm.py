@@ -299,7 +299,7 @@ def test_emulated_mma_experts_norm_and_glu(tmp_path, typ):
 def test_emulated_mma_split(tmp_path, typ):
   """K in slices (a batched decode step's few tokens): each slice's sums in out (split, T, rows of W), which add up to the
   product; with SwiGLU's rows [gate; up] the slices keep W's row order (the gate and up sums apart, SwiGLU after)."""
-  T, N, K = 5, 72, 1024
+  T, N, K = 37, 72, 1024   # 5 tiles of 8 tokens, the last partly empty
   rng = np.random.default_rng(12)
   raw = random_tensor(typ, (K, 2 * N), rng)
   W = ref_weight(raw, typ, (K, 2 * N)).astype(np.float64)
@@ -401,7 +401,9 @@ def test_split_k_rule():
   assert -(-2048 // 64) * down.split >= 2 * gemm.matvec.SMS
   glu = gemm.split_k(S(q, 9, 6144, 2048, glu=True))   # a warp's 16 gate and 16 up rows: 96 workgroups
   assert glu.split == 4 and gemm.mma_tile(glu) == (16, 128)
-  assert gemm.split_k(S(q, 64, 2048, 6144)).split == 1 and gemm.split_k(S(q, 64, 2816, 2048, 6, 64)).split == 1
+  mixed = gemm.split_k(S(q, 40, 2048, 6144))   # a step of 8 rows with a 32-token chunk: one tile of 40 tokens
+  assert mixed.split > 1 and gemm.mma_tile(mixed) == (40, 64)
+  assert gemm.split_k(S(q, 128, 2048, 6144)).split == 1 and gemm.split_k(S(q, 64, 2816, 2048, 6, 64)).split == 1
   # a batched step's routed experts: slices of at least 4 steps, at most 4 (DeepSeek-V2-Lite's gate_up 32 steps, down 22)
   assert gemm.split_k(S(q, 8, 1408, 2048, 6, 64, glu=True)).split == 4 and gemm.split_k(S(q, 8, 2048, 1408, 6, 64, True)).split == 2
   assert gemm.mma_tile(S(q, 8, 2048, 1408, 6, 64, True, split=2)) == (8, 64)
@@ -528,7 +530,7 @@ from apps.packed import format_for
 from apps.kernels import gemm, matvec
 fmt = format_for(GGMLType.Q4_0, 2048)
 spec = lambda B: KernelSpec("linear", fmt, B, 1, 512, 2048, 1, False, False, "NULL")
-print("PREFILL", kernel_for(spec(64)) is gemm.kernel(gemm.GemmShape(GGMLType.Q4_0, 64, 512, 2048), "NULL"))
+print("PREFILL", kernel_for(spec(128)) is gemm.kernel(gemm.GemmShape(GGMLType.Q4_0, 128, 512, 2048), "NULL"))   # past gemm.SPLIT_TOKENS: K whole
 print("MMA", hasattr(kernel_for(spec(64)), "x_form"))   # sm_90: the tensor-core GEMM, x quantized first
 print("DECODE", kernel_for(spec(1)) is matvec.kernel(matvec.MatvecShape("linear", GGMLType.Q4_0, 1, 1, 512, 2048, 1, False), 0.0, "NULL"))
 # a batched step of 5-8 sequences: plain, per-slot and routed-expert products on the tensor cores

@@ -16,7 +16,7 @@ It has to be: at 16 bits (two mma.sync) the products moved full-size GLM-4.7-Fla
 enough to flip a near tie of a later router and move the prompt's logits by 6e-2 (OPTIMIZATION_JOURNAL.md). A linear
 product's rms norm goes into x's rounding (x * norm_w rounded, 1 / rms in dx) and its SwiGLU into the store (a warp's
 row blocks in gate / up pairs). x records reach shared memory by cp.async, two steps double-buffered. A product of at most
-32 tokens (a batched decode step's 16 or 32 sequences) splits K over workgroups (`split_k`): its tokens make one tile, so
+64 tokens (a batched decode step's 16 or 32 sequences, or a step with a prompt's chunk as further rows) splits K over workgroups (`split_k`): its tokens make one tile, so
 unsplit it would be N / 64 workgroups each streaming its rows' whole K with few loads in flight; the slices' sums are
 added up by a tensor op, which then applies SwiGLU and the residual (H200, Youtu-LLM-2B decode of 16 sequences: 2,658 ->
 5,395 tok/s, OPTIMIZATION_JOURNAL.md). Such a step's routed experts split too, in narrow tiles (an expert's entries are at
@@ -448,11 +448,14 @@ def mma_shared_bytes(s: GemmShape, tile: tuple[int, int] | None = None, steps: i
   tile = tile or mma_tile(s)
   return 2 * (steps or _mma_steps(s, tile)) * tile[0] * XQ_WORDS * 4 + _experts_bytes(s)
 
+SPLIT_TOKENS = 64   # tokens up to which a plain product splits K (all of them in one tile)
+
 def split_k(s: GemmShape) -> GemmShape:
   """s with its K split where a plain product of a few tokens (a batched decode step's) leaves the GPU few workgroups: a 2048-row
   product of 16 tokens is 32 workgroups of 64 rows, each streaming its rows' whole K with a few loads in flight. Slices
-  double until there are two workgroups an SM (at most 16 slices, each a whole number of steps)."""
-  if s.batched or s.T > 32: return s
+  double until there are two workgroups an SM (at most 16 slices, each a whole number of steps). Up to SPLIT_TOKENS: a
+  batched step with a prompt's 32-token chunk as further rows (Transformer.launch(slots, prompt)) is 33-64 tokens."""
+  if s.batched or s.T > SPLIT_TOKENS: return s
   one = replace(s, split=2)
   if s.experts:   # the workgroups that run are the experts chosen x row bands: slices of at least 4 steps, up to 4 of them
     if s.T > SPLIT_EXPERTS: return s

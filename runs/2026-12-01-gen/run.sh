@@ -69,12 +69,15 @@
 # rejected), DIFF=vb-matvec.diff PRESETS=youtu-llm-2b,deepseek-v2-lite BATCH=1,4,8 49 (landed with 128 values a head),
 # DEADLINE=110 9 then DEADLINE=270 M=youtu-llm-2b 29 (the load's profile; the step of 8 kernel by kernel: q_b's and k_b's
 # 8-row matvecs 14-15 us each), DIFF=vb-matvec.diff PRESETS=glm-4.7-flash BATCH=1,8 49 (-1.1% on 256 values a head).
-# Next lease, in order: 135 (q_b and k_b of 5-8 sequences on the GEMM with x read in place, and the normed xq's row held in
-# registers, apart and together: A D B C C B D A, the rows' tokens checked; 52 and DIFF=xq-norm-registers.diff 49 each alone),
-# M=youtu-llm-2b 29 again (its prof_b1 / prof_b8 tables did not come back: 8 files at most), 129 (the mixed step's products
-# split in K, B A), SERVE=1 129 (the server on mixed steps, DeepSeek-V2-Lite, A C), 125 (GLM-4.7-Flash's 20 heads on the CUDA
-# cores below 2,048 fp16 keys: short A B B A, depths B A), 122 (the short context's decode over f32 and f16 caches on both
-# MoE models, if 125 leaves it open), PRESETS=glm-4.7-flash,deepseek-v2-lite 84, 85, 80, VARIANTS="B A" 74.
+# Measured 2026-12-05 (calls 135-140, H100): 135 (q_b and k_b on the GEMM, the normed xq's row in registers: D, both, landed:
+# the step of 8 -18% / -4.7%), PRESETS=glm-4.7-flash VARIANTS="A D D A" 135 (GLM-4.7-Flash -9.5%), DEADLINE=300 M=youtu-llm-2b 29
+# (the step of 8 kernel by kernel with them: the split sums and x quantizations a third of a block), DEADLINE=400 129 (B only),
+# 139 (a split SwiGLU's slices into down's x quantization: Youtu-LLM-2B -1.6%, landed), DEADLINE=290 VARIANTS=A 129 (the
+# A side, a later machine: mixed turns -10% to -33% with the split, landed).
+# Next lease, in order: VARIANTS="A B A B" 129 (the mixed split side by side in one call), SERVE=1 129 (the server on mixed
+# steps, DeepSeek-V2-Lite, A C), 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A,
+# depths B A), 122 (the short context's decode over f32 and f16 caches on both MoE models, if 125 leaves it open),
+# PRESETS=glm-4.7-flash VARIANTS="A B" 139, PRESETS=glm-4.7-flash,deepseek-v2-lite 84, 85, 80, VARIANTS="B A" 74.
 #   1: where a generated decode token of DeepSeek-V2-Lite and GLM-4.7-Flash goes, kernel by kernel: Nsight Compute's device
 #      times (L2 and clocks left as they run: --cache-control none --clock-control none) against the step as run in its
 #      graphs; then BEAM=2 on DeepSeek-V2-Lite's 8 slowest decode kernels (tools.beam_kernels) while the time lasts
@@ -938,14 +941,12 @@ case $1 in
          --json "$OUT/fewer_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -8)
      done ;;
   129) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     # the mixed step's products of 33-64 tokens split in K (B = the tree with experiments/mixed-split-k.diff; A's turns in
-     # call130: Youtu-LLM-2B's mixed turn 0.8-1.8 ms slower than its chunk between the steps, DeepSeek-V2-Lite's 20-29%
-     # faster from 4 rows), gpu_bench --mixed of $P (default youtu-llm-2b,deepseek-v2-lite) in the order $VARIANTS (B A);
-     # SERVE=1 instead: the server under load on $M (default deepseek-v2-lite), A = the tree, C = the tree with both
-     # mixed-split-k.diff and batching-mixed.diff (its new prompts' chunks as rows of the running steps), $VARIANTS (A C)
+     # the mixed step's products of 33-64 tokens split in K (B = the tree, which has it since 2026-12-05; A = the tree with
+     # experiments/mixed-split-k.diff reversed), gpu_bench --mixed of $P (default youtu-llm-2b,deepseek-v2-lite) in the order
+     # $VARIANTS (B A); SERVE=1 instead: the server under load on $M (default deepseek-v2-lite), A = the tree, C = the tree
+     # with batching-mixed.diff (its new prompts' chunks as rows of the running steps), $VARIANTS (A C)
      if [ -n "$SERVE" ]; then
-       M=${M:-deepseek-v2-lite}; synth $M; tree /tmp/C mixed-split-k.diff || exit 1
-       patch -s -p1 -d /tmp/C < runs/2026-12-01-gen/experiments/batching-mixed.diff || exit 1
+       M=${M:-deepseek-v2-lite}; synth $M; tree /tmp/C batching-mixed.diff || exit 1
        for d in . /tmp/C; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
        for v in ${VARIANTS:-A C}; do
          d=.; [ $v = C ] && d=/tmp/C; echo "-- $v $(date +%T)"
@@ -956,11 +957,11 @@ case $1 in
          kill $pid; wait $pid 2>/dev/null
        done; exit
      fi
-     P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite}; tree /tmp/B mixed-split-k.diff || exit 1
-     for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite}; tree /tmp/A mixed-split-k.diff -R || exit 1
+     for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      synth ${P//,/ }; echo "synthesized $(date +%T)"
      for v in ${VARIANTS:-B A}; do
-       d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
+       d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $(date +%T)"
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixedk_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -12)
      done ;;
