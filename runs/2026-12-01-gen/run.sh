@@ -74,7 +74,7 @@
 # (the step of 8 kernel by kernel with them: the split sums and x quantizations a third of a block), DEADLINE=400 129 (B only),
 # 139 (a split SwiGLU's slices into down's x quantization: Youtu-LLM-2B -1.6%, landed), DEADLINE=290 VARIANTS=A 129 (the
 # A side, a later machine: mixed turns -10% to -33% with the split, landed).
-# Next lease, in order: VARIANTS="A B A B" 129 (the mixed split side by side in one call), SERVE=1 129 (the server on mixed
+# Next lease, in order: 141 (a split product's residual sum in the next norm's x quantization, A B B A), VARIANTS="A B A B" 129 (the mixed split side by side in one call), SERVE=1 129 (the server on mixed
 # steps, DeepSeek-V2-Lite, A C), 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A,
 # depths B A), 122 (the short context's decode over f32 and f16 caches on both MoE models, if 125 leaves it open),
 # PRESETS=glm-4.7-flash VARIANTS="A B" 139, PRESETS=glm-4.7-flash,deepseek-v2-lite 84, 85, 80, VARIANTS="B A" 74.
@@ -899,6 +899,21 @@ case $1 in
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
      done ;;
+  141) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # a split product's slices and residual added by the next norm's x quantization (experiments/xq-residual-sums.diff: o's
+     # and down's sums, a workgroup a row, the sum written for the later readers; Youtu-LLM-2B's step of 8 618 -> 554
+     # kernels): A = the tree, B = the tree with the diff; gpu_bench --batch $BATCH (default 8,16) of $P (default
+     # youtu-llm-2b,deepseek-v2-lite), in the order $VARIANTS (A B B A); then, where time is left, tools.path_check --mixed on
+     # B (a prompt as rows of another sequence's steps against alone)
+     tree /tmp/B xq-residual-sums.diff || exit 1
+     for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
+     for v in ${VARIANTS:-A B B A}; do
+       d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-8,16} --decode 32 \
+         --json "$OUT/ressum_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -6)
+     done
+     (cd /tmp/B && timeout $(($(left) - 3)) python3 -m tools.path_check --presets ${P%%,*} --mixed 2>&1 | tail -8) ;;
   139) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # a split SwiGLU product's sum left to the next product's x quantization (silu(gate) * up made from the slices): A = the
      # tree with experiments/xq-glu-slices.diff reversed, B = the tree; gpu_bench --batch $BATCH (default 8,16) of $P (default
