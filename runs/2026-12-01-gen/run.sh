@@ -110,6 +110,19 @@ tree() {  # tree DIR [DIFF [-R]]: a copy of the tree (its .cache left out) in DI
   rm -rf "$1" && mkdir "$1" && cp -r $(ls -A | grep -v '^.cache$') "$1"/ || return 1
   [ -z "$2" ] || patch -s -p1 $3 -d "$1" < runs/2026-12-01-gen/experiments/$2
 }
+batch_ab() {  # batch_ab TAG DIFF [-R]: gpu_bench --batch $BATCH (default 8,16) of $P (default youtu-llm-2b,deepseek-v2-lite) in
+             # the order $VARIANTS (A B B A); the variant that is not the tree (B, or A with -R) has experiments/DIFF (-R:
+             # reversed); a json a run named TAG_<variant>
+  local other=B v d; [ "$3" = -R ] && other=A
+  tree /tmp/$other $2 $3 || exit 1
+  for d in . /tmp/$other; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+  P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
+  for v in ${VARIANTS:-A B B A}; do
+    d=.; [ $v = $other ] && d=/tmp/$other; echo "-- $v $(date +%T)"
+    (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-8,16} --decode 32 \
+      --json "$OUT/${1}_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -6)
+  done
+}
 serve_ab() {  # serve_ab V DIFF: the server under load ($M, 32 slots, 1 / 8 / 16 clients: TTFT and ITL p50 / p99) for each
              # variant of VARIANTS (A B B A), variant V a copy of the tree with experiments/DIFF, the other the tree
   local v d
@@ -905,27 +918,13 @@ case $1 in
      # kernels): A = the tree, B = the tree with the diff; gpu_bench --batch $BATCH (default 8,16) of $P (default
      # youtu-llm-2b,deepseek-v2-lite), in the order $VARIANTS (A B B A); then, where time is left, tools.path_check --mixed on
      # B (a prompt as rows of another sequence's steps against alone)
-     tree /tmp/B xq-residual-sums.diff || exit 1
-     for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
-     P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
-     for v in ${VARIANTS:-A B B A}; do
-       d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
-       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-8,16} --decode 32 \
-         --json "$OUT/ressum_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -6)
-     done
+     batch_ab ressum xq-residual-sums.diff
      (cd /tmp/B && timeout $(($(left) - 3)) python3 -m tools.path_check --presets ${P%%,*} --mixed 2>&1 | tail -8) ;;
   139) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # a split SwiGLU product's sum left to the next product's x quantization (silu(gate) * up made from the slices): A = the
      # tree with experiments/xq-glu-slices.diff reversed, B = the tree; gpu_bench --batch $BATCH (default 8,16) of $P (default
      # youtu-llm-2b,deepseek-v2-lite), in the order $VARIANTS (A B B A)
-     tree /tmp/A xq-glu-slices.diff -R || exit 1
-     for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
-     P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
-     for v in ${VARIANTS:-A B B A}; do
-       d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $(date +%T)"
-       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-8,16} --decode 32 \
-         --json "$OUT/glu_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -6)
-     done ;;
+     batch_ab glu xq-glu-slices.diff -R ;;
   135) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # a step of 5-8 sequences, the two prepared changes apart and together: A = the tree, B = experiments/gemm-strided-x.diff
      # (q_b and k_b on the tensor-core GEMM, x read in place), C = experiments/xq-norm-registers.diff (the normed xq loads its
