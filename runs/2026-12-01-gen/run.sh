@@ -70,7 +70,7 @@
 # DEADLINE=110 9 then DEADLINE=270 M=youtu-llm-2b 29 (the load's profile; the step of 8 kernel by kernel: q_b's and k_b's
 # 8-row matvecs 14-15 us each), DIFF=vb-matvec.diff PRESETS=glm-4.7-flash BATCH=1,8 49 (-1.1% on 256 values a head).
 # Measured 2026-12-05 (calls 135-140, H100): 135 (q_b and k_b on the GEMM, the normed xq's row in registers: D, both, landed:
-# the step of 8 -18% / -4.7%), PRESETS=glm-4.7-flash VARIANTS="A D D A" 135 (GLM-4.7-Flash -9.5%), DEADLINE=300 M=youtu-llm-2b 29
+# the step of 8 -18% / -4.9%), PRESETS=glm-4.7-flash VARIANTS="A D D A" 135 (GLM-4.7-Flash -9.4%), DEADLINE=300 M=youtu-llm-2b 29
 # (the step of 8 kernel by kernel with them: the split sums and x quantizations a third of a block), DEADLINE=400 129 (B only),
 # 139 (a split SwiGLU's slices into down's x quantization: Youtu-LLM-2B -1.6%, landed), DEADLINE=290 VARIANTS=A 129 (the
 # A side, a later machine: mixed turns -10% to -33% with the split, landed).
