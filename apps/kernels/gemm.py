@@ -16,10 +16,11 @@ It has to be: at 16 bits (two mma.sync) the products moved full-size GLM-4.7-Fla
 enough to flip a near tie of a later router and move the prompt's logits by 6e-2 (OPTIMIZATION_JOURNAL.md). A linear
 product's rms norm goes into x's rounding (x * norm_w rounded, 1 / rms in dx) and its SwiGLU into the store (a warp's
 row blocks in gate / up pairs). x records reach shared memory by cp.async, two steps double-buffered. A product of at most
-64 tokens (a batched decode step's 16 or 32 sequences, or a step with a prompt's chunk as further rows) splits K over workgroups (`split_k`): its tokens make one tile, so
-unsplit it would be N / 64 workgroups each streaming its rows' whole K with few loads in flight; the slices' sums are
-added up by a tensor op, which then applies SwiGLU and the residual (H200, Youtu-LLM-2B decode of 16 sequences: 2,658 ->
-5,395 tok/s, OPTIMIZATION_JOURNAL.md). Such a step's routed experts split too, in narrow tiles (an expert's entries are at
+64 tokens (a batched decode step's 16 or 32 sequences, or a step with a prompt's chunk as further rows) splits K over
+workgroups (`split_k`): its tokens make one tile, so unsplit it would be N / 64 workgroups each streaming its rows' whole
+K with few loads in flight; the slices' sums are added up by a tensor op, which then applies SwiGLU and the residual (H200,
+Youtu-LLM-2B decode of 16 sequences: 2,658 -> 5,395 tok/s, OPTIMIZATION_JOURNAL.md); a SwiGLU product's slices go to the
+next product's x quantization instead, where that is their reader (build_xq's glu). Such a step's routed experts split too, in narrow tiles (an expert's entries are at
 most its tokens): the workgroups that run are the chosen experts' row bands, so unsplit they were few (DeepSeek-V2-Lite's
 8 sequences chose ~6.5 experts a layer on the synthetic files: 72 workgroups of 256 rows, each streaming K whole); their
 expert mix is the tensor ops' after the slices' sum.
