@@ -74,7 +74,8 @@
 # (the step of 8 kernel by kernel with them: the split sums and x quantizations a third of a block), DEADLINE=400 129 (B only),
 # 139 (a split SwiGLU's slices into down's x quantization: Youtu-LLM-2B -1.6%, landed), DEADLINE=290 VARIANTS=A 129 (the
 # A side, a later machine: mixed turns -10% to -33% with the split, landed).
-# Next lease, in order: 141 (a split product's residual sum in the next norm's x quantization, A B B A), VARIANTS="A B A B" 129 (the mixed split side by side in one call), SERVE=1 129 (the server on mixed
+# Next lease, in order: 141 (a split product's residual sum in the next norm's x quantization, one x quantization for
+# the shared and routed gate_up, apart and together: A B C D D C B A), VARIANTS="A B A B" 129 (the mixed split side by side in one call), SERVE=1 129 (the server on mixed
 # steps, DeepSeek-V2-Lite, A C), 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A,
 # depths B A), 122 (the short context's decode over f32 and f16 caches on both MoE models, if 125 leaves it open),
 # PRESETS=glm-4.7-flash VARIANTS="A B" 139, PRESETS=glm-4.7-flash,deepseek-v2-lite 84, 85, 80, VARIANTS="B A" 74.
@@ -110,17 +111,17 @@ tree() {  # tree DIR [DIFF [-R]]: a copy of the tree (its .cache left out) in DI
   rm -rf "$1" && mkdir "$1" && cp -r $(ls -A | grep -v '^.cache$') "$1"/ || return 1
   [ -z "$2" ] || patch -s -p1 $3 -d "$1" < runs/2026-12-01-gen/experiments/$2
 }
-batch_ab() {  # batch_ab TAG DIFF [-R]: gpu_bench --batch $BATCH (default 8,16) of $P (default youtu-llm-2b,deepseek-v2-lite) in
-             # the order $VARIANTS (A B B A); the variant that is not the tree (B, or A with -R) has experiments/DIFF (-R:
-             # reversed); a json a run named TAG_<variant>
-  local other=B v d; [ "$3" = -R ] && other=A
-  tree /tmp/$other $2 $3 || exit 1
-  for d in . /tmp/$other; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+batch_ab() {  # batch_ab TAG V:DIFF[:-R] ...: gpu_bench --batch $BATCH (default 8,16) of $P (default youtu-llm-2b,deepseek-v2-lite)
+             # in the order $VARIANTS (default A B B A); variant V is the tree with experiments/DIFF (-R: reversed) in /tmp/V,
+             # every other variant the tree; a json a run named TAG_<variant>
+  local tag=$1 spec v d; shift
+  for spec in "$@"; do IFS=: read -r v d r <<< "$spec"; tree /tmp/$v $d $r || exit 1; python3 -m compileall -q /tmp/$v/upstream/tinygrad /tmp/$v/apps /tmp/$v/tools > /dev/null; done
+  python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
   P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
   for v in ${VARIANTS:-A B B A}; do
-    d=.; [ $v = $other ] && d=/tmp/$other; echo "-- $v $(date +%T)"
+    d=.; for spec in "$@"; do [ "${spec%%:*}" = $v ] && d=/tmp/$v; done; echo "-- $v $(date +%T)"
     (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-8,16} --decode 32 \
-      --json "$OUT/${1}_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -6)
+      --json "$OUT/${tag}_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -6)
   done
 }
 serve_ab() {  # serve_ab V DIFF: the server under load ($M, 32 slots, 1 / 8 / 16 clients: TTFT and ITL p50 / p99) for each
@@ -913,18 +914,20 @@ case $1 in
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
      done ;;
   141) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     # a split product's slices and residual added by the next norm's x quantization (experiments/xq-residual-sums.diff: o's
-     # and down's sums, a workgroup a row, the sum written for the later readers; Youtu-LLM-2B's step of 8 618 -> 554
-     # kernels): A = the tree, B = the tree with the diff; gpu_bench --batch $BATCH (default 8,16) of $P (default
-     # youtu-llm-2b,deepseek-v2-lite), in the order $VARIANTS (A B B A); then, where time is left, tools.path_check --mixed on
-     # B (a prompt as rows of another sequence's steps against alone)
-     batch_ab ressum xq-residual-sums.diff
-     (cd /tmp/B && timeout $(($(left) - 3)) python3 -m tools.path_check --presets ${P%%,*} --mixed 2>&1 | tail -8) ;;
+     # a split product's slices and residual added by the next norm's x quantization (B = experiments/xq-residual-sums.diff:
+     # o's and down's sums, a workgroup a row, the sum written for the later readers; Youtu-LLM-2B's step of 8 618 -> 554
+     # kernels), one x quantization for products that read the same x in the same form (C = experiments/xq-shared-forms.diff:
+     # a MoE block's shared and routed gate_up; DeepSeek-V2-Lite's step of 8 650 -> 624), D = both
+     # (xq-residual-sums-shared-forms.diff), A = the tree; gpu_bench --batch $BATCH (default 8,16) of $P (default
+     # youtu-llm-2b,deepseek-v2-lite), in the order $VARIANTS (A B C D D C B A); then, where time is left, tools.path_check
+     # --mixed on D (a prompt as rows of another sequence's steps against alone)
+     VARIANTS=${VARIANTS:-A B C D D C B A} batch_ab ressum B:xq-residual-sums.diff C:xq-shared-forms.diff D:xq-residual-sums-shared-forms.diff
+     (cd /tmp/D && timeout $(($(left) - 3)) python3 -m tools.path_check --presets ${P%%,*} --mixed 2>&1 | tail -8) ;;
   139) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # a split SwiGLU product's sum left to the next product's x quantization (silu(gate) * up made from the slices): A = the
      # tree with experiments/xq-glu-slices.diff reversed, B = the tree; gpu_bench --batch $BATCH (default 8,16) of $P (default
      # youtu-llm-2b,deepseek-v2-lite), in the order $VARIANTS (A B B A)
-     batch_ab glu xq-glu-slices.diff -R ;;
+     batch_ab glu A:xq-glu-slices.diff:-R ;;
   135) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # a step of 5-8 sequences, the two prepared changes apart and together: A = the tree, B = experiments/gemm-strided-x.diff
      # (q_b and k_b on the tensor-core GEMM, x read in place), C = experiments/xq-norm-registers.diff (the normed xq loads its
