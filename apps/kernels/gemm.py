@@ -20,8 +20,9 @@ row blocks in gate / up pairs). x records reach shared memory by cp.async, two s
 workgroups (`split_k`): its tokens make one tile, so unsplit it would be N / 64 workgroups each streaming its rows' whole
 K with few loads in flight; the slices' sums are added up by a tensor op, which then applies SwiGLU and the residual (H200,
 Youtu-LLM-2B decode of 16 sequences: 2,658 -> 5,395 tok/s, OPTIMIZATION_JOURNAL.md); a SwiGLU product's slices go to the
-next product's x quantization instead, where that is their reader (build_xq's glu). Such a step's routed experts split too, in narrow tiles (an expert's entries are at
-most its tokens): the workgroups that run are the chosen experts' row bands, so unsplit they were few (DeepSeek-V2-Lite's
+next product's x quantization instead, where that is their reader (build_xq's glu). Such a step's routed experts split
+too, in narrow tiles (an expert's entries are at most its tokens): the workgroups that run are the chosen experts' row
+bands, so unsplit they were few (DeepSeek-V2-Lite's
 8 sequences chose ~6.5 experts a layer on the synthetic files: 72 workgroups of 256 rows, each streaming K whole); their
 expert mix is the tensor ops' after the slices' sum.
 
@@ -303,12 +304,13 @@ def build_xq(R: int, K: int, eps: float | None = None, stride: int = 0, glu: int
   params = (Param("xq", dtypes.uint32, True), Param("x", dtypes.float32))
   XS, name = stride or K, f"gemm_xq_{R}_{K}" + (f"_xs{stride}" if stride else "") + (f"_glu{glu}" if glu else "")
   assert not glu or (eps is None and not stride), (glu, eps, stride)
-  load = lambda at: f"*(const GLOBAL float4*)(x + {at})"
-  if glu: load = lambda at: f"""FLOAT4(0.0f, 0.0f, 0.0f, 0.0f);
+  v = f"float4 v = ok ? *(const GLOBAL float4*)(x + r * {XS} + st * {KB} + 4*e) : FLOAT4(0.0f, 0.0f, 0.0f, 0.0f);"
+  if glu: v = f"""float4 v = FLOAT4(0.0f, 0.0f, 0.0f, 0.0f);
   if (ok) {{
-    float4 g = FLOAT4(0.0f, 0.0f, 0.0f, 0.0f), up = g;
+    float4 g = v, up = v;
     for (int s = 0; s < {glu}; s++) {{   // the slices in order, as the product's sum kernel adds them
-      float4 a = *(const GLOBAL float4*)(x + (s * {R} + r) * {2 * K} + st * {KB} + 4*e), b = *(const GLOBAL float4*)(x + (s * {R} + r) * {2 * K} + {K} + st * {KB} + 4*e);
+      const GLOBAL float* sl = x + (s * {R} + r) * {2 * K} + st * {KB} + 4*e;
+      float4 a = *(const GLOBAL float4*)sl, b = *(const GLOBAL float4*)(sl + {K});
       g = FLOAT4(g.x + a.x, g.y + a.y, g.z + a.z, g.w + a.w); up = FLOAT4(up.x + b.x, up.y + b.y, up.z + b.z, up.w + b.w);
     }}
     v = FLOAT4(g.x / (1.0f + exp(-g.x)) * up.x, g.y / (1.0f + exp(-g.y)) * up.y, g.z / (1.0f + exp(-g.z)) * up.z, g.w / (1.0f + exp(-g.w)) * up.w);
@@ -317,7 +319,7 @@ def build_xq(R: int, K: int, eps: float | None = None, stride: int = 0, glu: int
     body = f"""  GRID_WAIT();
   int tid = LID_X, u = GID_X * 32 + tid / 8, e = tid % 8, ok = u < {NBLK};   // block u = (step, row), lane e: k 4e .. 4e + 3
   int st = ok ? u / {R} : 0, r = ok ? u % {R} : 0;
-  float4 v = {"ok ? " + load(f"r * {XS} + st * {KB} + 4*e") + " : FLOAT4(0.0f, 0.0f, 0.0f, 0.0f);" if not glu else load("")}{quant}"""
+  {v}{quant}"""
     return SourceKernel(name, params, body, (-(-NBLK // 32), 1, 1), (256, 1, 1), trigger=False)
   NR = -(-K // 4 // 256)   # float4s of the row a thread holds: loaded once, for the sum of squares and then the blocks
   body = f"""  GRID_WAIT();
