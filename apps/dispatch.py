@@ -283,10 +283,16 @@ def _norm_w_index(spec: KernelSpec) -> int:
 # shape -> the body, or None) makes its x from them, and the sum kernel, left without readers, is never scheduled
 _GLU_SLICES: weakref.WeakKeyDictionary[UOp, Tensor] = weakref.WeakKeyDictionary()
 
-def _glu_slices(x: Tensor) -> Tensor | None:
+def _unreshaped(x: Tensor) -> UOp:
   u = x.uop
   while u.op is Ops.RESHAPE: u = u.src[0]
-  return _GLU_SLICES.get(u)
+  return u
+
+def _glu_slices(x: Tensor) -> Tensor | None: return _GLU_SLICES.get(_unreshaped(x))
+
+# x -> its forms made so far, by (K, stride, elements, norm_w, eps): products that read the same x in the same form (a MoE
+# block's shared and routed gate_up, both of the normed h) share one x quantization
+_X_FORMS: weakref.WeakKeyDictionary[UOp, dict[tuple, Tensor]] = weakref.WeakKeyDictionary()
 
 def launch(spec: KernelSpec, out: Tensor, *srcs: Tensor) -> Tensor:
   fxn = kernel_cached(spec)
@@ -296,8 +302,10 @@ def launch(spec: KernelSpec, out: Tensor, *srcs: Tensor) -> Tensor:
     xsrc = (srcs[0], srcs[nw]) if spec.norm else (srcs[0],)
     if (glu := getattr(fxn, "x_form_glu", None)) is not None and (part := _glu_slices(srcs[0])) is not None and \
        (from_slices := glu(part.shape)) is not None: xsrc, make = (part,), from_slices
-    srcs = (Tensor.empty(size, dtype=dtype, device=out.device).custom_kernel(*xsrc, fxn=make)[0],
-            *(srcs[1:nw] + srcs[nw + 1:] if spec.norm else srcs[1:]))
+    forms = _X_FORMS.setdefault(_unreshaped(srcs[0]), {})
+    key = (spec.K, spec.x_stride, size, *((srcs[nw].uop, spec.eps) if spec.norm else ()))
+    if key not in forms: forms[key] = Tensor.empty(size, dtype=dtype, device=out.device).custom_kernel(*xsrc, fxn=make)[0]
+    srcs = (forms[key], *(srcs[1:nw] + srcs[nw + 1:] if spec.norm else srcs[1:]))
   if (split := getattr(fxn, "split", None)) is not None:   # K in slices: their sums added up here, then SwiGLU and the residual
     (S, rows), res = split, (srcs[1] if spec.residual else None)
     part = Tensor.empty(S, *out.shape[:-1], rows, device=out.device).custom_kernel(*srcs[:1], *srcs[1 + spec.residual:], fxn=fxn)[0]
