@@ -1,10 +1,12 @@
 """Continuous batching: many requests share one model, each in its own slot of the latent cache (Transformer(slots=N)).
 
-One thread (run) owns the model. Each turn of its loop it takes waiting requests into free slots, queues one prefill chunk
-of the request being started (a long prompt goes in chunks between decode steps, the shortest while others decode, so the
-running streams keep flowing), and launches one batched decode step of every running request (Transformer.launch: one
-launch of each product for all rows), then reads the step before it: the device runs a step while the host reads,
-detokenizes and sends the previous one's tokens. A request that ends costs its slot one wasted step.
+One thread (run) owns the model. Each turn of its loop it takes waiting requests into free slots and launches one batched
+decode step of every running request (Transformer.launch: one launch of each product for all rows) with the next prefill
+chunk of the request being started as further rows of it (a mixed step: the chunk's products read the weights with the
+step's, and the running streams keep flowing; the shortest chunks, whose rows cost the step least), then reads the step
+before it: the device runs a step while the host reads, detokenizes and sends the previous one's tokens. The step of a
+prompt's last chunk samples its first token, and the request is a row of the next step at once. With nothing running a
+prompt goes alone, in the longest chunks its tokens fill. A request that ends costs its slot one wasted step.
 Requests join and leave at step boundaries; a finished or cancelled request frees its slot at once, which keeps its
 tokens' latents: a later request whose prompt starts with them (the next turn of a chat) goes to that slot and prefills
 only the rest.
@@ -14,6 +16,7 @@ import collections, queue, sys, threading, time, traceback
 from dataclasses import dataclass, field
 from apps.chat import reuse
 from apps.engine import Engine, Reply, Stats
+from apps.model import Prompt
 from apps.sampling import Params
 
 @dataclass
@@ -39,7 +42,7 @@ class Scheduler:
     self.waiting: queue.Queue[Request] = queue.Queue()   # without a slot yet; more than queue_size: submit refuses
     self.running: dict[int, Request] = {}      # slot -> its request, decoding
     self.inflight: tuple[object, list[Request]] | None = None   # a launched step not read yet, and its requests
-    self.starting: collections.deque[tuple[Request, object]] = collections.deque()   # given a slot, to prefill in turn (Transformer.start)
+    self.starting: collections.deque[tuple[Request, Prompt]] = collections.deque()   # given a slot, to prefill in turn (Transformer.begin)
     self.free = list(range(self.model.slots))
     self.finished: collections.deque[Stats] = collections.deque(maxlen=256)
     self.recent: collections.deque[tuple[float, int]] = collections.deque()   # (time, tokens) of recent steps: tok/s
@@ -87,33 +90,34 @@ class Scheduler:
       except queue.Empty: break
 
   def turn(self) -> bool:
-    """One turn: cancelled requests leave, waiting ones get the free slots, one prefill chunk (of the first request given a
-    slot), one decode step. Whether there was anything to do."""
+    """One turn: cancelled requests leave, waiting ones get the free slots, one decode step with a prefill chunk (of the
+    first request given a slot) as further rows, or that chunk alone. Whether there was anything to do."""
     for req in [*self.running.values(), *(r for r, _ in self.starting)]:
       if req.cancelled.is_set():
         req.stats.finish_reason = "cancelled"
         self._finish(req)
-    if self.inflight is not None and (self.starting or (self.free and self.waiting.qsize())): self._collect()   # slots settle first
+    if self.inflight is not None and self.free and self.waiting.qsize(): self._collect()   # a slot freed settles first
     with self._lock:   # a request moves from waiting to a slot at once for submit's count
       while self.free and self._admit(): pass
-    did = False
-    if self.starting:
-      req, chunks = self.starting[0]
-      first = next(chunks)
-      did = True
-      if first is not None:
+    req, prompt = self.starting[0] if self.starting else (None, None)
+    if self.running:
+      step = self.model.launch(list(self.running), prompt)
+      launched = (step, list(self.running.values()) + ([req] if step.first is not None else []))
+      if step.first is not None:   # its first token comes with this step; it is a row of the next
         self.starting.popleft()
         self.running[req.slot] = req
-        self._take(req, first)
-    if self.running:
-      launched = (self.model.launch(list(self.running)), list(self.running.values()))
       if self.inflight is not None: self._collect()
       self.inflight = launched
-      did = True
-    elif self.inflight is not None:
-      self._collect()
-      did = True
-    return did
+      return True
+    did = self.inflight is not None
+    if did: self._collect()
+    if prompt is None: return did
+    first = self.model.fill_chunk(prompt)   # alone: the longest chunk its tokens fill
+    if first is not None:
+      self.starting.popleft()
+      self.running[req.slot] = req
+      self._take(req, first)
+    return True
 
   def _collect(self) -> None:
     """Read the launched step's tokens and hand them to their requests (one that ended since gets none)."""
@@ -137,13 +141,8 @@ class Scheduler:
     self.free.remove(slot)
     req.slot, req.stats = slot, Stats(prompt_tokens=len(req.ids), reused=reuse(self.model.slot_cached[slot], req.ids)[0])
     req.reply = Reply(self.engine.tok, req.stats, req.stop)   # its clock starts now: prefill_s is the time in a slot
-    self.starting.append((req, self.model.start(slot, req.ids, req.params, self._longest_chunk)))   # (a generator: nothing runs before its turn)
+    self.starting.append((req, self.model.begin(slot, req.ids, req.params)))   # its chunks in its turn
     return True
-
-  def _longest_chunk(self) -> int | None:
-    """While other requests decode, a prompt's chunk between their steps is the shortest: each of their next tokens waits
-    for it (a chunk of 512 held them ~10x a step). Alone, a prompt takes the longest chunks its tokens fill."""
-    return self.model.prefill_chunks[-1] if self.running else None
 
   def _take(self, req: Request, t: int) -> None:
     """A new token of a running request: its text out, or the end of the request."""
@@ -166,21 +165,20 @@ class Scheduler:
   def _release(self, req: Request) -> None:
     """Free the request's slot (its cached tokens stay, for a later prompt that starts with them)."""
     if self.running.get(req.slot) is req: del self.running[req.slot]
-    for i, (r, chunks) in enumerate(self.starting):
+    for i, (r, _) in enumerate(self.starting):
       if r is req:
         del self.starting[i]
-        chunks.close()
         self.model.reset(req.slot)   # a prefill cut short: what its slot holds is not known
         break
     if req.slot >= 0 and req.slot not in self.free and req.slot not in self.running: self.free.append(req.slot)
     req.slot = -1
 
   def warmup(self, structures: list[Params]) -> None:
-    """Capture (or load) the prefill steps of a short and of a long prompt (one chunk of each length) and every batch
-    size's step, for these samplers' structures."""
+    """Capture (or load) the prefill steps of a short and of a long prompt (one chunk of each length), every batch size's
+    step, and every batch size's mixed steps (a prompt's chunk that is not its last, and its last), for these samplers'
+    structures."""
     short = self.engine.text_ids("Hello")
-    # a prompt of one long chunk (its last), one of a long chunk and a short last one, and one of two short chunks (a prompt's
-    # chunks while others decode)
+    # a prompt of one long chunk (its last), one of a long chunk and a short last one, and one of two short chunks
     L, S = max(self.model.prefill_chunks), min(self.model.prefill_chunks)
     prompts = [short] + [(short * (L + 1))[:n] for n in (L, L + 1, S + 1) if n + 1 < self.model.max_context and n > len(short)]
     for params in structures:
@@ -192,4 +190,10 @@ class Scheduler:
         for s in slots:
           for _ in self.model.start(s, short, params): pass
         for _ in range(3): self.model.step(slots)
+        # the mixed steps of B rows: the most running requests that take this size (one slot left for the prompt)
+        n = min(B, self.model.slots - 1)
+        if n and next(b for b in self.model.step_sizes if b >= n) == B:
+          self.model.reset(n)   # (nothing of the prompt cached: its first chunk is not its last)
+          prompt = self.model.begin(n, (short * (S + 1))[:S + 1], params)   # a chunk of the shortest length, then one token
+          while prompt.done < len(prompt.ids): self.model.collect(self.model.launch(slots[:n], prompt))
     for s in range(self.model.slots): self.model.reset(s)

@@ -163,15 +163,19 @@ def test_concurrent_clients_each_get_their_answer(srv):
   assert srv.scheduler.steps - steps < 12 * len(jobs) - 6   # fewer steps than one request at a time: batched
 
 def test_a_prompt_beside_running_streams_goes_in_short_chunks(srv, monkeypatch):
-  """A prompt that starts while other requests decode goes in the shortest chunks (each of their tokens waits for the chunk
-  between two steps), a prompt alone in the longest its tokens fill."""
+  """A prompt that starts while other requests decode goes in the shortest chunks, as rows of their steps (mixed steps),
+  a prompt alone in the longest its tokens fill, alone."""
   model, sched, before = srv.engine.model, srv.scheduler, len(srv.finished)
-  seen, chunks = [], model._chunks
+  seen, chunks, launch, mixed = [], model._chunks, model.launch, []
   def recorded(n, start, longest=None):
     for c in chunks(n, start, longest):
       if n > 100: seen.append((c[2], len(sched.running)))   # the long prompts' chunks
       yield c
+  def launched(slots, prompt=None, chunk=None):
+    if prompt is not None and len(prompt.ids) > 100: mixed.append(len(slots))
+    return launch(slots, prompt, chunk)
   monkeypatch.setattr(model, "_chunks", recorded)
+  monkeypatch.setattr(model, "launch", launched)
   def long_prompt(words: str) -> dict:   # ~170 tokens: past the second longest chunk; unlike the other's from its first word
     return {"messages": [{"role": "user", "content": " ".join([words] * 40)}], "max_tokens": 4, "temperature": 0}
   assert chat(srv, long_prompt("tell me about attention"))[0] == 200
@@ -183,6 +187,7 @@ def test_a_prompt_beside_running_streams_goes_in_short_chunks(srv, monkeypatch):
   stream.close()
   wait_for(lambda: len(srv.finished) >= before + 3)   # the stream's request ends (cancelled) before the next test counts
   assert len(seen) > 2 and all(L == min(model.prefill_chunks) and r > 0 for L, r in seen), seen
+  assert len(mixed) == len(seen) and all(mixed), mixed   # each of its chunks a step's rows beside the stream's
 
 # ---------------------------------------------------------------- leaving clients, a full queue
 

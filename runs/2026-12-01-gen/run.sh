@@ -74,11 +74,13 @@
 # (the step of 8 kernel by kernel with them: the split sums and x quantizations a third of a block), DEADLINE=400 129 (B only),
 # 139 (a split SwiGLU's slices into down's x quantization: Youtu-LLM-2B -1.6%, landed), DEADLINE=290 VARIANTS=A 129 (the
 # A side, a later machine: mixed turns -10% to -33% with the split, landed).
-# Next lease, in order: 141 (a split product's residual sum in the next norm's x quantization, one x quantization for
-# the shared and routed gate_up, apart and together: A B C D D C B A), VARIANTS="A B A B" 129 (the mixed split side by side in one call), SERVE=1 129 (the server on mixed
-# steps, DeepSeek-V2-Lite, A C), 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A,
-# depths B A), 122 (the short context's decode over f32 and f16 caches on both MoE models, if 125 leaves it open),
-# PRESETS=glm-4.7-flash VARIANTS="A B" 139, PRESETS=glm-4.7-flash,deepseek-v2-lite 84, 85, 80, VARIANTS="B A" 74.
+# Measured 2026-12-05 (calls 141-144, H100): 141 (residual sums in the next norm's xq: rejected; one xq for the shared and
+# routed gate_up: DeepSeek-V2-Lite -1.1%, landed), VARIANTS="A B A B" 129 (the mixed split in one call: -33% / -12.5%, its last
+# B ran out), SERVE=1 129 (C's warmup ran past the load's 150 s wait), SERVE=1 PAR=8 CLIENTS=1,8 WAIT=280 LEVEL_S=280
+# VARIANTS="C A" DEADLINE=450 129 (the server's chunks as rows of the steps: 8 clients +22%, landed).
+# Next lease, in order: 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A, depths B A),
+# 122 (the short context's decode over f32 and f16 caches on both MoE models, if 125 leaves it open), PRESETS=glm-4.7-flash
+# VARIANTS="A B" 139, PRESETS=glm-4.7-flash,deepseek-v2-lite 84, 85, 80, VARIANTS="B A" 74.
 #   1: where a generated decode token of DeepSeek-V2-Lite and GLM-4.7-Flash goes, kernel by kernel: Nsight Compute's device
 #      times (L2 and clocks left as they run: --cache-control none --clock-control none) against the step as run in its
 #      graphs; then BEAM=2 on DeepSeek-V2-Lite's 8 slowest decode kernels (tools.beam_kernels) while the time lasts
@@ -920,7 +922,8 @@ case $1 in
      # a MoE block's shared and routed gate_up; DeepSeek-V2-Lite's step of 8 650 -> 624), D = both
      # (xq-residual-sums-shared-forms.diff), A = the tree; gpu_bench --batch $BATCH (default 8,16) of $P (default
      # youtu-llm-2b,deepseek-v2-lite), in the order $VARIANTS (A B C D D C B A); then, where time is left, tools.path_check
-     # --mixed on D (a prompt as rows of another sequence's steps against alone)
+     # --mixed on D (a prompt as rows of another sequence's steps against alone). Ran at a356ae3 (call141); C landed after, so
+     # today B and D are a356ae3's tree with those diffs (xq-residual-sums-shared-forms.diff is in its history)
      VARIANTS=${VARIANTS:-A B C D D C B A} batch_ab ressum B:xq-residual-sums.diff C:xq-shared-forms.diff D:xq-residual-sums-shared-forms.diff
      (cd /tmp/D && timeout $(($(left) - 3)) python3 -m tools.path_check --presets ${P%%,*} --mixed 2>&1 | tail -8) ;;
   139) export TINYGRAD_MLA_CACHE=$PWD/.cache
@@ -960,17 +963,19 @@ case $1 in
   129) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # the mixed step's products of 33-64 tokens split in K (B = the tree, which has it since 2026-12-05; A = the tree with
      # experiments/mixed-split-k.diff reversed), gpu_bench --mixed of $P (default youtu-llm-2b,deepseek-v2-lite) in the order
-     # $VARIANTS (B A); SERVE=1 instead: the server under load on $M (default deepseek-v2-lite), A = the tree, C = the tree
-     # with batching-mixed.diff (its new prompts' chunks as rows of the running steps), $VARIANTS (A C)
+     # $VARIANTS (B A); SERVE=1 instead: the server under load on $M (default deepseek-v2-lite), C = the tree (its new prompts'
+     # chunks as rows of the running steps, since 2026-12-05), A = the tree with batching-mixed.diff reversed (the chunks
+     # between the steps), $VARIANTS (A C); PAR slots (32), CLIENTS
+     # (1,8,16), WAIT seconds for the warmup (150), LEVEL_S seconds for a variant's warmup and load (240)
      if [ -n "$SERVE" ]; then
-       M=${M:-deepseek-v2-lite}; synth $M; tree /tmp/C batching-mixed.diff || exit 1
-       for d in . /tmp/C; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+       M=${M:-deepseek-v2-lite}; synth $M; tree /tmp/A batching-mixed.diff -R || exit 1
+       for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
        for v in ${VARIANTS:-A C}; do
-         d=.; [ $v = C ] && d=/tmp/C; echo "-- $v $(date +%T)"
-         (cd $d && exec python3 apps/llm.py --model $M --serve 8080 --parallel 32 --max-context 2048 --queue 64 > "$OUT/server_$v.log" 2>&1) &
+         d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $(date +%T)"
+         (cd $d && exec python3 apps/llm.py --model $M --serve 8080 --parallel ${PAR:-32} --max-context 2048 --queue 64 > "$OUT/server_$v.log" 2>&1) &
          pid=$!
-         timeout $(( $(left) > 240 ? 240 : $(left) - 5 )) python3 -m tools.load --port 8080 --clients 1,8,16 --requests 3 --seconds 30 \
-           --wait 150 2>&1 | tail -5
+         timeout $(( $(left) > ${LEVEL_S:-240} ? ${LEVEL_S:-240} : $(left) - 5 )) python3 -m tools.load --port 8080 --clients ${CLIENTS:-1,8,16} \
+           --requests 3 --seconds 30 --wait ${WAIT:-150} 2>&1 | tail -5
          kill $pid; wait $pid 2>/dev/null
        done; exit
      fi
