@@ -136,6 +136,10 @@ def test_gpu_bench_times_a_prompt_beside_the_rows_both_ways():
   for r in rows:
     assert r["mixed_turns"] == r["between_turns"] == 2 and r["mixed_first"] == r["between_first"], r
     assert r["agree"] == [gpu_bench.BATCH_CHECK] * r["batch"] and r["mixed_turn_ms"] > 0
+  # --mixed-chunk 128: a prompt of 160 tokens in a chunk of 128 and its last of 32, each way
+  (r,) = gpu_bench.at_batches("youtu-llm-2b-tiny", synth.generate("youtu-llm-2b-tiny", "release", progress=False), [1], 4, mixed=160,
+                              mixed_chunk=128)
+  assert r["mixed_turns"] == r["between_turns"] == 2 and r["mixed_first"] == r["between_first"], r
 
 def test_path_check_compares_a_prompt_as_rows_and_alone():
   """`path_check --mixed` (run at full size on the GPU): a 40-token window as rows of another slot's steps and alone leaves

@@ -22,7 +22,7 @@ import numpy as np
 import apps  # noqa: F401
 from tinygrad import Device, GlobalCounters
 from apps import synth
-from apps.model import Transformer
+from apps.model import PREFILL_CHUNKS, Transformer
 from apps import KERNEL_PATHS, CACHE_TYPES
 import bench_block as bb  # copy_bandwidth (4 chained 1 GiB copies in one TinyJit, read + write bytes), upstream_step, measure
 from tools import llama_bench as llama_cpp
@@ -109,17 +109,19 @@ def at_depths(preset: str, path: Path, depths: list[int], n_decode: int, kernels
 BATCH_PROMPT = 32   # prompt tokens of each sequence of a --batch run (llama-batched-bench -npp)
 BATCH_CHECK = 16    # tokens of each of the first rows compared with the same prompt's generate() alone
 
-def prompt_turns(model: Transformer, slots: list[int], ids: list[int], mixed: bool) -> tuple[float, int, int]:
-  """Prefill ids into slot len(slots) in the shortest chunks while slots decode, as the server does: each chunk as rows of
-  their step (mixed), or alone before it (the step before collected first). (seconds, turns, the prompt's first token)."""
+def prompt_turns(model: Transformer, slots: list[int], ids: list[int], mixed: bool, chunk: int | None = None) -> tuple[float, int, int]:
+  """Prefill ids into slot len(slots) in chunks of `chunk` tokens (default the shortest, as the server does) while slots
+  decode: each chunk as rows of their step (mixed), or alone before it (the step before collected first). (seconds, turns,
+  the prompt's first token)."""
+  chunk = chunk or model.prefill_chunks[-1]
   model.reset(len(slots))
   p, prev, turns, first = model.begin(len(slots), ids), None, 0, None
   t0 = time.perf_counter()
   while first is None:
     if not mixed:
       if prev is not None: model.collect(prev)
-      prev, first = None, model.fill_chunk(p, lambda: model.prefill_chunks[-1])
-    step = model.launch(slots, p if mixed else None)
+      prev, first = None, model.fill_chunk(p, lambda: chunk)
+    step = model.launch(slots, p if mixed else None, chunk if mixed else None)
     if prev is not None: model.collect(prev)
     prev, turns = step, turns + 1
     if step.first is not None: first = model.collect(step)[-1]; prev = None
@@ -127,13 +129,13 @@ def prompt_turns(model: Transformer, slots: list[int], ids: list[int], mixed: bo
   return time.perf_counter() - t0, turns, first
 
 def at_batches(preset: str, path: Path, sizes: list[int], n_decode: int, kernels: str = "hand", cache_type: str = "f32",
-               mixed: int = 0) -> list[dict]:
+               mixed: int = 0, mixed_chunk: int | None = None) -> list[dict]:
   """Aggregate decode of B sequences at once (Transformer.launch / collect, as the server runs them: each step launched
   before the one before it is read), llama-batched-bench's S_TG: B prompts of BATCH_PROMPT tokens prefilled into B slots,
   then n_decode batched steps timed; tok/s = B * n_decode / time. The first BATCH_CHECK tokens of up to four rows are compared with each prompt's
   generate() alone (greedy): "agree" is where each first differs (BATCH_CHECK: the same tokens). With `mixed` (tokens), a
-  prompt that long then starts beside the B rows (prompt_turns, each form twice: the first captures): ms a turn (a step and
-  a chunk) in each form, and whether both forms' first tokens agree."""
+  prompt that long then starts beside the B rows (prompt_turns in chunks of `mixed_chunk` tokens, each form twice: the first
+  captures): ms a turn (a step and a chunk) in each form, and whether both forms' first tokens agree."""
   release()
   extra = 4 * (mixed // 16 + 4) if mixed else 0   # the rows' positions the prompt's turns take
   model = Transformer.from_gguf(path, max_context=max(BATCH_PROMPT + n_decode + BATCH_CHECK + 64 + extra, mixed + 2), kernels=kernels,
@@ -160,7 +162,7 @@ def at_batches(preset: str, path: Path, sizes: list[int], n_decode: int, kernels
     if mixed:
       ids = rng.integers(0, 100000, mixed).tolist()
       for form in ("between", "mixed"):
-        for _ in range(2): s, turns, first = prompt_turns(model, slots, ids, form == "mixed")
+        for _ in range(2): s, turns, first = prompt_turns(model, slots, ids, form == "mixed", mixed_chunk)
         rows[-1].update({f"{form}_turn_ms": s / turns * 1e3, f"{form}_turns": turns, f"{form}_first": first})
     print(json.dumps(rows[-1]), flush=True)
   del model
@@ -254,6 +256,8 @@ def main() -> None:
                   "S_TG with --llama), instead of the short-context numbers")
   ap.add_argument("--mixed", type=int, default=0, help="with --batch: a prompt of this many tokens beside each batch, its chunks as "
                   "rows of the batch's steps against each chunk alone between two steps (ms a turn)")
+  ap.add_argument("--mixed-chunk", type=int, choices=PREFILL_CHUNKS, help="with --mixed: the prompt's chunks of this many tokens "
+                  "(default the shortest, as the server's)")
   ap.add_argument("--json", type=Path)
   args = ap.parse_args()
   depths = [int(d) for d in args.depths.split(",")] if args.depths else []
@@ -289,7 +293,8 @@ def main() -> None:
     if sizes: print("\n".join(f"{x['file']} S_TG " + " ".join(f"B={B}: {v:.1f}" for B, v in x["best_s_tg"].items()) for x in res), flush=True)
     else: print("\n".join(llama_cpp.bench_lines(res)), flush=True)
   if sizes:
-    rows = [r for p in presets for r in at_batches(p, paths[p], sizes, args.decode, args.kernels, args.cache_type, args.mixed)]
+    rows = [r for p in presets for r in at_batches(p, paths[p], sizes, args.decode, args.kernels, args.cache_type, args.mixed,
+                                                 args.mixed_chunk)]
     if args.json: args.json.write_text(json.dumps({"device": Device.DEFAULT, "rows": rows, "llama": llama}, indent=1))
     print("\n" + "\n".join(batch_table(rows, llama)))
     return

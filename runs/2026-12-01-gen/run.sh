@@ -78,7 +78,7 @@
 # routed gate_up: DeepSeek-V2-Lite -1.1%, landed), VARIANTS="A B A B" 129 (the mixed split in one call: -33% / -12.5%, its last
 # B ran out), SERVE=1 129 (C's warmup ran past the load's 150 s wait), SERVE=1 PAR=8 CLIENTS=1,8 WAIT=280 LEVEL_S=280
 # VARIANTS="C A" DEADLINE=450 129 (the server's chunks as rows of the steps: 8 clients +22%, landed).
-# Next lease, in order: 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A, depths B A),
+# Next lease, in order: 145 (a prompt's chunks of 32 and 128 as rows of 8 and 16 sequences' steps: the cost a prompt token), 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A, depths B A),
 # 122 (the short context's decode over f32 and f16 caches on both MoE models, if 125 leaves it open), PRESETS=glm-4.7-flash
 # VARIANTS="A B" 139, PRESETS=glm-4.7-flash,deepseek-v2-lite 84, 85, 80, VARIANTS="B A" 74.
 #   1: where a generated decode token of DeepSeek-V2-Lite and GLM-4.7-Flash goes, kernel by kernel: Nsight Compute's device
@@ -914,6 +914,16 @@ case $1 in
        d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
+     done ;;
+  145) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # what a prompt token costs the running streams as rows of their steps, by chunk length: gpu_bench --batch $BATCH
+     # (default 1,8,16) --mixed 512 of $P (default deepseek-v2-lite,youtu-llm-2b) with the prompt in chunks of each of $CHUNKS
+     # (default 32 128 32 128): ms a turn and turns (512 / chunk), the chunk between the steps beside it
+     P=${PRESETS:-deepseek-v2-lite,youtu-llm-2b}; synth ${P//,/ }; echo "synthesized $(date +%T)"
+     for c in ${CHUNKS:-32 128 32 128}; do
+       echo "-- chunk $c $(date +%T)"
+       timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,8,16} --decode 32 --mixed 512 \
+         --mixed-chunk $c --json "$OUT/chunk$c.$RANDOM.json" 2>&1 | grep -v '^{' | tail -8
      done ;;
   141) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # a split product's slices and residual added by the next norm's x quantization (B = experiments/xq-residual-sums.diff:
