@@ -78,7 +78,9 @@
 # routed gate_up: DeepSeek-V2-Lite -1.1%, landed), VARIANTS="A B A B" 129 (the mixed split in one call: -33% / -12.5%, its last
 # B ran out), SERVE=1 129 (C's warmup ran past the load's 150 s wait), SERVE=1 PAR=8 CLIENTS=1,8 WAIT=280 LEVEL_S=280
 # VARIANTS="C A" DEADLINE=450 129 (the server's chunks as rows of the steps: 8 clients +22%, landed).
-# Next lease, in order: 145 (a prompt's chunks of 32 and 128 as rows of 8 and 16 sequences' steps: the cost a prompt token), 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A, depths B A),
+# Next lease, in order: 145 (a prompt's chunks of 32 and 128 as rows of 8 and 16 sequences' steps: the cost a prompt token),
+# 146 and M=deepseek-v2-lite 146 (the server at 1-32 clients with mixed steps), 147 for each model (batched decode beside
+# llama-batched-bench), 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A, depths B A),
 # 122 (the short context's decode over f32 and f16 caches on both MoE models, if 125 leaves it open), PRESETS=glm-4.7-flash
 # VARIANTS="A B" 139, PRESETS=glm-4.7-flash,deepseek-v2-lite 84, 85, 80, VARIANTS="B A" 74.
 #   1: where a generated decode token of DeepSeek-V2-Lite and GLM-4.7-Flash goes, kernel by kernel: Nsight Compute's device
@@ -915,6 +917,25 @@ case $1 in
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
      done ;;
+  147) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # batched decode beside llama.cpp in one run (carry .cache/llama/llama-cpp-src.tar.xz): llama.cpp built while $M (default
+     # youtu-llm-2b) is synthesized, then gpu_bench --batch $BATCH (default 1,4,8,16,32) --llama: our aggregate tok/s against
+     # llama-batched-bench's best S_TG (flash attention off and on) at each number of sequences
+     [ -x .cache/llama/build/bin/llama-bench ] || (python3 -m tools.llama_bench build --time-limit 370 > "$OUT/llama_build.log" 2>&1) &
+     M=${M:-youtu-llm-2b}; synth $M; echo "synthesized $(date +%T)"
+     wait; tail -2 "$OUT/llama_build.log" 2>/dev/null; echo "built $(date +%T)"
+     timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $M --batch ${BATCH:-1,4,8,16,32} --decode 32 --llama \
+       --json "$OUT/batch_llama_$M.json" 2>&1 | grep -v '^{' | tail -9 ;;
+  146) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # the server under the issue's load on $M (default youtu-llm-2b): 32 slots, $CLIENTS (default 1,4,8,16,32) streaming
+     # clients, $REQ (default 4) requests each, its load json in $OUT; then 300 requests with faults mixed in and the idle check
+     M=${M:-youtu-llm-2b}; synth $M
+     (exec python3 apps/llm.py --model $M --serve 8080 --parallel 32 --max-context 2048 --queue 64 > "$OUT/server_$M.log" 2>&1) &
+     pid=$!
+     timeout $(($(left) - 70)) python3 -m tools.load --port 8080 --clients ${CLIENTS:-1,4,8,16,32} --requests ${REQ:-4} --seconds 40 \
+       --wait 400 --json "$OUT/load_$M.json" 2>&1 | tail -8
+     timeout $(($(left) - 5)) python3 -m tools.load --port 8080 --faults 300 --wait 10 2>&1 | tail -3
+     kill $pid; wait $pid 2>/dev/null ;;
   145) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # what a prompt token costs the running streams as rows of their steps, by chunk length: gpu_bench --batch $BATCH
      # (default 1,8,16) --mixed 512 of $P (default deepseek-v2-lite,youtu-llm-2b) with the prompt in chunks of each of $CHUNKS
