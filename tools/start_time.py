@@ -4,7 +4,7 @@ of a 16-token prompt, and the second process's load by phase (Engine.load_second
 device past them, the weights' upload with its GB/s); llama.cpp's in the same run with --llama.
 
   python3 -m tools.start_time [--presets glm-4.7-flash-tiny,...] [--kernels hand] [--prompt 16] [--repeat N] [--calls] [--llama]
-                              [--json PATH]
+                              [--cli] [--serve SLOTS] [--json PATH]
 
 Each preset runs in a scratch cache of its own (CACHEDB and the capture directory in a temporary folder), so "first" is
 a cold start whatever ran before; the model file itself is generated first and read once (it sits in the page cache, as
@@ -139,6 +139,32 @@ def cli_ttft(preset: str, kernels: str, n_prompt: int, scratch: Path) -> float:
   if p.returncode or not first: raise SystemExit(f"start_time: llm.py -p failed on {preset}:\n{err.decode()[-3000:]}")
   return t
 
+def serve_ready(preset: str, kernels: str, slots: int, scratch: Path) -> float:
+  """Seconds from starting `llm.py --serve` with `slots` slots to its /health answering: the load and the warmup (every
+  batch size's steps captured, or loaded from the captures of an earlier server in `scratch`)."""
+  import socket, urllib.request
+  from apps.vocab import cache_dir
+  (scratch / "serve").mkdir(exist_ok=True)
+  for sub in ("models", "vocab"):   # the files themselves from the project's cache; the captures the scratch's own
+    if not (link := scratch / "serve" / sub).exists(): link.symlink_to(cache_dir() / sub)
+  with socket.socket() as sk:
+    sk.bind(("127.0.0.1", 0))
+    port = sk.getsockname()[1]
+  env = {**os.environ, "CACHEDB": str(scratch / "cache.db"), "TINYGRAD_MLA_CACHE": str(scratch / "serve")}
+  t0 = time.time()
+  p = subprocess.Popen([sys.executable, "apps/llm.py", "--model", preset, "--kernels", kernels, "--max-context", "1024", "--serve",
+                        str(port), "--parallel", str(slots)], env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+  try:
+    while p.poll() is None:
+      try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1) as r: r.read()
+        return time.time() - t0
+      except OSError: time.sleep(0.05)
+    raise SystemExit(f"start_time: llm.py --serve failed on {preset}:\n{p.stderr.read().decode()[-3000:]}")
+  finally:
+    p.terminate()
+    p.communicate(timeout=60)
+
 def llama_ttft(path: Path, n_prompt: int) -> float:
   from tools import llama_bench
   t0 = time.time()
@@ -160,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
                   "driver calls, their count, seconds and longest (time_calls)")
   ap.add_argument("--cli", action="store_true", help="the CLI's own time too: llm.py -p to the first byte it prints, 1 + repeat "
                   "runs, the slowest dropped (the first may capture its steps)")
+  ap.add_argument("--serve", type=int, default=0, metavar="SLOTS", help="the server's time too: llm.py --serve with SLOTS slots to "
+                  "its /health answering (its warmup done), a first server and 1 + repeat later ones, the slowest dropped")
   ap.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
   a = ap.parse_args(argv)
   if a.child:
@@ -179,9 +207,11 @@ def main(argv: list[str] | None = None) -> int:
       first = run_child(preset, a.kernels, a.prompt, Path(d))
       seconds = sorted((run_child(preset, a.kernels, a.prompt, Path(d), a.calls) for _ in range(max(1, a.repeat))), key=lambda r: r["first_token_s"])
       cli = sorted(cli_ttft(preset, a.kernels, a.prompt, Path(d)) for _ in range(1 + max(1, a.repeat)))[:-1] if a.cli else []
+      serve = [serve_ready(preset, a.kernels, a.serve, Path(d)) for _ in range(2 + max(1, a.repeat))] if a.serve else []
     runs = {"first": first, "second": seconds[len(seconds) // 2]}
     row = {"preset": preset, "kernels": a.kernels, **runs, "seconds_first_token_s": [r["first_token_s"] for r in seconds]}
     if cli: row["cli_first_token_s"] = cli
+    if serve: row["serve_ready_s"] = {"slots": a.serve, "first": serve[0], "later": sorted(serve[1:])[:-1]}
     if a.llama: row["llama"] = {"first": llama_ttft(path, a.prompt), "second": llama_ttft(path, a.prompt)}
     rows.append(row)
     f, s = runs["first"], runs["second"]
@@ -190,6 +220,8 @@ def main(argv: list[str] | None = None) -> int:
           f"({s['load_gb_s']:.2f} GB/s), first token at {s['first_token_s']:.1f} s ({s['captures_loaded']} captures loaded)"
           + (f" [median of {len(seconds)}: {seconds[0]['first_token_s']:.2f}-{seconds[-1]['first_token_s']:.2f} s]" if len(seconds) > 1 else "")
           + (f" | llm.py -p: first token at {cli[len(cli) // 2]:.2f} s ({cli[0]:.2f}-{cli[-1]:.2f})" if cli else "")
+          + (f" | llm.py --serve ({a.serve} slots) ready at {serve[0]:.1f} s, later {(sv := row['serve_ready_s']['later'])[len(sv) // 2]:.2f} s "
+             f"({sv[0]:.2f}-{sv[-1]:.2f})" if serve else "")
           + (f" | llama.cpp {row['llama']['first']:.1f} / {row['llama']['second']:.1f} s" if a.llama else ""), flush=True)
     ph = s["load_phases_s"]
     print(f"{'':30s} second load: metadata and tokenizer {ph['metadata']:.2f} s, the device's opening past them {ph['device']:.2f} s, "
