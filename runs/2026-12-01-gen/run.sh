@@ -80,7 +80,7 @@
 # VARIANTS="C A" DEADLINE=450 129 (the server's chunks as rows of the steps: 8 clients +22%, landed).
 # Next lease, in order: 145 (a prompt's chunks of 32 and 128 as rows of 8 and 16 sequences' steps: the cost a prompt token),
 # 146 and M=deepseek-v2-lite 146 (the server at 1-32 clients with mixed steps), 147 for each model (batched decode beside
-# llama-batched-bench), 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A, depths B A),
+# llama-batched-bench), 148 (the server's prompts beside streams in chunks of 128, if 145 says a token costs less there), 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A, depths B A),
 # 122 (the short context's decode over f32 and f16 caches on both MoE models, if 125 leaves it open), PRESETS=glm-4.7-flash
 # VARIANTS="A B" 139, PRESETS=glm-4.7-flash,deepseek-v2-lite 84, 85, 80, VARIANTS="B A" 74.
 #   1: where a generated decode token of DeepSeek-V2-Lite and GLM-4.7-Flash goes, kernel by kernel: Nsight Compute's device
@@ -916,6 +916,21 @@ case $1 in
        d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
+     done ;;
+  148) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT experiments/batching-chunk-128.diff: a prompt beside running requests in chunks of up to 128 tokens as rows
+     # of their steps, where the tree takes 32 (run 145 first: what a prompt token costs the rows by chunk length). The server
+     # under load on $M (default deepseek-v2-lite), $PAR slots (8), $CLIENTS (1,8), A = the tree, B = the diff, $VARIANTS
+     # (B A: the first server of each captures its steps; WAIT seconds for it, 280)
+     M=${M:-deepseek-v2-lite}; synth $M; tree /tmp/B batching-chunk-128.diff || exit 1
+     for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     for v in ${VARIANTS:-B A}; do
+       d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
+       (cd $d && exec python3 apps/llm.py --model $M --serve 8080 --parallel ${PAR:-8} --max-context 2048 --queue 64 > "$OUT/server_$v.log" 2>&1) &
+       pid=$!
+       timeout $(( $(left) > ${LEVEL_S:-280} ? ${LEVEL_S:-280} : $(left) - 5 )) python3 -m tools.load --port 8080 --clients ${CLIENTS:-1,8} \
+         --requests ${REQ:-3} --seconds 30 --wait ${WAIT:-280} --json "$OUT/load_$v.json" 2>&1 | tail -4
+       kill $pid; wait $pid 2>/dev/null
      done ;;
   147) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # batched decode beside llama.cpp in one run (carry .cache/llama/llama-cpp-src.tar.xz): llama.cpp built while $M (default
