@@ -121,7 +121,7 @@ def prompt_turns(model: Transformer, slots: list[int], ids: list[int], mixed: bo
     if not mixed:
       if prev is not None: model.collect(prev)
       prev, first = None, model.fill_chunk(p, lambda: chunk)
-    step = model.launch(slots, p if mixed else None, chunk if mixed else None)
+    step = model.launch(slots, p if mixed else None, chunk)
     if prev is not None: model.collect(prev)
     prev, turns = step, turns + 1
     if step.first is not None: first = model.collect(step)[-1]; prev = None
