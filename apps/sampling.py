@@ -49,12 +49,14 @@ def _order_key(x: Tensor) -> Tensor:
   b = x.bitcast(dtypes.uint32)
   return (b >> 31).cast(dtypes.bool).where(b ^ 0xFFFFFFFF, b | 0x80000000)
 
-def _kth_key(keys: Tensor, enough) -> Tensor:
+def _kth_key(keys: Tensor, enough, bits: list[Tensor]) -> Tensor:
   """Per row of keys (B, n): the largest m (B, 1) with enough(keys >= m) (B, 1) true, built bit by bit from the top: an
-  exact radix select."""
+  exact radix select. bits: the 32 one-bit masks, highest first, each a realized (1,) buffer: so the passes after the
+  first are one kernel (its two, where tinygrad splits the sum) of a single AST, compiled once, not 32 that differ in a
+  constant (each distinct row count of a step compiled ~130 of those: most of a server's first start)."""
   m = Tensor.zeros(keys.shape[0], 1, dtype=dtypes.uint32, device=keys.device)
-  for bit in range(31, -1, -1):
-    cand = m | (1 << bit)
+  for bit in bits:
+    cand = m | bit.reshape(1, 1)
     m = enough(keys >= cand).where(cand, m)
   return m
 
@@ -84,6 +86,7 @@ class Sampler:
     self.temperature, self.top_p, self.min_p, self.penalty = f(0.0), f(1.0), f(0.0), f(1.0)
     self.top_k, self.seed, self.counter, self.window = f(0, dtypes.uint32), f(0, dtypes.uint32), f(0, dtypes.uint32), f(0, dtypes.int32)
     self.recent = device_full((slots, RING), -1, dtypes.int32, device)
+    self.bits = [device_full((1,), 1 << b, dtypes.uint32, device) for b in range(31, -1, -1)]   # _kth_key's masks
 
   @property
   def structure(self) -> tuple[bool, ...]: return self.params[0].structure
@@ -126,12 +129,12 @@ class Sampler:
       if top_k:
         keys, k = _order_key(logits), row(self.top_k).reshape(B, 1)
         k = (k == 0).where(n, k.minimum(n))                                                     # 0: off
-        keep = keep & (keys >= _kth_key(keys, lambda ge: ge.cast(dtypes.uint32).sum(-1, keepdim=True) >= k))
+        keep = keep & (keys >= _kth_key(keys, lambda ge: ge.cast(dtypes.uint32).sum(-1, keepdim=True) >= k, self.bits))
       if top_p or min_p:
         probs = keep.where(logits, float("-inf")).softmax(-1)
         if top_p:
           keys, p = _order_key(probs), row(self.top_p).reshape(B, 1)
-          keep = keep & ((keys >= _kth_key(keys, lambda ge: (ge.where(probs, 0.0)).sum(-1, keepdim=True) >= p)) | (p >= 1.0))
+          keep = keep & ((keys >= _kth_key(keys, lambda ge: (ge.where(probs, 0.0)).sum(-1, keepdim=True) >= p, self.bits)) | (p >= 1.0))
         if min_p: keep = keep & (probs >= probs.max(-1, keepdim=True) * row(self.min_p).reshape(B, 1))
       temperature, counter = row(self.temperature), row(self.counter)
       gumbel = -(-_uniform(counter, row(self.seed), n).log()).log()

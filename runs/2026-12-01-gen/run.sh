@@ -78,7 +78,7 @@
 # routed gate_up: DeepSeek-V2-Lite -1.1%, landed), VARIANTS="A B A B" 129 (the mixed split in one call: -33% / -12.5%, its last
 # B ran out), SERVE=1 129 (C's warmup ran past the load's 150 s wait), SERVE=1 PAR=8 CLIENTS=1,8 WAIT=280 LEVEL_S=280
 # VARIANTS="C A" DEADLINE=450 129 (the server's chunks as rows of the steps: 8 clients +22%, landed).
-# Next lease, in order: 145 (a prompt's chunks of 32 and 128 as rows of 8 and 16 sequences' steps: the cost a prompt token),
+# Next lease, in order: 149 (the first server start with the radix select's bits from buffers, against constants), 145 (a prompt's chunks of 32 and 128 as rows of 8 and 16 sequences' steps: the cost a prompt token),
 # 146 and M=deepseek-v2-lite 146 (the server at 1-32 clients with mixed steps), 147 for each model (batched decode beside
 # llama-batched-bench), 148 (the server's prompts beside streams in chunks of 128, if 145 says a token costs less there), 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A, depths B A),
 # 122 (the short context's decode over f32 and f16 caches on both MoE models, if 125 leaves it open), PRESETS=glm-4.7-flash
@@ -916,6 +916,17 @@ case $1 in
        d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
+     done ;;
+  149) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # a server's first start (every batch size's steps captured, greedy and llama.cpp's default sampling) with the sampler's
+     # radix-select bits read from buffers (B = the tree: its 32 passes one kernel) against constants (A = the tree with
+     # experiments/sampler-bits.diff reversed: 32 kernels a pass of each distinct row count): tools.start_time --serve $PAR
+     # (default 8) of $M (default deepseek-v2-lite), each variant in scratch caches of its own, in the order $VARIANTS (A B)
+     M=${M:-deepseek-v2-lite}; synth $M; tree /tmp/A sampler-bits.diff -R || exit 1
+     for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     for v in ${VARIANTS:-A B}; do
+       d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.start_time --presets $M --serve ${PAR:-8} --json "$OUT/start_$v.json" 2>&1 | tail -3)
      done ;;
   148) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT experiments/batching-chunk-128.diff: a prompt beside running requests in chunks of up to 128 tokens as rows

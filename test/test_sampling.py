@@ -1,0 +1,54 @@
+"""The sampler's filters against a reference written here from llama.cpp's chain (top-k, then top-p and min-p on the softmax
+of what top-k kept, temperature last): the radix select finds each row's threshold exactly, and the tokens a row draws are
+the tokens the reference keeps, no more and no fewer."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from tinygrad import Tensor, TinyJit, dtypes
+from apps.sampling import Params, Sampler, _kth_key, _order_key
+
+def reference_kept(logits: np.ndarray, p: Params) -> set[int]:
+  x = logits.astype(np.float64)
+  order = np.argsort(-x, kind="stable")
+  keep = np.zeros(len(x), bool)
+  keep[order[:p.top_k or len(x)]] = True
+  probs = np.where(keep, np.exp(x - x.max()), 0.0)
+  probs /= probs.sum()
+  if p.top_p < 1:   # the smallest run of the most likely tokens whose mass reaches top_p
+    run = order[keep[order]]
+    cut = int(np.searchsorted(np.cumsum(probs[run]), p.top_p)) + 1
+    keep[run[cut:]] = False
+  if p.min_p > 0: keep &= probs >= p.min_p * probs.max()
+  return set(np.flatnonzero(keep).tolist())
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.integers(1, 40))
+def test_kth_key_is_the_kth_largest(seed, k):
+  rng = np.random.default_rng(seed)
+  x = rng.integers(-6, 6, size=(3, 40)).astype(np.float32) * rng.choice([0.25, 1.5], size=(3, 1)).astype(np.float32)  # ties
+  s = Sampler(40, "CPU")
+  keys = _order_key(Tensor(x))
+  got = _kth_key(keys, lambda ge: ge.cast(dtypes.uint32).sum(-1, keepdim=True) >= k, s.bits).numpy()[:, 0]
+  want = _order_key(Tensor(-np.sort(-x, axis=1)[:, k - 1:k].copy())).numpy()[:, 0]   # the key of each row's k-th largest value
+  np.testing.assert_array_equal(got, want)
+
+CASES = [Params(temperature=40.0, top_k=5), Params(temperature=40.0, top_p=0.5), Params(temperature=40.0, min_p=0.15),
+         Params(temperature=40.0, top_k=9, top_p=0.8, min_p=0.05)]
+
+@pytest.mark.parametrize("rows", [1, 3])
+def test_drawn_tokens_are_the_kept_ones(rows):
+  n, draws = 48, 300
+  rng = np.random.default_rng(rows)
+  for params in CASES:
+    logits = (rng.standard_normal((rows, n)) * 1.5).astype(np.float32)
+    want = [reference_kept(row, params) for row in logits]
+    s = Sampler(n, "CPU", slots=rows)
+    for slot in range(rows): s.configure(Params(**{**vars(params), "seed": 11 + slot}), [], slot)
+    x = Tensor(logits).realize()
+    into = Tensor.zeros(rows, dtype=dtypes.int32).contiguous().realize()
+    which = Tensor(np.arange(rows, dtype=np.int32)).realize() if rows > 1 else None
+    step = TinyJit(lambda: s.sample(x, into, which, params.structure).realize())
+    got = [set() for _ in range(rows)]
+    for _ in range(draws):
+      for r, t in enumerate(step().numpy().tolist()): got[r].add(t)
+    assert got == want, params   # at temperature 40 what is kept is drawn near-uniformly: 300 draws see every kept token
