@@ -2,7 +2,7 @@
 
 The chain is llama.cpp's default order: repetition penalty over the last tokens, top-k, top-p, min-p, temperature,
 then a draw (Gumbel-max with a counter-based hash RNG, so a seed reproduces a run). Thresholds for top-k and top-p
-are found exactly with a 32-step bitwise search over order-preserving integer keys of the float logits: no sort.
+are found exactly with a radix search over order-preserving integer keys of the float logits, 4 bits a pass: no sort.
 Parameters live in persistent device tensors (set before each generation), so one JIT capture serves all values;
 only the structure (greedy or sampled, which stages are on) selects a different capture.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 import numpy as np
 from tinygrad import Tensor, dtypes
-from apps.readback import device_full, upload_rows
+from apps.readback import device_full, to_device, upload_rows
 
 @dataclass(frozen=True)
 class Params:
@@ -49,16 +49,18 @@ def _order_key(x: Tensor) -> Tensor:
   b = x.bitcast(dtypes.uint32)
   return (b >> 31).cast(dtypes.bool).where(b ^ 0xFFFFFFFF, b | 0x80000000)
 
-def _kth_key(keys: Tensor, enough, bits: list[Tensor]) -> Tensor:
-  """Per row of keys (B, n): the largest m (B, 1) with enough(keys >= m) (B, 1) true, built bit by bit from the top: an
-  exact radix select. bits: the 32 one-bit masks, highest first, each a realized (1,) buffer: so the passes after the
-  first are one kernel (its two, where tinygrad splits the sum) of a single AST, compiled once, not 32 that differ in a
-  constant (each distinct row count of a step compiled ~130 of those: most of a server's first start)."""
-  m = Tensor.zeros(keys.shape[0], 1, dtype=dtypes.uint32, device=keys.device)
-  for bit in bits:
-    cand = m | bit.reshape(1, 1)
-    m = enough(keys >= cand).where(cand, m)
-  return m
+RADIX = 4   # bits a pass of _kth_key decides
+
+def _kth_key(keys: Tensor, enough, digits: list[Tensor]) -> Tensor:
+  """Per row of keys (B, n): the largest m (B, 1) with enough(keys >= m) true, RADIX bits a pass from the top: an exact
+  radix select. enough: (B, D, n) bools, D candidates a row -> (B, D, 1) bools. digits: a pass's candidate digits, each a
+  realized (D,) buffer (d << shift for d < D), so every pass after the first is the same AST, compiled once."""
+  B, n = keys.shape
+  m = Tensor.zeros(B, 1, 1, dtype=dtypes.uint32, device=keys.device)
+  for d in digits:
+    cand = m | d.reshape(1, -1, 1)                                              # (B, D, 1), increasing in d
+    m = enough(keys.reshape(B, 1, n) >= cand).where(cand, 0).max(1, keepdim=True)   # the largest candidate that is enough
+  return m.reshape(B, 1)
 
 def _uniform(counter: Tensor, seed: Tensor, n: int) -> Tensor:
   """(B, n) uniforms in (0, 1) from a hash of (seed, counter, index) of each row (counter, seed: (B,))."""
@@ -86,7 +88,8 @@ class Sampler:
     self.temperature, self.top_p, self.min_p, self.penalty = f(0.0), f(1.0), f(0.0), f(1.0)
     self.top_k, self.seed, self.counter, self.window = f(0, dtypes.uint32), f(0, dtypes.uint32), f(0, dtypes.uint32), f(0, dtypes.int32)
     self.recent = device_full((slots, RING), -1, dtypes.int32, device)
-    self.bits = [device_full((1,), 1 << b, dtypes.uint32, device) for b in range(31, -1, -1)]   # _kth_key's masks
+    D = 1 << RADIX   # _kth_key's candidate digits of each pass, highest first
+    self.digits = [to_device(np.arange(D, dtype=np.uint32) << np.uint32(s), device) for s in range(32 - RADIX, -1, -RADIX)]
 
   @property
   def structure(self) -> tuple[bool, ...]: return self.params[0].structure
@@ -127,14 +130,14 @@ class Sampler:
     else:
       keep = Tensor.ones(B, n, dtype=dtypes.bool, device=self.device)
       if top_k:
-        keys, k = _order_key(logits), row(self.top_k).reshape(B, 1)
+        keys, k = _order_key(logits), row(self.top_k).reshape(B, 1, 1)
         k = (k == 0).where(n, k.minimum(n))                                                     # 0: off
-        keep = keep & (keys >= _kth_key(keys, lambda ge: ge.cast(dtypes.uint32).sum(-1, keepdim=True) >= k, self.bits))
+        keep = keep & (keys >= _kth_key(keys, lambda ge: ge.cast(dtypes.uint32).sum(-1, keepdim=True) >= k, self.digits))
       if top_p or min_p:
         probs = keep.where(logits, float("-inf")).softmax(-1)
         if top_p:
-          keys, p = _order_key(probs), row(self.top_p).reshape(B, 1)
-          keep = keep & ((keys >= _kth_key(keys, lambda ge: (ge.where(probs, 0.0)).sum(-1, keepdim=True) >= p, self.bits)) | (p >= 1.0))
+          keys, p, mass = _order_key(probs), row(self.top_p).reshape(B, 1, 1), probs.reshape(B, 1, n)
+          keep = keep & ((keys >= _kth_key(keys, lambda ge: ge.where(mass, 0.0).sum(-1, keepdim=True) >= p, self.digits)) | (p[:, 0] >= 1.0))
         if min_p: keep = keep & (probs >= probs.max(-1, keepdim=True) * row(self.min_p).reshape(B, 1))
       temperature, counter = row(self.temperature), row(self.counter)
       gumbel = -(-_uniform(counter, row(self.seed), n).log()).log()

@@ -28,7 +28,7 @@ def test_kth_key_is_the_kth_largest(seed, k):
   x = rng.integers(-6, 6, size=(3, 40)).astype(np.float32) * rng.choice([0.25, 1.5], size=(3, 1)).astype(np.float32)  # ties
   s = Sampler(40, "CPU")
   keys = _order_key(Tensor(x))
-  got = _kth_key(keys, lambda ge: ge.cast(dtypes.uint32).sum(-1, keepdim=True) >= k, s.bits).numpy()[:, 0]
+  got = _kth_key(keys, lambda ge: ge.cast(dtypes.uint32).sum(-1, keepdim=True) >= k, s.digits).numpy()[:, 0]
   want = _order_key(Tensor(-np.sort(-x, axis=1)[:, k - 1:k].copy())).numpy()[:, 0]   # the key of each row's k-th largest value
   np.testing.assert_array_equal(got, want)
 

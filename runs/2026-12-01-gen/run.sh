@@ -78,7 +78,8 @@
 # routed gate_up: DeepSeek-V2-Lite -1.1%, landed), VARIANTS="A B A B" 129 (the mixed split in one call: -33% / -12.5%, its last
 # B ran out), SERVE=1 129 (C's warmup ran past the load's 150 s wait), SERVE=1 PAR=8 CLIENTS=1,8 WAIT=280 LEVEL_S=280
 # VARIANTS="C A" DEADLINE=450 129 (the server's chunks as rows of the steps: 8 clients +22%, landed).
-# Next lease, in order: 149 (the first server start with the radix select's bits from buffers, against constants), 145 (a prompt's chunks of 32 and 128 as rows of 8 and 16 sequences' steps: the cost a prompt token),
+# Next lease, in order: 150 (decode with llama.cpp's default sampling: the radix select 4 bits a pass against 1), 149 (the first
+# server start with the radix select's bits from buffers, against constants), 145 (a prompt's chunks of 32 and 128 as rows of 8 and 16 sequences' steps: the cost a prompt token),
 # 146 and M=deepseek-v2-lite 146 (the server at 1-32 clients with mixed steps), 147 for each model (batched decode beside
 # llama-batched-bench), 148 (the server's prompts beside streams in chunks of 128, if 145 says a token costs less there), 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A, depths B A),
 # 122 (the short context's decode over f32 and f16 caches on both MoE models, if 125 leaves it open), PRESETS=glm-4.7-flash
@@ -916,6 +917,19 @@ case $1 in
        d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
+     done ;;
+  150) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # decode with llama.cpp's default sampling (top-k 40, top-p 0.95, min-p 0.05, temperature 0.8: the CLI's and the server's
+     # default), gpu_bench's "sampled ms" beside the greedy step: B = the tree (the radix select 4 bits a pass, 57 sampler
+     # kernels a step), A = the tree with experiments/sampler-radix4.diff reversed (1 bit a pass, 153); $P (default
+     # youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash) in the order $VARIANTS (A B B A), --decode 64 --prefill 512
+     P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash}; (for m in ${P//,/ }; do synth $m & done; wait)
+     tree /tmp/A sampler-radix4.diff -R || exit 1
+     for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     for v in ${VARIANTS:-A B B A}; do
+       d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --decode 64 --json "$OUT/sampled_$v.$RANDOM.json" 2>&1 \
+         | grep -v '^{' | tail -6)
      done ;;
   149) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # a server's first start (every batch size's steps captured, greedy and llama.cpp's default sampling) with the sampler's
