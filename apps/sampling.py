@@ -54,7 +54,8 @@ RADIX = 4   # bits a pass of _kth_key decides
 def _kth_key(keys: Tensor, enough, digits: list[Tensor]) -> Tensor:
   """Per row of keys (B, n): the largest m (B, 1) with enough(keys >= m) true, RADIX bits a pass from the top: an exact
   radix select. enough: (B, D, n) bools, D candidates a row -> (B, D, 1) bools. digits: a pass's candidate digits, each a
-  realized (D,) buffer (d << shift for d < D), so every pass after the first is the same AST, compiled once."""
+  realized (D,) buffer (d << shift for d < D), so every pass after the first is the same AST, compiled once. The first
+  candidate, m itself, is always enough (m = 0 keeps every key), so the largest enough one is the next m."""
   B, n = keys.shape
   m = Tensor.zeros(B, 1, 1, dtype=dtypes.uint32, device=keys.device)
   for d in digits:
