@@ -79,7 +79,7 @@
 # B ran out), SERVE=1 129 (C's warmup ran past the load's 150 s wait), SERVE=1 PAR=8 CLIENTS=1,8 WAIT=280 LEVEL_S=280
 # VARIANTS="C A" DEADLINE=450 129 (the server's chunks as rows of the steps: 8 clients +22%, landed).
 # Next lease, in order: 150 (decode with llama.cpp's default sampling: the radix select 4 bits a pass against 1), 149 (the first
-# server start with the radix select's bits from buffers, against constants), 145 (a prompt's chunks of 32 and 128 as rows of 8 and 16 sequences' steps: the cost a prompt token),
+# server start with the radix select as it is, against f555886's), 145 (a prompt's chunks of 32 and 128 as rows of 8 and 16 sequences' steps: the cost a prompt token),
 # 146 and M=deepseek-v2-lite 146 (the server at 1-32 clients with mixed steps), 147 for each model (batched decode beside
 # llama-batched-bench), 148 (the server's prompts beside streams in chunks of 128, if 145 says a token costs less there), 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A, depths B A),
 # 122 (the short context's decode over f32 and f16 caches on both MoE models, if 125 leaves it open), PRESETS=glm-4.7-flash
@@ -922,8 +922,8 @@ case $1 in
      # decode with llama.cpp's default sampling (top-k 40, top-p 0.95, min-p 0.05, temperature 0.8: the CLI's and the server's
      # default), gpu_bench's "sampled ms" beside the greedy step: B = the tree (the radix select 4 bits a pass, 57 sampler
      # kernels a step), A = the tree with experiments/sampler-radix4.diff reversed (1 bit a pass, 153); $P (default
-     # youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash) in the order $VARIANTS (A B B A), --decode 64 --prefill 512
-     P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash}; (for m in ${P//,/ }; do synth $m & done; wait)
+     # youtu-llm-2b,deepseek-v2-lite; PRESETS=glm-4.7-flash alone) in the order $VARIANTS (A B B A), --decode 64 --prefill 512
+     P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite}; (for m in ${P//,/ }; do synth $m & done; wait)
      tree /tmp/A sampler-radix4.diff -R || exit 1
      for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      for v in ${VARIANTS:-A B B A}; do
@@ -933,10 +933,11 @@ case $1 in
      done ;;
   149) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # a server's first start (every batch size's steps captured, greedy and llama.cpp's default sampling) with the sampler's
-     # radix-select bits read from buffers (B = the tree: its 32 passes one kernel) against constants (A = the tree with
-     # experiments/sampler-bits.diff reversed: 32 kernels a pass of each distinct row count): tools.start_time --serve $PAR
-     # (default 8) of $M (default deepseek-v2-lite), each variant in scratch caches of its own, in the order $VARIANTS (A B)
-     M=${M:-deepseek-v2-lite}; synth $M; tree /tmp/A sampler-bits.diff -R || exit 1
+     # radix select as it is (B = the tree: 4 bits a pass from (16,) buffers, its passes one AST) against f555886's (A = the
+     # tree with experiments/sampler-select.diff reversed: 32 passes of 1 bit a constant, ~130 kernels lowered and compiled a
+     # distinct row count): tools.start_time --serve $PAR (default 8) of $M (default deepseek-v2-lite), each variant in
+     # scratch caches of its own, in the order $VARIANTS (A B)
+     M=${M:-deepseek-v2-lite}; synth $M; tree /tmp/A sampler-select.diff -R || exit 1
      for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      for v in ${VARIANTS:-A B}; do
        d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $(date +%T)"
@@ -1083,7 +1084,7 @@ case $1 in
      for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      [ -z "$LLAMA" ] || [ -x .cache/llama/build/bin/llama-bench ] || (python3 -m tools.llama_bench build --time-limit 370 \
        > "$OUT/llama_build.log" 2>&1) &
-     P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
+     P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
      wait; echo "built $(date +%T)"
      extra=; [ -x .cache/llama/build/bin/llama-bench ] && extra=--llama
      start_ab st "${VARIANTS:-A B A}" B ;;
@@ -1127,7 +1128,7 @@ print('libcuda files mapped:', sorted({l.split()[-1] for l in open('/proc/self/m
      # tree, B = the diff: a second process's start and its load phases in the order $VARIANTS (the first token must match)
      tree /tmp/B host-register.diff || exit 1
      for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
-     P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
+     P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
      for m in ${P//,/ }; do   # whether the driver pins the file, and how long that takes (a failed pin leaves B as A)
        (cd /tmp/B && python3 -c "import time; from apps import synth, readback; from apps.gguf import GGUFFile
 gf = GGUFFile(synth.generate('$m', 'release', progress=False)); o = readback.Opening(None); t = time.perf_counter(); o.reserve(0, gf.tensor_bytes()); o.wait()
@@ -1399,7 +1400,7 @@ st = readback._stagings.get(o.device); print('$m pinned', st is not None and st.
      tree /tmp/A decode-start.diff -R && tree /tmp/C || exit 1
      sed -i "s/^DECODE_MMA_FROM = [0-9]*/DECODE_MMA_FROM = ${MMA_FROM:-2048}/" /tmp/C/$f; grep -c "^DECODE_MMA_FROM = ${MMA_FROM:-2048}" /tmp/C/$f
      for d in . /tmp/A /tmp/C; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
-     P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash}; (for m in ${P//,/ }; do synth $m & done; wait) > /dev/null 2>&1
+     P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite}; (for m in ${P//,/ }; do synth $m & done; wait) > /dev/null 2>&1
      echo "synthesized $(date +%T)"
      [ -n "$NOBENCH" ] || timeout 150 python3 -m tools.bench_mla_attention --pos ${POS:-32,2047,4095,6143,8191,16383,32767} --layers 8 --iters 20 \
        --cache-type f16 --variants /tmp/var/head.py,/tmp/var/mma0.py 2>&1 | tee "$OUT/attend_f16.txt" | grep -v '^$'
