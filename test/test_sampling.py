@@ -52,3 +52,29 @@ def test_drawn_tokens_are_the_kept_ones(rows):
     for _ in range(draws):
       for r, t in enumerate(step().numpy().tolist()): got[r].add(t)
     assert got == want, params   # at temperature 40 what is kept is drawn near-uniformly: 300 draws see every kept token
+
+def test_repeat_penalty_and_its_window():
+  """Greedy with llama.cpp's repetition penalty: a logit of a token among the row's last repeat_last_n tokens is divided by
+  the penalty when positive, multiplied when negative, and each chosen token joins the window (the oldest leaves): the
+  tokens of eight steps over the same logits are the reference's, row by row, with different windows and penalties."""
+  n, rows, steps = 12, 2, 8
+  rng = np.random.default_rng(3)
+  logits = np.sort(rng.uniform(0.5, 2.0, (rows, n)).astype(np.float32), axis=1)[:, ::-1].copy()   # token 0 the most likely
+  logits[1] -= 2.6   # the second row's all negative: the penalty multiplies them
+  params = [Params(repeat_penalty=1.8, repeat_last_n=3), Params(repeat_penalty=1.3, repeat_last_n=5)]
+  history = [[5, 0], [1, 2, 0, 7]]
+  s = Sampler(n, "CPU", slots=rows)
+  for slot in range(rows): s.configure(params[slot], history[slot], slot)
+  x, into = Tensor(logits).realize(), Tensor.zeros(rows, dtype=dtypes.int32).contiguous().realize()
+  which = Tensor(np.arange(rows, dtype=np.int32)).realize()
+  step = TinyJit(lambda: s.sample(x, into, which, (True, True, False, False, False)).realize())
+  got = [step().numpy().tolist() for _ in range(steps)]
+  for r, (p, h) in enumerate(zip(params, history)):
+    window, want = list(h), []
+    for _ in range(steps):
+      seen = set(window[-p.repeat_last_n:])
+      z = np.array([(v / p.repeat_penalty if v > 0 else v * p.repeat_penalty) if t in seen else v for t, v in enumerate(logits[r].astype(np.float64))])
+      want.append(int(np.argmax(z)))
+      window.append(want[-1])
+    assert [g[r] for g in got] == want, (r, want)
+    assert len(set(want)) >= 2   # the window moved the choice on
