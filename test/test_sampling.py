@@ -1,6 +1,6 @@
 """The sampler's filters against a reference written here from llama.cpp's chain (top-k, then top-p and min-p on the softmax
 of what top-k kept, temperature last): the radix select finds each row's threshold exactly, and the tokens a row draws are
-the tokens the reference keeps, no more and no fewer."""
+the tokens the reference keeps, no more and no fewer; the repetition penalty and its window, step by step."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -73,7 +73,7 @@ def test_repeat_penalty_and_its_window():
     window, want = list(h), []
     for _ in range(steps):
       seen = set(window[-p.repeat_last_n:])
-      z = np.array([(v / p.repeat_penalty if v > 0 else v * p.repeat_penalty) if t in seen else v for t, v in enumerate(logits[r].astype(np.float64))])
+      z = [(v / p.repeat_penalty if v > 0 else v * p.repeat_penalty) if t in seen else v for t, v in enumerate(logits[r].astype(np.float64))]
       want.append(int(np.argmax(z)))
       window.append(want[-1])
     assert [g[r] for g in got] == want, (r, want)
