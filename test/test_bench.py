@@ -456,13 +456,16 @@ def test_bench_quantized_opts_variants():
   assert "all 2 shapes match the float64 reference" in out.stdout
 
 def test_start_time_times_the_load_step_by_step(tmp_path):
-  """tools.start_time --repeat 2 --calls --cli: two second processes, each with its load's steps timed (the uploads, the wait
-  for the device), the same first token as the first process's; and the CLI's own time to its first printed byte, twice."""
+  """tools.start_time --repeat 2 --calls --cli --sampled: two second processes, each with its load's steps timed (the uploads,
+  the wait for the device), the same first token as the first process's (drawn with the CLI's default sampling, seeded);
+  and the CLI's own time to its first printed byte, twice."""
   out = tmp_path / "start.json"
-  cmd = [sys.executable, "-m", "tools.start_time", "--presets", "youtu-llm-2b-tiny", "--repeat", "2", "--calls", "--cli", "--json", str(out)]
+  cmd = [sys.executable, "-m", "tools.start_time", "--presets", "youtu-llm-2b-tiny", "--repeat", "2", "--calls", "--cli", "--sampled",
+         "--json", str(out)]
   r = subprocess.run(cmd, cwd=ROOT, env={**os.environ, "DEV": "CPU"}, capture_output=True, text=True, timeout=600)
   assert r.returncode == 0, r.stderr[-2000:]
   row = json.loads(out.read_text())[0]
+  assert row["sampled"] and "(default sampling) first:" in r.stdout
   assert len(row["seconds_first_token_s"]) == 2 and row["second"]["first_token_s"] in row["seconds_first_token_s"]
   calls = row["second"]["load_calls"]
   assert row["second"]["token"] == row["first"]["token"] and calls["Opening.wait"][0] == 1 and calls["PackedTensor.upload"][0] > 0

@@ -4,7 +4,7 @@ of a 16-token prompt, and the second process's load by phase (Engine.load_second
 device past them, the weights' upload with its GB/s); llama.cpp's in the same run with --llama.
 
   python3 -m tools.start_time [--presets glm-4.7-flash-tiny,...] [--kernels hand] [--prompt 16] [--repeat N] [--calls] [--llama]
-                              [--cli] [--serve SLOTS] [--json PATH]
+                              [--cli] [--serve SLOTS] [--sampled] [--json PATH]
 
 Each preset runs in a scratch cache of its own (CACHEDB and the capture directory in a temporary folder), so "first" is
 a cold start whatever ran before; the model file itself is generated first and read once (it sits in the page cache, as
@@ -88,9 +88,10 @@ def time_calls() -> dict[str, list]:
       if n.startswith("cu") and callable(getattr(cuda, n)): setattr(cuda, n, timed(n, getattr(cuda, n)))
   return stats
 
-def child(preset: str, kernels: str, n_prompt: int, capture_dir: str, calls: bool = False) -> None:
+def child(preset: str, kernels: str, n_prompt: int, capture_dir: str, calls: bool = False, sampled: bool = False) -> None:
   """Runs in the measured process: prints one JSON line of wall-clock times (time.time()) at each stage (with `calls`, the
-  load's steps and driver calls timed too: time_calls)."""
+  load's steps and driver calls timed too: time_calls); the first token greedy, or with `sampled` drawn with the CLI's
+  default sampling (llama.cpp's chain)."""
   t = {"start_python": time.time()}
   import apps  # noqa: F401
   from apps import engine
@@ -104,18 +105,22 @@ def child(preset: str, kernels: str, n_prompt: int, capture_dir: str, calls: boo
   t["loaded"] = time.time()
   load_calls = {k: list(v) for k, v in stats.items()}
   ids = (eng.text_ids("The quick brown fox jumps over the lazy dog. " * 8))[:n_prompt]
-  first = next(eng.model.generate(ids, 1))
+  params = None
+  if sampled:
+    from apps.llm import make_params, parser
+    params = make_params(parser().parse_args(["--seed", "1"]))
+  first = next(eng.model.generate(ids, 1, params))
   t["first_token"] = time.time()
   no_bc = sorted(n for n, f in outside_sources(sys.modules).items() if not has_bytecode(f))
   print(json.dumps({**t, "token": first, "captures_loaded": eng.model.captures.loaded, "device": eng.model.device, "no_bytecode": no_bc,
                     "file_bytes": src.path.stat().st_size, "load_s": t["loaded"] - t["imported"], "phases": eng.load_seconds,
                     "weight_bytes": eng.model.weight_bytes(), "load_calls": load_calls}), flush=True)
 
-def run_child(preset: str, kernels: str, n_prompt: int, scratch: Path, calls: bool = False) -> dict:
+def run_child(preset: str, kernels: str, n_prompt: int, scratch: Path, calls: bool = False, sampled: bool = False) -> dict:
   env = {**os.environ, "CACHEDB": str(scratch / "cache.db"), "PYTHONPATH": str(ROOT)}
   t0 = time.time()
   p = subprocess.run([sys.executable, "-m", "tools.start_time", "--child", preset, kernels, str(n_prompt), str(scratch / "captures"),
-                      "calls" if calls else "-"],
+                      "calls" if calls else "-", "sampled" if sampled else "-"],
                      env=env, cwd=ROOT, capture_output=True, text=True)
   if p.returncode: raise SystemExit(f"start_time: {preset} failed:\n{p.stderr[-3000:]}")
   r = json.loads(p.stdout.strip().splitlines()[-1])
@@ -125,14 +130,16 @@ def run_child(preset: str, kernels: str, n_prompt: int, scratch: Path, calls: bo
           "load_phases_s": r["phases"], "weights_gb_s": r["weight_bytes"] / max(r["phases"]["weights"], 1e-9) / 1e9,
           "load_calls": r["load_calls"], "no_bytecode": r["no_bytecode"]}
 
-def cli_ttft(preset: str, kernels: str, n_prompt: int, scratch: Path) -> float:
+def cli_ttft(preset: str, kernels: str, n_prompt: int, scratch: Path, sampled: bool = False) -> float:
   """Seconds from starting `llm.py -p` (the CLI as a user runs it: its device, load and captures in .cache/captures) to the
-  first byte it prints: the first token of a prompt of about n_prompt words, greedy."""
+  first byte it prints: the first token of a prompt of about n_prompt words, greedy (with `sampled`: the CLI's default
+  sampling, seeded)."""
   text = " ".join(("The quick brown fox jumps over the lazy dog. " * 8).split()[:n_prompt])
   env = {**os.environ, "CACHEDB": str(scratch / "cache.db")}
   t0 = time.time()
   p = subprocess.Popen([sys.executable, "apps/llm.py", "--model", preset, "--kernels", kernels, "--max-context", "1024", "-p", text,
-                        "-n", "1", "--temperature", "0"], env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                        "-n", "1", *(["--seed", "1"] if sampled else ["--temperature", "0"])],
+                       env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
   first = p.stdout.read(1)
   t = time.time() - t0
   _, err = p.communicate()
@@ -188,10 +195,12 @@ def main(argv: list[str] | None = None) -> int:
                   "runs, the slowest dropped (the first may capture its steps)")
   ap.add_argument("--serve", type=int, default=0, metavar="SLOTS", help="the server's time too: llm.py --serve with SLOTS slots to "
                   "its /health answering (its warmup done), a first server and 1 + repeat later ones, the slowest dropped")
-  ap.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
+  ap.add_argument("--sampled", action="store_true", help="the measured first tokens drawn with the CLI's default sampling (llama.cpp's "
+                  "chain: its own captured steps) instead of greedy")
+  ap.add_argument("--child", nargs=6, help=argparse.SUPPRESS)
   a = ap.parse_args(argv)
   if a.child:
-    child(a.child[0], a.child[1], int(a.child[2]), a.child[3], a.child[4] == "calls")
+    child(a.child[0], a.child[1], int(a.child[2]), a.child[3], a.child[4] == "calls", a.child[5] == "sampled")
     return 0
   compiled = deps_bytecode()
   print("bytecode written for the imports outside this tree that had none, as a pip install writes it: " +
@@ -204,18 +213,20 @@ def main(argv: list[str] | None = None) -> int:
     with open(path, "rb") as f:
       while f.read(1 << 26): pass  # into the page cache
     with tempfile.TemporaryDirectory(prefix="start_time-") as d:
-      first = run_child(preset, a.kernels, a.prompt, Path(d))
-      seconds = sorted((run_child(preset, a.kernels, a.prompt, Path(d), a.calls) for _ in range(max(1, a.repeat))), key=lambda r: r["first_token_s"])
-      cli = sorted(cli_ttft(preset, a.kernels, a.prompt, Path(d)) for _ in range(1 + max(1, a.repeat)))[:-1] if a.cli else []
+      first = run_child(preset, a.kernels, a.prompt, Path(d), sampled=a.sampled)
+      seconds = sorted((run_child(preset, a.kernels, a.prompt, Path(d), a.calls, a.sampled) for _ in range(max(1, a.repeat))),
+                       key=lambda r: r["first_token_s"])
+      cli = sorted(cli_ttft(preset, a.kernels, a.prompt, Path(d), a.sampled) for _ in range(1 + max(1, a.repeat)))[:-1] if a.cli else []
       serve = [serve_ready(preset, a.kernels, a.serve, Path(d)) for _ in range(2 + max(1, a.repeat))] if a.serve else []
     runs = {"first": first, "second": seconds[len(seconds) // 2]}
-    row = {"preset": preset, "kernels": a.kernels, **runs, "seconds_first_token_s": [r["first_token_s"] for r in seconds]}
+    row = {"preset": preset, "kernels": a.kernels, "sampled": a.sampled, **runs, "seconds_first_token_s": [r["first_token_s"] for r in seconds]}
     if cli: row["cli_first_token_s"] = cli
     if serve: row["serve_ready_s"] = {"slots": a.serve, "first": serve[0], "later": sorted(serve[1:])[:-1]}
     if a.llama: row["llama"] = {"first": llama_ttft(path, a.prompt), "second": llama_ttft(path, a.prompt)}
     rows.append(row)
     f, s = runs["first"], runs["second"]
-    print(f"{preset:24s} {f['device']:5s} first: import {f['import_s']:.1f} s, load {f['load_s']:.1f} s ({f['load_gb_s']:.2f} GB/s), "
+    print(f"{preset:24s} {f['device']:5s} {'(default sampling) ' if a.sampled else ''}first: import {f['import_s']:.1f} s, "
+          f"load {f['load_s']:.1f} s ({f['load_gb_s']:.2f} GB/s), "
           f"first token at {f['first_token_s']:.1f} s | second: import {s['import_s']:.1f} s, load {s['load_s']:.1f} s "
           f"({s['load_gb_s']:.2f} GB/s), first token at {s['first_token_s']:.1f} s ({s['captures_loaded']} captures loaded)"
           + (f" [median of {len(seconds)}: {seconds[0]['first_token_s']:.2f}-{seconds[-1]['first_token_s']:.2f} s]" if len(seconds) > 1 else "")
