@@ -935,13 +935,13 @@ case $1 in
      # a server's first start (every batch size's steps captured, greedy and llama.cpp's default sampling) with the sampler's
      # radix select as it is (B = the tree: 4 bits a pass from (16,) buffers, its passes one AST) against f555886's (A = the
      # tree with experiments/sampler-select.diff reversed: 32 passes of 1 bit a constant, ~130 kernels lowered and compiled a
-     # distinct row count): tools.start_time --serve $PAR (default 8) of $M (default deepseek-v2-lite), each variant in
-     # scratch caches of its own, in the order $VARIANTS (A B)
+     # distinct row count): tools.start_time --serve $PAR (default 8) --sampled (the first tokens with the default sampling) of $M
+     # (default deepseek-v2-lite), each variant in scratch caches of its own, in the order $VARIANTS (A B)
      M=${M:-deepseek-v2-lite}; synth $M; tree /tmp/A sampler-select.diff -R || exit 1
      for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      for v in ${VARIANTS:-A B}; do
        d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $(date +%T)"
-       (cd $d && timeout $(($(left) - 3)) python3 -m tools.start_time --presets $M --serve ${PAR:-8} --json "$OUT/start_$v.json" 2>&1 | tail -3)
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.start_time --presets $M --serve ${PAR:-8} --sampled --json "$OUT/start_$v.json" 2>&1 | tail -3)
      done ;;
   148) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT experiments/batching-chunk-128.diff: a prompt beside running requests in chunks of up to 128 tokens as rows
