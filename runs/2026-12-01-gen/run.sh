@@ -79,7 +79,8 @@
 # B ran out), SERVE=1 129 (C's warmup ran past the load's 150 s wait), SERVE=1 PAR=8 CLIENTS=1,8 WAIT=280 LEVEL_S=280
 # VARIANTS="C A" DEADLINE=450 129 (the server's chunks as rows of the steps: 8 clients +22%, landed).
 # Next lease, in order: 150 (decode with llama.cpp's default sampling: the radix select 4 bits a pass against 1), 149 (the first
-# server start with the radix select as it is, against f555886's), 145 (a prompt's chunks of 32 and 128 as rows of 8 and 16 sequences' steps: the cost a prompt token),
+# server start with the radix select as it is, against f555886's), 151 (one capture of a mixed step for a prompt's chunks,
+# prepared), 145 (a prompt's chunks of 32 and 128 as rows of 8 and 16 sequences' steps: the cost a prompt token),
 # 146 and M=deepseek-v2-lite 146 (the server at 1-32 clients with mixed steps), 147 for each model (batched decode beside
 # llama-batched-bench), 148 (the server's prompts beside streams in chunks of 128, if 145 says a token costs less there), 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A, depths B A),
 # 122 (the short context's decode over f32 and f16 caches on both MoE models, if 125 leaves it open), PRESETS=glm-4.7-flash
@@ -917,6 +918,24 @@ case $1 in
        d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
+     done ;;
+  151) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT experiments/mixed-one-form.diff: one capture of a mixed step for a prompt's chunks, its last or not (the
+     # chunk's last row always sampled, as row B; its slot -1 before the last chunk: no sampler state moves), where the tree
+     # captures two: a server's warmup a quarter fewer captures, one more head and sampler row on every mixed turn. gpu_bench
+     # --batch $BATCH (default 1,8,16) --mixed 512 of $P (default deepseek-v2-lite,youtu-llm-2b), A = the tree, B = the diff,
+     # $VARIANTS (A B B A); then, where time is left, tools.start_time --serve 8 --presets ${P%%,*} B then A
+     P=${PRESETS:-deepseek-v2-lite,youtu-llm-2b}; (for m in ${P//,/ }; do synth $m & done; wait)
+     tree /tmp/B mixed-one-form.diff || exit 1
+     for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     for v in ${VARIANTS:-A B B A}; do
+       d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,8,16} --decode 32 --mixed 512 \
+         --json "$OUT/mixed1_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -8)
+     done
+     for v in B A; do
+       d=.; [ $v = B ] && d=/tmp/B; echo "-- start $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.start_time --presets ${P%%,*} --serve 8 --json "$OUT/start1_$v.json" 2>&1 | tail -3)
      done ;;
   150) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # decode with llama.cpp's default sampling (top-k 40, top-p 0.95, min-p 0.05, temperature 0.8: the CLI's and the server's
