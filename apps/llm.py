@@ -38,6 +38,10 @@ def make_params(args, seed_offset: int = 0, greedy: bool = False):
   return Params(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, min_p=args.min_p, repeat_penalty=args.repeat_penalty,
                 repeat_last_n=args.repeat_last_n, seed=seed)
 
+def default_params(seed: int = 1):
+  """The sampling a bare `llm.py -p` or a request without sampling fields uses (llama.cpp's chain), with a fixed seed."""
+  return make_params(parser().parse_args(["--seed", str(seed)]))
+
 # ---------------------------------------------------------------- modes
 
 def run_prompt(engine: Engine, args) -> int:

@@ -23,7 +23,7 @@ import apps  # noqa: F401
 from tinygrad import Device, GlobalCounters
 from apps import synth
 from apps.model import PREFILL_CHUNKS, Transformer
-from apps.llm import make_params, parser
+from apps.llm import default_params
 from apps import KERNEL_PATHS, CACHE_TYPES
 import bench_block as bb  # copy_bandwidth (4 chained 1 GiB copies in one TinyJit, read + write bytes), upstream_step, measure
 from tools import llama_bench as llama_cpp
@@ -64,7 +64,7 @@ def bench(preset: str, path: Path, n_decode: int, n_prefill: int, mix: str, upst
   # decode: warm up (capture), then time steady tokens, greedy (llama-bench's tg: no sampling) and with llama.cpp's default
   # sampling chain (the CLI's and the server's default)
   runs = []
-  for params in (None, make_params(parser().parse_args(["--seed", "1"]))):
+  for params in (None, default_params()):
     model.reset()
     times, last = [], time.perf_counter()
     for _ in model.generate(prompt[:DECODE_AFTER], n_decode + 3, params):

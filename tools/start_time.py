@@ -105,11 +105,8 @@ def child(preset: str, kernels: str, n_prompt: int, capture_dir: str, calls: boo
   t["loaded"] = time.time()
   load_calls = {k: list(v) for k, v in stats.items()}
   ids = (eng.text_ids("The quick brown fox jumps over the lazy dog. " * 8))[:n_prompt]
-  params = None
-  if sampled:
-    from apps.llm import make_params, parser
-    params = make_params(parser().parse_args(["--seed", "1"]))
-  first = next(eng.model.generate(ids, 1, params))
+  from apps.llm import default_params
+  first = next(eng.model.generate(ids, 1, default_params() if sampled else None))
   t["first_token"] = time.time()
   no_bc = sorted(n for n, f in outside_sources(sys.modules).items() if not has_bytecode(f))
   print(json.dumps({**t, "token": first, "captures_loaded": eng.model.captures.loaded, "device": eng.model.device, "no_bytecode": no_bc,
