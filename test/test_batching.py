@@ -140,6 +140,10 @@ def test_gpu_bench_times_a_prompt_beside_the_rows_both_ways():
   (r,) = gpu_bench.at_batches("youtu-llm-2b-tiny", synth.generate("youtu-llm-2b-tiny", "release", progress=False), [1], 4, mixed=160,
                               mixed_chunk=128)
   assert r["mixed_turns"] == r["between_turns"] == 2 and r["mixed_first"] == r["between_first"], r
+  # --mixed-chunk 8, a length the model lacks: added for the run; 24 tokens in three chunks of 8, each way
+  (r8,) = gpu_bench.at_batches("youtu-llm-2b-tiny", synth.generate("youtu-llm-2b-tiny", "release", progress=False), [1], 4, mixed=24,
+                               mixed_chunk=8)
+  assert r8["mixed_turns"] == r8["between_turns"] == 3 and r8["mixed_first"] == r8["between_first"], r8
 
 def test_path_check_compares_a_prompt_as_rows_and_alone():
   """`path_check --mixed` (run at full size on the GPU): a 40-token window as rows of another slot's steps and alone leaves

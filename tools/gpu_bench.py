@@ -143,8 +143,9 @@ def at_batches(preset: str, path: Path, sizes: list[int], n_decode: int, kernels
   captures): ms a turn (a step and a chunk) in each form, and whether both forms' first tokens agree."""
   release()
   extra = 4 * (mixed // 16 + 4) if mixed else 0   # the rows' positions the prompt's turns take
+  chunks = PREFILL_CHUNKS + ((mixed_chunk,) if mixed_chunk and mixed_chunk not in PREFILL_CHUNKS else ())   # a length to try
   model = Transformer.from_gguf(path, max_context=max(BATCH_PROMPT + n_decode + BATCH_CHECK + 64 + extra, mixed + 2), kernels=kernels,
-                                cache_type=cache_type, slots=max(sizes) + bool(mixed))
+                                cache_type=cache_type, slots=max(sizes) + bool(mixed), prefill_chunks=chunks)
   rng = np.random.default_rng(0)
   prompts = [rng.integers(0, 100000, BATCH_PROMPT).tolist() for _ in range(max(sizes))]
   alone = [list(model.generate(p, BATCH_CHECK)) for p in prompts[:4]]
@@ -262,8 +263,8 @@ def main() -> None:
                   "S_TG with --llama), instead of the short-context numbers")
   ap.add_argument("--mixed", type=int, default=0, help="with --batch: a prompt of this many tokens beside each batch, its chunks as "
                   "rows of the batch's steps against each chunk alone between two steps (ms a turn)")
-  ap.add_argument("--mixed-chunk", type=int, choices=PREFILL_CHUNKS, help="with --mixed: the prompt's chunks of this many tokens "
-                  "(default the shortest, as the server's)")
+  ap.add_argument("--mixed-chunk", type=int, choices=range(1, max(PREFILL_CHUNKS) + 1), metavar="N", help="with --mixed: the "
+                  "prompt's chunks of this many tokens (default the shortest, as the server's; a length the model lacks is added)")
   ap.add_argument("--json", type=Path)
   args = ap.parse_args()
   depths = [int(d) for d in args.depths.split(",")] if args.depths else []

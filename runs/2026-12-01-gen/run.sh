@@ -919,6 +919,12 @@ case $1 in
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
      done ;;
+  152) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT experiments/few-tokens-2.diff (B) and few-tokens-1.diff (C): a batched step of 3-4 (B) or 2-4 (C) sequences
+     # on the split tensor-core GEMM where the tree keeps up to 4 on the matvecs (gemm.FEW_TOKENS); call140: Youtu-LLM-2B's
+     # step of 4 took 2.62 ms against 2.38 for 8. gpu_bench --batch $BATCH (default 2,4,8) of $PRESETS (default
+     # youtu-llm-2b,deepseek-v2-lite), in the order $VARIANTS (A B C C B A)
+     BATCH=${BATCH:-2,4,8} VARIANTS=${VARIANTS:-A B C C B A} batch_ab few B:few-tokens-2.diff C:few-tokens-1.diff ;;
   151) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT experiments/mixed-one-form.diff: one capture of a mixed step for a prompt's chunks, its last or not (the
      # chunk's last row always sampled, as row B; its slot -1 before the last chunk: no sampler state moves), where the tree
@@ -953,10 +959,10 @@ case $1 in
   149) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # a server's first start (every batch size's steps captured, greedy and llama.cpp's default sampling) with the sampler's
      # radix select as it is (B = the tree: 4 bits a pass from (16,) buffers, its passes one AST) against f555886's (A = the
-     # tree with experiments/sampler-select.diff reversed: 32 passes of 1 bit a constant, ~130 kernels lowered and compiled a
-     # distinct row count): tools.start_time --serve $PAR (default 8) --sampled (the first tokens with the default sampling) of $M
-     # (default deepseek-v2-lite), each variant in scratch caches of its own, in the order $VARIANTS (A B)
-     M=${M:-deepseek-v2-lite}; synth $M; tree /tmp/A sampler-select.diff -R || exit 1
+     # tree with experiments/sampler-f555886.diff, f555886's apps/sampling.py: 32 passes of 1 bit a constant, ~130 kernels
+     # lowered and compiled a distinct row count): tools.start_time --serve $PAR (default 8) --sampled (the first tokens with the
+     # default sampling) of $M (default deepseek-v2-lite), each variant in scratch caches of its own, in the order $VARIANTS (A B)
+     M=${M:-deepseek-v2-lite}; synth $M; tree /tmp/A sampler-f555886.diff || exit 1
      for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      for v in ${VARIANTS:-A B}; do
        d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $(date +%T)"
@@ -999,9 +1005,10 @@ case $1 in
   145) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # what a prompt token costs the running streams as rows of their steps, by chunk length: gpu_bench --batch $BATCH
      # (default 1,8,16) --mixed 512 of $P (default deepseek-v2-lite,youtu-llm-2b) with the prompt in chunks of each of $CHUNKS
-     # (default 32 128 32 128): ms a turn and turns (512 / chunk), the chunk between the steps beside it
+     # (default 8 32 128; a length the model lacks, such as 8, gpu_bench adds): ms a turn and turns (512 / chunk), the chunk
+     # between the steps beside it
      P=${PRESETS:-deepseek-v2-lite,youtu-llm-2b}; synth ${P//,/ }; echo "synthesized $(date +%T)"
-     for c in ${CHUNKS:-32 128 32 128}; do
+     for c in ${CHUNKS:-8 32 128}; do
        echo "-- chunk $c $(date +%T)"
        timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,8,16} --decode 32 --mixed 512 \
          --mixed-chunk $c --json "$OUT/chunk$c.$RANDOM.json" 2>&1 | grep -v '^{' | tail -8
