@@ -78,10 +78,13 @@
 # routed gate_up: DeepSeek-V2-Lite -1.1%, landed), VARIANTS="A B A B" 129 (the mixed split in one call: -33% / -12.5%, its last
 # B ran out), SERVE=1 129 (C's warmup ran past the load's 150 s wait), SERVE=1 PAR=8 CLIENTS=1,8 WAIT=280 LEVEL_S=280
 # VARIANTS="C A" DEADLINE=450 129 (the server's chunks as rows of the steps: 8 clients +22%, landed).
-# Next lease, in order: 150 (decode with llama.cpp's default sampling: the radix select 4 bits a pass against 1), 149 (the first
-# server start with the radix select as it is, against f555886's), 151 (one capture of a mixed step for a prompt's chunks,
-# prepared), 145 (a prompt's chunks of 32 and 128 as rows of 8 and 16 sequences' steps: the cost a prompt token),
-# 146 and M=deepseek-v2-lite 146 (the server at 1-32 clients with mixed steps), 147 for each model (batched decode beside
+# Measured 2026-12-06 (calls 145-146, H100): DEADLINE=170 VARIANTS="A B" 150 and PRESETS=deepseek-v2-lite VARIANTS="B A B" 150
+# (the 4-bit radix select: Youtu-LLM-2B's sampled step 4.39 -> 2.81 ms, DeepSeek-V2-Lite's 1.60 -> 2.42), DEADLINE=200 BATCH=2,4
+# VARIANTS="A B C" 152 (4 rows on the GEMM: Youtu-LLM-2B -10%, DeepSeek-V2-Lite +8%; 2 rows lose on both), BATCH=1,8 145 (chunks
+# of 8 and 32: a mixed turn's fixed ~2.2 ms; the 128s ran out).
+# Next lease, in order: PRESETS=glm-4.7-flash VARIANTS="A B" 150 (its vocabulary of 154,880), CHUNKS=128 BATCH=1,8 145, 149 (the
+# first server start with the radix select as it is, against f555886's), 151 (one capture of a mixed step for a prompt's
+# chunks, prepared), 146 and M=deepseek-v2-lite 146 (the server at 1-32 clients with mixed steps), 147 for each model (batched decode beside
 # llama-batched-bench), 148 (the server's prompts beside streams in chunks of 128, if 145 says a token costs less there), 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A, depths B A),
 # 122 (the short context's decode over f32 and f16 caches on both MoE models, if 125 leaves it open), PRESETS=glm-4.7-flash
 # VARIANTS="A B" 139, PRESETS=glm-4.7-flash,deepseek-v2-lite 84, 85, 80, VARIANTS="B A" 74.
