@@ -23,7 +23,7 @@ import apps  # noqa: F401
 from tinygrad import Device, GlobalCounters
 from apps import synth
 from apps.model import PREFILL_CHUNKS, Transformer
-from apps.llm import default_params
+from apps.llm import default_params, _int as int_in
 from apps import KERNEL_PATHS, CACHE_TYPES
 import bench_block as bb  # copy_bandwidth (4 chained 1 GiB copies in one TinyJit, read + write bytes), upstream_step, measure
 from tools import llama_bench as llama_cpp
@@ -263,7 +263,7 @@ def main() -> None:
                   "S_TG with --llama), instead of the short-context numbers")
   ap.add_argument("--mixed", type=int, default=0, help="with --batch: a prompt of this many tokens beside each batch, its chunks as "
                   "rows of the batch's steps against each chunk alone between two steps (ms a turn)")
-  ap.add_argument("--mixed-chunk", type=int, choices=range(1, max(PREFILL_CHUNKS) + 1), metavar="N", help="with --mixed: the "
+  ap.add_argument("--mixed-chunk", type=int_in(1, max(PREFILL_CHUNKS)), metavar="N", help="with --mixed: the "
                   "prompt's chunks of this many tokens (default the shortest, as the server's; a length the model lacks is added)")
   ap.add_argument("--json", type=Path)
   args = ap.parse_args()
