@@ -52,7 +52,7 @@ from apps.quantized import QuantizedLinear, QuantizedExpertWeights, QuantizedEmb
 from apps.packed import PackedTensor
 from apps import synth, sampling
 
-TARGETS = ("block", "ffn", "attn", "stack", "decode", "fill", "prompt", "upstream")
+TARGETS = ("block", "ffn", "attn", "stack", "decode", "fill", "prompt", "mixed", "upstream")
 DEFAULT_TARGETS = ("block", "ffn", "attn", "stack", "decode")
 PARTS = ("attention", "router", "experts", "shared_expert", "dense_ffn", "norms", "embedding", "output", "sampling", "other")
 
@@ -241,6 +241,18 @@ class Bench:
       decode = TinyJit(functools.partial(m._decode, sampling.Params().structure))  # what generate() replays per token, token read back as there
       return Step(target, decode, lambda i: (self.v_pos,), lambda out: m.token.item(), len(m.blocks), active_weight_bytes(m),
                   cache_bytes(m, len(m.blocks), self.pos), "token")
+    if target == "mixed":
+      # a batched step of `rows` sequences (each at pos) with a prompt's chunk of the shortest chunk length (its tokens at pos
+      # of slot `rows`) as further rows (Transformer.launch(slots, prompt)): the server's turn while a prompt arrives
+      B, T = self.rows, m.prefill_chunks[-1]
+      if B >= m.slots: raise SystemExit(f"bench: a mixed step of {B} rows needs a model of {B + 1} slots (it has {m.slots})")
+      if self.pos + T > m.max_context: raise SystemExit(f"bench: a prefill chunk of {T} at --pos {self.pos} overflows the context of {m.max_context}")
+      for b in range(B): m.sampler.configure(sampling.Params(), [], b)
+      buf = Tensor(np.random.default_rng(1).integers(0, m.cfg.vocab_size, m.max_context, dtype=np.int32), device=self.dev).realize()
+      args = (buf, m.start_pos.bind(self.pos), m._v_len[T].bind(T), m._v_slot.bind(B), *m.place_rows([self.pos] * B, list(range(B)), B))
+      step = TinyJit(functools.partial(m._step_mixed, B, False, sampling.Params().structure))
+      return Step(target, step, lambda i: args, sync_dev, len(m.blocks), active_weight_bytes(m, whole=True),
+                  (B + 1) * cache_bytes(m, len(m.blocks), self.pos, T), "step", B + T)
     if target in ("fill", "prompt"):
       # one prefill chunk as generate() runs every chunk but the last (fill) or the last (prompt): the shortest chunk length's
       # tokens placed at pos (pos <= max_context - T), latents into the caches, the stack's last row out (fill) or the token

@@ -415,7 +415,7 @@ class Block:
                 base: int | UOp = 0, rows: Rows | None = None, chunk: tuple | None = None) -> Tensor:
     """x + MLA(attn_norm(x)) for x (T, dim) fp32 at positions start_pos.. of the sequence whose cache rows start at `base`
     (their latent rows go into the cache), or with `rows` the new tokens of T sequences (Rows). cos/sin are the rope rows
-    of those positions; `tables` = (rope_cos, rope_sin, an int32 buffer of [start_pos, base][, the expanded keys' and values'
+    of those positions; `tables` = (rope_cos, rope_sin, an int32 buffer of [start_pos, base, T][, the expanded keys' and values'
     buffers or None]) lets the attention kernels run where the device has them: a decode token's (T = 1, or the rows: one
     pass, the new row included) or a prefill chunk's (after the chunk's rows are stored; a long one's on the tensor cores
     over its keys and values expanded per head, where the buffers are given). With `rows` and `chunk` = (start_pos, cos,
@@ -439,9 +439,13 @@ class Block:
     else:
       # the rows first (their own rows of the cache, other sequences' than the chunk's), then the chunk over the cache
       # they leave; each output before v_b unless its path applies it
-      B = len(rows.pos)
-      rows_out, rows_v, cache = self._attend(q[:B], kv[:B], kv_off, cache, 0, cos, sin, tables, 0, rows)
-      chunk_out, chunk_v, _ = self._attend(q[B:], kv[B:], kv_off, cache, *chunk)
+      B, q_lat = len(rows.pos), None
+      if tables is not None and self.hand_written(x.device):
+        # both parts' queries absorbed by one k_b product; each part's kernels read its rows of q, kv and q_lat in place
+        q_lat = self.attn_k_b.batched(q[:, :cfg.n_head * kq].reshape(T, cfg.n_head, kq), prefix=True)
+        rows_out, rows_v, cache = self._attend(q, kv, kv_off, cache, 0, cos, sin, tables, 0, rows, q_lat=q_lat)
+      else: rows_out, rows_v, cache = self._attend(q[:B], kv[:B], kv_off, cache, 0, cos, sin, tables, 0, rows)
+      chunk_out, chunk_v, _ = self._attend(q, kv, kv_off, cache, *chunk, first=B, q_lat=q_lat)
       # one v_b below for both where neither path applied it, else the part without it past v_b here
       past_v = rows_v or chunk_v
       vb = lambda o, done: o if done or not past_v else self.attn_v_b.batched(o.cast(x.dtype))
@@ -456,23 +460,45 @@ class Block:
       self.kernel_modules.mla_attention.decodes(device, cache, cfg.n_head, cfg.kv_lora_rank, cfg.qk_rope)
 
   def _attend(self, q: Tensor, kv: Tensor, kv_off: int, cache: Tensor, start_pos: int | UOp, cos: Tensor, sin: Tensor,
-              tables: tuple | None, base: int | UOp, rows: Rows | None = None) -> tuple[Tensor, bool, Tensor]:
-    """The attention of q's and kv's T rows (attention's projections, kv at kv_off in kv's rows) as attention describes
-    them: (the output (T, H, kv_lora), or (T, H, v_head) where the path applied v_b itself; whether it did; the cache with
-    the rows' latents stored, for a later part of the step to read)."""
-    cfg, T = self.cfg, q.shape[0]
+              tables: tuple | None, base: int | UOp, rows: Rows | None = None, first: int = 0,
+              q_lat: Tensor | None = None) -> tuple[Tensor, bool, Tensor]:
+    """The attention of q's and kv's T rows from row `first` on (attention's projections, kv at kv_off in kv's rows), or
+    of their first len(rows.pos) rows with `rows`, as attention describes them: (the output (T, H, kv_lora), or (T, H,
+    v_head) where the path applied v_b itself; whether it did; the cache with the rows' latents stored, for a later part
+    of the step to read). q_lat: the absorbed queries of all of q's rows, where a mixed step made them for both parts (the
+    hand-written path's)."""
+    cfg, T = self.cfg, q.shape[0] - first
     kq = cfg.qk_nope + cfg.qk_rope
     if self._decodes_by_kernel(q.device, cache, tables, rows, T):
       # q_nope of every head, read in place (from q, or from the stacked [q; kv_a] output), absorbed: (T, H, kv_lora)
-      q_lat = self.attn_k_b.batched(q.reshape(T, -1), prefix=True, slot_stride=kq)
+      q, kv = (t if t.ndim == 2 else t.reshape(T, -1) for t in (q, kv))
+      if q_lat is None: q_lat = self.attn_k_b.batched(q, prefix=True, slot_stride=kq)
       out = self.kernel_modules.mla_attention.mla_decode_attention(
-        q_lat.reshape(T, cfg.n_head, cfg.kv_lora_rank), q.reshape(T, -1), kv.reshape(T, -1), self.attn_kv_a_norm, cache, *tables[:2],
+        q_lat.reshape(T, cfg.n_head, cfg.kv_lora_rank), q, kv, self.attn_kv_a_norm, cache, *tables[:2],
         rows.table if rows is not None else tables[2], n_head=cfg.n_head, kv_lora=cfg.kv_lora_rank, qk_nope=cfg.qk_nope,
         qk_rope=cfg.qk_rope, scale=cfg.kq_scale, eps=cfg.norm_eps, kv_offset=kv_off, fusions=self.fusions)
       # the kernel writes the rows into the cache in place (rows no later part of a step reads: other sequences')
-      return out.reshape(T, cfg.n_head, cfg.kv_lora_rank), False, cache
-    q = q[:, :cfg.n_head * kq].reshape(T, cfg.n_head, kq)
-    q_nope, q_pe, kv = q[..., :cfg.qk_nope], q[..., cfg.qk_nope:], kv[:, kv_off:]
+      return out.reshape(-1, cfg.n_head, cfg.kv_lora_rank), False, cache
+    if rows is None and tables is not None and self.hand_written(q.device):
+      # a prefill chunk on the GPU: its latent rows into the cache and q_pe's rope in one kernel (the projections' rows read
+      # in place), then the attention kernels over the cache
+      mod = self.kernel_modules.mla_attention
+      q_pe, cache = mod.mla_chunk_rows(q, kv, self.attn_kv_a_norm, cache, *tables[:3], n_head=cfg.n_head, kv_lora=cfg.kv_lora_rank,
+                                       qk_nope=cfg.qk_nope, qk_rope=cfg.qk_rope, eps=cfg.norm_eps, kv_offset=kv_off, first=first,
+                                       fusions=self.fusions)
+      q_heads = q[first:, :cfg.n_head * kq].reshape(T, cfg.n_head, kq)
+      q_nope = q_heads[..., :cfg.qk_nope]
+      if len(tables) > 3 and tables[3] is not None and has_mma(q.device) and flash_prefills(cfg, T.vmax if isinstance(T, UOp) else T):
+        # a long chunk on the tensor cores: the keys and values of rows 0..start_pos + T - 1 expanded per head (one GEMM)
+        # into the model's buffers, then flash attention over them; the output already past v_b
+        return self.flash_attention(q_nope, q_pe, cache, T, tables), True, cache
+      # causal attention of the chunk over the cache: one kernel on the tensor cores (CUDA sm_80+), else a split of each
+      # token's keys and their combine
+      if q_lat is None: q_lat, first = self.attn_k_b.batched(q_heads, prefix=True), 0
+      return mod.mla_prefill_attention(q_lat, q_pe, cache, tables[2], kv_lora=cfg.kv_lora_rank, qk_rope=cfg.qk_rope, scale=cfg.kq_scale,
+                                       max_context=tables[0].shape[0], first=first, fusions=self.fusions), False, cache
+    q = q[first:, :cfg.n_head * kq].reshape(T, cfg.n_head, kq)
+    q_nope, q_pe, kv = q[..., :cfg.qk_nope], q[..., cfg.qk_nope:], kv[first:, kv_off:]
     q_pe = apply_rope(q_pe, cos.unsqueeze(1), sin.unsqueeze(1)).cast(q_nope.dtype)
 
     c_kv = rms_norm(kv[:, :cfg.kv_lora_rank], self.attn_kv_a_norm, cfg.norm_eps)
@@ -486,14 +512,9 @@ class Block:
       return Tensor.cat(*[latent_attention(q[i:i + 1], cache[b:b + max_context], p, cfg.kv_lora_rank, cfg.kq_scale, slices=self.fusions.slices)
                           for i, (p, b) in enumerate(zip(rows.pos, rows.base))]), False, cache
     cache = Tensor(cache.uop.after(cache[base + start_pos:base + start_pos + T].uop.store(row.uop)))
-    if tables is not None and len(tables) > 3 and tables[3] is not None and self.hand_written(q.device) and has_mma(q.device) and \
-       flash_prefills(cfg, T.vmax if isinstance(T, UOp) else T):
-      # a long chunk on the tensor cores: the keys and values of rows 0..start_pos + T - 1 expanded per head (one GEMM)
-      # into the model's buffers, then flash attention over them; the output already past v_b
-      return self.flash_attention(q_nope, q_pe, cache, T, tables), True, cache
     if tables is not None and self.prefills_by_kernel(q.device, cache, T):
-      # causal attention of the chunk over the cache: one kernel on the tensor cores (CUDA sm_80+), else a split of each
-      # token's keys and their combine; on the CPU one kernel that reads each key row once for a few tokens and heads
+      # causal attention of the chunk over the cache: on the CPU one kernel that reads each key row once for a few tokens
+      # and heads
       q_lat = self.attn_k_b.batched(q_nope)
       return self.kernel_modules.mla_attention.mla_prefill_attention(q_lat.float(), q_pe.float(), cache, tables[2], kv_lora=cfg.kv_lora_rank,
                                                                      qk_rope=cfg.qk_rope, scale=cfg.kq_scale, max_context=max_context,

@@ -145,7 +145,7 @@ class Transformer:
     cos, sin = rope_tables(cfg, self.max_context)
     self.rope_cos, self.rope_sin = to_device(cos, self.device), to_device(sin, self.device)
     self.expanded: tuple[Tensor, Tensor] | None = None   # the flash prefill's keys and values (_size_expanded)
-    self._pos_zero = zeros(2)
+    self._pos_zero = zeros(3)
     # the last sampled id lives on the device: the decode step reads it and overwrites it (a JIT input would be copied)
     self.token = zeros(1)
     self._tokens = zeros(self.max_context)  # a prompt, padded
@@ -266,11 +266,11 @@ class Transformer:
 
   def rope_args(self, start_pos: int | UOp, T, slot: int | UOp | None = None) -> tuple:
     """What every block takes besides x and its cache: start_pos, the rope rows of the T positions, the whole tables with
-    [start_pos, the slot's first cache row] in a device buffer (for the attention kernels, which read them on the device)
+    [start_pos, the slot's first cache row, T] in a device buffer (for the attention kernels, which read them on the device)
     and the expanded keys' and values' buffers (or None), and that first row."""
     cos, sin = self.rope_cos[start_pos:start_pos + T], self.rope_sin[start_pos:start_pos + T]
     base = 0 if slot is None else slot * self.max_context
-    pos = (self._pos_zero + Tensor.stack(Tensor(start_pos, device=self.device), Tensor(base, device=self.device)).cast(dtypes.int32)).contiguous()
+    pos = (self._pos_zero + Tensor.stack(*(Tensor(v, device=self.device) for v in (start_pos, base, T))).cast(dtypes.int32)).contiguous()
     return start_pos, cos, sin, (self.rope_cos, self.rope_sin, pos, self.expanded), base
 
   def head(self, x: Tensor) -> Tensor:

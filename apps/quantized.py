@@ -254,7 +254,7 @@ class QuantizedLinear:
     spec = KernelSpec("linear", self.w.fmt, Bmax, 1, N, self.in_features, 1, False, False, base_device(x.device),
                       norm=norm is not None, residual=residual is not None, glu=glu, eps=norm[1] if norm else 0.0, x_dtype=x.dtype,
                       x_stride=stride, kernels=self.kernels, fusions=self.fusions, modules=self.kernel_modules, opts=self.opts)
-    if stride and (dispatch.kernel_cached(spec) is None or not isinstance(B, int)): return self(x[..., :self.in_features], norm, residual, glu)
+    if stride and dispatch.kernel_cached(spec) is None: return self(x[..., :self.in_features], norm, residual, glu)
     if dispatch.kernel_cached(spec) is None:  # the same math as separate ops
       y = self(rms_norm(x, *norm).cast(x.dtype) if norm is not None else x)
       if glu: y = y[..., :N].silu() * y[..., N:]
@@ -403,7 +403,7 @@ class QuantizedExpertWeights:
     specs = [KernelSpec("batched", w.fmt, Bmax, J, n, self.in_features, J, True, False, base_device(x.device),
                         x_stride=stride, kernels=self.kernels, fusions=self.fusions, modules=self.kernel_modules)
              for w, n in zip(self.groups, self.outs)]
-    if stride and (not isinstance(B, int) or any(dispatch.kernel_cached(sp) is None for sp in specs)): return sliced()
+    if stride and any(dispatch.kernel_cached(sp) is None for sp in specs): return sliced()
     ys = []
     for w, n, spec in zip(self.groups, self.outs, specs):
       ys.append(dispatch.launch(spec, Tensor.empty(Bmax, J, n, dtype=x.dtype, device=x.device), xs, *w.part_list()))

@@ -249,6 +249,32 @@ def test_profile_batched_step():
   assert len(res["rows"]) == res["kernels"] and {"attention", "experts", "output", "sampling"} <= {r.part for r in res["rows"]}
   with pytest.raises(SystemExit, match="3 rows need a model of as many slots"): bb.Bench(m, 16, 2, rows=3)
 
+def test_profile_mixed_step():
+  """`tools.profile --target mixed --batch N --chunk C`: the batched step of N sequences with a prompt's chunk of C tokens
+  (slot N) as further rows (Transformer._step_mixed, as launch(slots, prompt) runs it): its rows' tokens are the decode
+  step's (the chunk is another sequence's), the chunk's latents land in slot N's cache rows at --pos, and the profile
+  attributes its kernels to the model's parts; a model without the spare slot is refused."""
+  m = bb.load_model(bb.resolve_model(PRESET), 64, bb.DEFAULT_SPLIT_MASK, slots=3)
+  m.set_prefill_chunks(8)
+  bench = bb.Bench(m, 16, 2, rows=2)
+  tokens = m.slot_tokens.numpy()
+  step = bench.step("decode")
+  step.fn(*step.args(0))
+  want = m._row_out[:2].tolist()
+  for c in m.caches: c.assign(c.zeros_like()).realize()
+  m.slot_tokens.assign(Tensor(tokens, device=m.device)).realize()   # the rows' last tokens as the decode step found them
+  step = bench.step("mixed")
+  assert step.per == "step" and step.tokens == 2 + 8
+  step.fn(*step.args(0))
+  assert m._row_out[:2].tolist() == want
+  chunk_rows = m.caches[0].numpy()[2 * m.max_context + 16:2 * m.max_context + 24]
+  assert np.abs(chunk_rows).max(-1).min() > 0                                              # every row of the chunk written
+  assert not np.abs(m.caches[0].numpy()[2 * m.max_context + 24:]).any()                    # nothing past it
+  from tools import profile
+  res = profile.profile(bench, "mixed", repeat=1, count=1)
+  assert len(res["rows"]) == res["kernels"] and {"attention", "output", "sampling"} <= {r.part for r in res["rows"]}
+  with pytest.raises(SystemExit, match="a mixed step of 3 rows needs a model of 4 slots"): bb.Bench(m, 16, 2, rows=3).step("mixed")
+
 def test_beam_kernels_runs_each_pick_on_the_kernels_buffers(capsys):
   """`tools.beam_kernels`: a decode step's slowest kernel searched at BEAM=1 on the CPU and its pick run on the buffers of
   the kernel's call: one row with both times, and the pick's outputs the heuristics' from the same inputs, to fp32's rounding

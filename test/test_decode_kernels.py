@@ -15,9 +15,10 @@ import bench_block as bb
 from tinygrad.uop.ops import Ops
 from apps.kernels import Fusions, FUSIONS
 out = {}
-def capture(preset, max_context, target="decode", kernels="hand", fusions=Fusions()):
+def capture(preset, max_context, target="decode", kernels="hand", fusions=Fusions(), chunk=None):
   m = bb.Transformer.from_gguf(bb.resolve_model(preset), max_context=max_context, split_mask=bb.DEFAULT_SPLIT_MASK, kernels=kernels,
                                fusions=fusions)
+  if chunk: m.set_prefill_chunks(chunk)
   b = bb.Bench(m, 16, 8)
   st = b.step(target)
   bb.warm(st, None)
@@ -39,7 +40,8 @@ if "%s" == "deepseek":
   out["off"] = capture("deepseek-v2-lite-tiny", 257, fusions=Fusions().without(*FUSIONS))  # `tools.ab fusions --off` all: its variant A
 else:
   for preset in ("glm-4.7-flash-tiny", "youtu-llm-2b-tiny"): out[preset] = capture(preset, 256)
-  out["fill"] = capture("glm-4.7-flash-tiny", 258, "fill")                          # a prefill chunk
+  out["fill"] = capture("glm-4.7-flash-tiny", 258, "fill")                          # a prefill chunk (32 tokens)
+  out["fill128"] = capture("glm-4.7-flash-tiny", 260, "fill", chunk=128)            # one of 128
   for target in ("decode", "fill"): out["generated_" + target] = capture("glm-4.7-flash-tiny", 259, target, "generated")
 print("RESULT " + json.dumps(out))
 """
@@ -93,14 +95,20 @@ def test_ab_fusions_variant_a_is_the_unfused_step(captures):
 
 @needs_nvcc
 def test_kernels_per_prefill_chunk(captures):
-  """A prefill chunk of GLM-4.7-Flash-tiny (its shortest, 32 tokens): per block one prefill attention kernel on the tensor
-  cores (not the portable scores, softmax and products), and the products of packed weights in tensor-core GEMMs (sm_90),
+  """A prefill chunk of GLM-4.7-Flash-tiny (its shortest, 32 tokens): per block its attention in the split prefill kernel and
+  its combine (fewer than PREFILL_MMA_FROM tokens; a chunk of 128 on the tensor cores instead), not the portable scores,
+  softmax and products, and the products of packed weights in tensor-core GEMMs (sm_90),
   the Q5_K / Q6_K shared experts' and the per-head k_b / v_b included, the routed experts' gate_up with its norm and SwiGLU.
   At 32 tokens the plain products split K (gemm.split_k): the residual and SwiGLU come after the slices' sum."""
   r, L = captures["fill"], captures["glm-4.7-flash-tiny"]["n_layer"]
   names, moe = r["names"], r["n_moe"]
   count = lambda pat: sum(1 for n in names if re.search(pat, n))
-  assert count(r"^mla_prefill_mma_") == L and not count(r"^mla_prefill_(attend|combine)_")
+  assert count(r"^mla_prefill_attend_32_") == L and count(r"^mla_prefill_combine_32_") == L and not count(r"^mla_prefill_mma_")
+  long = captures["fill128"]["names"]
+  assert sum(1 for n in long if n.startswith("mla_prefill_mma_128_")) == L and not any(re.match(r"^mla_prefill_(attend|combine)_", n) for n in long)
+  # the chunk's latent rows (norm, rope, the store) and q_pe's rope in one kernel a block, q and kv read in place: no
+  # generated kernel between the projections and the attention
+  assert count(r"^mla_chunk_rows_") == L and not count(r"^(E|r)_")
   assert count(r"^gemm_mma_q5_k_") == moe and count(r"^gemm_mma_q6_k_") == moe   # sm_90: the tensor-core GEMMs
   assert count(r"^gemm_mma_q4_0_.*_e\d+_j\d+") == 2 * moe              # the routed experts' gate_up and down
   assert count(r"^gemm_mma_.*_batched\d+$") == 2 * L                      # k_b and v_b, a product per head
@@ -154,13 +162,17 @@ print("RESULT " + json.dumps({"names": names, "n_layer": m.cfg.n_layer, "n_moe":
 @needs_nvcc
 def test_kernels_per_mixed_step():
   """A batched step with a prompt's chunk as further rows (Transformer.launch(slots, prompt)), GLM-4.7-Flash-tiny's: per
-  block the rows' decode attention (attend, combine) and the chunk's prefill attention on the tensor cores, each once,
-  and the products of both in the same tensor-core GEMMs (no decode matvec of the rows beside them)."""
+  block the rows' decode attention (attend, combine), the chunk's latent rows and its prefill attention (a chunk of 32: the
+  split kernel and its combine), each once, and the products of both in the same tensor-core GEMMs (no decode matvec of the rows beside them),
+  k_b's one product for both; the parts' kernels read the rows of q, kv and q_lat in place (no copies: one generated
+  kernel a block, the join of the two parts' outputs before v_b)."""
   r = json.loads(next(l for l in run_nvcc_script("import os; os.environ['NULL_ALLOW_COPYOUT'] = '1'\n" + MIXED).splitlines()
                       if l.startswith("RESULT "))[7:])
   names, L = r["names"], r["n_layer"]
   count = lambda pat: sum(1 for n in names if re.search(pat, n))
-  assert count(r"^mla_attend") == L and count(r"^mla_combine") == L and count(r"^mla_prefill_mma_") == L
+  assert count(r"^mla_attend") == L and count(r"^mla_combine") == L and count(r"^mla_prefill_attend_32_") == L
+  assert count(r"^mla_prefill_combine_32_") == L and not count(r"^mla_prefill_mma_")
+  assert count(r"^mla_chunk_rows_") == L and count(r"^gemm_mma_.*_batched\d+$") == 2 * L and count(r"^E_") <= L + 3
   assert count(r"^gemm_mma_") >= 5 * L and count(r"^gemm_xq_") == count(r"^gemm_mma_") - r["n_moe"]   # shared and routed gate_up: one
   assert count(r"^mv_q\d_\w+_linear_") == 1   # the block's products in the GEMMs; the head of the one sampled row a matvec
 

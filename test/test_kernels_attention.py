@@ -23,7 +23,7 @@ from apps.kernels.mla_attention import (AttentionShape, attend_kernel, combine_k
                                         prefill_mma_kernel, mma_warps, mma_group, MMA_GROUP, attend_mma_kernel, decode_mma_warps,
                                         DECODE_MMA_KEYS, attend_depth_kernel, decode_mma_serves_shape, attend_mma_t_kernel,
                                         flash_prefill_kernel, flash_keys, flash_split, FLASH_KEYS, flash_form, split_halves,
-                                        flash_stages, expand_kernel)
+                                        flash_stages, expand_kernel, chunk_rows_kernel)
 
 REPO = Path(__file__).resolve().parent.parent
 SMALL = AttentionShape(n_head=4, kv_lora=64, qk_nope=32, qk_rope=16)
@@ -396,6 +396,58 @@ def test_prefill_kernels_emulated_padded_and_metal(tmp_path):
   c = prefill_case(ODD, 30, 4, 64, seed=5)
   out = emulate_prefill(ODD, c, "METAL", tmp_path / "metal")
   assert rel_err(out, numpy_prefill(ODD, c)) < 1e-5
+
+# ---------------------------------------------------------------- a prefill chunk's latent rows and roped queries
+
+@pytest.mark.parametrize("shape,half,language", [(SMALL, False, "CUDA"), (ODD, False, "CUDA"), (TINY, True, "CUDA"), (SMALL, True, "METAL"),
+                                                 (GLM, False, "METAL")], ids=["small", "odd", "tiny-f16", "small-f16-metal", "glm-metal"])
+def test_chunk_rows_emulated(shape, half, language, tmp_path):
+  """chunk_rows_kernel for 5 tokens at positions 37..41 of the sequence in slot 1, run as a bound of 8 and behind 3 rows of
+  another part (a mixed step's decode rows), q and kv read in place from the rows of a stacked output with NaNs between
+  them: each token's cache row and roped q_pe as the one-token formula (numpy_attention's) makes them; every other cache
+  row untouched, q_pe's rows past the chunk zero."""
+  s, P, T, tokens, first, mc = shape, 37, 5, 8, 3, 64
+  cases = [make_case(s, P + t, mc, seed=30 + t) for t in range(T)]
+  q_len, off = s.n_head * (s.qk_nope + s.qk_rope), s.n_head * (s.qk_nope + s.qk_rope) + 4
+  stacked = np.full((first + tokens, off + s.kv_lora + s.qk_rope), np.nan, np.float32)
+  for t, c in enumerate(cases): stacked[first + t, :q_len], stacked[first + t, off:] = c["q_raw"].reshape(-1), c["kv_raw"]
+  stacked[first + T:] = 7.0   # the bound's padding rows: finite, so a row made from one would show
+  dt = np.float16 if half else np.float32
+  cache = np.full((2 * mc, s.kv_lora + s.qk_rope), np.nan, dt)
+  q_pe = np.full((tokens, s.n_head, s.qk_rope), np.nan, np.float32)
+  c0 = cases[0]
+  k = chunk_rows_kernel(s, c0["eps"], tokens, mc, off, stacked.shape[1], stacked.shape[1], first, half)
+  emulate(k, language, [q_pe, cache, stacked, stacked, c0["kv_norm_w"], c0["rope_cos"], c0["rope_sin"], np.array([P, mc, T], np.int32)], tmp_path)
+  for t, c in enumerate(cases):
+    c = dict(c, kv_norm_w=c0["kv_norm_w"], cache=c["cache"].astype(dt))
+    _, row = numpy_attention(s, c)
+    tol = 1e-3 if half else 2e-6
+    np.testing.assert_allclose(cache[mc + P + t].astype(np.float64), row, rtol=tol, atol=tol * np.abs(row).max())
+    x = c["q_raw"][:, s.qk_nope:].astype(np.float64)
+    cos, sin = c["rope_cos"][P + t].astype(np.float64), c["rope_sin"][P + t].astype(np.float64)
+    want = np.concatenate([x[:, 0::2] * cos - x[:, 1::2] * sin, x[:, 1::2] * cos + x[:, 0::2] * sin], axis=-1)
+    np.testing.assert_allclose(q_pe[t], want, rtol=1e-5, atol=1e-5)
+  written = np.zeros(2 * mc, bool)
+  written[mc + P:mc + P + T] = True
+  assert np.isnan(cache[~written].astype(np.float32)).all() and (q_pe[T:] == 0).all()   # the padding's queries zero
+
+def test_prefill_kernels_emulated_after_other_rows(tmp_path):
+  """The prefill attend kernels (CUDA cores and tensor cores) with first = 3: the chunk's queries after 3 rows of another
+  part's (NaN here: never read), the output as with the chunk's queries alone."""
+  c = prefill_case(SMALL, 30, 4, 64, seed=11)
+  want = numpy_prefill(SMALL, c)
+  q = np.concatenate([np.full((3, SMALL.n_head, SMALL.kv_lora), np.nan, np.float32), c["q"][..., :SMALL.kv_lora]])
+  q_pe = np.ascontiguousarray(c["q"][..., SMALL.kv_lora:])
+  for k in (prefill_attend_kernel(SMALL, c["scale"], 4, 64, first=3), prefill_mma_kernel(SMALL, c["scale"], 4, 64, first=3)):
+    assert k.name.endswith("_f3"), k.name
+    out = np.full((4, SMALL.n_head, SMALL.kv_lora), np.nan, np.float32)
+    if k.params[0].name == "part":
+      S = prefill_splits(4)
+      part, ml = np.full((4, S, SMALL.n_head, SMALL.kv_lora), np.nan, np.float32), np.full((4, S, SMALL.n_head, 2), np.nan, np.float32)
+      emulate(k, "METAL", [part, ml, q, q_pe, c["cache"], c["pos"]], tmp_path / "attend")
+      emulate(combine_kernel(SMALL, 4, 64), "METAL", [out, part, ml, c["pos"]], tmp_path / "combine")
+    else: emulate(k, "CUDA", [out, q, q_pe, c["cache"], c["pos"]], tmp_path / "mma")
+    assert rel_err(out, want) < 1e-5, k.name
 
 # ---------------------------------------------------------------- prefill from tensor ops on a device with locals
 

@@ -316,6 +316,28 @@ def test_rope_tables_in_spans():
   np.testing.assert_array_equal(cos, (np.cos(ang) * cfg.rope_mag).astype(np.float32))
   np.testing.assert_array_equal(sin, (np.sin(ang) * cfg.rope_mag).astype(np.float32))
 
+def chunk_rows_ops(q_raw, kv_raw, kv_norm_w, cache, rope_cos, rope_sin, pos, *, n_head, kv_lora, qk_nope, qk_rope, eps, kv_offset=0,
+                   first=0, fusions=None):
+  """mla_attention.mla_chunk_rows from tensor ops, for a stand-in module on a device without the kernel: the chunk's
+  latent rows scattered into the cache by a one-hot product (the tokens past pos[2] write nothing), q_pe roped."""
+  from tinygrad import Tensor, dtypes
+  from apps.kernels import to_bound
+  from apps.mla import apply_rope
+  from apps.quantized import rms_norm
+  (q_raw, kv_raw), rows, bound = to_bound(q_raw, kv_raw)
+  T, L = rows - first, bound - first
+  t = Tensor.arange(L)
+  p = pos[0].cast(dtypes.int32) + t
+  pc = p.minimum(rope_cos.shape[0] - 1)
+  cos, sin = rope_cos[pc], rope_sin[pc]
+  kv = kv_raw[first:, kv_offset:kv_offset + kv_lora + qk_rope]
+  row = rms_norm(kv[:, :kv_lora], kv_norm_w, eps).cat(apply_rope(kv[:, kv_lora:], cos, sin), dim=-1).cast(cache.dtype)
+  q_pe = apply_rope(q_raw[first:, :n_head * (qk_nope + qk_rope)].reshape(L, n_head, qk_nope + qk_rope)[..., qk_nope:], cos.unsqueeze(1),
+                    sin.unsqueeze(1))
+  hit = (Tensor.arange(cache.shape[0]).reshape(-1, 1) == (pos[1] + p).reshape(1, L)) & (t < pos[2]).reshape(1, L)
+  new = hit.any(-1, keepdim=True).where(hit.float() @ row.float(), cache.float()).cast(cache.dtype).contiguous()
+  return (q_pe if isinstance(T, int) else q_pe[:T]), Tensor(cache.uop.after(cache.uop.store(new.uop)))
+
 @pytest.mark.parametrize("cache_type", ["f32", "f16"])
 def test_flash_prefill_wiring(monkeypatch, cache_type):
   """The model's flash branch (apps/mla.py Block.flash_attention: a chunk's rows 0..start_pos + T - 1 expanded per head into
@@ -344,6 +366,7 @@ def test_flash_prefill_wiring(monkeypatch, cache_type):
   stand_in.__dict__.update(vars(m.kernel_modules.mla_attention))
   stand_in.available, stand_in.decodes = (lambda device: True), (lambda *a: False)
   stand_in.mla_flash_prefill = lambda *a: (calls.append((*a[0].shape, a[1].dtype, a[2].dtype)), flash(*a))[1]
+  stand_in.mla_chunk_rows = chunk_rows_ops
   def expand(cache, k_b, v_b, pos, keys, values, tokens):   # the expansion GEMM: every row of the buffers, in their form
     kk, vv = mla.expand_per_head(cache[:keys.shape[0]].float(), *mla.heads_side_by_side(k_b, v_b), cfg.n_head, cfg.qk_rope)
     if keys.shape[-1] == 2 * kk.shape[-1]: kk, vv = stand_in.split_halves(kk.contiguous()), stand_in.split_halves(vv.contiguous())

@@ -9,7 +9,8 @@
   python3 -m tools.profile --ncu-csv ncu.csv --rows rows.json        # the same table with ncu's times and DRAM bytes
 
 The step (bench_block's targets: decode, stack, block, ffn, attn; fill and prompt, a prefill chunk of --chunk tokens
-without / with the head and the first token's sampling) is captured twice: as the app runs it (graphs batch the
+without / with the head and the first token's sampling; mixed, a batched step of --batch sequences with a prompt's chunk of
+--chunk tokens as further rows: `--target mixed --batch 8 --chunk 32`) is captured twice: as the app runs it (graphs batch the
 kernels on CUDA/Metal: `launches` counts graph launches, `kernels` the programs inside) and with JIT graphs off, whose
 kernels are then run one by one with a wait after each, so each gets its own device time (CUDA events; the host clock on
 CPU). Times are medians over --repeat passes of the whole step.
@@ -312,8 +313,9 @@ def main(argv: Sequence[str] | None = None) -> int:
   ap.add_argument("--repeat", type=int, default=5, help="passes over the kernels; each kernel's time is the median")
   ap.add_argument("--count", type=int, default=10, help="timed replays of the step as run")
   ap.add_argument("--top", type=int, default=12, help="kernels listed per part")
-  ap.add_argument("--chunk", type=int, default=None, help="fill, prompt: the prefill chunk length (default: the model's shortest)")
-  ap.add_argument("--batch", type=int, default=1, help="decode: a batched step of this many sequences (Transformer.step), each at --pos")
+  ap.add_argument("--chunk", type=int, default=None, help="fill, prompt, mixed: the prefill chunk length (default: the model's shortest)")
+  ap.add_argument("--batch", type=int, default=1, help="decode, mixed: a batched step of this many sequences (Transformer.step), each at "
+                  "--pos (mixed: with a prompt's chunk as further rows)")
   ap.add_argument("--kernels", default="hand", choices=KERNEL_PATHS, help="hand-written kernels where the device has them, or generated only")
   ap.add_argument("--cache-type", choices=CACHE_TYPES, default="f32", help="the latent cache's elements")
   ap.add_argument("--json", action="store_true")
@@ -340,12 +342,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("\n".join(bb.header_lines(doc["header"]) + [f"pos {doc['header'].get('pos')}  target {res['target']}"] + report(res, a.top)))
     return 0
   if a.repeat < 1 or a.count < 1: ap.error("--repeat and --count must be >= 1")
-  if a.chunk is not None and (a.target not in ("fill", "prompt") or a.chunk < 1):
-    ap.error("--chunk is a positive chunk length, for --target fill or prompt")
+  if a.chunk is not None and (a.target not in ("fill", "prompt", "mixed") or a.chunk < 1):
+    ap.error("--chunk is a positive chunk length, for --target fill, prompt or mixed")
   a.model = a.model or bb.default_model()
   path = bb.resolve_model(a.model, a.mix)
-  if a.batch < 1 or (a.batch > 1 and a.target != "decode"): ap.error("--batch is a positive number of sequences, for --target decode")
-  m = bb.load_model(path, max(a.max_context, a.pos + (a.chunk or 1)), a.mask, kernels=a.kernels, slots=a.batch, cache_type=a.cache_type)
+  if a.batch < 1 or (a.batch > 1 and a.target not in ("decode", "mixed")):
+    ap.error("--batch is a positive number of sequences, for --target decode or mixed")
+  m = bb.load_model(path, max(a.max_context, a.pos + (a.chunk or 1)), a.mask, kernels=a.kernels, slots=a.batch + (a.target == "mixed"),
+                    cache_type=a.cache_type)
   if a.chunk is not None: m.set_prefill_chunks(a.chunk)
   bench = bb.Bench(m, a.pos, a.bank, rows=a.batch)
   res = profile(bench, a.target, a.repeat, a.count, a.ncu)

@@ -46,6 +46,8 @@ NEG = "-3.0e38f"  # a finite minus infinity: exp2(NEG - m) is 0 and NEG - NEG is
 PREFILL_SPLITS = 8       # prefill: partials per token and head at most (the combine reads them all)
 PREFILL_MIN_CHUNK = 64   # prefill: keys per split at least
 PREFILL_PAIRS = 512      # prefill: (token, split) workgroups a chunk aims at
+PREFILL_MMA_FROM = 64    # prefill: tokens from which a chunk attends on the tensor cores (a shorter one's m16 tiles are too few
+                         # workgroups, each walking every key: the split kernel and its combine instead)
 
 def prefill_splits(tokens: int) -> int:
   """Splits of each token's keys in a prefill chunk of `tokens`: enough for PREFILL_PAIRS workgroups, so a short chunk
@@ -344,19 +346,20 @@ def attend_kernel(s: AttentionShape, scale: float, eps: float, kv_offset: int = 
          (f"_b{rows}_q{q_stride}_k{kv_stride}" if rows > 1 else "")
   return SourceKernel(name, params, body, (SPLITS, rows, 1), (32, g, 1), _ROPE_LANE)
 
-def prefill_attend_kernel(s: AttentionShape, scale: float, tokens: int, max_context: int, half: bool = False) -> SourceKernel:
+def prefill_attend_kernel(s: AttentionShape, scale: float, tokens: int, max_context: int, half: bool = False, first: int = 0) -> SourceKernel:
   """Prefill: the attend kernel for a chunk of `tokens` queries, q (tokens, n_head, kv_lora) absorbed and qpe (tokens,
   n_head, qk_rope) roped (as apps/mla.py computes them), over the cache, into which the chunk's rows were already written;
   token t (at position pos[0] + t) sees keys 0..pos[0] + t. Grid (splits, tokens): a workgroup per split of a token's
   keys, the last token's first (the most keys: the longest workgroups start first and the short ones fill the tail).
   With one split (prefill_splits) it writes the output (tokens, n_head, kv_lora) itself, else the combine's partials.
-  half: the cache is fp16."""
+  half: the cache is fp16. first: the chunk's queries start at row `first` of q (a mixed step's k_b product: the step's rows
+  before them)."""
   _check_shape(s, half)
   g = s.n_head // s.heads_per_warp
   S = prefill_splits(tokens)
   head = f"""
   int lane = LID_X, g = LID_Y, sp = GID_X, tok = {tokens - 1} - GID_Y;
-  cache += (long)pos[1] * ROW;                   // this sequence's rows of the cache"""
+  cache += (long)pos[1] * ROW;                   // this sequence's rows of the cache{_first_rows(s, first)}"""
   queries = f"""
     {_load4("ql[hh]", "((const GLOBAL float4*)(q + (tok*H + h)*KV))[v]", s)}
     for (int k = 0; k < NR; k++) {{ int j = lane + 32*k; qr[hh][k] = {_rope_guard(s, f"qpe[(tok*H + h)*{s.qk_rope} + j]")}; }}"""
@@ -365,7 +368,7 @@ def prefill_attend_kernel(s: AttentionShape, scale: float, tokens: int, max_cont
                  "tok*H + g*HG + hh" if S == 1 else "(tok*S + sp)*H + g*HG + hh", scale, final=S == 1, half=half)
   outs = (Param("out", dtypes.float32, True),) if S == 1 else (Param("part", dtypes.float32, True), Param("ml", dtypes.float32, True))
   params = outs + (Param("q", dtypes.float32), Param("qpe", dtypes.float32), Param("cache", _cache_dtype(half)), Param("pos", dtypes.int32))
-  return SourceKernel(f"mla_prefill_attend_{tokens}_h{s.n_head}_kv{s.kv_lora}_r{s.qk_rope}" + ("_f16" if half else ""), params, body,
+  return SourceKernel(f"mla_prefill_attend_{tokens}_h{s.n_head}_kv{s.kv_lora}_r{s.qk_rope}" + ("_f16" if half else "") + (f"_f{first}" if first else ""), params, body,
                       (S, tokens, 1), (32, g, 1), trigger=False)
 
 # ---- prefill on the tensor cores (CUDA sm_80+): the chunk's (token, head) rows 16 at a time, a flash-attention tile
@@ -391,7 +394,11 @@ def mma_group(s: AttentionShape, tokens: int) -> int:
   16 heads 5-8% faster in groups, 20 heads (tiles across tokens) 1-6% slower; a short chunk keeps its tiles on more SMs."""
   return MMA_GROUP if s.n_head % MMA_ROWS == 0 and -(-tokens * s.n_head // MMA_ROWS) >= 2 * matvec.SMS else 1
 
-def prefill_mma_kernel(s: AttentionShape, scale: float, tokens: int, max_context: int, half: bool = False, group: int | None = None) -> SourceKernel:
+def _first_rows(s: AttentionShape, first: int) -> str:
+  return f"\n  q += {first * s.n_head * s.kv_lora};                   // the chunk's queries: after the step's rows'" if first else ""
+
+def prefill_mma_kernel(s: AttentionShape, scale: float, tokens: int, max_context: int, half: bool = False, group: int | None = None,
+                       first: int = 0) -> SourceKernel:
   """The prefill attend kernel on the tensor cores, the same parameters and output as prefill_attend_kernel with one split
   (out, q, qpe, cache, pos). Rows are the chunk's (token, head) pairs, r = token * n_head + head; a workgroup owns
   `group` m16 tiles of them (mma_group; the last ones first: the most keys) and walks their keys 0..n - 1 (its last row's)
@@ -403,7 +410,7 @@ def prefill_mma_kernel(s: AttentionShape, scale: float, tokens: int, max_context
   in one accumulator that shows). The cache rows up to the last token's position must hold finite numbers, a padded
   token's too: a row's zero weights still multiply the values of the keys past its own (the model's cache starts zeroed).
   half: the cache is fp16, whose values tf32 holds exactly: two products a pair (hi k + lo k, hi v + lo v), the keys
-  staged as they are stored (half the bytes) and not split."""
+  staged as they are stored (half the bytes) and not split. first: prefill_attend_kernel's."""
   nw, m = mma_warps(s, half), group or mma_group(s, tokens)
   assert nw and tokens > 0 and 1 <= m <= MMA_GROUP, (s, m)
   D, KV = s.kv_lora + s.qk_rope, s.kv_lora
@@ -431,7 +438,7 @@ def prefill_mma_kernel(s: AttentionShape, scale: float, tokens: int, max_context
   int lane = LID_X, w = LID_Y, wd = w % {nw}, g = lane >> 2, t = lane & 3;   // warp w: dims slice wd of tile w / {nw}
   int rg = ({groups - 1} - (int)GID_X) * {MMA_ROWS * m}, r0 = rg + w / {nw} * {MMA_ROWS}, ra = r0 + g, rb = ra + 8;
   int p0 = pos[0];
-  cache += (long)pos[1] * D;                     // this sequence's rows of the cache
+  cache += (long)pos[1] * D;                     // this sequence's rows of the cache{_first_rows(s, first)}
   // keys 0..n - 1 of row r: its token's position pos[0] + r / H (clamped to the context: a padded token), + 1
   int na = {keys.format(r="ra")}, nb = {keys.format(r="rb")}, nmax = {keys.format(r=f"rg + {MMA_ROWS * m - 1}")};
   // this warp's dims DW*wd.. of the 16 queries as A fragments (rows g, g + 8; dims t, t + 4 of each step of 8), scaled to
@@ -515,7 +522,8 @@ def prefill_mma_kernel(s: AttentionShape, scale: float, tokens: int, max_context
             Param("pos", dtypes.int32))
   # from two tiles per SM on, compiled for 128 registers (a few spill: H100, 512 tokens -13% per block, with two workgroups
   # per SM of one tile each); one wave of tiles (128 tokens) runs 13% faster with more and no spills
-  name = f"mla_prefill_mma_{tokens}_h{s.n_head}_kv{KV}_r{s.qk_rope}" + ("_f16" if half else "") + (f"_g{m}" if m > 1 else "")
+  name = f"mla_prefill_mma_{tokens}_h{s.n_head}_kv{KV}_r{s.qk_rope}" + ("_f16" if half else "") + (f"_g{m}" if m > 1 else "") + \
+         (f"_f{first}" if first else "")
   return SourceKernel(name, params, body, (groups, 1, 1), (32, nw * m, 1), trigger=False,
                       min_blocks=2 if m == 1 and tiles >= 2 * matvec.SMS else 1)
 
@@ -1029,6 +1037,67 @@ def combine_kernel(s: AttentionShape, tokens: int = 0, max_context: int = 0, row
   return SourceKernel(f"{name}_h{s.n_head}_kv{s.kv_lora}", params, body, (s.n_head, -(-s.kv_lora // 128), tokens or rows), (32, cw, 1),
                       trigger=not tokens)
 
+CHUNK_WARPS = 4   # chunk_rows_kernel: warps a token (warp 0 its latent row too, then every warp a quarter of the heads)
+
+def chunk_rows_kernel(s: AttentionShape, eps: float, tokens: int, max_context: int, kv_offset: int, q_stride: int, kv_stride: int,
+                      first: int = 0, half: bool = False) -> SourceKernel:
+  """A prefill chunk's new latent rows and roped queries, a workgroup a token (grid x: up to `tokens`; pos an int32 [start,
+  first cache row, length] buffer; a token past the length writes zero queries and no row): token t at position pos[0] + t, its q_raw and
+  kv_raw row `first` + t (rows of q_stride and kv_stride elements, its kv row at kv_offset: the projections' outputs read in
+  place), writes its cache row [rms_norm(kv[:kv_lora]) * kv_norm_w, rope(kv[kv_lora:])] (decode's new row: warp 0) and
+  rope(q_raw[h, qk_nope:]) of every head into q_pe (t, n_head, qk_rope) fp32. The generated path makes the same in ~8
+  kernels (the norm's sum, the two ropes, their join and the cast, the store); the attend kernels read both."""
+  _check_shape(s, half)
+  to_cache = (lambda x: f"F2H({x})") if half else (lambda x: x)
+  guard_v = "" if (s.kv_lora // 4) % 32 == 0 else "if (v < KV4) "
+  store_c = "((GLOBAL float4*)(row))[v] = FLOAT4(r[4*i], r[4*i+1], r[4*i+2], r[4*i+3]);" if not half else \
+            " ".join(f"row[4*v + {k}] = F2H(r[4*i+{k}]);" for k in range(4))
+  body = f"""  GRID_WAIT();                            // q_raw, kv_raw and pos come from the kernels before
+  const int H = {s.n_head}, KV = {s.kv_lora}, R = {s.qk_rope}, NR = {-(-s.qk_rope // 32)}, HALF = {s.qk_rope // 2}, NOPE = {s.qk_nope};
+  const int ROW = KV + R, KV4 = {s.kv_lora // 4}, NV4 = {-(-s.kv_lora // 128)}, W = {CHUNK_WARPS};
+  const float EPS = {_f32(eps)};
+  int t = GID_X, lane = LID_X, w = LID_Y, p = pos[0] + t;
+  if (t >= pos[2] || p >= {max_context}) {{       // a bound's padding (or a position past the rope tables): zero queries
+    for (int h = w; h < H; h += W)
+      for (int k = 0; k < NR; k++) {{ int j = lane + 32*k; if (j < R) q_pe[(t*H + h)*R + j] = 0.0f; }}
+    return;
+  }}
+  const GLOBAL float* cs = rope_cos + p*HALF;
+  const GLOBAL float* sn = rope_sin + p*HALF;
+  const GLOBAL float* qt = q_raw + (long)({first} + t)*{q_stride};
+  for (int h = w; h < H; h += W)
+    for (int k = 0; k < NR; k++) {{
+      int j = lane + 32*k;
+      if (j < R) q_pe[(t*H + h)*R + j] = rope_lane(qt + h*(NOPE + R) + NOPE, cs, sn, j, HALF);
+    }}
+  if (w != 0) return;
+  const GLOBAL float* kv = kv_raw + (long)({first} + t)*{kv_stride} + {kv_offset};
+  float r[4*NV4];
+  {_load4("r", "((const GLOBAL float4*)kv)[v]", s)}
+  float ss = 0.0f;
+  for (int i = 0; i < 4*NV4; i++) ss += r[i] * r[i];
+  float rs = 1.0f / sqrt(WARP_SUM(ss) / (float)KV + EPS);
+  GLOBAL {"half" if half else "float"}* row = cache + ((long)pos[1] + p)*ROW;
+  for (int i = 0; i < NV4; i++) {{
+    int v = lane + 32*i;
+    {guard_v}{{
+      float4 nw = ((const GLOBAL float4*)kv_norm_w)[v];
+      r[4*i] = r[4*i] * rs * nw.x; r[4*i+1] = r[4*i+1] * rs * nw.y;
+      r[4*i+2] = r[4*i+2] * rs * nw.z; r[4*i+3] = r[4*i+3] * rs * nw.w;
+      {store_c}
+    }}
+  }}
+  for (int k = 0; k < NR; k++) {{
+    int j = lane + 32*k;
+    if (j < R) row[KV + j] = {to_cache("rope_lane(kv + KV, cs, sn, j, HALF)")};
+  }}"""
+  params = (Param("q_pe", dtypes.float32, True), Param("cache", _cache_dtype(half), True), Param("q_raw", dtypes.float32),
+            Param("kv_raw", dtypes.float32), Param("kv_norm_w", dtypes.float32, weight=True), Param("rope_cos", dtypes.float32, weight=True),
+            Param("rope_sin", dtypes.float32, weight=True), Param("pos", dtypes.int32))
+  name = f"mla_chunk_rows_{tokens}_h{s.n_head}_kv{s.kv_lora}_r{s.qk_rope}_q{q_stride}_k{kv_stride}" + (f"_o{kv_offset}" if kv_offset else "") + \
+         (f"_f{first}" if first else "") + ("_f16" if half else "")
+  return SourceKernel(name, params, body, (tokens, 1, 1), (32, CHUNK_WARPS, 1), _ROPE_LANE, trigger=False)
+
 @cached
 def kernels(s: AttentionShape, scale: float, eps: float, device: str, kv_offset: int = 0, trigger: bool = True, half: bool = False,
             rows: int = 1, q_stride: int = 0, kv_stride: int = 0):
@@ -1044,11 +1113,13 @@ def kernels(s: AttentionShape, scale: float, eps: float, device: str, kv_offset:
   return program(attend, device, trigger), program(combine_kernel(s, rows=rows), device, trigger)
 
 @cached
-def prefill_kernels(s: AttentionShape, scale: float, tokens: int, max_context: int, device: str, half: bool = False):
-  """The custom_kernel bodies (attend, combine) of a prefill chunk of `tokens` on `device` (combine None: one split)."""
-  if has_mma(device) and mma_warps(s, half): return program(prefill_mma_kernel(s, scale, tokens, max_context, half), device), None
+def prefill_kernels(s: AttentionShape, scale: float, tokens: int, max_context: int, device: str, half: bool = False, first: int = 0):
+  """The custom_kernel bodies (attend, combine) of a prefill chunk of `tokens` on `device` (combine None: one split); first:
+  prefill_attend_kernel's."""
+  if has_mma(device) and mma_warps(s, half) and tokens >= PREFILL_MMA_FROM:
+    return program(prefill_mma_kernel(s, scale, tokens, max_context, half, first=first), device), None
   combine = program(combine_kernel(s, tokens, max_context), device) if prefill_splits(tokens) > 1 else None
-  return program(prefill_attend_kernel(s, scale, tokens, max_context, half), device), combine
+  return program(prefill_attend_kernel(s, scale, tokens, max_context, half, first), device), combine
 
 CACHE_DTYPES = (dtypes.float32, dtypes.float16)   # the latent caches the kernels read
 
@@ -1078,12 +1149,14 @@ def _expect(t: Tensor, shape: tuple[int, ...], name: str, dtype=dtypes.float32) 
   return t
 
 def _rows(t: Tensor, B: int, least: int, name: str, exact: bool = False) -> Tensor:
-  """t as (B, L) rows: given as such (B > 1), flat (B = 1), or of exactly B x least elements; L >= least (== if exact)."""
+  """t as (R, L) rows: given as such (R >= B, the rows past B another part's), flat (B = 1), or of exactly B x least
+  elements; L >= least (== if exact)."""
   shape = t.shape
   if t.ndim == 1 and B == 1: t = t.reshape(1, -1)
-  elif not (t.ndim == 2 and t.shape[0] == B and B > 1) and t.numel() == B * least: t = t.reshape(B, least)
+  elif not (t.ndim == 2 and t.shape[0] == B > 1) and t.numel() == B * least: t = t.reshape(B, least)
   if t.dtype != dtypes.float32: raise ValueError(f"mla_decode_attention: {name} is {t.dtype}, expected {dtypes.float32}")
-  if t.ndim != 2 or t.shape[0] != B or not isinstance(t.shape[1], int) or t.shape[1] < least or (exact and t.shape[1] != least):
+  if t.ndim != 2 or t.shape[0] < B or not isinstance(t.shape[1], int) or t.shape[1] < least or \
+     (exact and t.shape[1] != least):
     raise ValueError(f"mla_decode_attention: {name} has shape {shape}, expected ({B}, {least}){'' if exact else ' or longer rows'}")
   return t
 
@@ -1091,20 +1164,24 @@ def mla_decode_attention(q_lat: Tensor, q_raw: Tensor, kv_raw: Tensor, kv_norm_w
                          rope_sin: Tensor, pos: Tensor, *, n_head: int, kv_lora: int, qk_nope: int, qk_rope: int, scale: float,
                          eps: float, kv_offset: int = 0, fusions: Fusions = Fusions()) -> Tensor:
   """Attention output (B, n_head, kv_lora) fp32 of the new tokens of B sequences, row b's at position pos[b, 0] of the
-  sequence whose cache rows start at cache row pos[b, 1] (pos an int32 (B, 2) buffer), and their latent rows written into
+  sequence whose cache rows start at cache row pos[b, 1] (pos an int32 (B, 2) buffer, or one sequence's [position, first
+  row, 1] as Transformer.rope_args makes it), and their latent rows written into
   the cache (in place, by the same kernel: realize the output). See the module docstring for the math. The cache is fp32
   or fp16 (CACHE_DTYPES), its rows the sequences' (max_context rows each, one after the other) and rope_cos / rope_sin
   cover max_context positions.
   q_lat: (B, n_head, kv_lora). q_raw: (B, L) rows of L >= n_head * (qk_nope + qk_rope) whose first elements are the heads
   (a stacked [q; kv_a] output: read in place). kv_raw: (B, L') rows whose new-token kv row is [kv_offset : kv_offset +
-  kv_lora + qk_rope] (kv_offset a multiple of 4). B = 1 may drop the leading dims. fusions: the model's (trigger)."""
+  kv_lora + qk_rope] (kv_offset a multiple of 4). B = 1 may drop the leading dims; all three may have more rows (a mixed
+  step's, a prompt's chunk after the rows; their count symbolic: the kernel reads the first B of its bound).
+  fusions: the model's (trigger)."""
   s = AttentionShape(n_head, kv_lora, qk_nope, qk_rope)
   half = _half_cache(cache, "mla_decode_attention")
   _check_shape(s, half)
   dev = q_lat.device
-  pos = _expect(pos, (pos.numel() // 2, 2), "pos", dtypes.int32)
+  pos = _expect(pos, (1, 3) if pos.shape == (3,) else (pos.numel() // 2, 2), "pos", dtypes.int32)   # (3,): a chunk's table
   B = pos.shape[0]
-  q_lat = _expect(q_lat, (B, n_head, kv_lora), "q_lat")
+  if q_lat.ndim == 3 and not isinstance(q_lat.shape[0], int): (q_lat, q_raw, kv_raw), _, _ = to_bound(q_lat, q_raw, kv_raw, slices=fusions.slices)
+  q_lat = _expect(q_lat, (q_lat.shape[0] if q_lat.ndim == 3 and q_lat.shape[0] > B else B, n_head, kv_lora), "q_lat")
   if kv_offset < 0 or kv_offset % 4: raise ValueError(f"mla_decode_attention: kv_offset {kv_offset} is not a non-negative multiple of 4")
   q_raw = _rows(q_raw, B, n_head * (qk_nope + qk_rope), "q_raw")
   kv_raw = _rows(kv_raw, B, kv_offset + kv_lora + qk_rope, "kv_raw", exact=B == 1)
@@ -1128,13 +1205,15 @@ def mla_decode_attention(q_lat: Tensor, q_raw: Tensor, kv_raw: Tensor, kv_norm_w
   return Tensor.empty(B, n_head, kv_lora, device=dev).custom_kernel(part, ml, pos, fxn=combine)[0]
 
 def mla_prefill_attention(q: Tensor, q_pe: Tensor, cache: Tensor, pos: Tensor, *, kv_lora: int, qk_rope: int, scale: float,
-                          max_context: int | None = None, fusions: Fusions = Fusions()) -> Tensor:
+                          max_context: int | None = None, first: int = 0, fusions: Fusions = Fusions()) -> Tensor:
   """Causal attention output (T, n_head, kv_lora) fp32 of a prefill chunk: q (T, n_head, kv_lora) absorbed and q_pe (T,
   n_head, qk_rope) roped, of the tokens at positions pos[0] .. pos[0] + T - 1 of the sequence whose cache rows start at row
   pos[1] (pos an int32 (2,) buffer) over its rows 0 .. their position (the chunk's rows must already be in `cache`; a cache
   of several sequences holds max_context rows each: the default, all of it). A symbolic T (a chunk of variable length) runs
-  its bound and is sliced back. fusions: the model's (slices; the prefill kernels have no trigger)."""
-  T, n_head = q.shape[0], q.shape[1]
+  its bound and is sliced back. first: q's rows start with `first` rows of another part (a mixed step's decode rows), the
+  chunk's after them. fusions: the model's (slices; the prefill kernels have no trigger)."""
+  if first and not available(q.device): q = q[first:]
+  T, n_head = q_pe.shape[0], q.shape[1]
   s = AttentionShape(n_head, kv_lora, 0, qk_rope)
   half = _half_cache(cache, "mla_prefill_attention")
   _check_shape(s, half)
@@ -1145,25 +1224,65 @@ def mla_prefill_attention(q: Tensor, q_pe: Tensor, cache: Tensor, pos: Tensor, *
     raise ValueError(f"mla_prefill_attention: q_pe has shape {q_pe.shape}, expected (T, {n_head}, {qk_rope})")
   if cache.ndim != 2 or cache.shape[1] != kv_lora + qk_rope or cache.shape[0] % max_context:
     raise ValueError(f"mla_prefill_attention: cache has shape {cache.shape}, expected (sequences x {max_context}, {kv_lora + qk_rope})")
-  pos = _expect(pos, (2,), "pos", dtypes.int32)
+  pos = _table(pos, "mla_prefill_attention")
   for name, t in (("q", q), ("q_pe", q_pe)):
     if t.dtype != dtypes.float32: raise ValueError(f"mla_prefill_attention: {name} is {t.dtype}, expected {dtypes.float32}")
   for name, t in (("q_pe", q_pe), ("cache", cache), ("pos", pos)):
     if t.device != dev: raise ValueError(f"mla_prefill_attention: {name} is on {t.device}, q on {dev}")
   if not prefills(dev, cache, n_head, kv_lora, qk_rope): raise ValueError(f"mla_prefill_attention: device {dev} compiles no hand-written kernels")
-  (q, q_pe), T, Tmax = to_bound(q, q_pe, slices=fusions.slices)
+  (q_pe,), T, Tmax = to_bound(q_pe, slices=fusions.slices)
+  (q,), _, _ = to_bound(q, slices=fusions.slices)
   if available(dev):
-    out = launch_prefill(*prefill_kernels(s, float(scale), Tmax, max_context, dev, half), q.contiguous(), q_pe.contiguous(), cache, pos)
+    out = launch_prefill(*prefill_kernels(s, float(scale), Tmax, max_context, dev, half, first), q.contiguous(), q_pe.contiguous(), cache, pos)
   else:
     from apps.kernels import cpu
     out = cpu.mla_prefill_attention(q.contiguous(), q_pe.contiguous(), cache, pos, kv_lora=kv_lora, qk_rope=qk_rope, scale=scale,
                                     max_context=max_context)
   return out if isinstance(T, int) else out[:T]
 
+def _table(pos: Tensor, who: str) -> Tensor:
+  """A prefill chunk's int32 [start, first cache row] buffer, or [start, first cache row, length] (rope_args' form)."""
+  if pos.dtype != dtypes.int32 or pos.shape not in ((2,), (3,)): raise ValueError(f"{who}: pos is a {pos.dtype} {pos.shape}, expected int32 (2,) or (3,)")
+  return pos
+
+@cached
+def chunk_rows_program(s: AttentionShape, eps: float, tokens: int, max_context: int, kv_offset: int, q_stride: int, kv_stride: int,
+                       first: int, half: bool, device: str):
+  return program(chunk_rows_kernel(s, eps, tokens, max_context, kv_offset, q_stride, kv_stride, first, half), device)
+
+def mla_chunk_rows(q_raw: Tensor, kv_raw: Tensor, kv_norm_w: Tensor, cache: Tensor, rope_cos: Tensor, rope_sin: Tensor, pos: Tensor, *,
+                   n_head: int, kv_lora: int, qk_nope: int, qk_rope: int, eps: float, kv_offset: int = 0, first: int = 0,
+                   fusions: Fusions = Fusions()) -> tuple[Tensor, Tensor]:
+  """A prefill chunk's latent rows into the cache and its queries' rope part, in one kernel (chunk_rows_kernel): for the
+  chunk's T tokens, rows `first`.. of q_raw (rows whose first n_head * (qk_nope + qk_rope) elements are the heads) and of
+  kv_raw (its kv row at kv_offset, a multiple of 4), at positions pos[0].. of the sequence whose cache rows start at pos[1]
+  (pos an int32 [start, first row, length] buffer: length = T); T may be symbolic (the bound's padding rows do nothing).
+  (q_pe (T, n_head, qk_rope) fp32 roped, the cache after the rows are stored: what mla_prefill_attention reads)."""
+  s = AttentionShape(n_head, kv_lora, qk_nope, qk_rope)
+  half = _half_cache(cache, "mla_chunk_rows")
+  _check_shape(s, half)
+  dev, max_context = q_raw.device, rope_cos.shape[0]
+  if not available(dev): raise ValueError(f"mla_chunk_rows: device {dev} compiles no hand-written kernels")
+  if pos.dtype != dtypes.int32 or pos.shape != (3,): raise ValueError(f"mla_chunk_rows: pos is a {pos.dtype} {pos.shape}, expected int32 (3,)")
+  if kv_offset < 0 or kv_offset % 4: raise ValueError(f"mla_chunk_rows: kv_offset {kv_offset} is not a non-negative multiple of 4")
+  for name, t, least in (("q_raw", q_raw, n_head * (qk_nope + qk_rope)), ("kv_raw", kv_raw, kv_offset + kv_lora + qk_rope)):
+    if t.dtype != dtypes.float32 or t.ndim != 2 or not isinstance(t.shape[1], int) or t.shape[1] < least:
+      raise ValueError(f"mla_chunk_rows: {name} is a {t.dtype} {t.shape}, expected float32 rows of at least {least}")
+    if t.device != dev: raise ValueError(f"mla_chunk_rows: {name} is on {t.device}, q_raw on {dev}")
+  if cache.ndim != 2 or cache.shape[1] != kv_lora + qk_rope or cache.shape[0] % max_context:
+    raise ValueError(f"mla_chunk_rows: cache has shape {cache.shape}, expected (sequences x {max_context}, {kv_lora + qk_rope})")
+  (q_raw, kv_raw), rows, bound = to_bound(q_raw, kv_raw, slices=fusions.slices)
+  T, tokens = rows - first, bound - first
+  fxn = chunk_rows_program(s, float(eps), tokens, max_context, kv_offset, q_raw.shape[1], kv_raw.shape[1], first, half, dev)
+  q_pe, cache, *_ = Tensor.empty(tokens, n_head, qk_rope, device=dev).custom_kernel(
+    cache, q_raw, kv_raw, _expect(kv_norm_w, (kv_lora,), "kv_norm_w"), rope_cos, rope_sin, pos, fxn=fxn)
+  return (q_pe if isinstance(T, int) else q_pe[:T]), cache
+
 def launch_prefill(attend, combine, q: Tensor, q_pe: Tensor, cache: Tensor, pos: Tensor) -> Tensor:
-  """The output (T, n_head, kv_lora) of prefill_kernels' pair for q (T, n_head, kv_lora) and q_pe of a concrete T: the
+  """The output (T, n_head, kv_lora) of prefill_kernels' pair for q (T, n_head, kv_lora; more rows before them with the
+  kernels' `first`) and q_pe (T, n_head, qk_rope) of a concrete T: the
   attend kernel alone (combine None), or its partials of prefill_splits(T) splits and their combine."""
-  (T, n_head, kv_lora), dev = q.shape, q.device
+  (T, n_head, kv_lora), dev = (q_pe.shape[0], *q.shape[1:]), q.device
   if combine is None: return Tensor.empty(T, n_head, kv_lora, device=dev).custom_kernel(q, q_pe, cache, pos, fxn=attend)[0]
   S = prefill_splits(T)
   part, ml, *_ = Tensor.empty(T, S, n_head, kv_lora, device=dev).custom_kernel(Tensor.empty(T, S, n_head, 2, device=dev), q, q_pe,
@@ -1471,7 +1590,7 @@ def mla_flash_prefill(q: Tensor, keys: Tensor, values: Tensor, pos: Tensor, scal
   fxn = flash_prefill_program(H, dqk, dv, float(scale), T, rows, q.device, ws, half, split)
   kv = (lambda x: x.contiguous()) if half or split else (lambda x: x.float().contiguous())
   return Tensor.empty(T, H, dv, device=q.device).custom_kernel(q.float().contiguous(), kv(keys), kv(values),
-                                                             _expect(pos, (2,), "pos", dtypes.int32), fxn=fxn)[0]
+                                                             _table(pos, "mla_flash_prefill"), fxn=fxn)[0]
 
 EXPAND_TILE = 128    # rows and columns of the expansion a workgroup's tile holds (8 warps of 64 x 32)
 EXPAND_GROUPS = 132  # workgroups of an expansion: one an SM of an H100 / H200 (215 registers a thread), each walking tiles
@@ -1610,5 +1729,5 @@ def mla_expand(cache: Tensor, k_b: Tensor, v_b: Tensor, pos: Tensor, keys: Tenso
     raise ValueError(f"mla_expand: buffers {keys.shape} {keys.dtype} / {values.shape} {values.dtype} are not the flash form of a "
                      f"{cache.dtype} cache's {H} x ({nope} + {rope}, {dv}) rows")
   fxn = expand_program(H, nope, rope, dv, KV, tokens, rows, cache.device, half, form)
-  keys, values, *_ = Tensor.custom_kernel(keys, values, cache, expansion_weights(k_b, v_b).contiguous(), _expect(pos, (2,), "pos", dtypes.int32), fxn=fxn)
+  keys, values, *_ = Tensor.custom_kernel(keys, values, cache, expansion_weights(k_b, v_b).contiguous(), _table(pos, "mla_expand"), fxn=fxn)
   return keys, values

@@ -82,7 +82,11 @@
 # (the 4-bit radix select: Youtu-LLM-2B's sampled step 4.39 -> 2.81 ms, DeepSeek-V2-Lite's 1.60 -> 2.42), DEADLINE=200 BATCH=2,4
 # VARIANTS="A B C" 152 (4 rows on the GEMM: Youtu-LLM-2B -10%, DeepSeek-V2-Lite +8%; 2 rows lose on both), BATCH=1,8 145 (chunks
 # of 8 and 32: a mixed turn's fixed ~2.2 ms; the 128s ran out).
-# Next lease, in order: PRESETS=glm-4.7-flash VARIANTS="A B" 150 (its vocabulary of 154,880), CHUNKS=128 BATCH=1,8 145, 149 (the
+# Measured 2026-12-06 (calls 147-152, H100): PRESETS=youtu-llm-2b 153 and PRESETS=deepseek-v2-lite VARIANTS="B A" 153 (a chunk's
+# latent rows in one kernel: the mixed turn -4% / 0%, landed), A_PATHS=deepseek-v2-lite CHUNKS=32 154 (the mixed turn kernel by
+# kernel: the 32-token chunk's tensor-core attention 2.05 of 5.83 ms), 155 (short chunks on the split prefill kernel: -12.5% /
+# -5.0%, landed), then on that machine path_check --chunks 32 and --mixed of 155's B, and gpu_bench --mixed-chunk 16 / 8 of B.
+# Next lease, in order: PRESETS=glm-4.7-flash 155 (the split prefill for its 20 heads), PRESETS=glm-4.7-flash VARIANTS="A B" 150 (its vocabulary of 154,880), CHUNKS=128 BATCH=1,8 145, 149 (the
 # first server start with the radix select as it is, against f555886's), 151 (one capture of a mixed step for a prompt's
 # chunks, prepared), 146 and M=deepseek-v2-lite 146 (the server at 1-32 clients with mixed steps), 147 for each model (batched decode beside
 # llama-batched-bench), 148 (the server's prompts beside streams in chunks of 128, if 145 says a token costs less there), 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A, depths B A),
@@ -921,6 +925,60 @@ case $1 in
        d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
+     done ;;
+  155) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # experiments/prefill-split-short.diff (B = the tree since call150; A = the tree with it reversed): a chunk of fewer than
+     # 64 tokens attends in the split CUDA-core prefill kernel and its combine, not the tensor cores' (call149: a mixed turn's
+     # 32-token chunk's mla_prefill_mma_32 2.05 ms of Youtu-LLM-2B's 5.83, 64 us a block: 32 workgroups each walking every
+     # key). gpu_bench --batch $BATCH (1,8) --mixed 512 --mixed-chunk 32 of $P (default youtu-llm-2b,deepseek-v2-lite) in the
+     # order $VARIANTS (A B), then tools.profile --target mixed --batch 8 --chunk 32 of B on ${P%%,*}
+     P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
+     tree /tmp/A prefill-split-short.diff -R || exit 1
+     for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     for v in ${VARIANTS:-A B}; do
+       d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,8} --decode 32 --mixed 512 \
+         --mixed-chunk 32 --json "$OUT/short_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -6)
+     done
+     (timeout $(($(left) - 3)) python3 -m tools.profile --model ${P%%,*} --target mixed --batch 8 --chunk 32 --pos 256 --top 8 \
+       > "$OUT/prof_B_${P%%,*}.txt" 2>&1); grep -E "^mixed:|prefill|combine" "$OUT/prof_B_${P%%,*}.txt" ;;
+  154) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # where a mixed turn goes, kernel by kernel: tools.profile --target decode --batch 8 (the step of 8 rows) and --target
+     # mixed --batch 8 --chunk C (with a prompt's chunk of C tokens as further rows) for each C of $CHUNKS (default 32 8), each
+     # model of $P (default youtu-llm-2b,deepseek-v2-lite), tables in $OUT/prof_<model>_<C or rows>.txt; first, with A_PATHS,
+     # path_check --no-generated at depth 600 of the tree with experiments/chunk-rows.diff reversed (153's paths before it), then the tree's
+     P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
+     if [ -n "$A_PATHS" ]; then
+       tree /tmp/A chunk-rows.diff -R || exit 1
+       for d in /tmp/A .; do echo "-- paths $d"
+         (cd $d && timeout $(($(left) - 3)) python3 -m tools.path_check --presets $A_PATHS --depth 600 --no-generated 2>&1 | tail -3); done
+     fi
+     for m in ${P//,/ }; do for c in rows ${CHUNKS:-32 8}; do
+       a="--target mixed --chunk $c"; [ $c = rows ] && a="--target decode"
+       timeout $(($(left) - 3)) python3 -m tools.profile --model $m $a --batch 8 --pos 256 --top 8 > "$OUT/prof_${m}_$c.txt" 2>&1
+       grep -E "^(decode|mixed):|critical path|\(all\)" "$OUT/prof_${m}_$c.txt"
+     done; done ;;
+  153) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # experiments/chunk-rows.diff (B = the tree, A = the tree with it reversed; it reverses on the tree of calls 147-149 only:
+     # the split prefill, 155, changed its context): a prefill chunk's latent rows
+     # (norm, rope, the store) and q_pe's rope in one hand-written kernel (mla_chunk_rows) where ~8 generated kernels a block
+     # made them; the projections' outputs read in place at a symbolic chunk length; a mixed step's k_b one product for both
+     # parts. Paths first (B, unless NOPATHS: path_check --no-generated at depths 0 and 600, then --mixed), then, in the
+     # order $VARIANTS (A B), gpu_bench --batch $BATCH (1,8) --mixed 512 --mixed-chunk $CHUNK (32) and the single stream's
+     # decode and 512-token prefill, of $P (default youtu-llm-2b,deepseek-v2-lite)
+     P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
+     tree /tmp/A chunk-rows.diff -R || exit 1
+     for d in . /tmp/A; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     if [ -z "$NOPATHS" ]; then
+       timeout $(($(left) - 60)) python3 -m tools.path_check --presets $P --depth 0,600 --no-generated 2>&1 | tail -8
+       timeout $(($(left) - 60)) python3 -m tools.path_check --presets $P --mixed 2>&1 | tail -8
+     fi
+     for v in ${VARIANTS:-A B}; do
+       d=.; [ $v = A ] && d=/tmp/A; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,8} --decode 32 --mixed 512 \
+         --mixed-chunk ${CHUNK:-32} --json "$OUT/rows_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -6)
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --decode 64 --json "$OUT/single_$v.$RANDOM.json" 2>&1 \
+         | grep -v '^{' | grep -E "^(youtu|deepseek|glm|model)" | head -4)
      done ;;
   152) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT experiments/few-tokens-2.diff (B) and few-tokens-1.diff (C): a batched step of 3-4 (B) or 2-4 (C) sequences
