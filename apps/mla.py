@@ -492,8 +492,8 @@ class Block:
         # a long chunk on the tensor cores: the keys and values of rows 0..start_pos + T - 1 expanded per head (one GEMM)
         # into the model's buffers, then flash attention over them; the output already past v_b
         return self.flash_attention(q_nope, q_pe, cache, T, tables), True, cache
-      # causal attention of the chunk over the cache: one kernel on the tensor cores (CUDA sm_80+), else a split of each
-      # token's keys and their combine
+      # causal attention of the chunk over the cache: one kernel on the tensor cores (CUDA sm_80+, a chunk of at least
+      # PREFILL_MMA_FROM tokens), else a split of each token's keys and their combine
       if q_lat is None: q_lat, first = self.attn_k_b.batched(q_heads, prefix=True), 0
       return mod.mla_prefill_attention(q_lat, q_pe, cache, tables[2], kv_lora=cfg.kv_lora_rank, qk_rope=cfg.qk_rope, scale=cfg.kq_scale,
                                        max_context=tables[0].shape[0], first=first, fusions=self.fusions), False, cache

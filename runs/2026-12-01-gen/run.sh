@@ -86,7 +86,7 @@
 # latent rows in one kernel: the mixed turn -4% / 0%, landed), A_PATHS=deepseek-v2-lite CHUNKS=32 154 (the mixed turn kernel by
 # kernel: the 32-token chunk's tensor-core attention 2.05 of 5.83 ms), 155 (short chunks on the split prefill kernel: -12.5% /
 # -5.0%, landed), then on that machine path_check --chunks 32 and --mixed of 155's B, and gpu_bench --mixed-chunk 16 / 8 of B.
-# Next lease, in order: PRESETS=glm-4.7-flash 155 (the split prefill for its 20 heads), PRESETS=glm-4.7-flash VARIANTS="A B" 150 (its vocabulary of 154,880), CHUNKS=128 BATCH=1,8 145, 149 (the
+# Next lease, in order: PRESETS=glm-4.7-flash 155 (the split prefill for its 20 heads), 156 (its splits of 32 / 16 keys), PRESETS=glm-4.7-flash VARIANTS="A B" 150 (its vocabulary of 154,880), CHUNKS=128 BATCH=1,8 145, 149 (the
 # first server start with the radix select as it is, against f555886's), 151 (one capture of a mixed step for a prompt's
 # chunks, prepared), 146 and M=deepseek-v2-lite 146 (the server at 1-32 clients with mixed steps), 147 for each model (batched decode beside
 # llama-batched-bench), 148 (the server's prompts beside streams in chunks of 128, if 145 says a token costs less there), 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A, depths B A),
@@ -926,6 +926,21 @@ case $1 in
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
      done ;;
+  156) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT experiments/prefill-min-chunk-32.diff (B) and -16.diff (C): the split prefill kernel's splits of at least 32
+     # / 16 keys, where the tree takes 64 (call150: a 32-token chunk's split attend 34 us a block at ~290 keys: 5 splits of 64,
+     # 160 workgroups). gpu_bench --batch $BATCH (default 8) --decode 32 --mixed 512 --mixed-chunk 32 of $P (default
+     # youtu-llm-2b,deepseek-v2-lite), in the order $VARIANTS (A B C C B A); then, where time is left, path_check
+     # --no-generated --chunks 32 --depth 0,600 of C
+     P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
+     tree /tmp/B prefill-min-chunk-32.diff && tree /tmp/C prefill-min-chunk-16.diff || exit 1
+     for d in . /tmp/B /tmp/C; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     for v in ${VARIANTS:-A B C C B A}; do
+       d=.; [ $v != A ] && d=/tmp/$v; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-8} --decode 32 --mixed 512 \
+         --mixed-chunk 32 --json "$OUT/minc_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -3)
+     done
+     (cd /tmp/C && timeout $(($(left) - 3)) python3 -m tools.path_check --presets $P --depth 0,600 --no-generated --chunks 32 2>&1 | tail -6) ;;
   155) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # experiments/prefill-split-short.diff (B = the tree since call150; A = the tree with it reversed): a chunk of fewer than
      # 64 tokens attends in the split CUDA-core prefill kernel and its combine, not the tensor cores' (call149: a mixed turn's
