@@ -431,6 +431,26 @@ def test_chunk_rows_emulated(shape, half, language, tmp_path):
   written[mc + P:mc + P + T] = True
   assert np.isnan(cache[~written].astype(np.float32)).all() and (q_pe[T:] == 0).all()   # the padding's queries zero
 
+def test_chunk_rows_bad_input_is_a_clear_error():
+  """mla_chunk_rows names what is wrong in one line: the table, kv's offset and alignment, rows too short, the cache; on a
+  device without hand-written kernels it says so."""
+  from apps.kernels.mla_attention import mla_chunk_rows
+  s, T, mc = SMALL, 3, 16
+  c = make_case(s, 0, mc)
+  L = s.n_head * (s.qk_nope + s.qk_rope) + s.kv_lora + s.qk_rope
+  args = lambda **k: dict(dict(q_raw=Tensor.zeros(T, L).contiguous(), kv_raw=Tensor.zeros(T, L).contiguous(), kv_norm_w=Tensor(c["kv_norm_w"]),
+                               cache=Tensor(c["cache"]), rope_cos=Tensor(c["rope_cos"]), rope_sin=Tensor(c["rope_sin"]),
+                               pos=Tensor([0, 0, T], dtype=dtypes.int32)), **k)
+  kw = dict(n_head=s.n_head, kv_lora=s.kv_lora, qk_nope=s.qk_nope, qk_rope=s.qk_rope, eps=1e-6, kv_offset=s.n_head * (s.qk_nope + s.qk_rope))
+  for bad, match in ((dict(pos=Tensor([0, 0], dtype=dtypes.int32)), r"pos is a dtypes.int \(2,\), expected int32 \(3,\)"),
+                     (dict(kv_raw=Tensor.zeros(T, L - 4).contiguous()), r"kv_raw is a dtypes.float \(3, \d+\), expected float32 rows of at least"),
+                     (dict(kv_raw=Tensor.zeros(T, L + 2).contiguous()), r"kv_raw's rows of \d+ elements are not 16-byte aligned"),
+                     (dict(cache=Tensor.zeros(mc + 1, s.kv_lora + s.qk_rope).contiguous()), r"cache has shape \(17, 80\)")):
+    with pytest.raises(ValueError, match=match): mla_chunk_rows(**args(**bad), **kw)
+  with pytest.raises(ValueError, match="kv_offset 6 is not"): mla_chunk_rows(**args(), **{**kw, "kv_offset": 6})
+  if language_of(Device.DEFAULT) is None:
+    with pytest.raises(ValueError, match="compiles no hand-written kernels"): mla_chunk_rows(**args(), **kw)
+
 def test_prefill_kernels_emulated_after_other_rows(tmp_path):
   """The prefill attend kernels (CUDA cores and tensor cores) with first = 3: the chunk's queries after 3 rows of another
   part's (NaN here: never read), the output as with the chunk's queries alone."""

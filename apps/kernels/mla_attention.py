@@ -1042,11 +1042,12 @@ CHUNK_WARPS = 4   # chunk_rows_kernel: warps a token (warp 0 its latent row too,
 def chunk_rows_kernel(s: AttentionShape, eps: float, tokens: int, max_context: int, kv_offset: int, q_stride: int, kv_stride: int,
                       first: int = 0, half: bool = False) -> SourceKernel:
   """A prefill chunk's new latent rows and roped queries, a workgroup a token (grid x: up to `tokens`; pos an int32 [start,
-  first cache row, length] buffer; a token past the length writes zero queries and no row): token t at position pos[0] + t, its q_raw and
-  kv_raw row `first` + t (rows of q_stride and kv_stride elements, its kv row at kv_offset: the projections' outputs read in
-  place), writes its cache row [rms_norm(kv[:kv_lora]) * kv_norm_w, rope(kv[kv_lora:])] (decode's new row: warp 0) and
-  rope(q_raw[h, qk_nope:]) of every head into q_pe (t, n_head, qk_rope) fp32. The generated path makes the same in ~8
-  kernels (the norm's sum, the two ropes, their join and the cast, the store); the attend kernels read both."""
+  first cache row, length] buffer). Token t at position pos[0] + t, its q_raw and kv_raw row `first` + t (rows of q_stride
+  and kv_stride elements, its kv row at kv_offset: the projections' outputs read in place), writes its cache row
+  [rms_norm(kv[:kv_lora]) * kv_norm_w, rope(kv[kv_lora:])] (decode's new row: warp 0) and rope(q_raw[h, qk_nope:]) of every
+  head into q_pe (t, n_head, qk_rope) fp32; a token past the length writes zero queries and no row. The generated path
+  makes the same in ~8 kernels (the norm's sum, the two ropes, their join and the cast, the store); the attend kernels
+  read both."""
   _check_shape(s, half)
   to_cache = (lambda x: f"F2H({x})") if half else (lambda x: x)
   guard_v = "" if (s.kv_lora // 4) % 32 == 0 else "if (v < KV4) "
@@ -1262,15 +1263,17 @@ def mla_chunk_rows(q_raw: Tensor, kv_raw: Tensor, kv_norm_w: Tensor, cache: Tens
   half = _half_cache(cache, "mla_chunk_rows")
   _check_shape(s, half)
   dev, max_context = q_raw.device, rope_cos.shape[0]
-  if not available(dev): raise ValueError(f"mla_chunk_rows: device {dev} compiles no hand-written kernels")
   if pos.dtype != dtypes.int32 or pos.shape != (3,): raise ValueError(f"mla_chunk_rows: pos is a {pos.dtype} {pos.shape}, expected int32 (3,)")
   if kv_offset < 0 or kv_offset % 4: raise ValueError(f"mla_chunk_rows: kv_offset {kv_offset} is not a non-negative multiple of 4")
+  if kv_raw.ndim == 2 and isinstance(kv_raw.shape[1], int) and kv_raw.shape[1] % 4:
+    raise ValueError(f"mla_chunk_rows: kv_raw's rows of {kv_raw.shape[1]} elements are not 16-byte aligned (a multiple of 4)")
   for name, t, least in (("q_raw", q_raw, n_head * (qk_nope + qk_rope)), ("kv_raw", kv_raw, kv_offset + kv_lora + qk_rope)):
     if t.dtype != dtypes.float32 or t.ndim != 2 or not isinstance(t.shape[1], int) or t.shape[1] < least:
       raise ValueError(f"mla_chunk_rows: {name} is a {t.dtype} {t.shape}, expected float32 rows of at least {least}")
     if t.device != dev: raise ValueError(f"mla_chunk_rows: {name} is on {t.device}, q_raw on {dev}")
   if cache.ndim != 2 or cache.shape[1] != kv_lora + qk_rope or cache.shape[0] % max_context:
     raise ValueError(f"mla_chunk_rows: cache has shape {cache.shape}, expected (sequences x {max_context}, {kv_lora + qk_rope})")
+  if not available(dev): raise ValueError(f"mla_chunk_rows: device {dev} compiles no hand-written kernels")
   (q_raw, kv_raw), rows, bound = to_bound(q_raw, kv_raw, slices=fusions.slices)
   T, tokens = rows - first, bound - first
   fxn = chunk_rows_program(s, float(eps), tokens, max_context, kv_offset, q_raw.shape[1], kv_raw.shape[1], first, half, dev)
