@@ -86,7 +86,7 @@
 # latent rows in one kernel: the mixed turn -4% / 0%, landed), A_PATHS=deepseek-v2-lite CHUNKS=32 154 (the mixed turn kernel by
 # kernel: the 32-token chunk's tensor-core attention 2.05 of 5.83 ms), 155 (short chunks on the split prefill kernel: -12.5% /
 # -5.0%, landed), then on that machine path_check --chunks 32 and --mixed of 155's B, and gpu_bench --mixed-chunk 16 / 8 of B.
-# Next lease, in order: PRESETS=glm-4.7-flash 155 (the split prefill for its 20 heads), 156 (its splits of 32 / 16 keys), PRESETS=glm-4.7-flash VARIANTS="A B" 150 (its vocabulary of 154,880), CHUNKS=128 BATCH=1,8 145, 149 (the
+# Next lease, in order: PRESETS=glm-4.7-flash 155 (the split prefill for its 20 heads), 157 (short chunks on the tensor cores with split keys: emulated, compiled for sm_90), 156 (the split kernel's splits of 32 / 16 keys), PRESETS=glm-4.7-flash VARIANTS="A B" 150 (its vocabulary of 154,880), CHUNKS=128 BATCH=1,8 145, 149 (the
 # first server start with the radix select as it is, against f555886's), 151 (one capture of a mixed step for a prompt's
 # chunks, prepared), 146 and M=deepseek-v2-lite 146 (the server at 1-32 clients with mixed steps), 147 for each model (batched decode beside
 # llama-batched-bench), 148 (the server's prompts beside streams in chunks of 128, if 145 says a token costs less there), 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A, depths B A),
@@ -926,6 +926,23 @@ case $1 in
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
      done ;;
+  157) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT experiments/prefill-mma-split.diff (B): a chunk of fewer than 64 tokens of a model whose heads fill 16-row
+     # tiles (Youtu-LLM-2B, DeepSeek-V2-Lite: 16) attends on the tensor cores with its keys split over grid y (prefill_splits,
+     # the combine's partials), where the tree takes the CUDA-core split kernel (call150: 34 us a block for 32 tokens at ~290
+     # keys, and the unsplit tensor-core kernel 64). gpu_bench --batch $BATCH (default 8) --decode 32 --mixed 512
+     # --mixed-chunk 32 of $P (default youtu-llm-2b,deepseek-v2-lite), in the order $VARIANTS (A B B A); then B's paths with
+     # every chunk 32 tokens (path_check --no-generated --chunks 32 --depth 0,600) and --mixed
+     P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
+     tree /tmp/B prefill-mma-split.diff || exit 1
+     for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     for v in ${VARIANTS:-A B B A}; do
+       d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-8} --decode 32 --mixed 512 \
+         --mixed-chunk 32 --json "$OUT/mmasplit_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -3)
+     done
+     (cd /tmp/B && timeout $(($(left) - 3)) python3 -m tools.path_check --presets $P --depth 0,600 --no-generated --chunks 32 2>&1 | tail -6
+      timeout $(($(left) - 3)) python3 -m tools.path_check --presets $P --mixed 2>&1 | grep -v "^device" | tail -3) ;;
   156) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT experiments/prefill-min-chunk-32.diff (B) and -16.diff (C): the split prefill kernel's splits of at least 32
      # / 16 keys, where the tree takes 64 (call150: a 32-token chunk's split attend 34 us a block at ~290 keys: 5 splits of 64,
