@@ -86,7 +86,7 @@
 # latent rows in one kernel: the mixed turn -4% / 0%, landed), A_PATHS=deepseek-v2-lite CHUNKS=32 154 (the mixed turn kernel by
 # kernel: the 32-token chunk's tensor-core attention 2.05 of 5.83 ms), 155 (short chunks on the split prefill kernel: -12.5% /
 # -5.0%, landed), then on that machine path_check --chunks 32 and --mixed of 155's B, and gpu_bench --mixed-chunk 16 / 8 of B.
-# Next lease, in order: PRESETS=glm-4.7-flash 155 (the split prefill for its 20 heads), 157 (short chunks on the tensor cores with split keys: emulated, compiled for sm_90), 156 (the split kernel's splits of 32 / 16 keys), PRESETS=glm-4.7-flash VARIANTS="A B" 150 (its vocabulary of 154,880), CHUNKS=128 BATCH=1,8 145, 149 (the
+# Next lease, in order: PRESETS=glm-4.7-flash 155 (the split prefill for its 20 heads), 157 (short chunks on the tensor cores with split keys: emulated, compiled for sm_90), 158 (the router of 9-64 tokens on the matvec), 156 (the split kernel's splits of 32 / 16 keys), PRESETS=glm-4.7-flash VARIANTS="A B" 150 (its vocabulary of 154,880), CHUNKS=128 BATCH=1,8 145, 149 (the
 # first server start with the radix select as it is, against f555886's), 151 (one capture of a mixed step for a prompt's
 # chunks, prepared), 146 and M=deepseek-v2-lite 146 (the server at 1-32 clients with mixed steps), 147 for each model (batched decode beside
 # llama-batched-bench), 148 (the server's prompts beside streams in chunks of 128, if 145 says a token costs less there), 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A, depths B A),
@@ -925,6 +925,20 @@ case $1 in
        d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
+     done ;;
+  158) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT experiments/router-matvec-64.diff (B): an f32 product (the MoE router) of 9-64 tokens on the decode matvec,
+     # its norm in x's staging, where the tree runs the norm's two generated kernels and the portable product (call149:
+     # DeepSeek-V2-Lite's mixed step 35 us a block one by one, 1.36 of its 17.2 ms summed). gpu_bench --batch $BATCH (default
+     # 8) --decode 32 --mixed 512 --mixed-chunk 32 of $P (default deepseek-v2-lite,glm-4.7-flash), in the order $VARIANTS
+     # (A B B A)
+     P=${PRESETS:-deepseek-v2-lite,glm-4.7-flash}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
+     tree /tmp/B router-matvec-64.diff || exit 1
+     for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     for v in ${VARIANTS:-A B B A}; do
+       d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-8} --decode 32 --mixed 512 \
+         --mixed-chunk 32 --json "$OUT/router_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -3)
      done ;;
   157) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT experiments/prefill-mma-split.diff (B): a chunk of fewer than 64 tokens of a model whose heads fill 16-row
