@@ -86,7 +86,7 @@
 # latent rows in one kernel: the mixed turn -4% / 0%, landed), A_PATHS=deepseek-v2-lite CHUNKS=32 154 (the mixed turn kernel by
 # kernel: the 32-token chunk's tensor-core attention 2.05 of 5.83 ms), 155 (short chunks on the split prefill kernel: -12.5% /
 # -5.0%, landed), then on that machine path_check --chunks 32 and --mixed of 155's B, and gpu_bench --mixed-chunk 16 / 8 of B.
-# Next lease, in order: PRESETS=glm-4.7-flash 155 (the split prefill for its 20 heads), 157 (short chunks on the tensor cores with split keys: emulated, compiled for sm_90), 158 (the router of 9-64 tokens on the matvec), 156 (the split kernel's splits of 32 / 16 keys), PRESETS=glm-4.7-flash VARIANTS="A B" 150 (its vocabulary of 154,880), CHUNKS=128 BATCH=1,8 145, 149 (the
+# Next lease, in order: PRESETS=glm-4.7-flash 155 (the split prefill for its 20 heads), 157 (short chunks on the tensor cores with split keys: emulated, compiled for sm_90), 158 (the router of 9-64 tokens on the matvec), 159 (the sampler's passes counted in two stages), 156 (the split kernel's splits of 32 / 16 keys), PRESETS=glm-4.7-flash VARIANTS="A B" 150 (its vocabulary of 154,880), CHUNKS=128 BATCH=1,8 145, 149 (the
 # first server start with the radix select as it is, against f555886's), 151 (one capture of a mixed step for a prompt's
 # chunks, prepared), 146 and M=deepseek-v2-lite 146 (the server at 1-32 clients with mixed steps), 147 for each model (batched decode beside
 # llama-batched-bench), 148 (the server's prompts beside streams in chunks of 128, if 145 says a token costs less there), 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A, depths B A),
@@ -925,6 +925,20 @@ case $1 in
        d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
+     done ;;
+  159) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT experiments/sampler-two-stage.diff (B): each radix pass of the sampler's top-k / top-p select counts per
+     # 1,024 keys and then over the blocks (two reductions), where the tree counts each of the 16 candidates in one (call146:
+     # DeepSeek-V2-Lite's sampled step 2.42 ms against 1.60 with 1 bit a pass; Youtu-LLM-2B's 2.81). gpu_bench --decode 64
+     # ("sampled ms": the CLI's and the server's default chain) of $P (default youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash), in
+     # the order $VARIANTS (A B B A)
+     P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
+     tree /tmp/B sampler-two-stage.diff || exit 1
+     for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     for v in ${VARIANTS:-A B B A}; do
+       d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --decode 64 --json "$OUT/sampler_$v.$RANDOM.json" 2>&1 \
+         | grep -v '^{' | grep -E "^(youtu|deepseek|glm|model)")
      done ;;
   158) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT experiments/router-matvec-64.diff (B): an f32 product (the MoE router) of 9-64 tokens on the decode matvec,
