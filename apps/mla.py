@@ -400,9 +400,9 @@ class Block:
   def hand_written(self, device: str) -> bool: return self.kernels == "hand" and self.kernel_modules.mla_attention.available(device)
 
   def prefills_by_kernel(self, device: str, cache: Tensor, T: int | UOp) -> bool:
-    """Whether a prefill chunk of T tokens attends in a hand-written kernel: the GPUs' always; the CPU's where the chunk
-    attends over the latent rows (a long chunk's expanded keys and values take fewer FLOPs: expands_latents)."""
-    if self.hand_written(device): return True
+    """Whether a prefill chunk of T tokens off the GPU kernels' path (_attend takes those first) attends in the CPU's
+    hand-written kernel: where the chunk attends over the latent rows (a long chunk's expanded keys and values take fewer
+    FLOPs: expands_latents)."""
     cfg = self.cfg
     return self.kernels == "hand" and not expands_latents(cfg, T.vmax if isinstance(T, UOp) else T) and \
       self.kernel_modules.mla_attention.prefills(device, cache, cfg.n_head, cfg.kv_lora_rank, cfg.qk_rope)

@@ -1209,7 +1209,7 @@ def mla_prefill_attention(q: Tensor, q_pe: Tensor, cache: Tensor, pos: Tensor, *
                           max_context: int | None = None, first: int = 0, fusions: Fusions = Fusions()) -> Tensor:
   """Causal attention output (T, n_head, kv_lora) fp32 of a prefill chunk: q (T, n_head, kv_lora) absorbed and q_pe (T,
   n_head, qk_rope) roped, of the tokens at positions pos[0] .. pos[0] + T - 1 of the sequence whose cache rows start at row
-  pos[1] (pos an int32 (2,) buffer) over its rows 0 .. their position (the chunk's rows must already be in `cache`; a cache
+  pos[1] (pos an int32 (2,) buffer, or (3,) with the length) over its rows 0 .. their position (the chunk's rows must already be in `cache`; a cache
   of several sequences holds max_context rows each: the default, all of it). A symbolic T (a chunk of variable length) runs
   its bound and is sliced back. first: q's rows start with `first` rows of another part (a mixed step's decode rows), the
   chunk's after them. fusions: the model's (slices; the prefill kernels have no trigger)."""
@@ -1257,7 +1257,8 @@ def mla_chunk_rows(q_raw: Tensor, kv_raw: Tensor, kv_norm_w: Tensor, cache: Tens
   """A prefill chunk's latent rows into the cache and its queries' rope part, in one kernel (chunk_rows_kernel): for the
   chunk's T tokens, rows `first`.. of q_raw (rows whose first n_head * (qk_nope + qk_rope) elements are the heads) and of
   kv_raw (its kv row at kv_offset, a multiple of 4), at positions pos[0].. of the sequence whose cache rows start at pos[1]
-  (pos an int32 [start, first row, length] buffer: length = T); T may be symbolic (the bound's padding rows do nothing).
+  (pos an int32 [start, first row, length] buffer: length = T); T may be symbolic (the bound's padding rows write zero
+  queries and no cache row).
   (q_pe (T, n_head, qk_rope) fp32 roped, the cache after the rows are stored: what mla_prefill_attention reads)."""
   s = AttentionShape(n_head, kv_lora, qk_nope, qk_rope)
   half = _half_cache(cache, "mla_chunk_rows")
