@@ -49,18 +49,26 @@ def _order_key(x: Tensor) -> Tensor:
   b = x.bitcast(dtypes.uint32)
   return (b >> 31).cast(dtypes.bool).where(b ^ 0xFFFFFFFF, b | 0x80000000)
 
-RADIX = 4   # bits a pass of _kth_key decides
+RADIX = 4           # bits a pass of _kth_key decides
+RADIX_BLOCK = 1024  # keys a pass's first count covers: each candidate's count is a sum per block of keys, then their sum
 
-def _kth_key(keys: Tensor, enough, digits: list[Tensor]) -> Tensor:
-  """Per row of keys (B, n): the largest m (B, 1) with enough(keys >= m) true, RADIX bits a pass from the top: an exact
-  radix select. enough: (B, D, n) bools, D candidates a row -> (B, D, 1) bools. digits: a pass's candidate digits, each a
+def _kth_key(keys: Tensor, target: Tensor, digits: list[Tensor], mass: Tensor | None = None) -> Tensor:
+  """Per row of keys (B, n): the largest m (B, 1) whose keys >= m hold at least target (B, 1, 1) of the count (or of
+  `mass` (B, n), with it), RADIX bits a pass from the top: an exact radix select. digits: a pass's candidate digits, each a
   realized (D,) buffer (d << shift for d < D), so every pass after the first is the same AST, compiled once. The first
-  candidate, m itself, is always enough (m = 0 keeps every key), so the largest enough one is the next m."""
+  candidate, m itself, is always enough (m = 0 keeps every key), so the largest enough one is the next m. A pass counts in
+  two reductions, per RADIX_BLOCK keys and then over the blocks, so its D candidates' counts of a 100k vocabulary are
+  thousands of parallel sums rather than D long ones (the rows padded with key 0, below every key, and mass 0)."""
   B, n = keys.shape
+  nb = -(-n // RADIX_BLOCK)
+  blocked = lambda t: t.pad(((0, 0), (0, nb * RADIX_BLOCK - n))).reshape(B, 1, nb, RADIX_BLOCK).contiguous()
+  keys, mass = blocked(keys), (None if mass is None else blocked(mass))
   m = Tensor.zeros(B, 1, 1, dtype=dtypes.uint32, device=keys.device)
   for d in digits:
     cand = m | d.reshape(1, -1, 1)                                              # (B, D, 1), increasing in d
-    m = enough(keys.reshape(B, 1, n) >= cand).where(cand, 0).max(1, keepdim=True)   # the largest candidate that is enough
+    ge = keys >= cand.unsqueeze(-1)                                             # (B, D, nb, RADIX_BLOCK)
+    part = (ge.cast(dtypes.uint32) if mass is None else ge.where(mass, 0.0)).sum(-1).contiguous()   # (B, D, nb)
+    m = (part.sum(-1, keepdim=True) >= target).where(cand, 0).max(1, keepdim=True)   # the largest candidate that is enough
   return m.reshape(B, 1)
 
 def _uniform(counter: Tensor, seed: Tensor, n: int) -> Tensor:
@@ -133,12 +141,12 @@ class Sampler:
       if top_k:
         keys, k = _order_key(logits), row(self.top_k).reshape(B, 1, 1)
         k = (k == 0).where(n, k.minimum(n))                                                     # 0: off
-        keep = keep & (keys >= _kth_key(keys, lambda ge: ge.cast(dtypes.uint32).sum(-1, keepdim=True) >= k, self.digits))
+        keep = keep & (keys >= _kth_key(keys, k, self.digits))
       if top_p or min_p:
         probs = keep.where(logits, float("-inf")).softmax(-1)
         if top_p:
-          keys, p, mass = _order_key(probs), row(self.top_p).reshape(B, 1, 1), probs.reshape(B, 1, n)
-          keep = keep & ((keys >= _kth_key(keys, lambda ge: ge.where(mass, 0.0).sum(-1, keepdim=True) >= p, self.digits)) | (p[:, 0] >= 1.0))
+          keys, p = _order_key(probs), row(self.top_p).reshape(B, 1, 1)
+          keep = keep & ((keys >= _kth_key(keys, p, self.digits, probs)) | (p[:, 0] >= 1.0))
         if min_p: keep = keep & (probs >= probs.max(-1, keepdim=True) * row(self.min_p).reshape(B, 1))
       temperature, counter = row(self.temperature), row(self.counter)
       gumbel = -(-_uniform(counter, row(self.seed), n).log()).log()

@@ -76,13 +76,13 @@ def test_kernels_per_decode_token(captures, preset):
 @needs_nvcc
 def test_every_waiting_kernel_triggers_its_dependents(captures):
   """Every captured kernel of a decode step that waits on its grid (the hand-written ones) lets the next one launch at its
-  start; in a prefill chunk only the routing does (the GEMMs and the prefill attention are many waves); `tools.ab fusions`
-  --off trigger (its variant A) takes the trigger out of all of them."""
+  start; in a prefill chunk only the router's product and the routing do (the GEMMs and the prefill attention are many
+  waves); `tools.ab fusions` --off trigger (its variant A) takes the trigger out of all of them."""
   for key in ("deepseek-v2-lite-tiny", "glm-4.7-flash-tiny", "youtu-llm-2b-tiny"):
     r = captures[key]
     assert r["waits"] >= 6 * r["n_layer"] and r["triggers"] == r["waits"], (key, r["waits"], r["triggers"])
   fill = captures["fill"]
-  assert fill["waits"] >= 6 * fill["n_layer"] and fill["triggers"] == fill["n_moe"], (fill["waits"], fill["triggers"])
+  assert fill["waits"] >= 6 * fill["n_layer"] and fill["triggers"] == 2 * fill["n_moe"], (fill["waits"], fill["triggers"])
   assert captures["off"]["waits"] > 0 and captures["off"]["triggers"] == 0
 
 @needs_nvcc
@@ -117,6 +117,7 @@ def test_kernels_per_prefill_chunk(captures):
   # each with its x quantized first; a MoE block's shared and routed gate_up share one quantization of the normed h
   assert count(r"^gemm_xq_") == count(r"^gemm_mma_") - moe and not count(r"^gemm_q")
   assert count(r"^route_") == moe                                          # the routing: one kernel per MoE block
+  assert count(r"^mv_f32_linear") == moe                                   # the router's f32 product on the matvec (<= 64 rows)
   assert count(r"^gemm_mma_.*_glu(_split\d+)?$") == L + moe                # a dense or shared gate_up per block, a routed one per
                                                                            # MoE block: SwiGLU in the store or after the sum
   assert count(r"^gemm_xq_.*_norm$") == 3 * L                              # their norms (one for both gate_ups), [q_a; kv_a]'s and
@@ -175,6 +176,7 @@ def test_kernels_per_mixed_step():
   assert count(r"^mla_chunk_rows_") == L and count(r"^gemm_mma_.*_batched\d+$") == 2 * L and count(r"^E_") <= L + 3
   assert count(r"^gemm_mma_") >= 5 * L and count(r"^gemm_xq_") == count(r"^gemm_mma_") - r["n_moe"]   # shared and routed gate_up: one
   assert count(r"^mv_q\d_\w+_linear_") == 1   # the block's products in the GEMMs; the head of the one sampled row a matvec
+  assert count(r"^mv_f32_linear") == r["n_moe"]   # the router's f32 product of all 33 rows on the matvec (MAX_ROWS_F32)
 
 ROWS = r"""
 import json, re

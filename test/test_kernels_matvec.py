@@ -496,3 +496,9 @@ def test_emulated_sum(tmp_path, language):
   other = matvec.MatvecShape("linear", GGMLType.Q6_K, B, 1, N + 1, Ks, 1, False)
   assert not matvec.supports((terms[0], other)) and not matvec.supports((terms[1], terms[0]))
   assert not matvec.supports((terms[0], matvec.MatvecShape("linear", GGMLType.Q6_K, B, 1, N, Ks, 1, False, norm=True)))
+
+def test_f32_products_take_the_matvec_to_64_tokens():
+  """supports(): an f32 product (the MoE router) up to MAX_ROWS_F32 tokens, a packed one up to MAX_ROWS (more: the GEMMs)."""
+  lin = lambda typ, B: matvec.MatvecShape("linear", typ, B, 1, 64, 2048, 1, False, norm=True)
+  assert matvec.MAX_ROWS_F32 == 64 and matvec.supports(lin(GGMLType.F32, 64)) and not matvec.supports(lin(GGMLType.F32, 65))
+  assert matvec.supports(lin(GGMLType.Q4_0, matvec.MAX_ROWS)) and not matvec.supports(lin(GGMLType.Q4_0, matvec.MAX_ROWS + 1))

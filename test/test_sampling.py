@@ -28,9 +28,28 @@ def test_kth_key_is_the_kth_largest(seed, k):
   x = rng.integers(-6, 6, size=(3, 40)).astype(np.float32) * rng.choice([0.25, 1.5], size=(3, 1)).astype(np.float32)  # ties
   s = Sampler(40, "CPU")
   keys = _order_key(Tensor(x))
-  got = _kth_key(keys, lambda ge: ge.cast(dtypes.uint32).sum(-1, keepdim=True) >= k, s.digits).numpy()[:, 0]
+  got = _kth_key(keys, Tensor.full((3, 1, 1), k, dtype=dtypes.uint32), s.digits).numpy()[:, 0]
   want = _order_key(Tensor(-np.sort(-x, axis=1)[:, k - 1:k].copy())).numpy()[:, 0]   # the key of each row's k-th largest value
   np.testing.assert_array_equal(got, want)
+
+def test_kth_key_over_several_blocks():
+  """A vocabulary of several RADIX_BLOCKs and a part of one (the padding's key 0 below every real key): top-k's threshold
+  and top-p's (mass) exact at counts that cross block boundaries."""
+  from apps.sampling import RADIX_BLOCK
+  rng = np.random.default_rng(5)
+  n = 2 * RADIX_BLOCK + 300
+  x = (rng.standard_normal((2, n)) * 3).astype(np.float32)
+  s = Sampler(n, "CPU")
+  keys = _order_key(Tensor(x))
+  for k in (1, 7, RADIX_BLOCK + 3, n):
+    got = _kth_key(keys, Tensor.full((2, 1, 1), k, dtype=dtypes.uint32), s.digits).numpy()[:, 0]
+    np.testing.assert_array_equal(got, _order_key(Tensor(-np.sort(-x, axis=1)[:, k - 1:k].copy())).numpy()[:, 0])
+  probs = np.exp(x - x.max(1, keepdims=True)); probs /= probs.sum(1, keepdims=True)
+  got = _kth_key(_order_key(Tensor(probs.astype(np.float32))), Tensor.full((2, 1, 1), 0.5), s.digits, Tensor(probs.astype(np.float32))).numpy()[:, 0]
+  for r in range(2):   # the smallest probability of the shortest run of the largest ones whose mass reaches 0.5
+    run = np.sort(probs[r].astype(np.float32))[::-1]
+    cut = int(np.searchsorted(np.cumsum(run.astype(np.float64)), 0.5)) + 1
+    assert got[r] == _order_key(Tensor(run[cut - 1:cut].copy())).numpy()[0], r
 
 CASES = [Params(temperature=40.0, top_k=5), Params(temperature=40.0, top_p=0.5), Params(temperature=40.0, min_p=0.15),
          Params(temperature=40.0, top_k=9, top_p=0.8, min_p=0.05)]

@@ -46,6 +46,9 @@ from apps.gguf import GGMLType, BLOCK
 from apps.kernels import SourceKernel, Param, program, cached, language_of, side_by_side
 
 MAX_ROWS = 8    # tokens (rows of x) a matvec takes; more go to the GEMMs, and so do 5-8 where gemm.FEW_TOKENS says
+MAX_ROWS_F32 = 64   # tokens an f32 product takes (the MoE router's, 64 x 2048, which no GEMM takes and whose weight stays in
+                    # L2): a workgroup a token and row group, the norm in x's staging, not the portable kernel and the norm's
+                    # two kernels (a mixed step of DeepSeek-V2-Lite -0.8 ms, GLM-4.7-Flash -1.1 ms: OPTIMIZATION_JOURNAL.md)
 
 # ---- per type: packed parts (name, element type), weights per lane step (CH), weights per packed block, the loads of one
 # lane step and their math. In `load` and `math`, `@` is the item's suffix: the load sees `bi@` (packed block index) and
@@ -448,7 +451,7 @@ def supports(s: MatvecShape | Terms, language: str = "CUDA") -> bool:
   terms = _terms(s)
   if len(terms) > 1 and not summable(terms): return False
   for t in terms:
-    if t.type not in TYPES or t.B > MAX_ROWS: return False
+    if t.type not in TYPES or t.B > (MAX_ROWS_F32 if t.type == GGMLType.F32 else MAX_ROWS): return False
     tc = TYPES[t.type]
     if t.K % tc.block or t.K % 4: return False
     if t.x_stride and (t.x_stride < t.K or t.x_stride % 4): return False

@@ -44,7 +44,7 @@ TT = 2           # tokens per step of a warp
 COMBINE_WARPS = 8
 NEG = "-3.0e38f"  # a finite minus infinity: exp2(NEG - m) is 0 and NEG - NEG is 0 (no inf - inf NaN, fast-math safe)
 PREFILL_SPLITS = 8       # prefill: partials per token and head at most (the combine reads them all)
-PREFILL_MIN_CHUNK = 64   # prefill: keys per split at least
+PREFILL_MIN_CHUNK = 16   # prefill: keys per split at least (a mixed step's 32-token chunk at ~300 keys: 8 splits, not 5)
 PREFILL_PAIRS = 512      # prefill: (token, split) workgroups a chunk aims at
 PREFILL_MMA_FROM = 64    # prefill: tokens from which a chunk attends on the tensor cores (a shorter one's m16 tiles are too few
                          # workgroups, each walking every key: the split kernel and its combine instead)

@@ -86,12 +86,14 @@
 # latent rows in one kernel: the mixed turn -4% / 0%, landed), A_PATHS=deepseek-v2-lite CHUNKS=32 154 (the mixed turn kernel by
 # kernel: the 32-token chunk's tensor-core attention 2.05 of 5.83 ms), 155 (short chunks on the split prefill kernel: -12.5% /
 # -5.0%, landed), then on that machine path_check --chunks 32 and --mixed of 155's B, and gpu_bench --mixed-chunk 16 / 8 of B.
-# Next lease, in order: PRESETS=glm-4.7-flash 155 (the split prefill for its 20 heads), 157 (short chunks on the tensor cores with split keys: emulated, compiled for sm_90), 158 (the router of 9-64 tokens on the matvec), 159 (the sampler's passes counted in two stages), 156 (the split kernel's splits of 32 / 16 keys), PRESETS=glm-4.7-flash VARIANTS="A B" 150 (its vocabulary of 154,880), CHUNKS=128 BATCH=1,8 145, 149 (the
-# first server start with the radix select as it is, against f555886's), 151 (one capture of a mixed step for a prompt's
-# chunks, prepared), 146 and M=deepseek-v2-lite 146 (the server at 1-32 clients with mixed steps), 147 for each model (batched decode beside
-# llama-batched-bench), 148 (the server's prompts beside streams in chunks of 128, if 145 says a token costs less there), 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A, depths B A),
-# 122 (the short context's decode over f32 and f16 caches on both MoE models, if 125 leaves it open), PRESETS=glm-4.7-flash
-# VARIANTS="A B" 139, PRESETS=glm-4.7-flash,deepseek-v2-lite 84, 85, 80, VARIANTS="B A" 74.
+# Next lease, in order: 146 in a call of its own (the server at 1-32 clients with mixed steps; a first server captures every
+# bucket's three graphs, ~2 min) and M=deepseek-v2-lite 146, 147 for each model (batched decode beside llama-batched-bench, a
+# lease of its own for the build), CHUNKS=128 BATCH=1,8 145, 149 (the first server start with the radix select as it is,
+# against f555886's), 151 (one capture of a mixed step for a prompt's chunks, prepared), 148 (the server's prompts beside
+# streams in chunks of 128, if 145 says a token costs less there), 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below
+# 2,048 fp16 keys: short A B B A, depths B A), 122 (the short context's decode over f32 and f16 caches on both MoE models, if
+# 125 leaves it open), PRESETS=glm-4.7-flash VARIANTS="A B" 139, PRESETS=glm-4.7-flash,deepseek-v2-lite 84, 85, 80,
+# VARIANTS="B A" 74. Measured and closed: 150 (superseded by 159), 155-159 (OPTIMIZATION_JOURNAL.md, 2026-12-06).
 #   1: where a generated decode token of DeepSeek-V2-Lite and GLM-4.7-Flash goes, kernel by kernel: Nsight Compute's device
 #      times (L2 and clocks left as they run: --cache-control none --clock-control none) against the step as run in its
 #      graphs; then BEAM=2 on DeepSeek-V2-Lite's 8 slowest decode kernels (tools.beam_kernels) while the time lasts
