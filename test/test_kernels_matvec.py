@@ -502,3 +502,18 @@ def test_f32_products_take_the_matvec_to_64_tokens():
   lin = lambda typ, B: matvec.MatvecShape("linear", typ, B, 1, 64, 2048, 1, False, norm=True)
   assert matvec.MAX_ROWS_F32 == 64 and matvec.supports(lin(GGMLType.F32, 64)) and not matvec.supports(lin(GGMLType.F32, 65))
   assert matvec.supports(lin(GGMLType.Q4_0, matvec.MAX_ROWS)) and not matvec.supports(lin(GGMLType.Q4_0, matvec.MAX_ROWS + 1))
+
+@pytest.mark.parametrize("B", [40, matvec.MAX_ROWS_F32])
+def test_emulated_router_rows_at_full_size(tmp_path, B):
+  """The MoE router's f32 product with its norm at its full size (64 experts x 2048) for the rows of a mixed step (8 sequences
+  and a 32-token chunk) and MAX_ROWS_F32, in the plan the kernel takes, against float64; every row's top 6 experts kept."""
+  rng = np.random.default_rng(B)
+  N, K = 64, 2048
+  raw = random_tensor(GGMLType.F32, (K, N), rng)
+  W = ref_weight(raw, GGMLType.F32, (K, N)).astype(np.float64)
+  s = matvec.MatvecShape("linear", GGMLType.F32, B, 1, N, K, 1, False, norm=True)
+  p = matvec.plan(s)
+  x, g = rng.standard_normal((B, K)).astype(np.float32), rng.standard_normal(K).astype(np.float32)
+  out, ref = emulated(s, p.rows, "CUDA", raw, (K, N), x, g=g, work=tmp_path, warps=p.warps), rms(x, g) @ W.T
+  assert relerr(out, ref) < BOUND(K), relerr(out, ref)
+  assert top_k_sets(out.astype(np.float64), 6) == top_k_sets(ref, 6)
