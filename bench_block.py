@@ -203,6 +203,12 @@ class Bench:
     self.xs = [Tensor(rng.standard_normal((1, model.cfg.dim), dtype=np.float32), device=model.device).realize() for _ in range(n_inputs)]
     self.dev = model.device
 
+  def distinct_tokens(self) -> None:
+    """Each slot's last token a different one, as a server's sequences have: rows of one token (at one position, over
+    empty caches) are one row repeated, which a MoE model routes to the same k experts, so a batched step would read a
+    fraction of the experts that sequences of their own read."""
+    upload(self.m.slot_tokens, np.random.default_rng(2).choice(self.m.cfg.vocab_size, self.m.slots, replace=False).tolist())
+
   def step(self, target: str) -> Step:
     m = self.m
     sync_dev = lambda out: Device[self.dev].synchronize()
@@ -230,6 +236,7 @@ class Bench:
     if target == "decode" and self.rows > 1:
       # a batched step (Transformer.step) of `rows` sequences, slot b's at pos, greedy: what the server runs for as many requests
       B = self.rows
+      self.distinct_tokens()
       for b in range(B): m.sampler.configure(sampling.Params(), [], b)
       row_vars = m.place_rows([self.pos] * B, list(range(B)))
       step = TinyJit(functools.partial(m._step_rows, B, sampling.Params().structure))
@@ -248,6 +255,7 @@ class Bench:
       if B >= m.slots: raise SystemExit(f"bench: a mixed step of {B} rows needs a model of {B + 1} slots (it has {m.slots})")
       if self.pos + T > m.max_context: raise SystemExit(f"bench: a prefill chunk of {T} at --pos {self.pos} overflows the context of {m.max_context}")
       for b in range(B): m.sampler.configure(sampling.Params(), [], b)
+      self.distinct_tokens()
       buf = Tensor(np.random.default_rng(1).integers(0, m.cfg.vocab_size, m.max_context, dtype=np.int32), device=self.dev).realize()
       args = (buf, m.start_pos.bind(self.pos), m._v_len[T].bind(T), m._v_slot.bind(B), *m.place_rows([self.pos] * B, list(range(B)), B))
       step = TinyJit(functools.partial(m._step_mixed, B, False, sampling.Params().structure))

@@ -235,15 +235,22 @@ def test_profile_critical_path(bench):
 
 def test_profile_batched_step():
   """`tools.profile --batch N`: the batched decode step (Transformer.step's capture) of N sequences at --pos, each in its slot:
-  one step writes a token a row (two rows of the same token, position and empty cache: the same token), and the profile
-  attributes its kernels to the model's parts."""
+  one step writes a token a row, each row continuing a token of its own (as the server's sequences do: one token repeated
+  would route every row of a MoE model to the same experts), each row's token what that token alone gives at that position;
+  the profile attributes its kernels to the model's parts."""
   m = bb.load_model(bb.resolve_model(PRESET), 64, bb.DEFAULT_SPLIT_MASK, slots=2)
   bench = bb.Bench(m, 16, 2, rows=2)
   step = bench.step("decode")
   assert step.per == "step" and step.tokens == 2 and step.cache == 2 * bb.cache_bytes(m, m.cfg.n_layer, 16)
+  last = m.slot_tokens.tolist()
   step.fn(*step.args(0))
-  a, b = m._row_out[:2].tolist()
-  assert a == b and 0 <= a < m.cfg.vocab_size
+  got = m._row_out[:2].tolist()
+  assert last[0] != last[1] and all(0 <= t < m.cfg.vocab_size for t in got)
+  for b in range(2):   # each row alone: its token at position 16 over an empty cache, one row of the same step
+    for c in m.caches: c.assign(c.zeros_like()).realize()
+    m.slot_tokens.assign(Tensor([last[b]] * 2, dtype=m.slot_tokens.dtype, device=m.device)).realize()
+    step.fn(*step.args(0))
+    assert m._row_out[:2].tolist() == [got[b]] * 2, b
   from tools import profile
   res = profile.profile(bench, "decode", repeat=1, count=1)
   assert len(res["rows"]) == res["kernels"] and {"attention", "experts", "output", "sampling"} <= {r.part for r in res["rows"]}
@@ -257,13 +264,11 @@ def test_profile_mixed_step():
   m = bb.load_model(bb.resolve_model(PRESET), 64, bb.DEFAULT_SPLIT_MASK, slots=3)
   m.set_prefill_chunks(8)
   bench = bb.Bench(m, 16, 2, rows=2)
-  tokens = m.slot_tokens.numpy()
   step = bench.step("decode")
   step.fn(*step.args(0))
   want = m._row_out[:2].tolist()
   for c in m.caches: c.assign(c.zeros_like()).realize()
-  m.slot_tokens.assign(Tensor(tokens, device=m.device)).realize()   # the rows' last tokens as the decode step found them
-  step = bench.step("mixed")
+  step = bench.step("mixed")                                       # the rows' last tokens set as the decode step's were
   assert step.per == "step" and step.tokens == 2 + 8
   step.fn(*step.args(0))
   assert m._row_out[:2].tolist() == want

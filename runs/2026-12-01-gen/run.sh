@@ -86,14 +86,15 @@
 # latent rows in one kernel: the mixed turn -4% / 0%, landed), A_PATHS=deepseek-v2-lite CHUNKS=32 154 (the mixed turn kernel by
 # kernel: the 32-token chunk's tensor-core attention 2.05 of 5.83 ms), 155 (short chunks on the split prefill kernel: -12.5% /
 # -5.0%, landed), then on that machine path_check --chunks 32 and --mixed of 155's B, and gpu_bench --mixed-chunk 16 / 8 of B.
-# Next lease, in order: 146 in a call of its own (the server at 1-32 clients with mixed steps; a first server captures every
-# bucket's three graphs, ~2 min) and M=deepseek-v2-lite 146, 147 for each model (batched decode beside llama-batched-bench, a
-# lease of its own for the build), CHUNKS=128 BATCH=1,8 145, 149 (the first server start with the radix select as it is,
-# against f555886's), 151 (one capture of a mixed step for a prompt's chunks, prepared), 148 (the server's prompts beside
-# streams in chunks of 128, if 145 says a token costs less there), 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below
-# 2,048 fp16 keys: short A B B A, depths B A), 122 (the short context's decode over f32 and f16 caches on both MoE models, if
-# 125 leaves it open), PRESETS=glm-4.7-flash VARIANTS="A B" 139, PRESETS=glm-4.7-flash,deepseek-v2-lite 84, 85, 80,
-# VARIANTS="B A" 74. Measured and closed: 150 (superseded by 159), 155-159 (OPTIMIZATION_JOURNAL.md, 2026-12-06).
+# Next lease, in order: 160 (the step of 8 and a mixed turn kernel by kernel, the rows' tokens distinct), 146 in a call of its
+# own (the server at 1-32 clients with mixed steps; a first server captures every bucket's three graphs, ~2 min) and
+# M=deepseek-v2-lite 146, 147 for each model (batched decode beside llama-batched-bench, a lease of its own for the build),
+# CHUNKS=128 BATCH=1,8 145, 149 (the first server start with the radix select as it is, against f555886's), 151 (one capture
+# of a mixed step for a prompt's chunks, prepared), 148 (the server's prompts beside streams in chunks of 128, if 145 says a
+# token costs less there), 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A, depths B A),
+# 122 (the short context's decode over f32 and f16 caches on both MoE models, if 125 leaves it open), PRESETS=glm-4.7-flash
+# VARIANTS="A B" 139, PRESETS=glm-4.7-flash,deepseek-v2-lite 84, 85, 80, VARIANTS="B A" 74. Measured and closed: 150
+# (superseded by 159), 155-159 (OPTIMIZATION_JOURNAL.md, 2026-12-06).
 #   1: where a generated decode token of DeepSeek-V2-Lite and GLM-4.7-Flash goes, kernel by kernel: Nsight Compute's device
 #      times (L2 and clocks left as they run: --cache-control none --clock-control none) against the step as run in its
 #      graphs; then BEAM=2 on DeepSeek-V2-Lite's 8 slowest decode kernels (tools.beam_kernels) while the time lasts
@@ -928,6 +929,18 @@ case $1 in
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
      done ;;
+  160) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # where a step of 8 sequences and a mixed turn go, kernel by kernel, with each row continuing a token of its own
+     # (Bench.distinct_tokens: the profiles before it repeated one token in every row, which a MoE model routes to the same
+     # 6 or 4 experts: DeepSeek-V2-Lite's step of 8 3.24 ms there, 5.36 in gpu_bench's generate): tools.profile --target
+     # decode --batch 8 and --target mixed --batch 8 --chunk 32 of $P (default deepseek-v2-lite,glm-4.7-flash), tables in
+     # $OUT/prof_<model>_<rows or 32>.txt
+     P=${PRESETS:-deepseek-v2-lite,glm-4.7-flash}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
+     for m in ${P//,/ }; do for c in rows 32; do
+       a="--target mixed --chunk $c"; [ $c = rows ] && a="--target decode"
+       timeout $(($(left) - 3)) python3 -m tools.profile --model $m $a --batch 8 --pos 256 --top 8 > "$OUT/prof_${m}_$c.txt" 2>&1
+       grep -E "^(decode|mixed):|critical path|\(all\)" "$OUT/prof_${m}_$c.txt"
+     done; done ;;
   159) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT experiments/sampler-two-stage.diff (B): each radix pass of the sampler's top-k / top-p select counts per
      # 1,024 keys and then over the blocks (two reductions), where the tree counts each of the 16 candidates in one (call146:
