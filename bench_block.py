@@ -114,8 +114,13 @@ class WeightRef:
   tensors: tuple      # the device tensors holding it (packed parts)
   nbytes: int         # device bytes of the whole tensor
   fraction: float     # share of it one decode token reads (k / n_expert for routed experts, one row of the embedding)
-  @property
-  def active(self) -> int: return int(round(self.nbytes * self.fraction))
+  def share(self, tokens: int) -> float:
+    """Share of it `tokens` distinct tokens read: a row of the embedding each; of routed experts those any token chose,
+    expected under uniform routing (each token k distinct of n: 1 - (1 - k/n)^tokens of them); else all."""
+    if tokens == 1: return self.fraction
+    if self.part == "embedding": return min(1.0, self.fraction * tokens)
+    return 1 - (1 - self.fraction) ** tokens if self.name.endswith("_exps") else self.fraction
+  def reached(self, tokens: int) -> int: return int(round(self.nbytes * self.share(tokens)))
 
 def _tensors_of(v) -> tuple:
   if isinstance(v, QuantizedLinear) or isinstance(v, QuantizedEmbedding): return tuple(v.w.part_list())
@@ -150,14 +155,16 @@ def model_weights(m: Transformer) -> list[WeightRef]:
     refs.append(WeightRef(-1, name, part, "model", ts, sum(t.nbytes() for t in ts), frac))
   return refs
 
-def active_weight_bytes(obj: Transformer | Sequence[Block], halves: Sequence[str] = ("attn", "ffn", "model"), whole: bool = False) -> dict[str, int]:
+def active_weight_bytes(obj: Transformer | Sequence[Block], halves: Sequence[str] = ("attn", "ffn", "model"), whole: bool = False,
+                        tokens: int = 1) -> dict[str, int]:
   """Bytes of weights one decode token reads, per model part and in total: every tensor it touches whole, except the k of
   n_expert routed experts and the one embedding row. Takes a Transformer (blocks, embedding, head) or a list of blocks.
-  whole: every tensor whole (a prefill chunk: its tokens route to nearly every expert)."""
+  whole: every tensor whole (a prefill chunk: its tokens route to nearly every expert). tokens: what a batched step of that
+  many distinct tokens reads (WeightRef.reached: the routed experts any of them chose, expected under uniform routing)."""
   refs = model_weights(obj) if isinstance(obj, Transformer) else [r for b in obj for r in block_weights(b)]
   out = {p: 0 for p in PARTS}
   for r in refs:
-    if r.half in halves: out[r.part] += r.nbytes if whole else r.active
+    if r.half in halves: out[r.part] += r.nbytes if whole else r.reached(tokens)
   out = {k: v for k, v in out.items() if v}
   out["total"] = sum(out.values())
   return out
@@ -240,8 +247,8 @@ class Bench:
       for b in range(B): m.sampler.configure(sampling.Params(), [], b)
       row_vars = m.place_rows([self.pos] * B, list(range(B)))
       step = TinyJit(functools.partial(m._step_rows, B, sampling.Params().structure))
-      return Step(target, step, lambda i: row_vars, sync_dev, len(m.blocks), active_weight_bytes(m), B * cache_bytes(m, len(m.blocks), self.pos),
-                  "step", B)
+      return Step(target, step, lambda i: row_vars, sync_dev, len(m.blocks), active_weight_bytes(m, tokens=B),
+                  B * cache_bytes(m, len(m.blocks), self.pos), "step", B)
     if target == "decode":
       m.sampler.configure(sampling.Params(), [])  # greedy, as the default generate()
       upload(m.token, [1])
@@ -259,7 +266,7 @@ class Bench:
       buf = Tensor(np.random.default_rng(1).integers(0, m.cfg.vocab_size, m.max_context, dtype=np.int32), device=self.dev).realize()
       args = (buf, m.start_pos.bind(self.pos), m._v_len[T].bind(T), m._v_slot.bind(B), *m.place_rows([self.pos] * B, list(range(B)), B))
       step = TinyJit(functools.partial(m._step_mixed, B, False, sampling.Params().structure))
-      return Step(target, step, lambda i: args, sync_dev, len(m.blocks), active_weight_bytes(m, whole=True),
+      return Step(target, step, lambda i: args, sync_dev, len(m.blocks), active_weight_bytes(m, tokens=B + T),
                   (B + 1) * cache_bytes(m, len(m.blocks), self.pos, T), "step", B + T)
     if target in ("fill", "prompt"):
       # one prefill chunk as generate() runs every chunk but the last (fill) or the last (prompt): the shortest chunk length's

@@ -254,7 +254,21 @@ def test_profile_batched_step():
   from tools import profile
   res = profile.profile(bench, "decode", repeat=1, count=1)
   assert len(res["rows"]) == res["kernels"] and {"attention", "experts", "output", "sampling"} <= {r.part for r in res["rows"]}
+  # its weight bytes: the routed experts two distinct tokens reach (more than one token's k), the rest once
+  two, one = bb.active_weight_bytes(m, tokens=2)["total"], bb.active_weight_bytes(m)["total"]
+  assert step.weights["total"] == two > one
+  assert sum(r.weight_bytes for r in res["rows"]) == pytest.approx(two, abs=len(res["rows"]))   # (rounded a tensor at a time)
   with pytest.raises(SystemExit, match="3 rows need a model of as many slots"): bb.Bench(m, 16, 2, rows=3)
+
+def test_weight_share_of_several_tokens():
+  """WeightRef.share: a routed expert tensor's share that n distinct tokens reach, each choosing k of E experts uniformly,
+  is 1 - (1 - k/E)^n (k/E for one token, all of it for many); an embedding a row a token; any other tensor whole."""
+  exps = bb.WeightRef(0, "ffn_gate_exps", "experts", "ffn", (), 64 * 1000, 6 / 64)
+  assert exps.share(1) == 6 / 64 and exps.share(8) == pytest.approx(1 - (58 / 64) ** 8) and exps.share(400) == pytest.approx(1.0)
+  assert exps.reached(8) == round(64 * 1000 * (1 - (58 / 64) ** 8))
+  emb = bb.WeightRef(-1, "token_embd", "embedding", "model", (), 1000 * 64, 1 / 1000)
+  assert emb.share(8) == pytest.approx(8 / 1000) and emb.share(5000) == 1.0
+  assert bb.WeightRef(0, "attn_q_b", "attention", "attn", (), 10, 1.0).share(8) == 1.0
 
 def test_profile_mixed_step():
   """`tools.profile --target mixed --batch N --chunk C`: the batched step of N sequences with a prompt's chunk of C tokens

@@ -23,7 +23,8 @@ that produced its largest input (sampling when that is the output head), else of
 'other'.
 
 Bytes per kernel: tinygrad's estimate (KernelInfo estimates, which counts a re-read per head of the cache), and ours:
-the weight bytes the kernel must read (k of n_expert for routed experts) plus the cache rows it reads or writes; GB/s is
+the weight bytes the kernel must read (routed experts: k of n_expert a token, for a step or chunk of several tokens those
+they reach under uniform routing, bench_block.WeightRef.share) plus the cache rows it reads or writes; GB/s is
 ours over the kernel's time when it reads weights or cache, else tinygrad's.
 """
 from __future__ import annotations
@@ -66,11 +67,12 @@ def opts_of(prg: UOp) -> str:
   opts = getattr(getattr(sink, "arg", None), "applied_opts", ()) or ()
   return " ".join(f"{o.op.name}:{o.axis}:{o.arg}" for o in opts)
 
-def buffer_parts(m, pos: int) -> dict[UOp, tuple[str, int, int, str]]:
-  """BUFFER UOp -> (part, block, bytes a token reads from it, kind) for every weight, KV cache, rope table and sampler tensor."""
+def buffer_parts(m, pos: int, tokens: int = 1) -> dict[UOp, tuple[str, int, int, str]]:
+  """BUFFER UOp -> (part, block, bytes a step of `tokens` tokens reads from it, kind) for every weight, KV cache, rope
+  table and sampler tensor (a batched step's routed experts: those its tokens reach, bench_block.WeightRef.reached)."""
   out: dict[UOp, tuple[str, int, int, str]] = {}
   for r in bb.model_weights(m):
-    for t in r.tensors: out[_buffer_key(t)] = (r.part, r.block, int(round(t.nbytes() * r.fraction)), "weights")
+    for t in r.tensors: out[_buffer_key(t)] = (r.part, r.block, int(round(t.nbytes() * r.share(tokens))), "weights")
   row = (m.cfg.kv_lora_rank + m.cfg.qk_rope) * m.caches[0].dtype.itemsize
   for i, c in enumerate(m.caches): out[_buffer_key(c)] = ("attention", i, (pos + 1) * row, "cache")
   for t in (m.rope_cos, m.rope_sin): out[_buffer_key(t)] = ("attention", -1, t.shape[-1] * t.dtype.itemsize, "cache")
@@ -188,7 +190,7 @@ def profile(bench: bb.Bench, target: str = "decode", repeat: int = 5, count: int
   times = time_kernels(jit, args, repeat, ncu)
   var_vals = _prepare_jit_inputs(args, {})[1]
   row = (m.cfg.kv_lora_rank + m.cfg.qk_rope) * m.caches[0].dtype.itemsize
-  attr = attribute(calls, buffer_parts(m, bench.pos), row)
+  attr = attribute(calls, buffer_parts(m, bench.pos, step.tokens), row)
   rows = []
   for i, (call, t, (part, blk, wbytes, cbytes, how), deps) in enumerate(zip(calls, times, attr, dependencies(calls))):
     ast = call.src[0]

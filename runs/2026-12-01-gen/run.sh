@@ -934,8 +934,7 @@ case $1 in
      # (Bench.distinct_tokens: the profiles before it repeated one token in every row, which a MoE model routes to the same
      # 6 or 4 experts: DeepSeek-V2-Lite's step of 8 3.24 ms there, 5.36 in gpu_bench's generate): tools.profile --target
      # decode --batch 8 and --target mixed --batch 8 --chunk 32 of $P (default deepseek-v2-lite,glm-4.7-flash), tables in
-     # $OUT/prof_<model>_<rows or 32>.txt. Their MB / GB/s columns count one token's k experts for the routed products: the
-     # step reaches ~34 of 64 (DeepSeek-V2-Lite) / ~25 (GLM-4.7-Flash), a mixed turn ~62 / ~59 (OPTIMIZATION_JOURNAL.md)
+     # $OUT/prof_<model>_<rows or 32>.txt (the routed products' bytes: the experts the step's tokens reach, WeightRef.share)
      P=${PRESETS:-deepseek-v2-lite,glm-4.7-flash}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
      for m in ${P//,/ }; do for c in rows 32; do
        a="--target mixed --chunk $c"; [ $c = rows ] && a="--target decode"
