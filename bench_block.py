@@ -23,7 +23,7 @@ Each step is timed as wall time around one JIT replay and a device synchronize (
 A loop of `count` steps gives median, p10/p90, IQR and MAD; --rounds R repeats the loop and the headline is the median
 of the round medians. Per step it also reports kernels (captured by the JIT; graph launches apart, since one graph
 launch counts as one kernel in GlobalCounters), bytes of weights read (the packed tensors the step touches, k of
-n_expert for routed experts; see active_weight_bytes) next to tinygrad's own estimate (GlobalCounters.global_mem), the
+n_expert routed experts a token, those its tokens reach for a batched step; see active_weight_bytes) next to tinygrad's own estimate (GlobalCounters.global_mem), the
 KV-cache bytes, and the bandwidth floor: those bytes / the device's measured copy bandwidth (or --bandwidth).
 `--markdown run.json ...` turns saved --json outputs into rows for OPTIMIZATION_JOURNAL.md.
 
