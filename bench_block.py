@@ -23,8 +23,9 @@ Each step is timed as wall time around one JIT replay and a device synchronize (
 A loop of `count` steps gives median, p10/p90, IQR and MAD; --rounds R repeats the loop and the headline is the median
 of the round medians. Per step it also reports kernels (captured by the JIT; graph launches apart, since one graph
 launch counts as one kernel in GlobalCounters), bytes of weights read (the packed tensors the step touches, k of
-n_expert routed experts a token, those its tokens reach for a batched step; see active_weight_bytes) next to tinygrad's own estimate (GlobalCounters.global_mem), the
-KV-cache bytes, and the bandwidth floor: those bytes / the device's measured copy bandwidth (or --bandwidth).
+n_expert routed experts a token, those its tokens reach for a batched step; see active_weight_bytes) next to tinygrad's
+own estimate (GlobalCounters.global_mem), the KV-cache bytes, and the bandwidth floor: those bytes / the device's
+measured copy bandwidth (or --bandwidth).
 `--markdown run.json ...` turns saved --json outputs into rows for OPTIMIZATION_JOURNAL.md.
 
 For search2.py: SPLIT_POINTS (apps.mla's named fusion boundaries), setup(argv), cache_key(), graph_key(mask) and
@@ -117,9 +118,8 @@ class WeightRef:
   def share(self, tokens: int) -> float:
     """Share of it `tokens` distinct tokens read: a row of the embedding each; of routed experts those any token chose,
     expected under uniform routing (each token k distinct of n: 1 - (1 - k/n)^tokens of them); else all."""
-    if tokens == 1: return self.fraction
-    if self.part == "embedding": return min(1.0, self.fraction * tokens)
-    return 1 - (1 - self.fraction) ** tokens if self.name.endswith("_exps") else self.fraction
+    if self.name.endswith("_exps"): return 1 - (1 - self.fraction) ** tokens
+    return min(1.0, self.fraction * tokens) if self.part == "embedding" else self.fraction
   def reached(self, tokens: int) -> int: return int(round(self.nbytes * self.share(tokens)))
 
 def _tensors_of(v) -> tuple:

@@ -1209,8 +1209,8 @@ def mla_prefill_attention(q: Tensor, q_pe: Tensor, cache: Tensor, pos: Tensor, *
                           max_context: int | None = None, first: int = 0, fusions: Fusions = Fusions()) -> Tensor:
   """Causal attention output (T, n_head, kv_lora) fp32 of a prefill chunk: q (T, n_head, kv_lora) absorbed and q_pe (T,
   n_head, qk_rope) roped, of the tokens at positions pos[0] .. pos[0] + T - 1 of the sequence whose cache rows start at row
-  pos[1] (pos an int32 (2,) buffer, or (3,) with the length) over its rows 0 .. their position (the chunk's rows must already be in `cache`; a cache
-  of several sequences holds max_context rows each: the default, all of it). A symbolic T (a chunk of variable length) runs
+  pos[1] (pos an int32 (2,) buffer, or (3,) with the length) over its rows 0 .. their position (the chunk's rows must
+  already be in `cache`; a cache of several sequences holds max_context rows each: the default, all of it). A symbolic T (a chunk of variable length) runs
   its bound and is sliced back. first: q's rows start with `first` rows of another part (a mixed step's decode rows), the
   chunk's after them. fusions: the model's (slices; the prefill kernels have no trigger)."""
   if first and not available(q.device): q = q[first:]
