@@ -462,7 +462,12 @@ def test_bench_gemm_shapes_are_the_kernels():
       s = shape_of(typ, 512, N, K, form)
       assert gemm.mma_supports(s), (model, name)
       v = variants(s, True)
-      assert v[0] == (gemm.mma_tile(s), gemm._mma_steps(s, gemm.mma_tile(s)), 3) and len(set(v)) == len(v) > 1, (model, name)
+      assert v[0] == (gemm.mma_tile(s), gemm._mma_steps(s, gemm.mma_tile(s)), 3, 1) and len(set(v)) == len(v) > 1, (model, name)
+  # a batched step's products: the rule's K slices first (gemm.split_k's), then every slice count that is whole steps
+  s = gemm.split_k(shape_of(GGMLType.Q4_0, 8, 1408, 2048, "e64j6glu"))
+  v = variants(s, False, (2, 4), (3,), (1, 2, 4, 8))
+  assert s.split > 1 and v[0][3] == s.split and {sp for *_, sp in v} == {1, 2, 4, 8}
+  assert all((s.K // gemm.KB // sb) % sp == 0 for _, sb, _, sp in v)
 
 def test_parts_order_matches_the_packed_format():
   """The kernel's weight parameters are the packed format's parts, in order (d, qs)."""

@@ -1,8 +1,10 @@
 """Prefill GEMM time per call on the GPU: the tensor-core kernel (apps/kernels/gemm.py `build_mma`) on the products of one
-chunk of each model (512 tokens by default), as the model's rule builds it and, with --sweep, every tile x steps x
-workgroups-per-SM variant that fits, so a rule can be chosen from the table.
+chunk of each model (512 tokens by default; up to 64, a batched step's, with K split as gemm.split_k splits it), as the
+model's rule builds it and, with --sweep, every tile x steps x workgroups-per-SM (x K slices, --splits) variant that fits,
+so a rule can be chosen from the table.
 
-  DEV=CUDA python3 -m tools.bench_gemm [--tokens 512] [--models youtu,dsv2,glm] [--sweep steps|tiles] [--steps 4,2,1] [--mbs 1,3,4] [--iters 20]
+  DEV=CUDA python3 -m tools.bench_gemm [--tokens 512] [--models youtu,dsv2,glm] [--sweep steps|tiles] [--steps 4,2,1] [--mbs 1,3,4]
+                                       [--splits 1,2,4] [--iters 20]
   DEV=CUDA python3 -m tools.bench_gemm --kernels generated [--opts U0:8,U1:4,R3:0,L1:32,L0:2]
 
 --kernels generated times instead the kernel tinygrad generates for each dense product (apps/quantized.py on the generated
@@ -18,6 +20,7 @@ Only the quantized x records are timed (build_xq runs once, apart). Runs with py
 """
 from __future__ import annotations
 import argparse, math, time
+from dataclasses import replace
 import numpy as np
 import apps  # noqa: F401
 from tinygrad import Tensor, TinyJit, Device, dtypes
@@ -50,10 +53,11 @@ def shape_of(typ: GGMLType, T: int, N: int, K: int, form: str) -> GemmShape:
   if form.startswith("b"): J = int(form[1:]); return GemmShape(typ, T, N, K, J, J, True, True)
   return GemmShape(typ, T, N, K, glu=glu, residual=res)
 
-def variants(s: GemmShape, tiles: bool, steps=(4, 2, 1), mbs=(1, 3, 4)) -> list[tuple[tuple[int, int], int, int]]:
-  """(tile, steps, workgroups per SM) of the rule first, then the others that fit the shape and shared memory: the rule's
-  tile (with `tiles`, every tile) x steps 4, 2, 1 x registers as they come or capped for 3 or 4 workgroups per SM."""
-  rule = (mma_tile(s), _mma_steps(s, mma_tile(s)), build_mma(s).min_blocks)
+def variants(s: GemmShape, tiles: bool, steps=(4, 2, 1), mbs=(1, 3, 4), splits=()) -> list[tuple[tuple[int, int], int, int, int]]:
+  """(tile, steps, workgroups per SM, K slices) of the rule first, then the others that fit the shape and shared memory: the
+  rule's tile (with `tiles`, every tile) x steps 4, 2, 1 x registers as they come or capped for 3 or 4 workgroups per SM x
+  the rule's slices of K (or each of `splits` that divides the steps)."""
+  rule = (mma_tile(s), _mma_steps(s, mma_tile(s)), build_mma(s).min_blocks, s.split)
   out = [rule]
   alts = [(64, 128), (16, 256), (32, 128), (48, 128), (32, 256), (64, 64), (32, 64)] if s.experts else \
          [(tt, tn) for tn in ((128, 256) if s.glu else (64, 128)) for tt in (64, 32)]
@@ -61,11 +65,12 @@ def variants(s: GemmShape, tiles: bool, steps=(4, 2, 1), mbs=(1, 3, 4)) -> list[
     for sb in steps:
       if not gemm.mma_steps_fit(s, tile, sb): continue
       for mb in mbs:
-        v = (tile, sb, mb)
-        if v not in out: out.append(v)
+        for sp in splits or (s.split,):
+          v = (tile, sb, mb, sp)
+          if v not in out and (s.K // KB // sb) % sp == 0 and (sp == 1 or not (s.batched or s.residual)): out.append(v)
   return out
 
-def bench(model: str, name: str, s: GemmShape, sweep: str, iters: int, rng, steps, mbs) -> None:
+def bench(model: str, name: str, s: GemmShape, sweep: str, iters: int, rng, steps, mbs, splits) -> None:
   dev = Device.DEFAULT
   ne = (s.K, s.N * (2 if s.glu else 1), *([s.E] if s.E else []))
   w_bytes = math.prod(ne) // 32 * 18
@@ -78,12 +83,13 @@ def bench(model: str, name: str, s: GemmShape, sweep: str, iters: int, rng, step
   extra = []
   if s.experts: extra.append(Tensor(rng.integers(0, s.E, (s.T, s.J)).astype(np.int32)).realize())
   if s.residual: extra.append(Tensor(rng.standard_normal((s.T, s.N)).astype(np.float32)).realize())
-  out_elems = s.T * (s.J if s.E else 1) * s.N
   flops = 2 * 2 * s.T * s.J * s.N * s.K * (2 if s.glu else 1)   # int8 multiply-adds: (h, l) per product
   base = None
-  for tile, sb, mb in (variants(s, sweep == "tiles", steps, mbs) if sweep else variants(s, False)[:1]):
-    try: fxn = program(build_mma(s, tile, sb, mb), dev)
+  for tile, sb, mb, sp in (variants(s, sweep == "tiles", steps, mbs, splits) if sweep else variants(s, False)[:1]):
+    v = replace(s, split=sp)
+    try: fxn = program(build_mma(v, tile, sb, mb), dev)
     except AssertionError: continue
+    out_elems = sp * s.T * (s.J if s.E else 1) * s.N * (2 if sp > 1 and s.glu else 1)   # a split product: each slice's sums, W's rows
     def step(fxn=fxn):   # every call writes the one output: the graph runs them one after another, as a chunk's products run
       out = Tensor.empty(out_elems, dtype=dtypes.float32)
       for w in ws: out = out.custom_kernel(xq, *extra, *w, fxn=fxn)[0]
@@ -96,7 +102,7 @@ def bench(model: str, name: str, s: GemmShape, sweep: str, iters: int, rng, step
     Device[dev].synchronize()
     us = (time.perf_counter() - t0) / iters / copies * 1e6
     base = base or us
-    print(f"{model:6s} {name:15s} {s.type.name:5s} {s.T:5d} {s.N:6d} {s.K:6d} {str(tile):>10s} {sb:3d} {mb:3d} {us:9.1f} "
+    print(f"{model:6s} {name:15s} {s.type.name:5s} {s.T:5d} {s.N:6d} {s.K:6d} {str(tile):>10s} {sb:3d} {mb:3d} {sp:3d} {us:9.1f} "
           f"{flops / us / 1e6:8.1f} {base / us:6.3f}", flush=True)
 
 def bench_generated(model: str, name: str, typ: GGMLType, T: int, N: int, K: int, iters: int, rng, opts: str | None = None) -> None:
@@ -118,6 +124,7 @@ def main() -> None:
                   "(steps), or of every tile (tiles)")
   ap.add_argument("--steps", default="4,2,1", help="the sweep's sub-steps per step")
   ap.add_argument("--mbs", default="1,3,4", help="the sweep's workgroups per SM")
+  ap.add_argument("--splits", default="", help="the sweep's slices of K (default: the rule's)")
   ap.add_argument("--iters", type=int, default=20)
   ap.add_argument("--kernels", choices=["hand", "generated"], default="hand")
   ap.add_argument("--opts", help="with --kernels generated: the products' opts instead of the heuristics'")
@@ -131,13 +138,14 @@ def main() -> None:
         if (not args.only or name in args.only.split(",")) and form in ("", "glu", "res"):
           bench_generated(model, name, typ, args.tokens, N * (2 if form == "glu" else 1), K, args.iters, rng, args.opts)
     return
-  print(f"{'model':6s} {'product':15s} {'type':5s} {'T':>5s} {'N':>6s} {'K':>6s} {'tile':>10s} {'sb':>3s} {'mb':>3s} {'us':>9s} "
+  print(f"{'model':6s} {'product':15s} {'type':5s} {'T':>5s} {'N':>6s} {'K':>6s} {'tile':>10s} {'sb':>3s} {'mb':>3s} {'sp':>3s} {'us':>9s} "
         f"{'int8 TOPS':>8s} {'x rule':>6s}")
   for model in args.models.split(","):
     for name, typ, N, K, form in MODELS[model]:
       if args.only and name not in args.only.split(","): continue
-      s = shape_of(typ, args.tokens, N, K, form)
+      s = gemm.split_k(shape_of(typ, args.tokens, N, K, form))
       if not mma_supports(s, Device.DEFAULT): print(f"{model:6s} {name:15s}: no tensor-core kernel on {Device.DEFAULT}"); continue
-      bench(model, name, s, args.sweep, args.iters, rng, [int(v) for v in args.steps.split(',')], [int(v) for v in args.mbs.split(',')])
+      bench(model, name, s, args.sweep, args.iters, rng, [int(v) for v in args.steps.split(',')], [int(v) for v in args.mbs.split(',')],
+            [int(v) for v in args.splits.split(',') if v])
 
 if __name__ == "__main__": main()

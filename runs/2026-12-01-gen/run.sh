@@ -86,7 +86,11 @@
 # latent rows in one kernel: the mixed turn -4% / 0%, landed), A_PATHS=deepseek-v2-lite CHUNKS=32 154 (the mixed turn kernel by
 # kernel: the 32-token chunk's tensor-core attention 2.05 of 5.83 ms), 155 (short chunks on the split prefill kernel: -12.5% /
 # -5.0%, landed), then on that machine path_check --chunks 32 and --mixed of 155's B, and gpu_bench --mixed-chunk 16 / 8 of B.
-# Next lease, in order: 160 (the step of 8 and a mixed turn kernel by kernel, the rows' tokens distinct), 146 in a call of its
+# Measured 2026-12-06 (calls 157-158, H100): 160 (the step of 8 and a mixed turn kernel by kernel, each row a token of its own:
+# DeepSeek-V2-Lite's routed experts 43% of the step, 1.1-1.4 TB/s), 161 (build_mma's steps x occupancy x slices on those
+# products: -5% / -12% at best). Tried and not started (no machine came for the rest of the lease): 163.
+# Next lease, in order: 163 (experiments/experts-stream.diff: the streaming experts kernel alone, then in the model A B B A;
+# DEADLINE=560), 146 in a call of its
 # own (the server at 1-32 clients with mixed steps; a first server captures every bucket's three graphs, ~2 min) and
 # M=deepseek-v2-lite 146, 147 for each model (batched decode beside llama-batched-bench, a lease of its own for the build),
 # CHUNKS=128 BATCH=1,8 145, 149 (the first server start with the radix select as it is, against f555886's), 151 (one capture
@@ -929,6 +933,31 @@ case $1 in
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
      done ;;
+  163) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT experiments/experts-stream.diff (B) in the model: the routed experts of a step of up to 16 sequences on the
+     # streaming kernel (gemm.build_mma_stream, K in 2 slices), and from 32 picks (GLM-4.7-Flash's 8 x 4 too), against the
+     # tree (A: build_mma's expert x band x slice workgroups from 48 picks, the matvecs below); first (unless NOSWEEP) 162 at
+     # 8 tokens. gpu_bench --batch $BATCH (default 1,8,16) --decode 32 of $P (default deepseek-v2-lite,glm-4.7-flash), in the
+     # order $VARIANTS (A B B A); the rows' tokens against each prompt alone ("agree")
+     [ -n "$NOSWEEP" ] || TOKENS=8 DEADLINE=$((SECONDS + ${SWEEP_S:-100})) bash runs/2026-12-01-gen/run.sh 162
+     PRESETS=${PRESETS:-deepseek-v2-lite,glm-4.7-flash} BATCH=${BATCH:-1,8,16} batch_ab stream B:experts-stream.diff ;;
+  162) # EXPERIMENT experiments/experts-stream.diff's kernel (gemm.build_mma_stream: persistent workgroups, each running its
+     # units of chosen expert x band x slice back to back) against the rule's build_mma (call158: DeepSeek-V2-Lite's step-of-8
+     # gate_up 75 us, any steps / occupancy / slices of build_mma 72-75), alone: `bench_gemm --stream` in /tmp/B at $TOKENS
+     # (default 8 16) of $MODELS (default dsv2,glm), steps ($STEPS) x workgroups an SM ($MBS) x slices ($SPLITS), the rule's
+     # row and the fastest 6 a product
+     tree /tmp/B experts-stream.diff || exit 1
+     for tk in ${TOKENS:-8 16}; do
+       (cd /tmp/B && timeout $(($(left) - 3)) python3 -m tools.bench_gemm --tokens $tk --models ${MODELS:-dsv2,glm} --only gate_up_exps,down_exps \
+         --stream --steps ${STEPS:-4,2,1} --mbs ${MBS:-2,3,4,6,8} --splits ${SPLITS:-1,2,4} --iters 50 > "$OUT/stream_$tk.txt" 2>&1)
+       grep -v "^model\\|^device\\| stream " "$OUT/stream_$tk.txt"
+       grep " stream " "$OUT/stream_$tk.txt" | sort -k1,2 -k11,11n | awk 'c[$1 $2]++ < 6'
+     done ;;
+  161) # the routed experts' products of a batched step of 8 sequences alone (bench_gemm --tokens 8: uniform routing, the
+     # rule's K slices) and every steps x workgroups-per-SM x slices variant of their tile (call157: DeepSeek-V2-Lite's
+     # gate_up 83 us for 113 MB, 1.4 TB/s; 103 registers, four workgroups an SM), of $MODELS (default dsv2,glm)
+     timeout $(($(left) - 3)) python3 -m tools.bench_gemm --tokens ${TOKENS:-8} --models ${MODELS:-dsv2,glm} --only gate_up_exps,down_exps \
+       --sweep steps --steps 4,2,1 --mbs ${MBS:-1,3,4,6,8} --splits ${SPLITS:-1,2,4,8} --iters 50 2>&1 | tee "$OUT/sweep.txt" | grep -v "^model" | sort -k1,2 -k12,12n | awk 'c[$1 $2]++ < 8' ;;
   160) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # where a step of 8 sequences and a mixed turn go, kernel by kernel, with each row continuing a token of its own
      # (Bench.distinct_tokens: the profiles before it repeated one token in every row, which a MoE model routes to the same
