@@ -944,10 +944,14 @@ case $1 in
   162) # EXPERIMENT experiments/experts-stream.diff's kernel (gemm.build_mma_stream: persistent workgroups, each running its
      # units of chosen expert x band x slice back to back) against the rule's build_mma (call158: DeepSeek-V2-Lite's step-of-8
      # gate_up 75 us, any steps / occupancy / slices of build_mma 72-75), alone: `bench_gemm --stream` in /tmp/B at $TOKENS
-     # (default 8 16) of $MODELS (default dsv2,glm), steps ($STEPS) x workgroups an SM ($MBS) x slices ($SPLITS), the rule's
-     # row and the fastest 6 a product
+     # (default 8 16) of $MODELS (default dsv2,glm), steps ($STEPS) x workgroups an SM ($MBS) x slices ($SPLITS): the tree's
+     # rule's row, B's, and B's fastest 6 a product
      tree /tmp/B experts-stream.diff || exit 1
      for tk in ${TOKENS:-8 16}; do
+       echo "-- the tree's rule, $tk tokens"   # (B's own rule row below splits as the diff splits)
+       timeout $(($(left) - 3)) python3 -m tools.bench_gemm --tokens $tk --models ${MODELS:-dsv2,glm} --only gate_up_exps,down_exps --iters 50 \
+         2>&1 | grep -v "^model\\|^device"
+       echo "-- B, $tk tokens"
        (cd /tmp/B && timeout $(($(left) - 3)) python3 -m tools.bench_gemm --tokens $tk --models ${MODELS:-dsv2,glm} --only gate_up_exps,down_exps \
          --stream --steps ${STEPS:-4,2,1} --mbs ${MBS:-2,3,4,6,8} --splits ${SPLITS:-1,2,4} --iters 50 > "$OUT/stream_$tk.txt" 2>&1)
        grep -v "^model\\|^device\\| stream " "$OUT/stream_$tk.txt"
