@@ -933,6 +933,16 @@ case $1 in
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
      done ;;
+  164) # what bounds the routed experts' products of a batched step of 8 (call158-159: ~1.4-1.6 TB/s at any steps /
+     # workgroups an SM / slices, and the streaming kernel no better): Nsight Compute's full set on one launch of each of
+     # DeepSeek-V2-Lite's gate_up and down at 8 tokens (bench_gemm: uniform routing, the rule's slices), the stall reasons,
+     # the memory pipes and the bytes in flight; the reports in $OUT/ncu_<product>.txt
+     for k in gate_up_exps:gemm_mma_q4_0_8_1408 down_exps:gemm_mma_q4_0_8_2048; do
+       timeout $(( ($(left) - 5) / 2 )) ncu --set full --clock-control none --launch-skip 3 --launch-count 1 --kernel-name regex:"${k#*:}" \
+         python3 -m tools.bench_gemm --tokens 8 --models dsv2 --only ${k%:*} --iters 2 > "$OUT/ncu_${k%:*}.txt" 2>&1
+       grep -E "^  [a-z_0-9]+\(|Duration|Registers Per|Achieved Occupancy|Theoretical Occupancy|DRAM Throughput|L2 Cache Throughput|L1/TEX Cache Throughput|Warp Cycles Per Issued|Issue Slots Busy|Stall|No Eligible|Compute \(SM\) Throughput|Memory Throughput|Block Limit|Mem Busy|Max Bandwidth|L1/TEX Hit|L2 Hit|Active Warps|Eligible" \
+         "$OUT/ncu_${k%:*}.txt" | head -60
+     done ;;
   163) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT experiments/experts-stream.diff (B) in the model: the routed experts of a step of up to 16 sequences on the
      # streaming kernel (gemm.build_mma_stream, K in 2 slices), and from 32 picks (GLM-4.7-Flash's 8 x 4 too), against the
