@@ -39,7 +39,7 @@ MODELS = {
             ("down", Q4_0, 2048, 6144, "res")],
   "dsv2": [("q+kv_a", Q4_0, 3648, 2048, ""), ("attn_output", Q4_0, 2048, 2048, "res"), ("gate_up_shexp", Q5_K, 2816, 2048, "glu"),
            ("down_shexp", Q6_K, 2048, 2816, "res"), ("gate_up_exps", Q4_0, 1408, 2048, "e64j6glu"),
-           ("down_exps", Q4_0, 2048, 1408, "e64j6")],
+           ("down_exps", Q4_0, 2048, 1408, "e64j6"), ("output", Q6_K, 102400, 2048, "")],
   "glm": [("q_a+kv_a", Q4_0, 1344, 2048, ""), ("q_b", Q4_0, 5120, 768, ""), ("k_b", Q4_0, 512, 192, "b20"), ("v_b", Q4_0, 256, 512, "b20"),
           ("attn_output", Q4_0, 2048, 5120, "res"), ("gate_up_shexp", Q5_K, 1536, 2048, "glu"), ("down_shexp", Q6_K, 2048, 1536, "res"),
           ("gate_up_exps", Q4_0, 1536, 2048, "e64j4glu"), ("down_exps", Q4_0, 2048, 1536, "e64j4")],
@@ -60,7 +60,7 @@ def variants(s: GemmShape, tiles: bool, steps=(4, 2, 1), mbs=(1, 3, 4), splits=(
   rule = (mma_tile(s), _mma_steps(s, mma_tile(s)), build_mma(s).min_blocks, s.split)
   out = [rule]
   alts = [(64, 128), (16, 256), (32, 128), (48, 128), (32, 256), (64, 64), (32, 64)] if s.experts else \
-         [(tt, tn) for tn in ((128, 256) if s.glu else (64, 128)) for tt in (64, 32)]
+         [(tt, tn) for tn in ((128, 256) if s.glu else (64, 128)) for tt in (64, 32, 16, 8) if tt < 2 * s.T]
   for tile in [rule[0]] + ([t for t in alts if t != rule[0]] if tiles else []):
     for sb in steps:
       if not gemm.mma_steps_fit(s, tile, sb): continue

@@ -933,16 +933,23 @@ case $1 in
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
      done ;;
-  164) # what bounds the routed experts' products of a batched step of 8 (call158-159: ~1.4-1.6 TB/s at any steps /
-     # workgroups an SM / slices, and the streaming kernel no better): Nsight Compute's full set on one launch of each of
-     # DeepSeek-V2-Lite's gate_up and down at 8 tokens (bench_gemm: uniform routing, the rule's slices), the stall reasons,
-     # the memory pipes and the bytes in flight; the reports in $OUT/ncu_<product>.txt
-     for k in gate_up_exps:gemm_mma_q4_0_8_1408 down_exps:gemm_mma_q4_0_8_2048; do
-       timeout $(( ($(left) - 5) / 2 )) ncu --set full --clock-control none --launch-skip 3 --launch-count 1 --kernel-name regex:"${k#*:}" \
-         python3 -m tools.bench_gemm --tokens 8 --models dsv2 --only ${k%:*} --iters 2 > "$OUT/ncu_${k%:*}.txt" 2>&1
+  164) # what bounds the products of a batched step of 8 (call158-159: the routed experts at ~1.4-1.6 TB/s at any steps /
+     # workgroups an SM / slices, the streaming kernel no better; the Q6_K output head at 0.78 TB/s where one token's matvec
+     # makes 1.8): Nsight Compute's full set on one launch of DeepSeek-V2-Lite's routed gate_up at 8 tokens (bench_gemm:
+     # uniform routing, the rule's slices), then 8 sub-steps a step (a row's 128 bytes at once) beside the rule, then the full
+     # set on the output head; the reports in $OUT/ncu_<product>.txt
+     nc() {
+       timeout $(( $(left) - ${2:-5} )) ncu --set full --clock-control none --launch-skip 3 --launch-count 1 --kernel-name regex:"${1#*:}" \
+         python3 -m tools.bench_gemm --tokens 8 --models dsv2 --only ${1%:*} --iters 2 > "$OUT/ncu_${1%:*}.txt" 2>&1
        grep -E "^  [a-z_0-9]+\(|Duration|Registers Per|Achieved Occupancy|Theoretical Occupancy|DRAM Throughput|L2 Cache Throughput|L1/TEX Cache Throughput|Warp Cycles Per Issued|Issue Slots Busy|Stall|No Eligible|Compute \(SM\) Throughput|Memory Throughput|Block Limit|Mem Busy|Max Bandwidth|L1/TEX Hit|L2 Hit|Active Warps|Eligible" \
-         "$OUT/ncu_${k%:*}.txt" | head -60
-     done ;;
+         "$OUT/ncu_${1%:*}.txt" | head -45
+     }
+     nc gate_up_exps:gemm_mma_q4_0_8_1408 150
+     timeout $(( $(left) - 75 )) python3 -m tools.bench_gemm --tokens 8 --models dsv2 --only gate_up_exps,down_exps,output --sweep steps \
+       --steps 8,4 --mbs 3 --splits 1,2 --iters 30 2>&1 | grep -v "^device"
+     timeout $(( $(left) - 60 )) python3 -m tools.bench_gemm --tokens 8 --models dsv2 --only output --sweep tiles --steps 2,4 --mbs 3 \
+       --iters 30 2>&1 | grep -v "^device\|^model"   # the rule's 32-token tile for 8 tokens (x records 4x the tokens) against 8 and 16
+     nc output:gemm_mma_q6_k_8_102400 ;;
   163) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT experiments/experts-stream.diff (B) in the model: the routed experts of a step of up to 16 sequences on the
      # streaming kernel (gemm.build_mma_stream, K in 2 slices), and from 32 picks (GLM-4.7-Flash's 8 x 4 too), against the
