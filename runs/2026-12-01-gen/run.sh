@@ -933,6 +933,14 @@ case $1 in
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
      done ;;
+  165) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT experiments/few-token-tile.diff (B): a product of few tokens with K whole (a batched step's output head,
+     # split 1) takes a tile of its tokens rounded to 8, not 32 (the x records of 24 padding tokens staged each step). The
+     # output head alone at 8 tokens in the tile sweep, then gpu_bench --batch 8,16 of $P (default youtu-llm-2b,deepseek-v2-lite)
+     # A B B A; then (NCU=1) Nsight Compute on the routed gate_up as in 164 while time is left
+     timeout 60 python3 -m tools.bench_gemm --tokens 8 --models dsv2 --only output --sweep tiles --steps 2,4 --mbs 3 --iters 30 2>&1 | grep -v "^device"
+     PRESETS=${PRESETS:-youtu-llm-2b,deepseek-v2-lite} batch_ab tile B:few-token-tile.diff
+     [ -z "$NCU" ] || { echo "-- ncu $(date +%T)"; DEADLINE=$(left) bash runs/2026-12-01-gen/run.sh 164; } ;;
   164) # what bounds the products of a batched step of 8 (call158-159: the routed experts at ~1.4-1.6 TB/s at any steps /
      # workgroups an SM / slices, the streaming kernel no better; the Q6_K output head at 0.78 TB/s where one token's matvec
      # makes 1.8): Nsight Compute's full set on one launch of DeepSeek-V2-Lite's routed gate_up at 8 tokens (bench_gemm:
