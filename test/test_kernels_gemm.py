@@ -437,6 +437,8 @@ def test_mma_tiles_steps_and_occupancy():
     k = gemm.build_mma(s)
     assert gemm._mma_steps(s, gemm.mma_tile(s)) == 2 and k.min_blocks == 3 and "__launch_bounds__(128, 3)" in render(k, "CUDA")
   assert gemm._mma_steps(S(q, 20, 40, 96), (8, 64)) == 1
+  # a few tokens of a wide product (a batched step's output head): a tile of the tokens, not 32 of which 24 are padding
+  assert gemm.mma_tile(S(GGMLType.Q6_K, 8, 102400, 2048)) == (8, 128) and gemm.mma_tile(S(q, 12, 16384, 2048, glu=True)) == (16, 128)
 
 def test_mma_experts_long_chunk_takes_two_sub_steps():
   """An experts kernel's x records are dynamic workgroup memory, so DeepSeek-V2-Lite's routed products of a 2048-token chunk

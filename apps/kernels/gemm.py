@@ -407,19 +407,22 @@ def mma_tile(s: GemmShape) -> tuple[int, int]:
   (a 128-token chunk's ~12: 64 x 128 was 4.5% slower there); a SwiGLU product's 64 tokens x 128 rows of W; any other
   product's 32 tokens (or fewer, down to 8, until there is a workgroup per SM) x 128 rows, or 64 where N is an odd multiple
   of 64 (a last band of 128 half empty). 32 tokens beat 64 by 1.1-1.4x at 512 tokens where the 64-token tiles left one or
-  two workgroups an SM (tools/bench_gemm.py --sweep tiles, OPTIMIZATION_JOURNAL.md)."""
+  two workgroups an SM (tools/bench_gemm.py --sweep tiles, OPTIMIZATION_JOURNAL.md). Never more tokens than the product's
+  own rounded to 8: a batched step's output head (8 tokens, K whole) in 32-token tiles staged 4x the x records it reads
+  (H100: 207 -> 159 us alone, Youtu-LLM-2B's step of 8 -4.3%)."""
   if s.experts:
     if s.T <= SPLIT_EXPERTS: return (min(16, -(-s.T // 8) * 8), 128 if s.glu else 64)   # a batched decode step: its K split (split_k)
     return (64, 128) if s.T * s.J >= 32 * s.E else (16, 256)
-  if s.split > 1: return (-(-s.T // 8) * 8, 128 if s.glu else 64)   # all the tokens in one tile, a row block a warp
+  few = -(-s.T // 8) * 8   # the tokens in whole column blocks: a wider tile stages x records nobody reads
+  if s.split > 1: return (few, 128 if s.glu else 64)   # all the tokens in one tile, a row block a warp
   wgs = lambda tt, tn: -(-s.N * (2 if s.glu else 1) // tn) * -(-s.T // tt) * (s.E if s.batched else 1)
   if s.glu:   # a warp's row blocks in gate / up pairs: 128 rows of W, 64 of out
     tt = 64
     while tt > 8 and wgs(tt, 128) < matvec.SMS: tt //= 2
-    return (tt, 128)
+    return (min(tt, few), 128)
   tn, tt = (128 if s.N % 128 == 0 else 64), 32
   while tt > 8 and wgs(tt, tn) < matvec.SMS: tt //= 2
-  return (tt, tn)
+  return (min(tt, few), tn)
 
 def _experts_bytes(s: GemmShape) -> int: return _list_bytes(s) + 128 * 4 if s.experts else 0
 

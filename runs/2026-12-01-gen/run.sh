@@ -933,6 +933,12 @@ case $1 in
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
      done ;;
+  166) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT experiments/few-token-steps.diff (B): a tile of at most 16 tokens and 2 row blocks a warp takes 4 sub-steps a
+     # step (a batched step's products; call164: the output head 159 -> 124 us alone, DeepSeek-V2-Lite's routed down 45 -> 40;
+     # slices follow: the routed down unsplit, the Q6_K shared down in 2). gpu_bench --batch 8,16 of $P (default
+     # youtu-llm-2b,deepseek-v2-lite), A B B A
+     PRESETS=${PRESETS:-youtu-llm-2b,deepseek-v2-lite} batch_ab steps B:few-token-steps.diff ;;
   165) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT experiments/few-token-tile.diff (B): a product of few tokens with K whole (a batched step's output head,
      # split 1) takes a tile of its tokens rounded to 8, not 32 (the x records of 24 padding tokens staged each step). The
