@@ -89,10 +89,12 @@
 # Measured 2026-12-06 (calls 157-158, H100): 160 (the step of 8 and a mixed turn kernel by kernel, each row a token of its own:
 # DeepSeek-V2-Lite's routed experts 43% of the step, 1.1-1.4 TB/s), 161 (build_mma's steps x occupancy x slices on those
 # products: -5% / -12% at best). Tried and not started (no machine came for the rest of the lease): 163.
-# Next lease, in order: 163 (experiments/experts-stream.diff: the streaming experts kernel alone, then in the model A B B A;
-# DEADLINE=560), 146 in a call of its
-# own (the server at 1-32 clients with mixed steps; a first server captures every bucket's three graphs, ~2 min) and
-# M=deepseek-v2-lite 146, 147 for each model (batched decode beside llama-batched-bench, a lease of its own for the build),
+# Measured 2026-12-06 (calls 159-164, H100): 163 (the streaming experts kernel: rejected), 146 with M= each model (the server
+# at 1-32 clients), NCU=1 165 (the few-token tile: landed; Nsight Compute on the routed gate_up and the output head: the
+# register loads' sectors half used, L1/TEX the limit).
+# Next lease, in order: 167 (experiments/gemm-staged.diff: the weights through workgroup memory, alone and in the model;
+# DEADLINE=560), 166 (experiments/few-token-steps.diff, if 167 leaves the register kernel in use), PRESETS=glm-4.7-flash 167,
+# DIFF=experts-stream-64.diff is closed (its kernel rejected), 147 for each model (batched decode beside llama-batched-bench, a lease of its own for the build),
 # CHUNKS=128 BATCH=1,8 145, 149 (the first server start with the radix select as it is, against f555886's), 151 (one capture
 # of a mixed step for a prompt's chunks, prepared), 148 (the server's prompts beside streams in chunks of 128, if 145 says a
 # token costs less there), 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A, depths B A),
@@ -933,6 +935,17 @@ case $1 in
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
      done ;;
+  167) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT experiments/gemm-staged.diff (B): a Q4_0 product of a tile of up to 16 tokens stages its weights in
+     # workgroup memory with cp.async (a row's 16-byte blocks whole, their scales 2 SB bytes a row), STAGES = 4 steps in
+     # flight, each lane's words read from there (call164: the register loads used 12 of each 32-byte sector, L1/TEX 78%
+     # busy, DRAM 46%). First bench_gemm --stages 0,3,4,6 x steps 2,4 x 3,4 workgroups an SM at 8 tokens of $MODELS'
+     # (default dsv2) routed products and attn_output, in /tmp/B ("wts": reg = the registers, stN = staged); then gpu_bench
+     # --batch $BATCH (default 8,16) of $P (default youtu-llm-2b,deepseek-v2-lite), A B B A
+     tree /tmp/B gemm-staged.diff || exit 1
+     (cd /tmp/B && timeout $(( $(left) / 3 )) python3 -m tools.bench_gemm --tokens 8 --models ${MODELS:-dsv2} --only gate_up_exps,down_exps,attn_output \
+       --sweep steps --steps 2,4 --mbs 3,4 --stages 0,3,4,6 --iters 30 2>&1 | tee "$OUT/staged_8.txt" | grep -v "^device")
+     PRESETS=${PRESETS:-youtu-llm-2b,deepseek-v2-lite} batch_ab staged B:gemm-staged.diff ;;
   166) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT experiments/few-token-steps.diff (B): a tile of at most 16 tokens and 2 row blocks a warp takes 4 sub-steps a
      # step (a batched step's products; call164: the output head 159 -> 124 us alone, DeepSeek-V2-Lite's routed down 45 -> 40;
