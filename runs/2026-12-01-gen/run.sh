@@ -94,7 +94,7 @@
 # register loads' sectors half used, L1/TEX the limit).
 # Next lease, in order: 167 (experiments/gemm-staged.diff: the weights through workgroup memory, alone and in the model;
 # DEADLINE=560), 166 (experiments/few-token-steps.diff, if 167 leaves the register kernel in use), PRESETS=glm-4.7-flash 167,
-# DIFF=experts-stream-64.diff is closed (its kernel rejected), 147 for each model (batched decode beside llama-batched-bench, a lease of its own for the build),
+# 147 for each model (batched decode beside llama-batched-bench, a lease of its own for the build),
 # CHUNKS=128 BATCH=1,8 145, 149 (the first server start with the radix select as it is, against f555886's), 151 (one capture
 # of a mixed step for a prompt's chunks, prepared), 148 (the server's prompts beside streams in chunks of 128, if 145 says a
 # token costs less there), 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A, depths B A),
