@@ -93,7 +93,8 @@
 # at 1-32 clients), NCU=1 165 (the few-token tile: landed; Nsight Compute on the routed gate_up and the output head: the
 # register loads' sectors half used, L1/TEX the limit).
 # Next lease, in order: 167 (experiments/gemm-staged.diff: the weights through workgroup memory, alone and in the model;
-# DEADLINE=560), 166 (experiments/few-token-steps.diff, if 167 leaves the register kernel in use), PRESETS=glm-4.7-flash 167,
+# DEADLINE=560), 168 (experiments/argmax-pad.diff), 166 (experiments/few-token-steps.diff, if 167 leaves the register kernel
+# in use), PRESETS=glm-4.7-flash 167,
 # 147 for each model (batched decode beside llama-batched-bench, a lease of its own for the build),
 # CHUNKS=128 BATCH=1,8 145, 149 (the first server start with the radix select as it is, against f555886's), 151 (one capture
 # of a mixed step for a prompt's chunks, prepared), 148 (the server's prompts beside streams in chunks of 128, if 145 says a
@@ -935,6 +936,13 @@ case $1 in
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
      done ;;
+  168) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT experiments/argmax-pad.diff (B): each row of logits padded with -inf to a multiple of 4096 for its argmax:
+     # Youtu-LLM-2B's and GLM-4.7-Flash's vocabularies (2^8 x 501, 2^8 x 605) gave tinygrad's argmax 64 threads a row of ~2,000
+     # logits each (r_2_32_4_501 49 us of a decode step, r_4_8_16_4_605 77 us of a step of 8, profiles of call123 / call157),
+     # DeepSeek-V2-Lite's 2^12 x 25 4,096 threads a row (9-10 us). gpu_bench --batch $BATCH (default 1,8) of $P (default
+     # youtu-llm-2b,glm-4.7-flash), A B B A
+     PRESETS=${PRESETS:-youtu-llm-2b,glm-4.7-flash} BATCH=${BATCH:-1,8} batch_ab argmax B:argmax-pad.diff ;;
   167) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT experiments/gemm-staged.diff (B): a Q4_0 product of a tile of up to 16 tokens stages its weights in
      # workgroup memory with cp.async (a row's 16-byte blocks whole, their scales 2 SB bytes a row), STAGES = 4 steps in
