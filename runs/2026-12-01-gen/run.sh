@@ -93,7 +93,8 @@
 # at 1-32 clients), NCU=1 165 (the few-token tile: landed; Nsight Compute on the routed gate_up and the output head: the
 # register loads' sectors half used, L1/TEX the limit).
 # Next lease, in order: 167 (experiments/gemm-staged.diff: the weights through workgroup memory, alone and in the model;
-# DEADLINE=560), 168 (experiments/argmax-pad.diff), 166 (experiments/few-token-steps.diff, if 167 leaves the register kernel
+# DEADLINE=560), DIFF=gemm-staged-mixed.diff 127 if 167 wins (a mixed step's routed experts staged too: its turns A B), 168
+# (experiments/argmax-pad.diff), 166 (experiments/few-token-steps.diff, if 167 leaves the register kernel
 # in use), PRESETS=glm-4.7-flash 167,
 # 147 for each model (batched decode beside llama-batched-bench, a lease of its own for the build),
 # CHUNKS=128 BATCH=1,8 145, 149 (the first server start with the radix select as it is, against f555886's), 151 (one capture
