@@ -93,7 +93,8 @@
 # at 1-32 clients), NCU=1 165 (the few-token tile: landed; Nsight Compute on the routed gate_up and the output head: the
 # register loads' sectors half used, L1/TEX the limit).
 # Next lease, in order: 167 (experiments/gemm-staged.diff: the weights through workgroup memory, alone and in the model;
-# DEADLINE=560), DIFF=gemm-staged-mixed.diff 127 if 167 wins (a mixed step's routed experts staged too: its turns A B), 168
+# DEADLINE=560), 169 (experiments/x-slots.diff: every tensor-core kernel's x records conflict-free; if both it and 167 win,
+# merge them: both edit build_mma's records), DIFF=gemm-staged-mixed.diff 127 if 167 wins (a mixed step's routed experts staged too: its turns A B), 168
 # (experiments/argmax-pad.diff), 166 (experiments/few-token-steps.diff, if 167 leaves the register kernel
 # in use), PRESETS=glm-4.7-flash 167,
 # 147 for each model (batched decode beside llama-batched-bench, a lease of its own for the build),
@@ -936,6 +937,25 @@ case $1 in
        d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
+     done ;;
+  169) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT experiments/x-slots.diff (B): the tensor-core kernel's x records in 8 uint4 slots a token, uint4 j in slot
+     # j ^ SWZ(token), so a fragment's loads of them take the fewest wavefronts (16-byte h / m words 8 -> 4, 8-byte l words 4
+     # -> 2; call164: 3.1-way conflicts, 40% of the shared loads' wavefronts). Every build_mma kernel: a chunk's products too
+     # (these were L1 / shared-memory bound, the journal). bench_gemm at 512 and 8 tokens of $MODELS (default dsv2) in the
+     # tree and in /tmp/B, then gpu_bench --decode 32 --prefill 512 and --batch 8,16 of $P (default
+     # youtu-llm-2b,deepseek-v2-lite) in the order $VARIANTS (default A B B A)
+     tree /tmp/B x-slots.diff || exit 1
+     for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     for tk in 512 8; do for d in . /tmp/B; do echo "-- $d $tk tokens"
+       (cd $d && timeout 60 python3 -m tools.bench_gemm --tokens $tk --models ${MODELS:-dsv2} --iters 30 2>&1 | grep -v "^device\|^model")
+     done; done
+     P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
+     for v in ${VARIANTS:-A B B A}; do
+       d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --decode 32 --prefill 512 --json "$OUT/xslots_$v.$RANDOM.json" 2>&1 \
+         | grep -v '^{' | grep -E "^(youtu|deepseek|glm|model)")
+       (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-8,16} --decode 32 2>&1 | grep -v '^{' | tail -5)
      done ;;
   168) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT experiments/argmax-pad.diff (B): each row of logits padded with -inf to a multiple of 4096 for its argmax:
