@@ -410,10 +410,10 @@ def mma_tile(s: GemmShape) -> tuple[int, int]:
   two workgroups an SM (tools/bench_gemm.py --sweep tiles, OPTIMIZATION_JOURNAL.md). Never more tokens than the product's
   own rounded to 8: a batched step's output head (8 tokens, K whole) in 32-token tiles staged 4x the x records it reads
   (H100: 207 -> 159 us alone, Youtu-LLM-2B's step of 8 -4.3%)."""
-  if s.experts:
-    if s.T <= SPLIT_EXPERTS: return (min(16, -(-s.T // 8) * 8), 128 if s.glu else 64)   # a batched decode step: its K split (split_k)
-    return (64, 128) if s.T * s.J >= 32 * s.E else (16, 256)
   few = -(-s.T // 8) * 8   # the tokens in whole column blocks: a wider tile stages x records nobody reads
+  if s.experts:
+    if s.T <= SPLIT_EXPERTS: return (min(16, few), 128 if s.glu else 64)   # a batched decode step: its K split (split_k)
+    return (64, 128) if s.T * s.J >= 32 * s.E else (16, 256)
   if s.split > 1: return (few, 128 if s.glu else 64)   # all the tokens in one tile, a row block a warp
   wgs = lambda tt, tn: -(-s.N * (2 if s.glu else 1) // tn) * -(-s.T // tt) * (s.E if s.batched else 1)
   if s.glu:   # a warp's row blocks in gate / up pairs: 128 rows of W, 64 of out
