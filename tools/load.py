@@ -3,10 +3,11 @@ completions back to back with a mix of prompt and reply lengths; per concurrency
 first token and the inter-token latency (p50 / p99), as the clients see them.
 
   python3 apps/llm.py --model glm-4.7-flash --serve 8080 --parallel 32 &      # then:
-  python3 -m tools.load --port 8080 --clients 1,4,8,16,32 --requests 4 [--json PATH]
+  python3 -m tools.load --port 8080 --clients 1,4,8,16,32 [--requests 16] [--seconds 20] [--json PATH]
   python3 -m tools.load --port 8080 --faults 1000     # requests with cancellations, disconnects and malformed bodies mixed in
 
-Talks to 127.0.0.1 only; bounded in requests and in time (--seconds per concurrency). --faults checks afterwards that
+Talks to 127.0.0.1 only; bounded in requests and in time (--seconds per concurrency). tok/s is the throughput while all
+C clients stream (the level's ramp and drained tail left out); `all` counts the whole level. --faults checks afterwards that
 /health reports every slot free, nothing waiting and the device memory it reported before the storm (after a warm-up
 round), and that a plain request still gets its answer.
 """
@@ -41,29 +42,43 @@ def stream_one(base: str, req: dict, timeout: float) -> dict:
       if any(c.get("delta", {}).get("content") for c in msg.get("choices", [])): stamps.append(time.perf_counter())
   return {"t0": t0, "end": time.perf_counter(), "stamps": stamps, "tokens": tokens if tokens is not None else len(stamps)}
 
+def concurrent_rate(results: list[dict], clients: int) -> tuple[float, float]:
+  """Tokens a second while every client streamed (from the last client's first token to the first client's last), and
+  that window's seconds; each reply's tokens spread evenly over its chunks. (nan, 0) when a client got no token."""
+  stamps = [[s for r in results if r["client"] == i for s in r["stamps"]] for i in range(clients)]
+  if not all(stamps): return float("nan"), 0.0
+  w0, w1 = max(min(s) for s in stamps), min(max(s) for s in stamps)
+  if w1 <= w0: return float("nan"), 0.0
+  return sum(r["tokens"] / len(r["stamps"]) for r in results for s in r["stamps"] if w0 <= s <= w1) / (w1 - w0), w1 - w0
+
 def run_level(base: str, clients: int, requests: int, seconds: float, seed: int) -> dict:
-  """`clients` threads, each `requests` completions back to back (or until `seconds` have passed)."""
+  """`clients` threads, each up to `requests` completions back to back, none started after `seconds`. tok_s is the rate
+  while all of them streamed (concurrent_rate: a level's ramp and its tail, when fewer clients are left, do not count as
+  `clients` at once); tok_s_all is every token over the whole level."""
   results, errors, lock = [], [], threading.Lock()
   deadline = time.perf_counter() + seconds
   def client(i: int) -> None:
     rng = random.Random(seed * 1000 + i)
     for _ in range(requests):
-      if time.perf_counter() > deadline: return
-      try: res = stream_one(base, body(rng), max(1.0, deadline - time.perf_counter()))
+      if time.perf_counter() > deadline: break
+      try: res = stream_one(base, body(rng), max(1.0, deadline + 300 - time.perf_counter()))
       except (OSError, ValueError) as e:
         with lock: errors.append(f"{type(e).__name__}: {e}")
         continue
+      res["client"] = i
       with lock: results.append(res)
   threads = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(clients)]
   t0 = time.perf_counter()
   for t in threads: t.start()
-  for t in threads: t.join(seconds + 60)
+  for t in threads: t.join(seconds + 360)
   wall = (max((r["end"] for r in results), default=t0) - t0) or float("nan")
   ttft = [r["stamps"][0] - r["t0"] for r in results if r["stamps"]]
   itl = [b - a for r in results for a, b in zip(r["stamps"], r["stamps"][1:])]
   tokens = sum(r["tokens"] for r in results)
+  rate, window = concurrent_rate(results, clients)
   return {"clients": clients, "requests": len(results), "errors": len(errors), "first_error": errors[0] if errors else None,
-          "tokens": tokens, "wall_s": wall, "tok_s": tokens / wall, "ttft_p50_ms": pct(ttft, 50) * 1e3, "ttft_p99_ms": pct(ttft, 99) * 1e3,
+          "tokens": tokens, "wall_s": wall, "tok_s": rate, "window_s": window,
+          "tok_s_all": tokens / wall, "ttft_p50_ms": pct(ttft, 50) * 1e3, "ttft_p99_ms": pct(ttft, 99) * 1e3,
           "itl_p50_ms": pct(itl, 50) * 1e3, "itl_p99_ms": pct(itl, 99) * 1e3}
 
 def health(base: str) -> dict:
@@ -130,8 +145,8 @@ def main() -> None:
   ap = argparse.ArgumentParser(prog="python3 -m tools.load", description=__doc__.split("\n\n")[0])
   ap.add_argument("--port", type=int, default=8080)
   ap.add_argument("--clients", default="1,4,8,16,32", help="concurrency levels")
-  ap.add_argument("--requests", type=int, default=4, help="completions per client at each level")
-  ap.add_argument("--seconds", type=float, default=120, help="time limit per level")
+  ap.add_argument("--requests", type=int, default=16, help="completions per client at each level, at most")
+  ap.add_argument("--seconds", type=float, default=20, help="none started after this many seconds of a level")
   ap.add_argument("--faults", type=int, default=0, help="instead: this many requests with faults mixed in, then an idle check")
   ap.add_argument("--seed", type=int, default=0)
   ap.add_argument("--wait", type=float, default=600, help="seconds to wait for /health")
@@ -149,11 +164,13 @@ def main() -> None:
     print(f"load: idle after {args.faults} requests: {not h['slots_busy'] and not h['waiting']}, device memory as before: {same_memory}")
     raise SystemExit(0 if not h["slots_busy"] and not h["waiting"] and same_memory and res["plain_request_tokens"] > 0 else 1)
   rows = []
-  print(f"{'clients':>7s} {'reqs':>5s} {'tok/s':>8s} {'TTFT p50':>9s} {'p99':>8s} {'ITL p50':>8s} {'p99':>8s} (ms)", flush=True)
+  print(f"{'clients':>7s} {'reqs':>5s} {'tok/s':>8s} {'window':>7s} {'all':>8s} {'TTFT p50':>9s} {'p99':>8s} {'ITL p50':>8s} "
+        f"{'p99':>8s} (ms)", flush=True)
   for c in (int(x) for x in args.clients.split(",")):
     r = run_level(base, c, args.requests, args.seconds, args.seed)
     rows.append(r)
-    print(f"{c:7d} {r['requests']:5d} {r['tok_s']:8.1f} {r['ttft_p50_ms']:9.0f} {r['ttft_p99_ms']:8.0f} {r['itl_p50_ms']:8.1f} {r['itl_p99_ms']:8.1f}"
+    print(f"{c:7d} {r['requests']:5d} {r['tok_s']:8.1f} {r['window_s']:6.1f}s {r['tok_s_all']:8.1f}"
+          f" {r['ttft_p50_ms']:9.0f} {r['ttft_p99_ms']:8.0f} {r['itl_p50_ms']:8.1f} {r['itl_p99_ms']:8.1f}"
           + (f"  {r['errors']} errors: {r['first_error']}" if r["errors"] else ""), flush=True)
   if args.json:
     with open(args.json, "w") as f: json.dump({"levels": rows}, f, indent=1)

@@ -1240,7 +1240,7 @@ case $1 in
      M=${M:-youtu-llm-2b}; synth $M
      (exec python3 apps/llm.py --model $M --serve 8080 --parallel 32 --max-context 2048 --queue 64 > "$OUT/server_$M.log" 2>&1) &
      pid=$!
-     timeout $(($(left) - 70)) python3 -m tools.load --port 8080 --clients ${CLIENTS:-1,4,8,16,32} --requests ${REQ:-4} --seconds 40 \
+     timeout $(($(left) - 70)) python3 -m tools.load --port 8080 --clients ${CLIENTS:-1,4,8,16,32} --requests ${REQ:-16} --seconds ${SECS:-12} \
        --wait 400 --json "$OUT/load_$M.json" 2>&1 | tail -8
      timeout $(($(left) - 5)) python3 -m tools.load --port 8080 --faults 300 --wait 10 2>&1 | tail -3
      kill $pid; wait $pid 2>/dev/null ;;
