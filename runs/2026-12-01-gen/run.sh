@@ -938,6 +938,22 @@ case $1 in
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
      done ;;
+  170) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT experiments/batching-queued-chunks.diff (B): a prompt beside running streams in chunks of up to 128 tokens
+     # while another prompt waits behind it (the tree: 32 always; at 1.6 prompt tokens a generated one, 32-token chunks feed
+     # ~20 streams, so 32 clients queue for their prompts: TTFT p50 0.5 / 1.1 / 1.8 s in calls 160-162). The server under
+     # load on $M (default youtu-llm-2b), 32 slots, $CLIENTS (default 8,16,32), $VARIANTS (default B A; each server captures
+     # its steps first, WAIT seconds, default 200)
+     M=${M:-youtu-llm-2b}; synth $M; tree /tmp/B batching-queued-chunks.diff || exit 1
+     for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     for v in ${VARIANTS:-B A}; do
+       d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
+       (cd $d && exec python3 apps/llm.py --model $M --serve 8080 --parallel 32 --max-context 2048 --queue 64 > "$OUT/server_$v.log" 2>&1) &
+       pid=$!
+       timeout $(( $(left) - 5 )) python3 -m tools.load --port 8080 --clients ${CLIENTS:-8,16,32} --requests 16 --seconds ${SECS:-12} \
+         --wait ${WAIT:-200} --json "$OUT/load_$v.json" 2>&1 | tail -5
+       kill $pid; wait $pid 2>/dev/null
+     done ;;
   169) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT experiments/x-slots.diff (B): the tensor-core kernel's x records in 8 uint4 slots a token, uint4 j in slot
      # j ^ SWZ(token), so a fragment's loads of them take the fewest wavefronts (16-byte h / m words 8 -> 4, 8-byte l words 4
