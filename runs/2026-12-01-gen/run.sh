@@ -1242,14 +1242,17 @@ case $1 in
        kill $pid; wait $pid 2>/dev/null
      done ;;
   147) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     # batched decode beside llama.cpp in one run (carry .cache/llama/llama-cpp-src.tar.xz): llama.cpp built while $M (default
-     # youtu-llm-2b) is synthesized, then gpu_bench --batch $BATCH (default 1,4,8,16,32) --llama: our aggregate tok/s against
-     # llama-batched-bench's best S_TG (flash attention off and on) at each number of sequences
+     # batched decode beside llama.cpp in one run (carry .cache/llama/llama-cpp-src.tar.xz): llama.cpp built while the
+     # models of $M (default youtu-llm-2b; several: space-separated) are synthesized, then for each gpu_bench --batch $BATCH
+     # (default 1,4,8,16,32) --llama: our aggregate tok/s against llama-batched-bench's best S_TG (flash attention off and
+     # on) at each number of sequences
      [ -x .cache/llama/build/bin/llama-bench ] || (python3 -m tools.llama_bench build --time-limit 370 > "$OUT/llama_build.log" 2>&1) &
      M=${M:-youtu-llm-2b}; synth $M; echo "synthesized $(date +%T)"
      wait; tail -2 "$OUT/llama_build.log" 2>/dev/null; echo "built $(date +%T)"
-     timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $M --batch ${BATCH:-1,4,8,16,32} --decode 32 --llama \
-       --json "$OUT/batch_llama_$M.json" 2>&1 | grep -v '^{' | tail -9 ;;
+     for m in $M; do
+       timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $m --batch ${BATCH:-1,4,8,16,32} --decode 32 --llama \
+         --json "$OUT/batch_llama_$m.json" 2>&1 | grep -v '^{' | tail -9
+     done ;;
   146) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # the server under the load on $M (default youtu-llm-2b): 32 slots, $CLIENTS (default 1,4,8,16,32) streaming
      # clients, $REQ (default 4) requests each, its load json in $OUT; then 300 requests with faults mixed in and the idle check
