@@ -203,6 +203,8 @@ static void emu_ldsm_x4_t(unsigned* r, const void* p) {
 #define CP_ASYNC_WAIT()
 #define CP_ASYNC_COMMIT()
 #define CP_ASYNC_WAIT_PENDING(n)
+#define CP_ASYNC_N(dst, src, n) do { if (((size_t)(dst) | (size_t)(src)) % (n)) { fprintf(stderr, "cp.async of %d bytes misaligned\n", n); abort(); } \
+                                     memcpy((void*)(dst), (const void*)(src), n); } while (0)
 #define MMA_K32(c, a, b0, b1) do { unsigned b_[2] = {(unsigned)(b0), (unsigned)(b1)}; emu_mma((c), (const unsigned*)(a), b_, 32); } while (0)
 #define MMA_K16(c, a0, a1, b0) do { unsigned a_[2] = {(unsigned)(a0), (unsigned)(a1)}, b_[2] = {(unsigned)(b0), 0u}; emu_mma((c), a_, b_, 16); } while (0)
 typedef _Float16 half;

@@ -3,6 +3,7 @@ gguf-py's dequantization in float64 (token and row counts that are not multiples
 the CUDA source compiles with nvcc here, apps/quantized.py's seam gives it the prefill products of CUDA and Metal devices
 (the decode matvecs keep B <= 4), and on such a device it serves QuantizedLinear's prefill products at the fp32 bound."""
 import numpy as np
+from dataclasses import replace
 from pathlib import Path
 import pytest
 from tinygrad import Tensor, Device, dtypes
@@ -331,6 +332,53 @@ def test_emulated_mma_experts_split(tmp_path, typ):
     emulate(gemm.build_mma(shape), "CUDA", bufs, tmp_path / f"{T}{per_slot}{glu}")
     assert not np.isnan(bufs[0]).any() and not np.allclose(bufs[0][0], bufs[0][1])   # every entry written, each slice its part
     assert relerr(bufs[0].sum(0), ref) < fp32_bound(K), (per_slot, glu, relerr(bufs[0].sum(0), ref))
+
+def test_emulated_mma_staged_is_the_register_kernel(tmp_path):
+  """A staged kernel (gemm.mma_stages: a few tokens' Q4_0 weights and x records through workgroup memory, STAGES steps in
+  flight) stores what the kernel with its weights in registers stores, bit for bit (the same products in the same order):
+  routed experts in K slices with [gate; up] rows and x a row a slot, an expert's entries over two 16-token tiles, slices of
+  fewer steps than stages in flight, a plain product with its residual. Fails if a stage is read before its copies or
+  overwritten while a warp reads it (the emulator runs the first warp ahead, then the last)."""
+  typ, J, E, N, K = GGMLType.Q4_0, 3, 5, 72, 512
+  rng = np.random.default_rng(31)
+  cases = []
+  for T, per_slot, glu, split in ((7, False, True, 4), (7, True, False, 0), (20, False, False, 0)):
+    sel = np.stack([np.full(T, 1), np.arange(T) % 3 + 2, (np.arange(T) + 1) % 3 + 2], 1)   # expert 1: every token's
+    s = gemm.GemmShape(typ, T, N, K, J, E, per_slot, glu=glu)
+    s = replace(s, split=split) if split else gemm.split_k(s)
+    bufs, _ = expert_case(typ, T, J, E, 2 * N if glu else N, K, per_slot, sel, seed=T + per_slot)
+    bufs[0] = np.full((s.split, T, J, 2 * N if glu else N) if s.split > 1 else (T, J, N), np.nan, np.float32)
+    bufs[1] = xq_records(bufs[1].reshape(-1, K), tmp_path / f"x{T}{per_slot}")
+    cases.append((s, bufs))
+  short = False
+  raw = random_tensor(typ, (K, N), rng)
+  fmt, host = PackedTensor.pack_host(raw, typ, (K, N))
+  x = rng.standard_normal((8, K)).astype(np.float32)
+  cases.append((gemm.GemmShape(typ, 8, N, K, residual=True), [np.full((8, N), np.nan, np.float32), xq_records(x, tmp_path / "xd"),
+                rng.standard_normal((8, N)).astype(np.float32)] + [np.ascontiguousarray(host[p]) for p, _, _ in fmt.parts]))
+  for i, (s, bufs) in enumerate(cases):
+    tile = gemm.mma_tile(s)
+    rule = gemm.STAGES if s.experts and s.T <= 8 else 0   # a batched step's routed experts
+    assert gemm.mma_stages(s, tile, gemm._mma_steps(s, tile)) == rule, s
+    outs = []
+    for stages in (gemm.STAGES, 0):
+      b = [a.copy() for a in bufs]
+      emulate(gemm.build_mma(s, stages=stages), "CUDA", b, tmp_path / f"{i}{stages}")
+      outs.append(b[0])
+    assert not np.isnan(outs[0]).any() and np.array_equal(outs[0], outs[1]), (s, np.abs(outs[0] - outs[1]).max())
+    if s.split > 1 and s.K // gemm.KB // gemm._mma_steps(s, tile) // s.split < gemm.STAGES - 1: short = True
+  assert short   # a slice of fewer steps than the stages the kernel puts in flight first
+
+def test_staged_kernels_are_a_batched_steps_routed_experts():
+  """gemm.mma_stages on DeepSeek-V2-Lite's full-size shapes: a step of 8's routed gate_up and down (on the split GEMM from
+  48 picks) build staged; its attn_output (a plain product of 8 tokens), a step of 16's routed experts and a 32-token
+  chunk's keep their weights in registers (slower staged on the H100)."""
+  q4 = GGMLType.Q4_0
+  def staged(T, N, K, **kw) -> bool:
+    s = gemm.split_k(gemm.GemmShape(q4, T, N, K, **kw))
+    return gemm.build_mma(s).name.endswith(f"_st{gemm.STAGES}")
+  assert staged(8, 1408, 2048, J=6, E=64, glu=True) and staged(8, 2048, 1408, J=6, E=64)
+  assert not staged(8, 2048, 2048) and not staged(16, 1408, 2048, J=6, E=64, glu=True) and not staged(32, 2048, 1408, J=6, E=64)
 
 def test_seam_adds_up_split_slices():
   """A kernel that leaves its K slices' sums apart (`split` on the program: gemm.split_k's) gets them added up by the seam,

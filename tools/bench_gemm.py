@@ -19,7 +19,7 @@ integer tensor-core throughput (two int8 mma a product: x is 16-bit) and, for va
 Only the quantized x records are timed (build_xq runs once, apart). Runs with python3 + numpy + upstream/ only.
 """
 from __future__ import annotations
-import argparse, math, time
+import argparse, itertools, math, time
 from dataclasses import replace
 import numpy as np
 import apps  # noqa: F401
@@ -70,7 +70,7 @@ def variants(s: GemmShape, tiles: bool, steps=(4, 2, 1), mbs=(1, 3, 4), splits=(
           if v not in out and (s.K // KB // sb) % sp == 0 and (sp == 1 or not (s.batched or s.residual)): out.append(v)
   return out
 
-def bench(model: str, name: str, s: GemmShape, sweep: str, iters: int, rng, steps, mbs, splits) -> None:
+def bench(model: str, name: str, s: GemmShape, sweep: str, iters: int, rng, steps, mbs, splits, stages=(None,)) -> None:
   dev = Device.DEFAULT
   ne = (s.K, s.N * (2 if s.glu else 1), *([s.E] if s.E else []))
   w_bytes = math.prod(ne) // 32 * 18
@@ -85,10 +85,11 @@ def bench(model: str, name: str, s: GemmShape, sweep: str, iters: int, rng, step
   if s.residual: extra.append(Tensor(rng.standard_normal((s.T, s.N)).astype(np.float32)).realize())
   flops = 2 * 2 * s.T * s.J * s.N * s.K * (2 if s.glu else 1)   # int8 multiply-adds: (h, l) per product
   base = None
-  for tile, sb, mb, sp in (variants(s, sweep == "tiles", steps, mbs, splits) if sweep else variants(s, False)[:1]):
+  for (tile, sb, mb, sp), st in itertools.product(variants(s, sweep == "tiles", steps, mbs, splits) if sweep else variants(s, False)[:1], stages):
     v = replace(s, split=sp)
-    try: fxn = program(build_mma(v, tile, sb, mb), dev)
+    try: k = build_mma(v, tile, sb, mb, st)
     except AssertionError: continue
+    fxn = program(k, dev)
     out_elems = sp * s.T * (s.J if s.E else 1) * s.N * (2 if sp > 1 and s.glu else 1)   # a split product: each slice's sums, W's rows
     def step(fxn=fxn):   # every call writes the one output: the graph runs them one after another, as a chunk's products run
       out = Tensor.empty(out_elems, dtype=dtypes.float32)
@@ -103,7 +104,7 @@ def bench(model: str, name: str, s: GemmShape, sweep: str, iters: int, rng, step
     us = (time.perf_counter() - t0) / iters / copies * 1e6
     base = base or us
     print(f"{model:6s} {name:15s} {s.type.name:5s} {s.T:5d} {s.N:6d} {s.K:6d} {str(tile):>10s} {sb:3d} {mb:3d} {sp:3d} {us:9.1f} "
-          f"{flops / us / 1e6:8.1f} {base / us:6.3f}", flush=True)
+          f"{flops / us / 1e6:8.1f} {base / us:6.3f} {k.name.rsplit('_', 1)[1] if '_st' in k.name else 'reg':>4s}", flush=True)
 
 def bench_generated(model: str, name: str, typ: GGMLType, T: int, N: int, K: int, iters: int, rng, opts: str | None = None) -> None:
   from apps.quantized import QuantizedLinear
@@ -125,6 +126,8 @@ def main() -> None:
   ap.add_argument("--steps", default="4,2,1", help="the sweep's sub-steps per step")
   ap.add_argument("--mbs", default="1,3,4", help="the sweep's workgroups per SM")
   ap.add_argument("--splits", default="", help="the sweep's slices of K (default: the rule's)")
+  ap.add_argument("--stages", default="", help="comma list of the steps in flight through workgroup memory to time (0: the weights in "
+                  "registers; default: the rule's)")
   ap.add_argument("--iters", type=int, default=20)
   ap.add_argument("--kernels", choices=["hand", "generated"], default="hand")
   ap.add_argument("--opts", help="with --kernels generated: the products' opts instead of the heuristics'")
@@ -139,13 +142,13 @@ def main() -> None:
           bench_generated(model, name, typ, args.tokens, N * (2 if form == "glu" else 1), K, args.iters, rng, args.opts)
     return
   print(f"{'model':6s} {'product':15s} {'type':5s} {'T':>5s} {'N':>6s} {'K':>6s} {'tile':>10s} {'sb':>3s} {'mb':>3s} {'sp':>3s} {'us':>9s} "
-        f"{'int8 TOPS':>8s} {'x rule':>6s}")
+        f"{'int8 TOPS':>8s} {'x rule':>6s} {'wts':>4s}")
   for model in args.models.split(","):
     for name, typ, N, K, form in MODELS[model]:
       if args.only and name not in args.only.split(","): continue
       s = gemm.split_k(shape_of(typ, args.tokens, N, K, form))
       if not mma_supports(s, Device.DEFAULT): print(f"{model:6s} {name:15s}: no tensor-core kernel on {Device.DEFAULT}"); continue
       bench(model, name, s, args.sweep, args.iters, rng, [int(v) for v in args.steps.split(',')], [int(v) for v in args.mbs.split(',')],
-            [int(v) for v in args.splits.split(',') if v])
+            [int(v) for v in args.splits.split(',') if v], [int(v) for v in args.stages.split(',') if v] or [None])
 
 if __name__ == "__main__": main()

@@ -50,7 +50,8 @@ The dialect (macros defined per backend by the prelude):
   CP_ASYNC16(dst, src)     CUDA sm_80+ only: starts copying 16 bytes from global src to shared dst (cp.async, no registers);
                            CP_ASYNC_WAIT() waits for all of the thread's copies (BARRIER() after it: for the workgroup's);
                            CP_ASYNC_COMMIT() closes a group of the thread's copies, CP_ASYNC_WAIT_PENDING(n) waits until at
-                           most the n latest groups are in flight (n a literal)
+                           most the n latest groups are in flight (n a literal); CP_ASYNC_N(dst, src, n) copies n = 4 or 8
+                           bytes (through L1), both aligned to n
 
 Programmatic dependent launch (CUDA sm_90+; no-ops elsewhere): a kernel whose source executes GRID_WAIT() gets
 programmatic edges in the CUDA graph (patches/0004), and render() makes its first statement GRID_TRIGGER()
@@ -246,6 +247,7 @@ _CUDA_MMA = """#ifndef MMA_K32
 #define CP_ASYNC_WAIT() asm volatile("cp.async.commit_group;\\n cp.async.wait_group 0;" ::: "memory")
 #define CP_ASYNC_COMMIT() asm volatile("cp.async.commit_group;" ::: "memory")
 #define CP_ASYNC_WAIT_PENDING(n) asm volatile("cp.async.wait_group " #n ";" ::: "memory")
+#define CP_ASYNC_N(dst, src, n) asm volatile("cp.async.ca.shared.global [%0], [%1], " #n ";" :: "r"((unsigned)__cvta_generic_to_shared(dst)), "l"(src) : "memory")
 #endif
 #ifndef MMA_F16
 #define MMA_F16(c, a, b0, b1) asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};" \\

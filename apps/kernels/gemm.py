@@ -429,15 +429,17 @@ def _experts_bytes(s: GemmShape) -> int: return _list_bytes(s) + 128 * 4 if s.ex
 MMA_SHARED_BYTES = 96 * 1024   # an experts kernel's workgroup memory at most (its x records dynamic): within the opt-in
                                # limit of every sm_80+ device (sm_86 / sm_89: 99 KB a workgroup)
 
-def _mma_limit(s: GemmShape) -> int:
+def _mma_limit(s: GemmShape, tile: tuple[int, int] | None = None, sb: int | None = None, stages: int | None = None) -> int:
   """Workgroup memory the tensor-core kernel of `s` may take: an experts kernel's x records are dynamic (DYN_SHARED), so its
   two sub-steps fit beside a 2048-token chunk's listing (DeepSeek-V2-Lite's 12,288 entries: 53.8 KB in all); the others
-  declare theirs static (48 KB)."""
-  return MMA_SHARED_BYTES if s.experts else matvec.SHARED_BYTES["CUDA"]
+  declare theirs static (48 KB); a staged kernel's stages are dynamic too (the rule's for `tile` and `sb` unless `stages`)."""
+  if stages is None and tile is not None: stages = mma_stages(s, tile, sb or _mma_steps(s, tile))
+  return MMA_SHARED_BYTES if s.experts or stages else matvec.SHARED_BYTES["CUDA"]
 
 def mma_steps_fit(s: GemmShape, tile: tuple[int, int], sb: int) -> bool:
-  """Steps of `sb` sub-steps divide K and their x records (two steps of them) fit the kernel's workgroup memory."""
-  return (s.K // KB) % sb == 0 and mma_shared_bytes(s, tile, sb) <= _mma_limit(s)
+  """Steps of `sb` sub-steps divide K and their x records (two steps of them; staged, the stages) fit the kernel's workgroup
+  memory."""
+  return (s.K // KB) % sb == 0 and mma_shared_bytes(s, tile, sb) <= _mma_limit(s, tile, sb)
 
 def _mma_steps(s: GemmShape, tile: tuple[int, int]) -> int:
   """Sub-steps of 32 weights per step (a step's loads are in flight together): two, one where K or the shared memory (two
@@ -448,11 +450,14 @@ def _mma_steps(s: GemmShape, tile: tuple[int, int]) -> int:
   while sb > 1 and not mma_steps_fit(s, tile, sb): sb //= 2
   return sb
 
-def mma_shared_bytes(s: GemmShape, tile: tuple[int, int] | None = None, steps: int | None = None) -> int:
+def mma_shared_bytes(s: GemmShape, tile: tuple[int, int] | None = None, steps: int | None = None, stages: int | None = None) -> int:
   """Workgroup memory of the tensor-core kernel: two steps of x records (5 uint4s a token and sub-step) and the experts'
   listing; the rule's tile and steps unless given."""
   tile = tile or mma_tile(s)
-  return 2 * (steps or _mma_steps(s, tile)) * tile[0] * XQ_WORDS * 4 + _experts_bytes(s)
+  sb = steps or _mma_steps(s, tile)
+  if nst := mma_stages(s, tile, sb) if stages is None else stages:
+    return nst * (sb * tile[0] * 8 * 16 + tile[1] * (4 * sb + 4 + sb // 2) * 4) + _experts_bytes(s)
+  return 2 * sb * tile[0] * XQ_WORDS * 4 + _experts_bytes(s)
 
 SPLIT_TOKENS = 64   # tokens up to which a plain product splits K (all of them in one tile)
 
@@ -478,18 +483,34 @@ def mma_supports(s: GemmShape, device: str | None = None) -> bool:
   """The tensor-core GEMM serves `s` (on `device`: a CUDA device of sm_80 or newer; None: any)."""
   if device is not None and not has_mma(device): return False
   return s.type in MMA_TYPES and s.K % BLOCK[s.type][0] == 0 and s.T > 0 and s.N > 0 and s.J > 0 and \
-         mma_shared_bytes(s) <= _mma_limit(s) and _experts_bytes(s) <= matvec.SHARED_BYTES["CUDA"]
+         mma_shared_bytes(s) <= _mma_limit(s, mma_tile(s)) and _experts_bytes(s) <= matvec.SHARED_BYTES["CUDA"]
 
-def build_mma(s: GemmShape, tile: tuple[int, int] | None = None, steps: int | None = None, min_blocks: int | None = None) -> SourceKernel:
+STAGES = 4   # steps of a staged kernel's weights and x records in flight in workgroup memory (mma_stages)
+
+def mma_stages(s: GemmShape, tile: tuple[int, int], sb: int) -> int:
+  """Steps in flight through workgroup memory (0: the weights one step ahead in registers). A routed experts' Q4_0 product
+  of at most 8 tokens (a batched step's) stages each step's weights with cp.async, a row's blocks whole (16 bytes a copy,
+  their scales 2 sb bytes): the register loads took a lane's 4-byte word of each row's block and a row's 2-byte scales
+  alone, so the L1 moved 32-byte sectors for 12 of their bytes and was the limit (Nsight Compute, H100: DeepSeek-V2-Lite's
+  routed gate_up at 8 tokens, L1/TEX 78% busy, DRAM 46%). Staged, at the rule's steps, that gate_up takes 63.8 us against
+  72.3 and its down 46.1 against 47.8; a plain product of 8 tokens gains nothing (attn_output 3.6 / 3.6 us) and the steps
+  of 16 and Youtu-LLM-2B's of 8 run slower with every product of up to 16 tokens staged (H100, OPTIMIZATION_JOURNAL.md).
+  build_mma stages any tile of up to 16 tokens when asked."""
+  return STAGES if s.experts and s.type == GGMLType.Q4_0 and s.T <= 8 and tile[0] <= 8 and sb % 2 == 0 else 0
+
+def build_mma(s: GemmShape, tile: tuple[int, int] | None = None, steps: int | None = None, min_blocks: int | None = None,
+              stages: int | None = None) -> SourceKernel:
   """The tensor-core kernel for shape `s` (reads x as build_xq's records). A workgroup of 4 warps owns TT tokens x TN rows
   of out; warp w owns rows [w TN/4, (w + 1) TN/4) as MW row blocks of 16, for all TT tokens (TT / 8 column blocks). Per
   sub-step of 32 weights a lane loads word t of its rows g and g + 8 straight into the A fragment (a Q4_0 block's word t
   holds weights 4t.. and 16 + 4t..: the fragment's k order), the workgroup stages its tokens' x records in shared memory,
   and each (row block, column block) takes three mma.sync (x's h, m and l bytes) whose integer sums, put together as
   65536 h + 256 m + l, are scaled by the row's and the token's scale into fp32 accumulators. A step of SB sub-steps has
-  its loads in flight one step ahead."""
+  its loads in flight one step ahead; staged (mma_stages), NST steps of weights and x records are in flight in workgroup
+  memory, each lane's words read from there."""
   mt_ = MMA_TYPES[s.type]
-  assert mma_supports(s) and (tile is None and steps is None or mma_shared_bytes(s, tile, steps) <= _mma_limit(s)), s
+  assert mma_supports(s) and (tile is None and steps is None and stages is None or
+                             mma_shared_bytes(s, tile, steps, stages) <= _mma_limit(s, tile or mma_tile(s), steps, stages)), s
   TT, TN = tile or mma_tile(s)
   MW, NTL, SB = TN // 64, TT // 8, steps or _mma_steps(s, (TT, TN))
   OM = MW // 2 if s.glu else MW   # output row blocks of 16 per warp
@@ -504,6 +525,15 @@ def build_mma(s: GemmShape, tile: tuple[int, int] | None = None, steps: int | No
   listing, xrow, wrow0, ent, mloop = _entries(s, 128, TT)
   assert s.split == 1 or not (s.batched or s.residual) and (NS // SB) % s.split == 0, s
   KS = NS // SB // s.split   # steps of a workgroup's slice of K: steps ks0 .. ks0 + KS
+  NST = mma_stages(s, (TT, TN), SB) if stages is None else stages
+  assert NST == 0 or s.type == GGMLType.Q4_0 and SB % 2 == 0 and NST >= 2, (s, SB, NST)
+  RW = SB * 4 + 4   # a staged row's words: its SB blocks and 16 bytes of padding (lanes g of a fragment on distinct banks)
+  # staged: a token's record in 8 uint4 slots, uint4 j in slot j ^ SWZ(token): a fragment's loads of it (tokens g of a quad's
+  # lanes, l words of four tokens, scales of tokens 2t) fall on distinct banks, where 7 uint4s a token conflicted 3-way
+  XS = 8 if NST else XQ_VECS
+  NXS = SB * TT * XS   # a stage's x record uint4s
+  WQ, WD = NST * NXS * 4, NST * NXS * 4 + NST * TN * RW   # staged: uint offsets of the weights' and their scales' stages
+  rec = (lambda tok, j: f"xo + ({tok}) * 8 + (({j}) ^ SWZ({tok}))") if NST else (lambda tok, j: f"xo + ({tok}) * {XQ_VECS} + {j}")
   def reg(code: str, idx: str, u: int | None = None) -> str:
     if u is not None: code = code.replace("@P", f"[{u & ~1}][m][h]").replace("U", str(u)).replace("SB", str(SB))
     return code.replace("@", idx)
@@ -523,6 +553,34 @@ def build_mma(s: GemmShape, tile: tuple[int, int] | None = None, steps: int | No
       }}
 {wl}
     }}"""
+  def issue(step: str) -> str:
+    """Staged: step `step`'s x records, and its rows' blocks and scales, into stage (step) % NST (cp.async)."""
+    gate = f"GID_X * {TN // 2} + lr" if s.glu else f"GID_X * {TN} + lr"
+    row = f"(lr < {TN // 2} ? min({gate}, N - 1) : N + min({gate} - {TN // 2}, N - 1))" if s.glu else f"min({gate}, N - 1)"
+    return f"""{{
+      const int st = ({step}) % {NST};
+      for (int r = 0; r < {XR}; r++) {{
+        int idx = tid + 128 * r;
+        if (idx < {NX}) {{
+          int u = idx / {TT * XQ_VECS}, i = (idx / {XQ_VECS}) % {TT}, w = idx % {XQ_VECS};
+          int ent = {ent.format(t="i")};
+          CP_ASYNC16(&xs4[st * {NXS} + (idx / {XQ_VECS}) * 8 + (w ^ SWZ(i))], &xq4[((({step}) * {SB} + u) * {R} + {xrow}) * {XQ_VECS} + w]);
+        }}
+      }}
+      for (int r = 0; r < {-(-TN * SB // 128)}; r++) {{
+        int idx = tid + 128 * r, lr = idx / {SB}, c = idx % {SB};
+        if (idx < {TN * SB}) {{
+          int wr = {wrow0}{row};
+          CP_ASYNC16(&sw4[(st * {TN} + lr) * {RW // 4} + c], &qs4[(size_t)wr * NB + ({step}) * {SB} + c]);
+          if (c == 0) CP_ASYNC_N(&sw[{WD} + (st * {TN} + lr) * {SB // 2}], &d[(size_t)wr * NB + ({step}) * {SB}], {2 * SB});
+        }}
+      }}
+    }}"""
+  # staged: a lane's words of its rows from the stage (the register code's sources), lr its row in the workgroup's TN
+  lrow = f"warp * {16 * OM} + 16 * (m % {OM}) + 8 * h + g" + (f" + (m >= {OM} ? {TN // 2} : 0)" if s.glu else "")
+  from_stage = "\n".join(f"""      for (int m = 0; m < {MW}; m++) for (int h = 0; h < 2; h++) {{ const int lr = {lrow};
+        rq[{u}][m][h] = sw[{WQ} + (st * {TN} + lr) * {RW} + {4 * u} + t];{f" rd[{u}][m][h] = sw[{WD} + (st * {TN} + lr) * {SB // 2} + {u // 2}];" if u % 2 == 0 else ""} }}"""
+                         for u in range(SB))
   scal = ", ".join(mt_.scales)
   frag = "\n".join(f"""      {{ const int s = (ks * {SB} + {u}) % {spb}; (void)s;
         for (int m = 0; m < {MW}; m++) for (int h = 0; h < 2; h++) {{
@@ -558,13 +616,35 @@ def build_mma(s: GemmShape, tile: tuple[int, int] | None = None, steps: int | No
     {f"float gv = acc[m][n][i], v = gv / (1.0f + exp(-gv)) * acc[m + {OM}][n][i];" if s.glu else "float v = acc[m][n][i];"}
     out[ent * N + row] = v{" + residual[ent * N + row]" if s.residual else ""};
   }}"""
+  staged_decl = f"""
+  uint* sw = (uint*)xs4; uint4* sw4 = xs4 + {NST * NXS};   // staged: x records [stage][..], then weights [stage][row][RW], scales [stage][row][SB / 2]
+  const GLOBAL uint4* qs4 = (const GLOBAL uint4*)qs;""" if NST else ""
+  loop = (f"""  {reg(mt_.regs, f"[{SB}][{MW}][2]")}
+  for (int p = 0; p < {NST - 1}; p++) {{ if (p < {KS}) {issue("ks0 + p")} CP_ASYNC_COMMIT(); }}
+  for (int ks = ks0; ks < ks0 + {KS}; ks++) {{
+    CP_ASYNC_WAIT_PENDING({NST - 2});
+    BARRIER();   // step ks's stage is in; every warp is done with step ks - 1's, which the next copies take
+    if (ks + {NST - 1} < ks0 + {KS}) {issue(f"ks + {NST - 1}")}
+    CP_ASYNC_COMMIT();
+    const int st = ks % {NST}, xo = st * {NXS};
+    uint a[{SB}][{MW}][4]; float {", ".join(f"f{n}[{SB}][{MW}][2]" for n in mt_.scales)};
+{from_stage}
+{frag}""" if NST else f"""  {reg(mt_.regs, f"[{SB}][{MW}][2]")}
+  {load("ks0")}
+  for (int ks = ks0; ks < ks0 + {KS}; ks++) {{
+    uint a[{SB}][{MW}][4]; float {", ".join(f"f{n}[{SB}][{MW}][2]" for n in mt_.scales)};
+{frag}
+    CP_ASYNC_WAIT();
+    BARRIER();   // step ks's x records are in; every warp is done with step ks - 1's buffer
+    if (ks + 1 < ks0 + {KS}) {load("ks + 1")}   // step ks + 1's loads: in flight during step ks's math
+    const int xo = (ks & 1) * {NX};""")
   body = f"""  const int T = {s.T}, N = {s.N}, NB = {nb};
   (void)T;
   int tid = LID_X, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
   int n0 = GID_X * {TN // 2 if s.glu else TN} + warp * {16 * OM};   // the warp's first output row
   const int ks0 = {f"GID_{'Y' if s.experts else 'Z'} * {KS}" if s.split > 1 else "0"};   // the workgroup's first step of K
-  {"DYN_SHARED(uint4, xs4);" if s.experts else f"SHARED uint4 xs4[{2 * NX}];"}   // [step & 1][sub-step][token][5]: the tokens' x records of two steps
-  const GLOBAL uint4* xq4 = (const GLOBAL uint4*)xq;
+  {"DYN_SHARED(uint4, xs4);" if s.experts or NST else f"SHARED uint4 xs4[{2 * NX}];"}   // [step & 1][sub-step][token][5]: the tokens' x records of two steps
+  const GLOBAL uint4* xq4 = (const GLOBAL uint4*)xq;{staged_decl}
   GRID_WAIT();
 {listing}
   int wrow[{MW}][2];   // the first packed block of the lane's rows g and g + 8 of each row block
@@ -574,22 +654,14 @@ def build_mma(s: GemmShape, tile: tuple[int, int] | None = None, steps: int | No
   int mt = min({TT}, cnt - m0);   // entries of this tile
   float acc[{MW}][{NTL}][4];
   for (int m = 0; m < {MW}; m++) for (int n = 0; n < {NTL}; n++) for (int i = 0; i < 4; i++) acc[m][n][i] = 0.0f;
-  {reg(mt_.regs, f"[{SB}][{MW}][2]")}
-  {load("ks0")}
-  for (int ks = ks0; ks < ks0 + {KS}; ks++) {{
-    uint a[{SB}][{MW}][4]; float {", ".join(f"f{n}[{SB}][{MW}][2]" for n in mt_.scales)};
-{frag}
-    CP_ASYNC_WAIT();
-    BARRIER();   // step ks's x records are in; every warp is done with step ks - 1's buffer
-    if (ks + 1 < ks0 + {KS}) {load("ks + 1")}   // step ks + 1's loads: in flight during step ks's math
-    const int xo = (ks & 1) * {NX};
+{loop}
 #pragma unroll
     for (int u = 0; u < {SB}; u++)
 #pragma unroll
     for (int n = 0; n < {NTL}; n++) if (8*n < mt) {{   // column blocks past the entries skip
-      uint4 b = xs4[xo + (u * {TT} + 8*n + g) * {XQ_VECS} + t];   // the h and m words of token g's record
-      const uint* bl = (const uint*)&xs4[xo + (u * {TT} + 8*n + g) * {XQ_VECS} + 5] + 2*t;   // its l words
-      const uint* s0 = (const uint*)&xs4[xo + (u * {TT} + 8*n + 2*t) * {XQ_VECS} + 4], *s1 = s0 + {XQ_WORDS};   // tokens 2t, 2t + 1: words
+      uint4 b = xs4[{rec(f"u * {TT} + 8*n + g", "t")}];   // the h and m words of token g's record
+      const uint* bl = (const uint*)&xs4[{rec(f"u * {TT} + 8*n + g", "5 + (t >> 1)")}] + 2*(t & 1);   // its l words
+      const uint* s0 = (const uint*)&xs4[{rec(f"u * {TT} + 8*n + 2*t", 4)}], *s1 = (const uint*)&xs4[{rec(f"u * {TT} + 8*n + 2*t + 1", 4)}];   // tokens 2t, 2t + 1: words
       float dx[2] = {{AS_FLOAT(s0[0]), AS_FLOAT(s1[0])}};
       {"float xsum[2] = {dx[0] * (float)((int)s0[1] + (int)s0[2]), dx[1] * (float)((int)s1[1] + (int)s1[2])};" if "mn" in mt_.scales else ""}
 #pragma unroll
@@ -603,10 +675,12 @@ def build_mma(s: GemmShape, tile: tuple[int, int] | None = None, steps: int | No
   }}"""
   name = f"gemm_mma_{s.type.name.lower()}_{s.T}_{s.N}_{s.K}" + (f"_e{s.E}_j{s.J}" + ("_xs" if s.x_per_slot else "") if s.experts else "") + \
          (f"_batched{s.J}" if s.batched else "") + ("_residual" if s.residual else "") + ("_glu" if s.glu else "") + \
-         (f"_split{s.split}" if s.split > 1 else "")
+         (f"_split{s.split}" if s.split > 1 else "") + (f"_st{NST}" if NST else "")
   ON = TN // 2 if s.glu else TN   # output rows per workgroup
   grid = (-(-s.N // ON), s.split, s.E) if s.experts else (-(-s.N // ON), -(-s.T // TT), s.E if s.batched else s.split)
-  return SourceKernel(name, params, body, grid, (128, 1, 1), _X24, trigger=False, min_blocks=min_blocks or 3, smem=2 * NX * 16 if s.experts else 0)
+  smem = NST * (NXS * 16 + TN * (RW + SB // 2) * 4) if NST else 2 * NX * 16 if s.experts else 0
+  helpers = _X24 + ("\nDEVFN int SWZ(int i) { return ((i & 1) << 2) | ((i >> 1) & 3); }" if NST else "")
+  return SourceKernel(name, params, body, grid, (128, 1, 1), helpers, trigger=False, min_blocks=min_blocks or 3, smem=smem)
 
 def _split_store(s: GemmShape, OM: int, NTL: int, ent: str) -> str:
   """A slice's sums into out (split, T, rows of W), or for experts (split, T * J entries, rows of W), W's row order (with

@@ -92,12 +92,14 @@
 # Measured 2026-12-06 (calls 159-164, H100): 163 (the streaming experts kernel: rejected), 146 with M= each model (the server
 # at 1-32 clients), NCU=1 165 (the few-token tile: landed; Nsight Compute on the routed gate_up and the output head: the
 # register loads' sectors half used, L1/TEX the limit).
-# Next lease, in order: 167 (experiments/gemm-staged.diff: the weights through workgroup memory, alone and in the model;
-# DEADLINE=560), 169 (experiments/x-slots.diff: every tensor-core kernel's x records conflict-free; if both it and 167 win,
-# merge them: both edit build_mma's records), DIFF=gemm-staged-mixed.diff 127 if 167 wins (a mixed step's routed experts staged too: its turns A B), 168
-# (experiments/argmax-pad.diff), 166 (experiments/few-token-steps.diff, if 167 leaves the register kernel
-# in use), PRESETS=glm-4.7-flash 167,
-# 147 for each model (batched decode beside llama-batched-bench, a lease of its own for the build),
+# Measured 2026-12-06 (calls 165-167, H100): 167 then M=youtu-llm-2b CLIENTS=1,8 SECS=10 146 (the staged kernel: DeepSeek-V2-Lite's
+# step of 8 -5.8%, landed for the routed experts of <= 8 tokens; the server in tools.load's concurrent window), M="deepseek-v2-lite
+# youtu-llm-2b glm-4.7-flash" 147 (the three models beside llama-batched-bench), CLIENTS=8,16,32 SECS=8 WAIT=150 170 (ran out:
+# B's first server captured 56 steps in more than 150 s).
+# Next lease, in order: 167 (the landed staged rule against the registers, A B B A), 170 with WAIT=300 (the queued prompts'
+# chunks; its B server captures the 128-token mixed steps too), 146 with M= each model (the server in the concurrent window),
+# 168 (experiments/argmax-pad.diff), 169 (experiments/x-slots.diff: regenerate it on the staged kernel first, both edit
+# build_mma's records), 166 (experiments/few-token-steps.diff), PRESETS=glm-4.7-flash 167,
 # CHUNKS=128 BATCH=1,8 145, 149 (the first server start with the radix select as it is, against f555886's), 151 (one capture
 # of a mixed step for a prompt's chunks, prepared), 148 (the server's prompts beside streams in chunks of 128, if 145 says a
 # token costs less there), 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A, depths B A),
@@ -981,16 +983,14 @@ case $1 in
      # youtu-llm-2b,glm-4.7-flash), A B B A
      PRESETS=${PRESETS:-youtu-llm-2b,glm-4.7-flash} BATCH=${BATCH:-1,8} batch_ab argmax B:argmax-pad.diff ;;
   167) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     # EXPERIMENT experiments/gemm-staged.diff (B): a Q4_0 product of a tile of up to 16 tokens stages its weights in
-     # workgroup memory with cp.async (a row's 16-byte blocks whole, their scales 2 SB bytes a row), STAGES = 4 steps in
-     # flight, each lane's words read from there (call164: the register loads used 12 of each 32-byte sector, L1/TEX 78%
-     # busy, DRAM 46%). First bench_gemm --stages 0,3,4,6 x steps 2,4 x 3,4 workgroups an SM at 8 tokens of $MODELS'
-     # (default dsv2) routed products and attn_output, in /tmp/B ("wts": reg = the registers, stN = staged); then gpu_bench
-     # --batch $BATCH (default 8,16) of $P (default youtu-llm-2b,deepseek-v2-lite), A B B A
-     tree /tmp/B gemm-staged.diff || exit 1
-     (cd /tmp/B && timeout $(( $(left) / 3 )) python3 -m tools.bench_gemm --tokens 8 --models ${MODELS:-dsv2} --only gate_up_exps,down_exps,attn_output \
-       --sweep steps --steps 2,4 --mbs 3,4 --stages 0,3,4,6 --iters 30 2>&1 | tee "$OUT/staged_8.txt" | grep -v "^device")
-     PRESETS=${PRESETS:-youtu-llm-2b,deepseek-v2-lite} batch_ab staged B:gemm-staged.diff ;;
+     # the staged tensor-core kernel's rule (gemm.mma_stages: a batched step's routed experts of at most 8 tokens) against the
+     # registers everywhere (B: experiments/gemm-registers.diff). Measured before it landed (call165) with the broader rule
+     # (any Q4_0 product of up to 16 tokens): DeepSeek-V2-Lite's step of 8 -5.8%, the steps of 16 and Youtu-LLM-2B's slower;
+     # this is the landed rule's own A/B. First bench_gemm --stages 0,4 at 8 tokens of $MODELS' (default dsv2) routed
+     # products, then gpu_bench --batch $BATCH (default 4,8,16) of $P (default deepseek-v2-lite,glm-4.7-flash), A B B A
+     (timeout $(( $(left) / 4 )) python3 -m tools.bench_gemm --tokens 8 --models ${MODELS:-dsv2} --only gate_up_exps,down_exps \
+       --sweep steps --steps 2,4 --mbs 3,4 --stages 0,4 --iters 30 2>&1 | tee "$OUT/staged_8.txt" | grep -v "^device")
+     PRESETS=${PRESETS:-deepseek-v2-lite,glm-4.7-flash} BATCH=${BATCH:-4,8,16} batch_ab staged B:gemm-registers.diff ;;
   166) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT experiments/few-token-steps.diff (B): a tile of at most 16 tokens and 2 row blocks a warp takes 4 sub-steps a
      # step (a batched step's products; call164: the output head 159 -> 124 us alone, DeepSeek-V2-Lite's routed down 45 -> 40;
