@@ -98,8 +98,8 @@
 # B's first server captured 56 steps in more than 150 s).
 # Next lease, in order: 167 (the landed staged rule against the registers, A B B A), 170 with WAIT=300 (the queued prompts'
 # chunks; its B server captures the 128-token mixed steps too), 146 with M= each model (the server in the concurrent window),
-# 168 (experiments/argmax-pad.diff), 169 (experiments/x-slots.diff: regenerate it on the staged kernel first, both edit
-# build_mma's records), 166 (experiments/few-token-steps.diff), PRESETS=glm-4.7-flash 167,
+# 168 (experiments/argmax-pad.diff), 169 (experiments/x-slots.diff, regenerated on the staged kernel: the register kernels'
+# records in the staged kernel's swizzled slots), 166 (experiments/few-token-steps.diff), PRESETS=glm-4.7-flash 167,
 # CHUNKS=128 BATCH=1,8 145, 149 (the first server start with the radix select as it is, against f555886's), 151 (one capture
 # of a mixed step for a prompt's chunks, prepared), 148 (the server's prompts beside streams in chunks of 128, if 145 says a
 # token costs less there), 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A, depths B A),
