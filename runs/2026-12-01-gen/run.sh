@@ -96,7 +96,7 @@
 # step of 8 -5.8%, landed for the routed experts of <= 8 tokens; the server in tools.load's concurrent window), M="deepseek-v2-lite
 # youtu-llm-2b glm-4.7-flash" 147 (the three models beside llama-batched-bench), CLIENTS=8,16,32 SECS=8 WAIT=150 170 (ran out:
 # B's first server captured 56 steps in more than 150 s).
-# Next lease, in order: 167 (the landed staged rule against the registers, A B B A), 170 with WAIT=300 (the queued prompts'
+# Next lease, in order: 167 (the landed staged rule against the registers, A B B A), 170 (the queued prompts'
 # chunks; its B server captures the 128-token mixed steps too), 146 with M= each model (the server in the concurrent window),
 # 168 (experiments/argmax-pad.diff), 169 (experiments/x-slots.diff, regenerated on the staged kernel: the register kernels'
 # records in the staged kernel's swizzled slots), 166 (experiments/few-token-steps.diff), PRESETS=glm-4.7-flash 167,
@@ -945,7 +945,7 @@ case $1 in
      # while another prompt waits behind it (the tree: 32 always; at 1.6 prompt tokens a generated one, 32-token chunks feed
      # ~20 streams, so 32 clients queue for their prompts: TTFT p50 0.5 / 1.1 / 1.8 s in calls 160-162). The server under
      # load on $M (default youtu-llm-2b), 32 slots, $CLIENTS (default 8,16,32), $VARIANTS (default B A; each server captures
-     # its steps first, WAIT seconds, default 200)
+     # its steps first, WAIT seconds, default 300: B captures 56 steps, A 42)
      M=${M:-youtu-llm-2b}; synth $M; tree /tmp/B batching-queued-chunks.diff || exit 1
      for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      for v in ${VARIANTS:-B A}; do
@@ -953,7 +953,7 @@ case $1 in
        (cd $d && exec python3 apps/llm.py --model $M --serve 8080 --parallel 32 --max-context 2048 --queue 64 > "$OUT/server_$v.log" 2>&1) &
        pid=$!
        timeout $(( $(left) - 5 )) python3 -m tools.load --port 8080 --clients ${CLIENTS:-8,16,32} --requests 16 --seconds ${SECS:-12} \
-         --wait ${WAIT:-200} --json "$OUT/load_$v.json" 2>&1 | tail -5
+         --wait ${WAIT:-300} --json "$OUT/load_$v.json" 2>&1 | tail -5
        kill $pid; wait $pid 2>/dev/null
      done ;;
   169) export TINYGRAD_MLA_CACHE=$PWD/.cache
