@@ -380,6 +380,25 @@ def test_staged_kernels_are_a_batched_steps_routed_experts():
   assert staged(8, 1408, 2048, J=6, E=64, glu=True) and staged(8, 2048, 1408, J=6, E=64)
   assert not staged(8, 2048, 2048) and not staged(16, 1408, 2048, J=6, E=64, glu=True) and not staged(32, 2048, 1408, J=6, E=64)
 
+FEW = """
+from apps.dispatch import KernelSpec
+from tinygrad import Device
+from apps.kernels import gemm
+from apps.packed import format_for
+from apps.gguf import GGMLType
+dev = Device.DEFAULT
+def gemm_takes(B, N, K, **kw):
+  return gemm.provider(KernelSpec("linear", format_for(GGMLType.Q4_0, K), B, 1, N, K, 1, False, False, dev, **kw)) is not None
+print(gemm_takes(4, 6144, 2048, glu=True), gemm_takes(3, 2048, 6144), gemm_takes(4, 102400, 2048),
+      gemm_takes(2, 6144, 2048, glu=True), gemm_takes(4, 2048, 2048), gemm_takes(4, 2816, 2048, glu=True))
+"""
+
+@needs_nvcc
+def test_few_tokens_large_products_take_the_gemm():
+  """A step of 3-4 sequences: Youtu-LLM-2B's dense gate_up and down and an output head (12M weights and more) take the
+  tensor-core GEMM; 2 tokens, DeepSeek-V2-Lite's attn_output and its shared experts' gate_up stay on the matvecs."""
+  assert run_nvcc_script(FEW).split() == ["True", "True", "True", "False", "False", "False"]
+
 def test_seam_adds_up_split_slices():
   """A kernel that leaves its K slices' sums apart (`split` on the program: gemm.split_k's) gets them added up by the seam,
   then SwiGLU over the [gate; up] halves and the residual, as the unsplit kernel would store them: a stand-in kernel whose

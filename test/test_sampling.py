@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 from tinygrad import Tensor, TinyJit, dtypes
-from apps.sampling import Params, Sampler, _kth_key, _order_key
+from apps.sampling import Params, Sampler, _argmax_rows, _kth_key, _order_key
+from nvcc import needs_nvcc, run_nvcc_script
 
 def reference_kept(logits: np.ndarray, p: Params) -> set[int]:
   x = logits.astype(np.float64)
@@ -97,3 +98,42 @@ def test_repeat_penalty_and_its_window():
       window.append(want[-1])
     assert [g[r] for g in got] == want, (r, want)
     assert len(set(want)) >= 2   # the window moved the choice on
+
+@pytest.mark.parametrize("rows,n", [(1, 5000), (3, 4097), (2, 8192)])
+def test_argmax_rows_first_of_the_largest(rows, n):
+  """Each row's index of its largest value, the first of equals, whatever the padding of the row (-inf past its end): the
+  largest at the row's first and last element, tied twice, a row of -inf."""
+  rng = np.random.default_rng(n)
+  x = rng.standard_normal((rows, n)).astype(np.float32)
+  x[0, -1] = 9.0
+  if rows > 1: x[1, 0] = x[1, 7] = 9.0
+  if rows > 2: x[2] = -np.inf
+  assert _argmax_rows(Tensor(x)).numpy().tolist() == np.argmax(x, -1).tolist()
+
+ARGMAX_SCRIPT = r"""
+import math, re
+import apps
+from tinygrad import Tensor, TinyJit
+from tinygrad.uop.ops import Ops
+from apps.sampling import _argmax_rows
+for B, V in ((1, 128256), (8, 154880)):
+  x = Tensor.empty(B, V).realize()
+  jit = TinyJit(lambda x: _argmax_rows(x).realize())
+  for _ in range(3): jit(x)
+  for call in jit.captured.linear.src:
+    ast = call.src[0]
+    progs = [c.src[0] for c in ast.src[0].src if c.src[0].op is Ops.PROGRAM] if ast.op is Ops.CUSTOM_FUNCTION and ast.arg == "graph" else \
+            [ast] if ast.op is Ops.PROGRAM else []
+    for p in progs:
+      dims = math.prod(int(d) for d in re.sub(r"\x1b\[[0-9;]*m", "", p.arg.name).split("_")[1:])
+      print(B, V, dims, math.prod(p.arg.global_size) * math.prod(p.arg.local_size))
+"""
+
+@needs_nvcc
+def test_argmax_rows_spread_over_threads():
+  """On CUDA (rendered, run on nothing) the argmax kernels that read whole rows of Youtu-LLM-2B's and GLM-4.7-Flash's
+  vocabularies (128,256 = 2^8 x 501, 154,880 = 2^8 x 605) give a thread at most 64 logits of them: as the rows are, the
+  heuristics gave each row 64 threads of ~2,000 in turn."""
+  rows = [tuple(map(int, l.split())) for l in run_nvcc_script(ARGMAX_SCRIPT).splitlines() if l.strip()]
+  whole = [(B, V, dims, threads) for B, V, dims, threads in rows if B * V <= dims < B * V + 4096 * B]
+  assert len(whole) >= 3 and all(dims // threads <= 64 for _, _, dims, threads in whole), rows

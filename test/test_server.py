@@ -189,6 +189,47 @@ def test_a_prompt_beside_running_streams_goes_in_short_chunks(srv, monkeypatch):
   assert len(seen) > 2 and all(L == min(model.prefill_chunks) and r > 0 for L, r in seen), seen
   assert len(mixed) == len(seen) and all(mixed), mixed   # each of its chunks a step's rows beside the stream's
 
+def test_prompts_queued_beside_running_streams_go_in_longer_chunks(srv, monkeypatch):
+  """While another prompt waits behind it, a prompt beside running streams goes in chunks of up to batching.QUEUED_CHUNK
+  tokens (as rows of their steps); the last one left goes in the shortest again. Each reply is the one it gets alone."""
+  from apps.batching import Request
+  model, sched = srv.engine.model, srv.scheduler
+  launch, mixed = model.launch, []
+  def launched(slots, prompt=None, chunk=None):   # a long prompt's chunk beside the stream: (its slot, tokens, prompts starting)
+    done, starting = prompt.done if prompt else 0, len(sched.starting)
+    step = launch(slots, prompt, chunk)
+    if prompt is not None and len(prompt.ids) > 100: mixed.append((prompt.slot, prompt.done - done, starting))
+    return step
+  monkeypatch.setattr(model, "launch", launched)
+  ids = [srv.engine.text_ids(" ".join([w] * 50)) for w in ("tell me about attention", "explain the latent cache")]
+  assert all(len(i) > sched.queued_chunk + min(model.prefill_chunks) for i in ids) and sched.queued_chunk > min(model.prefill_chunks)
+  def run(reqs: list[Request]) -> list[list[str]]:
+    with sched._lock:   # admitted in one turn: both given a slot before either's first chunk
+      for r in reqs: sched.waiting.put_nowait(r)
+    sched._wake.set()
+    out = []
+    for r in reqs:
+      texts = []
+      while (ev := r.events.get(timeout=300))[0] == "text": texts.append(ev[1])
+      assert ev[0] == "done", ev
+      out.append(texts)
+    return out
+  alone = [run([Request(list(i), 6)])[0] for i in ids]
+  for slot in sched.free: model.reset(slot)   # (idle) nothing of the prompts cached: each prefills whole again
+  stream = open_stream(srv, {"messages": MSG_A, "max_tokens": 200, "temperature": 0})
+  read_chunks(stream, 3)   # it decodes
+  mixed.clear()
+  reqs = [Request(list(i), 6) for i in ids]
+  assert run(reqs) == alone
+  stream.close()
+  wait_for(lambda: not sched.running and not sched.starting)   # the stream's request ends (cancelled) before the next test
+  by_slot = {}
+  for slot, m, starting in mixed: by_slot.setdefault(slot, []).append((m, starting))
+  assert len(by_slot) == 2 and sum(m for _, m, _ in mixed) == sum(map(len, ids)), mixed   # every prompt token beside the stream
+  a, b = sorted(by_slot.values(), key=lambda c: -c[0][1])   # the first prompt started with the other waiting behind it
+  S = min(model.prefill_chunks)
+  assert a[0] == (sched.queued_chunk, 2) and all(m <= S for m, n in a + b if n == 1), mixed
+
 # ---------------------------------------------------------------- leaving clients, a full queue
 
 def open_stream(srv, body) -> socket.socket:

@@ -721,6 +721,16 @@ def _xq_glu(R: int, K: int, S: int, device: str): return program(build_xq(R, K, 
 # step of 8, where the split GEMM's step costs what it costs at 2 or 4 tokens and the matvecs' grows with the tokens
 # (OPTIMIZATION_JOURNAL.md, H200: Youtu-LLM-2B's step of 8 sequences 4.60 -> 2.46 ms); at 4 the matvecs were as fast or faster.
 FEW_TOKENS = 4
+# Weights from which a linear product of 3-4 tokens takes the GEMM too (the output heads, the dense FFNs): its matvecs spend
+# 3 DP4A a weight a token on the CUDA cores, where the GEMM's tensor cores read each weight once for all tokens. H100, a step
+# of 4 sequences: Youtu-LLM-2B 2.61 -> 2.16 ms, DeepSeek-V2-Lite 3.98 -> 3.93, GLM-4.7-Flash 6.26 -> 5.97; with every product
+# of 3-4 tokens on the GEMM DeepSeek-V2-Lite's step was 8% slower (its small attention and shared-expert products).
+LARGE = 12 << 20
+
+def few_tokens(spec) -> bool:
+  """The decode matvecs take the product: up to FEW_TOKENS tokens, but a linear product of LARGE weights from 3."""
+  return spec.B <= FEW_TOKENS and not (spec.B >= 3 and spec.op == "linear" and (2 if spec.glu else 1) * spec.N * spec.K >= LARGE)
+
 # Rows a head up to which a per-head (batched) product of up to matvec.MAX_ROWS sequences stays on the matvecs: v_b's 128
 # values a head of 512 latents are few workgroups' tiles on the GEMM, each streaming the whole K (H100, a step of 8
 # sequences: Youtu-LLM-2B +3.7%, DeepSeek-V2-Lite +1.5%; GLM-4.7-Flash's 256 a head -1.1% on the matvecs, OPTIMIZATION_JOURNAL.md)
@@ -735,7 +745,7 @@ def provider(spec):
   refused = spec.mix or (spec.op != "linear" and spec.residual) or (spec.residual and spec.glu) or \
             (spec.op == "batched" and (spec.norm or spec.glu)) or (spec.norm and spec.x_per_slot)
   if spec.op not in ("linear", "experts", "batched") or refused or spec.x_dtype != dtypes.float32 or not isinstance(spec.B, int): return None
-  if spec.B <= FEW_TOKENS or spec.fmt.type not in TYPES or spec.fmt.block != BLOCK[spec.fmt.type][0] or not matvec.available(spec.device): return None
+  if few_tokens(spec) or spec.fmt.type not in TYPES or spec.fmt.block != BLOCK[spec.fmt.type][0] or not matvec.available(spec.device): return None
   s = GemmShape(spec.fmt.type, spec.B, spec.N, spec.K, *((spec.J, spec.E, spec.x_per_slot) if spec.op == "experts" else
                                                          (spec.J, spec.E, True, True) if spec.op == "batched" else ()),
                 residual=spec.op == "linear" and spec.residual, glu=spec.glu, x_stride=spec.x_stride)
