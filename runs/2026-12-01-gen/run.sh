@@ -96,10 +96,16 @@
 # step of 8 -5.8%, landed for the routed experts of <= 8 tokens; the server in tools.load's concurrent window), M="deepseek-v2-lite
 # youtu-llm-2b glm-4.7-flash" 147 (the three models beside llama-batched-bench), CLIENTS=8,16,32 SECS=8 WAIT=150 170 (ran out:
 # B's first server captured 56 steps in more than 150 s).
-# Next lease, in order: 167 (the landed staged rule against the registers, A B B A), 170 (the queued prompts'
-# chunks; its B server captures the 128-token mixed steps too), 146 with M= each model (the server in the concurrent window),
-# 168 (experiments/argmax-pad.diff), 169 (experiments/x-slots.diff, regenerated on the staged kernel: the register kernels'
-# records in the staged kernel's swizzled slots), 166 (experiments/few-token-steps.diff), PRESETS=glm-4.7-flash 167,
+# Measured 2026-12-06 (calls 168-171, H100): 167 (the landed staged rule: DeepSeek-V2-Lite's step of 8 -4.3%, the rest as
+# they were), 171 (few-tokens-large.diff: the step of 4 -17% / -1.5% / -4.5%, landed in b05fa2b), 168 (argmax-pad.diff:
+# Youtu-LLM-2B -2.6% / -4.5% at 1 / 8 rows, landed), M=deepseek-v2-lite CLIENTS=1,8 SECS=10 146 (8 clients 2.05x one), CLIENTS=8,32
+# SECS=10 WAIT=260 170 (batching-queued-chunks.diff: 32 clients +17%, TTFT p50 -74%, landed), M=glm-4.7-flash 146 (ran out:
+# its server still capturing). The landed diffs are gone from experiments/; 168, 170 and 171 ran them against 3764646.
+# Next lease, in order: M=glm-4.7-flash CLIENTS=1,8 SECS=8 146 with a DEADLINE of at least 400 (its server captures 42
+# steps first), M=youtu-llm-2b CLIENTS=1,4,8,16,32 146 (the landed chunks at every level), 169 (experiments/x-slots.diff,
+# regenerated on the staged kernel: the register kernels' records in the staged kernel's swizzled slots), 166
+# (experiments/few-token-steps.diff), M="deepseek-v2-lite youtu-llm-2b glm-4.7-flash" 147 (the batched table again with
+# b05fa2b), PRESETS=glm-4.7-flash 167,
 # CHUNKS=128 BATCH=1,8 145, 149 (the first server start with the radix select as it is, against f555886's), 151 (one capture
 # of a mixed step for a prompt's chunks, prepared), 148 (the server's prompts beside streams in chunks of 128, if 145 says a
 # token costs less there), 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A, depths B A),
@@ -940,8 +946,14 @@ case $1 in
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
      done ;;
+  171) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # MEASURED (call168; landed in b05fa2b, the diff removed): experiments/few-tokens-large.diff (B): a linear product of 3-4 tokens with at least 12M weights (the dense
+     # FFNs, the output heads) on the tensor-core GEMM, the rest on the matvecs (call145: every product of 3-4 tokens on the
+     # GEMM: Youtu-LLM-2B's step of 4 -10%, DeepSeek-V2-Lite's +8%). gpu_bench --batch $BATCH (default 4) of $P (default
+     # youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash), A B B A
+     PRESETS=${PRESETS:-youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash} BATCH=${BATCH:-4} batch_ab few B:few-tokens-large.diff ;;
   170) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     # EXPERIMENT experiments/batching-queued-chunks.diff (B): a prompt beside running streams in chunks of up to 128 tokens
+     # MEASURED (call170; landed in b05fa2b, the diff removed): experiments/batching-queued-chunks.diff (B): a prompt beside running streams in chunks of up to 128 tokens
      # while another prompt waits behind it (the tree: 32 always; at 1.6 prompt tokens a generated one, 32-token chunks feed
      # ~20 streams, so 32 clients queue for their prompts: TTFT p50 0.5 / 1.1 / 1.8 s in calls 160-162). The server under
      # load on $M (default youtu-llm-2b), 32 slots, $CLIENTS (default 8,16,32), $VARIANTS (default B A; each server captures
@@ -976,7 +988,7 @@ case $1 in
        (cd $d && timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-8,16} --decode 32 2>&1 | grep -v '^{' | tail -5)
      done ;;
   168) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     # EXPERIMENT experiments/argmax-pad.diff (B): each row of logits padded with -inf to a multiple of 4096 for its argmax:
+     # MEASURED (call169; landed in b05fa2b, the diff removed): experiments/argmax-pad.diff (B): each row of logits padded with -inf to a multiple of 4096 for its argmax:
      # Youtu-LLM-2B's and GLM-4.7-Flash's vocabularies (2^8 x 501, 2^8 x 605) gave tinygrad's argmax 64 threads a row of ~2,000
      # logits each (r_2_32_4_501 49 us of a decode step, r_4_8_16_4_605 77 us of a step of 8, profiles of call123 / call157),
      # DeepSeek-V2-Lite's 2^12 x 25 4,096 threads a row (9-10 us). gpu_bench --batch $BATCH (default 1,8) of $P (default
