@@ -101,7 +101,8 @@
 # Youtu-LLM-2B -2.6% / -4.5% at 1 / 8 rows, landed), M=deepseek-v2-lite CLIENTS=1,8 SECS=10 146 (8 clients 2.05x one), CLIENTS=8,32
 # SECS=10 WAIT=260 170 (batching-queued-chunks.diff: 32 clients +17%, TTFT p50 -74%, landed), M=glm-4.7-flash 146 (ran out:
 # its server still capturing). The landed diffs are gone from experiments/; 168, 170 and 171 ran them against 3764646.
-# Next lease, in order: M=glm-4.7-flash CLIENTS=1,8 SECS=8 146 with a DEADLINE of at least 400 (its server captures 42
+# Next lease, in order: BATCH=4 KINDS=rows PRESETS=youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash 160 (the step of 4 kernel by
+# kernel, the furthest from llama.cpp), M=glm-4.7-flash CLIENTS=1,8 SECS=8 146 with a DEADLINE of at least 400 (its server captures 42
 # steps first), M=youtu-llm-2b CLIENTS=1,4,8,16,32 146 (the landed chunks at every level), 169 (experiments/x-slots.diff,
 # regenerated on the staged kernel: the register kernels' records in the staged kernel's swizzled slots), 166
 # (experiments/few-token-steps.diff), M="deepseek-v2-lite youtu-llm-2b glm-4.7-flash" 147 (the batched table again with
@@ -1067,12 +1068,14 @@ case $1 in
      # where a step of 8 sequences and a mixed turn go, kernel by kernel, with each row continuing a token of its own
      # (Bench.distinct_tokens: the profiles before it repeated one token in every row, which a MoE model routes to the same
      # 6 or 4 experts: DeepSeek-V2-Lite's step of 8 3.24 ms there, 5.36 in gpu_bench's generate): tools.profile --target
-     # decode --batch 8 and --target mixed --batch 8 --chunk 32 of $P (default deepseek-v2-lite,glm-4.7-flash), tables in
-     # $OUT/prof_<model>_<rows or 32>.txt (the routed products' bytes: the experts the step's tokens reach, WeightRef.share)
+     # decode --batch $BATCH (default 8) and --target mixed --batch $BATCH --chunk 32 of $P (default
+     # deepseek-v2-lite,glm-4.7-flash; KINDS=rows: the step alone), tables in $OUT/prof_<model>_<rows or 32>.txt (the routed
+     # products' bytes: the experts the step's tokens reach, WeightRef.share). The step of 4 of all three models:
+     # BATCH=4 KINDS=rows PRESETS=youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash
      P=${PRESETS:-deepseek-v2-lite,glm-4.7-flash}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
-     for m in ${P//,/ }; do for c in rows 32; do
+     for m in ${P//,/ }; do for c in ${KINDS:-rows 32}; do
        a="--target mixed --chunk $c"; [ $c = rows ] && a="--target decode"
-       timeout $(($(left) - 3)) python3 -m tools.profile --model $m $a --batch 8 --pos 256 --top 8 > "$OUT/prof_${m}_$c.txt" 2>&1
+       timeout $(($(left) - 3)) python3 -m tools.profile --model $m $a --batch ${BATCH:-8} --pos 256 --top 8 > "$OUT/prof_${m}_$c.txt" 2>&1
        grep -E "^(decode|mixed):|critical path|\(all\)" "$OUT/prof_${m}_$c.txt"
      done; done ;;
   159) export TINYGRAD_MLA_CACHE=$PWD/.cache
