@@ -102,7 +102,7 @@
 # SECS=10 WAIT=260 170 (batching-queued-chunks.diff: 32 clients +17%, TTFT p50 -74%, landed), M=glm-4.7-flash 146 (ran out:
 # its server still capturing). The landed diffs are gone from experiments/; 168, 170 and 171 ran them against 3764646.
 # Next lease, in order: BATCH=4 KINDS=rows PRESETS=youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash 160 (the step of 4 kernel by
-# kernel, the furthest from llama.cpp), M=glm-4.7-flash CLIENTS=1,8 SECS=8 146 with a DEADLINE of at least 400 (its server captures 42
+# kernel, the furthest from llama.cpp), 172 (experiments/experts-picks-24.diff), M=glm-4.7-flash CLIENTS=1,8 SECS=8 146 with a DEADLINE of at least 400 (its server captures 42
 # steps first), M=youtu-llm-2b CLIENTS=1,4,8,16,32 146 (the landed chunks at every level), 169 (experiments/x-slots.diff,
 # regenerated on the staged kernel: the register kernels' records in the staged kernel's swizzled slots), 166
 # (experiments/few-token-steps.diff), M="deepseek-v2-lite youtu-llm-2b glm-4.7-flash" 147 (the batched table again with
@@ -947,6 +947,12 @@ case $1 in
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
      done ;;
+  172) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT experiments/experts-picks-24.diff (B): a step's routed experts on the split (staged) GEMM from 24 picks and 3
+     # tokens, not 48 and 5 (the staged kernel made those products ~10% faster alone since SPLIT_EXPERT_PICKS was set):
+     # DeepSeek-V2-Lite's step of 4 (24 picks) and GLM-4.7-Flash's of 8 (32) leave the matvecs. gpu_bench --batch $BATCH
+     # (default 4,8) of $P (default deepseek-v2-lite,glm-4.7-flash), A B B A
+     PRESETS=${PRESETS:-deepseek-v2-lite,glm-4.7-flash} BATCH=${BATCH:-4,8} batch_ab picks B:experts-picks-24.diff ;;
   171) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # MEASURED (call168; landed in b05fa2b, the diff removed): experiments/few-tokens-large.diff (B): a linear product of 3-4 tokens with at least 12M weights (the dense
      # FFNs, the output heads) on the tensor-core GEMM, the rest on the matvecs (call145: every product of 3-4 tokens on the
