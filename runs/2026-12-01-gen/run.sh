@@ -102,14 +102,14 @@
 # SECS=10 WAIT=260 170 (batching-queued-chunks.diff: 32 clients +17%, TTFT p50 -74%, landed), M=glm-4.7-flash 146 (ran out:
 # its server still capturing). The landed diffs are gone from experiments/; 168, 170 and 171 ran them against 3764646.
 # Next lease, in order: BATCH=4 KINDS=rows PRESETS=youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash 160 (the step of 4 kernel by
-# kernel, the furthest from llama.cpp), 172 (experiments/experts-picks-24.diff), M=glm-4.7-flash CLIENTS=1,8 SECS=8 146 with a DEADLINE of at least 400 (its server captures 42
+# kernel, the furthest from llama.cpp), 172 (experiments/experts-picks-24.diff), 148 (experiments/batching-chunks-always.diff:
+# 8 clients' prompts in 128-token chunks too), M=glm-4.7-flash CLIENTS=1,8 SECS=8 146 with a DEADLINE of at least 400 (its server captures 42
 # steps first), M=youtu-llm-2b CLIENTS=1,4,8,16,32 146 (the landed chunks at every level), 169 (experiments/x-slots.diff,
 # regenerated on the staged kernel: the register kernels' records in the staged kernel's swizzled slots), 166
 # (experiments/few-token-steps.diff), M="deepseek-v2-lite youtu-llm-2b glm-4.7-flash" 147 (the batched table again with
 # b05fa2b), PRESETS=glm-4.7-flash 167,
 # CHUNKS=128 BATCH=1,8 145, 149 (the first server start with the radix select as it is, against f555886's), 151 (one capture
-# of a mixed step for a prompt's chunks, prepared), 148 (the server's prompts beside streams in chunks of 128, if 145 says a
-# token costs less there), 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A, depths B A),
+# of a mixed step for a prompt's chunks, prepared), 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A, depths B A),
 # 122 (the short context's decode over f32 and f16 caches on both MoE models, if 125 leaves it open), PRESETS=glm-4.7-flash
 # VARIANTS="A B" 139, PRESETS=glm-4.7-flash,deepseek-v2-lite 84, 85, 80, VARIANTS="B A" 74. Measured and closed: 150
 # (superseded by 159), 155-159 (OPTIMIZATION_JOURNAL.md, 2026-12-06).
@@ -1248,18 +1248,19 @@ case $1 in
        (cd $d && timeout $(($(left) - 3)) python3 -m tools.start_time --presets $M --serve ${PAR:-8} --sampled --json "$OUT/start_$v.json" 2>&1 | tail -3)
      done ;;
   148) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     # EXPERIMENT experiments/batching-chunk-128.diff: a prompt beside running requests in chunks of up to 128 tokens as rows
-     # of their steps, where the tree takes 32 (run 145 first: what a prompt token costs the rows by chunk length). The server
-     # under load on $M (default deepseek-v2-lite), $PAR slots (8), $CLIENTS (1,8), A = the tree, B = the diff, $VARIANTS
-     # (B A: the first server of each captures its steps; WAIT seconds for it, 280)
-     M=${M:-deepseek-v2-lite}; synth $M; tree /tmp/B batching-chunk-128.diff || exit 1
+     # EXPERIMENT experiments/batching-chunks-always.diff (B): a prompt beside running requests always in chunks of up to
+     # batching.QUEUED_CHUNK (128), where the tree takes the shortest (32) unless another prompt waits behind it (call170: with
+     # 128 only then, 32 clients +17% tok/s and TTFT p50 -74%, 8 clients unchanged: rarely two prompts start at 8). The server
+     # under load on $M (default youtu-llm-2b), 32 slots, $CLIENTS (default 1,8,32), $VARIANTS (default B A: each server
+     # captures its steps first, WAIT seconds, default 260)
+     M=${M:-youtu-llm-2b}; synth $M; tree /tmp/B batching-chunks-always.diff || exit 1
      for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      for v in ${VARIANTS:-B A}; do
        d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
-       (cd $d && exec python3 apps/llm.py --model $M --serve 8080 --parallel ${PAR:-8} --max-context 2048 --queue 64 > "$OUT/server_$v.log" 2>&1) &
+       (cd $d && exec python3 apps/llm.py --model $M --serve 8080 --parallel 32 --max-context 2048 --queue 64 > "$OUT/server_$v.log" 2>&1) &
        pid=$!
-       timeout $(( $(left) > ${LEVEL_S:-280} ? ${LEVEL_S:-280} : $(left) - 5 )) python3 -m tools.load --port 8080 --clients ${CLIENTS:-1,8} \
-         --requests ${REQ:-3} --seconds 30 --wait ${WAIT:-280} --json "$OUT/load_$v.json" 2>&1 | tail -4
+       timeout $(( $(left) - 5 )) python3 -m tools.load --port 8080 --clients ${CLIENTS:-1,8,32} --requests 16 --seconds ${SECS:-10} \
+         --wait ${WAIT:-260} --json "$OUT/load_$v.json" 2>&1 | tail -5
        kill $pid; wait $pid 2>/dev/null
      done ;;
   147) export TINYGRAD_MLA_CACHE=$PWD/.cache
