@@ -5,11 +5,12 @@
 The step (bench_block's targets) is captured with graphs off while each kernel's AST is kept as it went into the code
 generator; its kernels are timed one by one (tools.profile's timing) and the --top slowest distinct kernels, by their time
 summed over the step's calls, are searched by tinygrad's BEAM at --beam from that AST (the search starts from the
-heuristics' pick, patch 24). Each pick runs on the buffers of the kernel's first call: its device time against the
-heuristics' program (medians of --repeat runs, the two alternating), its opts, and its outputs against the heuristics'
-outputs from the same inputs. BEAM does not check results: a pick whose outputs differ is a code-generation bug to fix,
-not a speedup (a merged warp was one). A pick that is right and faster is a candidate for a heuristic (the journal's BEAM
-entries).
+heuristics' pick, patch 24). Each pick runs on the buffers of the kernel's first call, the step's calls before it run
+again first (the step reuses a buffer once its last reader is done, so after the whole step a kernel's inputs may hold
+another kernel's outputs): its device time against the heuristics' program (medians of --repeat runs, the two
+alternating), its opts, and its outputs against the heuristics' outputs from the same inputs. BEAM does not check
+results: a pick whose outputs differ is a code-generation bug to fix, not a speedup (a merged warp was one). A pick that
+is right and faster is a candidate for a heuristic (the journal's BEAM entries).
 """
 from __future__ import annotations
 import argparse, sys
@@ -97,6 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     call, (ast, ren) = first[prg], seen[prg]
     outs, _ = get_call_outs_ins(call)
     bufs = [b.buffer for b in resolve_params(call, ctx.input_uops)]
+    for before in calls[:calls.index(call)]: pm_exec.rewrite(before, ctx)   # its inputs as the step gave them
     saved = [(bufs[i], bytes(bufs[i].as_memoryview())) for i in outs]
     beamed = realize.to_program(ast.replace(arg=replace(ast.arg, beam=a.beam)), ren)
     pick = call.replace(src=(beamed, *call.src[1:]))
