@@ -103,8 +103,8 @@
 # its server still capturing). The landed diffs are gone from experiments/; 168, 170 and 171 ran them against 3764646.
 # Next lease, in order: BATCH=4 KINDS=rows PRESETS=youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash 160 (the step of 4 kernel by
 # kernel, the furthest from llama.cpp), 172 (experiments/experts-picks-24.diff), 148 (experiments/batching-chunks-always.diff:
-# 8 clients' prompts in 128-token chunks too), M=glm-4.7-flash CLIENTS=1,8 SECS=8 146 with a DEADLINE of at least 400 (its server captures 42
-# steps first), M=youtu-llm-2b CLIENTS=1,4,8,16,32 146 (the landed chunks at every level), 169 (experiments/x-slots.diff,
+# 8 clients' prompts in 128-token chunks too), M=glm-4.7-flash CLIENTS=1,8 SECS=8 146 with a DEADLINE of at least 450 (its
+# server captures 66 steps first: 29 of 42 took ~200 s in call171), M=youtu-llm-2b CLIENTS=1,4,8,16,32 146 (the landed chunks at every level), 169 (experiments/x-slots.diff,
 # regenerated on the staged kernel: the register kernels' records in the staged kernel's swizzled slots), 166
 # (experiments/few-token-steps.diff), M="deepseek-v2-lite youtu-llm-2b glm-4.7-flash" 147 (the batched table again with
 # b05fa2b), PRESETS=glm-4.7-flash 167,
