@@ -678,7 +678,7 @@ def build_mma(s: GemmShape, tile: tuple[int, int] | None = None, steps: int | No
          (f"_split{s.split}" if s.split > 1 else "") + (f"_st{NST}" if NST else "")
   ON = TN // 2 if s.glu else TN   # output rows per workgroup
   grid = (-(-s.N // ON), s.split, s.E) if s.experts else (-(-s.N // ON), -(-s.T // TT), s.E if s.batched else s.split)
-  smem = NST * (NXS * 16 + TN * (RW + SB // 2) * 4) if NST else 2 * NX * 16 if s.experts else 0
+  smem = mma_shared_bytes(s, (TT, TN), SB, NST) - _experts_bytes(s) if NST or s.experts else 0   # (the listing's is static)
   helpers = _X24 + ("\nDEVFN int SWZ(int i) { return ((i & 1) << 2) | ((i >> 1) & 3); }" if NST else "")
   return SourceKernel(name, params, body, grid, (128, 1, 1), helpers, trigger=False, min_blocks=min_blocks or 3, smem=smem)
 
