@@ -101,13 +101,16 @@
 # Youtu-LLM-2B -2.6% / -4.5% at 1 / 8 rows, landed), M=deepseek-v2-lite CLIENTS=1,8 SECS=10 146 (8 clients 2.05x one), CLIENTS=8,32
 # SECS=10 WAIT=260 170 (batching-queued-chunks.diff: 32 clients +17%, TTFT p50 -74%, landed), M=glm-4.7-flash 146 (ran out:
 # its server still capturing). The landed diffs are gone from experiments/; 168, 170 and 171 ran them against 3764646.
-# Next lease, in order: BATCH=4 KINDS=rows PRESETS=youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash 160 (the step of 4 kernel by
-# kernel, the furthest from llama.cpp), 172 (experiments/experts-picks-24.diff), 148 (experiments/batching-chunks-always.diff:
-# 8 clients' prompts in 128-token chunks too), M=glm-4.7-flash CLIENTS=1,8 SECS=8 146 with a DEADLINE of at least 450 (its
-# server captures 66 steps first: 29 of 42 took ~200 s in call171), M=youtu-llm-2b CLIENTS=1,4,8,16,32 146 (the landed chunks at every level), 169 (experiments/x-slots.diff,
-# regenerated on the staged kernel: the register kernels' records in the staged kernel's swizzled slots), 166
-# (experiments/few-token-steps.diff), M="deepseek-v2-lite youtu-llm-2b glm-4.7-flash" 147 (the batched table again with
-# b05fa2b), PRESETS=glm-4.7-flash 167,
+# Measured 2026-12-07 (calls 172-176, H100): BATCH=4 KINDS=rows PRESETS=youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash 160 (the
+# step of 4 kernel by kernel), 172 (rejected), CLIENTS=8,32 SECS=10 148 (rejected), M=glm-4.7-flash CLIENTS=1,8 SECS=8 146
+# (twice: the first server's captures took the first call), M=youtu-llm-2b SECS=8 146 and M="youtu-llm-2b deepseek-v2-lite
+# glm-4.7-flash" BATCH=1,4,8 147 (the batched table beside llama.cpp at 1 / 4 / 8). Tried and not started (the budget was
+# spent): 13 (Youtu-LLM-2B's load, driver call by driver call).
+# Next lease, in order: 177 (experiments/large-10m.diff: GLM-4.7-Flash's attn_output at 4 rows on the GEMM), 13 (where
+# Youtu-LLM-2B's weights' 0.19-0.26 s go now: its 4.3-4.8 GB/s is the fast-start issue's one missed target), 169
+# (experiments/x-slots.diff, regenerated on the staged kernel: the register kernels' records in the staged kernel's swizzled
+# slots), 166 (experiments/few-token-steps.diff), M="deepseek-v2-lite youtu-llm-2b glm-4.7-flash" BATCH=16,32 147 (the
+# batched table's 16 and 32 with b05fa2b), PRESETS=glm-4.7-flash 167,
 # CHUNKS=128 BATCH=1,8 145, 149 (the first server start with the radix select as it is, against f555886's), 151 (one capture
 # of a mixed step for a prompt's chunks, prepared), 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A, depths B A),
 # 122 (the short context's decode over f32 and f16 caches on both MoE models, if 125 leaves it open), PRESETS=glm-4.7-flash
@@ -947,8 +950,14 @@ case $1 in
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
      done ;;
+  177) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT experiments/large-10m.diff (B): gemm.LARGE 12M -> 10M weights, so a step of 3-4 sequences puts
+     # GLM-4.7-Flash's attn_output (2,048 x 5,120, 10.5M; 19.5 us a block on the 4-row matvecs in call172's profile) and
+     # DeepSeek-V2-Lite's shared experts' gate_up (2 x 2,816 x 2,048, 11.5M) on the tensor-core GEMM. gpu_bench --batch $BATCH
+     # (default 4) of $P (default glm-4.7-flash,deepseek-v2-lite), A B B A
+     PRESETS=${PRESETS:-glm-4.7-flash,deepseek-v2-lite} BATCH=${BATCH:-4} batch_ab large B:large-10m.diff ;;
   172) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     # EXPERIMENT experiments/experts-picks-24.diff (B): a step's routed experts on the split (staged) GEMM from 24 picks and 3
+     # MEASURED (call172: rejected, the journal) experiments/experts-picks-24.diff (B): a step's routed experts on the split (staged) GEMM from 24 picks and 3
      # tokens, not 48 and 5 (the staged kernel made those products ~10% faster alone since SPLIT_EXPERT_PICKS was set):
      # DeepSeek-V2-Lite's step of 4 (24 picks) and GLM-4.7-Flash's of 8 (32) leave the matvecs. gpu_bench --batch $BATCH
      # (default 4,8) of $P (default deepseek-v2-lite,glm-4.7-flash), A B B A
@@ -1248,7 +1257,7 @@ case $1 in
        (cd $d && timeout $(($(left) - 3)) python3 -m tools.start_time --presets $M --serve ${PAR:-8} --sampled --json "$OUT/start_$v.json" 2>&1 | tail -3)
      done ;;
   148) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     # EXPERIMENT experiments/batching-chunks-always.diff (B): a prompt beside running requests always in chunks of up to
+     # MEASURED (call173: rejected, the journal) experiments/batching-chunks-always.diff (B): a prompt beside running requests always in chunks of up to
      # batching.QUEUED_CHUNK (128), where the tree takes the shortest (32) unless another prompt waits behind it (call170: with
      # 128 only then, 32 clients +17% tok/s and TTFT p50 -74%, 8 clients unchanged: rarely two prompts start at 8). The server
      # under load on $M (default youtu-llm-2b), 32 slots, $CLIENTS (default 1,8,32), $VARIANTS (default B A: each server
