@@ -106,7 +106,9 @@
 # (twice: the first server's captures took the first call), M=youtu-llm-2b SECS=8 146 and M="youtu-llm-2b deepseek-v2-lite
 # glm-4.7-flash" BATCH=1,4,8 147 (the batched table beside llama.cpp at 1 / 4 / 8). Tried and not started (the budget was
 # spent): 13 (Youtu-LLM-2B's load, driver call by driver call).
-# Next lease, in order: 177 (experiments/large-10m.diff: GLM-4.7-Flash's attn_output at 4 rows on the GEMM), 13 (where
+# Next lease, in order: 177 (experiments/large-10m.diff: GLM-4.7-Flash's attn_output at 4 rows on the GEMM), 178 (every
+# prompt beside running streams in chunks of 128 on DeepSeek-V2-Lite, then M=glm-4.7-flash: each may take two calls, the
+# first capturing both variants' steps), 13 (where
 # Youtu-LLM-2B's weights' 0.19-0.26 s go now: its 4.3-4.8 GB/s is the fast-start issue's one missed target), 169
 # (experiments/x-slots.diff, regenerated on the staged kernel: the register kernels' records in the staged kernel's swizzled
 # slots), 166 (experiments/few-token-steps.diff), M="deepseek-v2-lite youtu-llm-2b glm-4.7-flash" BATCH=16,32 147 (the
@@ -949,6 +951,25 @@ case $1 in
        d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
+     done ;;
+  178) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT experiments/batching-chunks-always.diff (B) on the MoE models: a 32-token chunk's 128-240 picks reach nearly
+     # every routed expert (DeepSeek-V2-Lite: ~311 MB a block, call149's mixed turn 11.8 ms against its step of 8's 3.2), so a
+     # longer chunk reads those weights once for 4x the prompt tokens (on Youtu-LLM-2B, dense, it gained nothing: call173).
+     # The server under load on $M (default deepseek-v2-lite), 32 slots, $CLIENTS (default 1,8), in the order $VARIANTS
+     # (default B A). Each variant keeps its captures in a cache of its own (B: .cache/b, its models, vocabulary and
+     # compiled kernels shared), so a second call on a warm machine loads both; a first call may spend its time capturing
+     M=${M:-deepseek-v2-lite}; synth $M; tree /tmp/B batching-chunks-always.diff || exit 1
+     mkdir -p .cache/b; for x in models vocab tinygrad; do [ -e .cache/b/$x ] || ln -s ../$x .cache/b/$x; done
+     for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
+     for v in ${VARIANTS:-B A}; do
+       d=.; c=$PWD/.cache; [ $v = B ] && d=/tmp/B && c=$PWD/.cache/b; echo "-- $v $(date +%T)"
+       (cd $d && TINYGRAD_MLA_CACHE=$c exec python3 apps/llm.py --model $M --serve 8080 --parallel 32 --max-context 2048 --queue 64 \
+         > "$OUT/server_$v.log" 2>&1) &
+       pid=$!
+       timeout $(( $(left) - 5 )) python3 -m tools.load --port 8080 --clients ${CLIENTS:-1,8} --requests 16 --seconds ${SECS:-10} \
+         --wait ${WAIT:-400} --json "$OUT/load_$v.json" 2>&1 | tail -4
+       kill $pid; wait $pid 2>/dev/null
      done ;;
   177) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT experiments/large-10m.diff (B): gemm.LARGE 12M -> 10M weights, so a step of 3-4 sequences puts
