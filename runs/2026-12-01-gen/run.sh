@@ -108,8 +108,8 @@
 # spent): 13 (Youtu-LLM-2B's load, driver call by driver call).
 # Next lease, in order: 177 (experiments/large-10m.diff: GLM-4.7-Flash's attn_output at 4 rows on the GEMM), 178 (every
 # prompt beside running streams in chunks of 128 on DeepSeek-V2-Lite, then M=glm-4.7-flash: each may take two calls, the
-# first capturing both variants' steps), 13 (where
-# Youtu-LLM-2B's weights' 0.19-0.26 s go now: its 4.3-4.8 GB/s is the fast-start issue's one missed target), 169
+# first capturing both variants' steps), 179 (the fast-start issue's targets at the tree, beside llama.cpp, in one call:
+# Youtu-LLM-2B's weights, 4.3-4.8 GB/s in call127-128, loaded at 6.53 / 7.33 in call173's servers), 169
 # (experiments/x-slots.diff, regenerated on the staged kernel: the register kernels' records in the staged kernel's swizzled
 # slots), 166 (experiments/few-token-steps.diff), M="deepseek-v2-lite youtu-llm-2b glm-4.7-flash" BATCH=16,32 147 (the
 # batched table's 16 and 32 with b05fa2b), PRESETS=glm-4.7-flash 167,
@@ -952,6 +952,16 @@ case $1 in
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
      done ;;
+  179) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # the fast-start issue's targets at the tree in one call (carry .cache/llama/llama-cpp-src.tar.xz): llama.cpp built beside
+     # the synthesis of $P (default all three), then tools.start_time --repeat 3 --llama --calls: the first process ever, the
+     # median second process, its load's phases (weights GB/s: Youtu-LLM-2B's 4.3-4.8 in call127-128; its servers' own load
+     # lines in call173 read 6.53 / 7.33) and llama.cpp's first token, per model
+     [ -x .cache/llama/build/bin/llama-bench ] || (python3 -m tools.llama_bench build --time-limit 370 > "$OUT/llama_build.log" 2>&1) &
+     P=${PRESETS:-youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
+     wait; echo "built $(date +%T)"
+     python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
+     timeout $(($(left) - 3)) python3 -m tools.start_time --presets $P --repeat 3 --llama --calls --json "$OUT/start.json" 2>&1 | tail -60 ;;
   178) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT experiments/batching-chunks-always.diff (B) on the MoE models: a 32-token chunk's 128-240 picks reach nearly
      # every routed expert (DeepSeek-V2-Lite: ~311 MB a block, call149's mixed turn 11.8 ms against its step of 8's 3.2), so a
