@@ -964,7 +964,7 @@ case $1 in
      timeout $(($(left) - 3)) python3 -m tools.start_time --presets $P --repeat 3 --llama --calls --json "$OUT/start.json" 2>&1 | tail -60 ;;
   178) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT experiments/batching-chunks-always.diff (B) on the MoE models: a 32-token chunk's 128-240 picks reach nearly
-     # every routed expert (DeepSeek-V2-Lite: ~311 MB a block, call149's mixed turn 11.8 ms against its step of 8's 3.2), so a
+     # every routed expert (DeepSeek-V2-Lite: ~311 MB a block in call149; a turn of 8 rows and the chunk 10.1 ms, 8 rows 5.4), so a
      # longer chunk reads those weights once for 4x the prompt tokens (on Youtu-LLM-2B, dense, it gained nothing: call173).
      # The server under load on $M (default deepseek-v2-lite), 32 slots, $CLIENTS (default 1,8), in the order $VARIANTS
      # (default B A). Each variant keeps its captures in a cache of its own (B: .cache/b, its models, vocabulary and
