@@ -106,9 +106,9 @@
 # (twice: the first server's captures took the first call), M=youtu-llm-2b SECS=8 146 and M="youtu-llm-2b deepseek-v2-lite
 # glm-4.7-flash" BATCH=1,4,8 147 (the batched table beside llama.cpp at 1 / 4 / 8). Tried and not started (the budget was
 # spent): 13 (Youtu-LLM-2B's load, driver call by driver call).
-# Next lease, in order: 177 (experiments/large-10m.diff: GLM-4.7-Flash's attn_output at 4 rows on the GEMM), 178 (every
-# prompt beside running streams in chunks of 128 on DeepSeek-V2-Lite, then M=glm-4.7-flash: each may take two calls, the
-# first capturing both variants' steps), 179 (the fast-start issue's targets at the tree, beside llama.cpp, in one call:
+# Next lease, in order: 177 (experiments/large-10m.diff: GLM-4.7-Flash's attn_output at 4 rows on the GEMM),
+# M=deepseek-v2-lite CLIENTS=1,8 WAIT=400 148 (every prompt beside running streams in chunks of 128 on the MoE models), then
+# M=glm-4.7-flash CLIENTS=1,8 WAIT=400 148 (each may take two calls, the first capturing both variants' steps), 179 (the fast-start issue's targets at the tree, beside llama.cpp, in one call:
 # Youtu-LLM-2B's weights, 4.3-4.8 GB/s in call127-128, loaded at 6.53 / 7.33 in call173's servers), 169
 # (experiments/x-slots.diff, regenerated on the staged kernel: the register kernels' records in the staged kernel's swizzled
 # slots), 166 (experiments/few-token-steps.diff), M="deepseek-v2-lite youtu-llm-2b glm-4.7-flash" BATCH=16,32 147 (the
@@ -962,25 +962,6 @@ case $1 in
      wait; echo "built $(date +%T)"
      python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
      timeout $(($(left) - 3)) python3 -m tools.start_time --presets $P --repeat 3 --llama --calls --json "$OUT/start.json" 2>&1 | tail -60 ;;
-  178) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     # EXPERIMENT experiments/batching-chunks-always.diff (B) on the MoE models: a 32-token chunk's 128-240 picks reach nearly
-     # every routed expert (DeepSeek-V2-Lite: ~311 MB a block in call149; a turn of 8 rows and the chunk 10.1 ms, 8 rows 5.4), so a
-     # longer chunk reads those weights once for 4x the prompt tokens (on Youtu-LLM-2B, dense, it gained nothing: call173).
-     # The server under load on $M (default deepseek-v2-lite), 32 slots, $CLIENTS (default 1,8), in the order $VARIANTS
-     # (default B A). Each variant keeps its captures in a cache of its own (B: .cache/b, its models, vocabulary and
-     # compiled kernels shared), so a second call on a warm machine loads both; a first call may spend its time capturing
-     M=${M:-deepseek-v2-lite}; synth $M; tree /tmp/B batching-chunks-always.diff || exit 1
-     mkdir -p .cache/b; for x in models vocab tinygrad; do [ -e .cache/b/$x ] || ln -s ../$x .cache/b/$x; done
-     for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
-     for v in ${VARIANTS:-B A}; do
-       d=.; c=$PWD/.cache; [ $v = B ] && d=/tmp/B && c=$PWD/.cache/b; echo "-- $v $(date +%T)"
-       (cd $d && TINYGRAD_MLA_CACHE=$c exec python3 apps/llm.py --model $M --serve 8080 --parallel 32 --max-context 2048 --queue 64 \
-         > "$OUT/server_$v.log" 2>&1) &
-       pid=$!
-       timeout $(( $(left) - 5 )) python3 -m tools.load --port 8080 --clients ${CLIENTS:-1,8} --requests 16 --seconds ${SECS:-10} \
-         --wait ${WAIT:-400} --json "$OUT/load_$v.json" 2>&1 | tail -4
-       kill $pid; wait $pid 2>/dev/null
-     done ;;
   177) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT experiments/large-10m.diff (B): gemm.LARGE 12M -> 10M weights, so a step of 3-4 sequences puts
      # GLM-4.7-Flash's attn_output (2,048 x 5,120, 10.5M; 19.5 us a block on the 4-row matvecs in call172's profile) and
@@ -1288,16 +1269,22 @@ case $1 in
        (cd $d && timeout $(($(left) - 3)) python3 -m tools.start_time --presets $M --serve ${PAR:-8} --sampled --json "$OUT/start_$v.json" 2>&1 | tail -3)
      done ;;
   148) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     # MEASURED (call173: rejected, the journal) experiments/batching-chunks-always.diff (B): a prompt beside running requests always in chunks of up to
-     # batching.QUEUED_CHUNK (128), where the tree takes the shortest (32) unless another prompt waits behind it (call170: with
-     # 128 only then, 32 clients +17% tok/s and TTFT p50 -74%, 8 clients unchanged: rarely two prompts start at 8). The server
-     # under load on $M (default youtu-llm-2b), 32 slots, $CLIENTS (default 1,8,32), $VARIANTS (default B A: each server
-     # captures its steps first, WAIT seconds, default 260)
+     # EXPERIMENT experiments/batching-chunks-always.diff (B): a prompt beside running requests always in chunks of up to
+     # batching.QUEUED_CHUNK (128), where the tree takes the shortest (32) unless another prompt waits behind it. MEASURED on
+     # Youtu-LLM-2B (call173: rejected, the journal; dense, a chunk's products grow with it). On the MoE models
+     # (M=deepseek-v2-lite CLIENTS=1,8 WAIT=400, then M=glm-4.7-flash) a 32-token chunk's 128-240 picks reach nearly every
+     # routed expert (DeepSeek-V2-Lite: ~311 MB a block in call149; a turn of 8 rows and the chunk 10.1 ms, 8 rows 5.4), so a
+     # longer chunk reads those weights once for 4x the prompt tokens. The server under load on $M (default youtu-llm-2b), 32
+     # slots, $CLIENTS (default 1,8,32), $VARIANTS (default B A). Each variant keeps its captures in a cache of its own (B:
+     # .cache/b, the models, vocabulary and compiled kernels shared; one cache would drop the other code's captures as it
+     # writes), so a second call on a warm machine loads both; a first call may spend its time capturing (WAIT, default 260)
      M=${M:-youtu-llm-2b}; synth $M; tree /tmp/B batching-chunks-always.diff || exit 1
+     mkdir -p .cache/b; for x in models vocab tinygrad; do [ -e .cache/b/$x ] || ln -s ../$x .cache/b/$x; done
      for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      for v in ${VARIANTS:-B A}; do
-       d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
-       (cd $d && exec python3 apps/llm.py --model $M --serve 8080 --parallel 32 --max-context 2048 --queue 64 > "$OUT/server_$v.log" 2>&1) &
+       d=.; c=$PWD/.cache; [ $v = B ] && d=/tmp/B && c=$PWD/.cache/b; echo "-- $v $(date +%T)"
+       (cd $d && TINYGRAD_MLA_CACHE=$c exec python3 apps/llm.py --model $M --serve 8080 --parallel 32 --max-context 2048 --queue 64 \
+         > "$OUT/server_$v.log" 2>&1) &
        pid=$!
        timeout $(( $(left) - 5 )) python3 -m tools.load --port 8080 --clients ${CLIENTS:-1,8,32} --requests 16 --seconds ${SECS:-10} \
          --wait ${WAIT:-260} --json "$OUT/load_$v.json" 2>&1 | tail -5
