@@ -13,8 +13,9 @@ tokens' latents: a later request whose prompt starts with them (the next turn of
 only the rest.
 """
 from __future__ import annotations
-import collections, queue, sys, threading, time, traceback
+import collections, functools, queue, sys, threading, time, traceback
 from dataclasses import dataclass, field
+from typing import Callable, Iterator
 from apps.chat import reuse
 from apps.engine import Engine, Reply, Stats
 from apps.model import Prompt
@@ -52,6 +53,7 @@ class Scheduler:
     self.inflight: tuple[object, list[Request]] | None = None   # a launched step not read yet, and its requests
     self.starting: collections.deque[tuple[Request, Prompt]] = collections.deque()   # given a slot, to prefill in turn (Transformer.begin)
     self.free = list(range(self.model.slots))
+    self.pending: collections.deque[Callable[[], None]] = collections.deque()   # warmup's captures left for idle turns
     self.queued_chunk = max((c for c in self.model.prefill_chunks if c <= QUEUED_CHUNK), default=min(self.model.prefill_chunks))
     self.finished: collections.deque[Stats] = collections.deque(maxlen=256)
     self.recent: collections.deque[tuple[float, int]] = collections.deque()   # (time, tokens) of recent steps: tok/s
@@ -71,12 +73,13 @@ class Scheduler:
     self._wake.set()
 
   def status(self) -> dict:
-    """Slots in use, requests waiting for one, decode tok/s of the last 10 s, steps and tokens so far, and the device memory
-    tinygrad holds (weights, caches, captured steps' buffers)."""
+    """Slots in use, requests waiting for one, warmup's captures still to make, decode tok/s of the last 10 s, steps and
+    tokens so far, and the device memory tinygrad holds (weights, caches, captured steps' buffers)."""
     from tinygrad import GlobalCounters
     now = time.perf_counter()
     toks = sum(n for t, n in list(self.recent) if now - t <= 10.0)
     return {"slots": self.model.slots, "slots_busy": len(self.running) + len(self.starting), "waiting": self.waiting.qsize(),
+            "warming": len(self.pending),
             "decode_tokens_per_s": round(toks / 10.0, 1), "steps": self.steps, "tokens": self.tokens, "device_memory_bytes": GlobalCounters.mem_used}
 
   # ---- the model's thread
@@ -100,7 +103,8 @@ class Scheduler:
 
   def turn(self) -> bool:
     """One turn: cancelled requests leave, waiting ones get the free slots, one decode step with a prefill chunk (of the
-    first request given a slot) as further rows, or that chunk alone. Whether there was anything to do."""
+    first request given a slot) as further rows, or that chunk alone; with no request at all, one of warmup's captures.
+    Whether there was anything to do."""
     for req in [*self.running.values(), *(r for r, _ in self.starting)]:
       if req.cancelled.is_set():
         req.stats.finish_reason = "cancelled"
@@ -108,6 +112,14 @@ class Scheduler:
     if self.inflight is not None and self.free and self.waiting.qsize(): self._collect()   # a slot freed settles first
     with self._lock:   # a request moves from waiting to a slot at once for submit's count
       while self.free and self._admit(): pass
+    if self.pending and not (self.running or self.starting or self.inflight):   # idle: the next of warmup's captures
+      try: self.pending[0]()   # (counted in status() until made)
+      except BaseException:
+        self.model.forget_steps()
+        for s in range(self.model.slots): self.model.reset(s)   # every slot was free: what the capture left in them is not known
+        raise
+      finally: self.pending.popleft()
+      return True
     req, prompt = self.starting[0] if self.starting else (None, None)
     if self.running:
       step = self.model.launch(list(self.running), prompt, self.queued_chunk if len(self.starting) > 1 else None)
@@ -182,23 +194,42 @@ class Scheduler:
     if req.slot >= 0 and req.slot not in self.free and req.slot not in self.running: self.free.append(req.slot)
     req.slot = -1
 
-  def warmup(self, structures: list[Params]) -> None:
+  def warmup(self, structures: list[Params], now: int | None = None) -> None:
     """Capture (or load) the prefill steps of a short and of a long prompt (one chunk of each length), every batch size's
     step, and every batch size's mixed steps (a prompt's chunk that is not its last, and its last), for these samplers'
-    structures."""
+    structures: those that serve up to `now` requests at once (default all) here, the rest later, one at a time in run()
+    while no request is in a slot or waiting (status()'s "warming"). A first server of many slots then answers within the
+    time of one request's steps; a step not captured yet when requests need it captures itself then."""
+    tasks = sorted(self._warm_tasks(structures), key=lambda t: t[0])   # by requests, each count's structures in their order
+    for B, task in tasks:
+      if now is None or B <= now: task()
+      else: self.pending.append(task)
+
+  def _warm_tasks(self, structures: list[Params]) -> Iterator[tuple[int, Callable[[], None]]]:
+    """(requests it serves, capture) of every step warmup() makes; each capture leaves every slot reset."""
     short = self.engine.text_ids("Hello")
     # a prompt of one long chunk (its last), one of a long chunk and a short last one, and one of two short chunks
     L, S = max(self.model.prefill_chunks), min(self.model.prefill_chunks)
-    prompts = [short] + [(short * (L + 1))[:n] for n in (L, L + 1, S + 1) if n + 1 < self.model.max_context and n > len(short)]
-    for params in structures:
-      for ids in prompts[1:]:
+    prompts = [(short * (L + 1))[:n] for n in (L, L + 1, S + 1) if n + 1 < self.model.max_context and n > len(short)]
+    def prefill(params: Params) -> None:
+      for ids in prompts:
         for _ in self.model.start(0, ids, params): pass
         self.model.reset(0)
+    def steps(B: int, params: Params) -> None:
+      for s in range(B):
+        for _ in self.model.start(s, short, params): pass
+      for _ in range(3): self.model.step(list(range(B)))
+      for s in range(B): self.model.reset(s)
+    def mixed(n: int, k: int, bound: int, params: Params) -> None:
+      for s in range(n):
+        for _ in self.model.start(s, short, params): pass
+      prompt = self.model.begin(n, (short * (k + 1))[:k], params)
+      while prompt.done < len(prompt.ids): self.model.collect(self.model.launch(list(range(n)), prompt, bound))
+      for s in range(n + 1): self.model.reset(s)
+    for params in structures:
+      yield 0, functools.partial(prefill, params)
       for B in self.model.step_sizes:
-        slots = list(range(B))
-        for s in slots:
-          for _ in self.model.start(s, short, params): pass
-        for _ in range(3): self.model.step(slots)
+        yield B, functools.partial(steps, B, params)
         # the mixed steps of B rows: the most running requests that take this size (one slot left for the prompt)
         n = min(B, self.model.slots - 1)
         if n and next(b for b in self.model.step_sizes if b >= n) == B:
@@ -206,7 +237,4 @@ class Scheduler:
           # (a shortest one), and that length as its last
           Q = self.queued_chunk
           for k, bound in [(S + 1, S)] + ([(Q + 1, Q), (Q, Q)] if Q != S and Q + 1 < self.model.max_context else []):
-            self.model.reset(n)   # (nothing of the prompt cached)
-            prompt = self.model.begin(n, (short * (k + 1))[:k], params)
-            while prompt.done < len(prompt.ids): self.model.collect(self.model.launch(slots[:n], prompt, bound))
-    for s in range(self.model.slots): self.model.reset(s)
+            yield n + 1, functools.partial(mixed, n, k, bound, params)

@@ -291,6 +291,7 @@ class Handler(BaseHTTPRequestHandler):
   def send_metrics(self) -> None:
     st = self.server.scheduler.status()
     lines = [f"# TYPE llm_{k} gauge\nllm_{k} {v}" for k, v in (("slots", st["slots"]), ("slots_busy", st["slots_busy"]), ("waiting", st["waiting"]),
+                                                              ("warming", st["warming"]),
                                                               ("decode_tokens_per_second", st["decode_tokens_per_s"]),
                                                               ("device_memory_bytes", st["device_memory_bytes"]))]
     lines += [f"# TYPE llm_{k}_total counter\nllm_{k}_total {st[k]}" for k in ("steps", "tokens")]
@@ -381,8 +382,10 @@ class Handler(BaseHTTPRequestHandler):
 def serve(engine: Engine, host: str, port: int, defaults: Params, queue_size: int = 8, max_tokens: int = 256, stop: list[str] = ()) -> int:
   try: srv = LLMServer((host, port), engine, defaults, queue_size, max_tokens, stop)
   except OSError as e: raise UserError(f"cannot listen on {host}:{port}: {e.strerror or e}: choose another --serve port or --host") from None
-  note(f"warming up (the prefill and the batched steps of up to {engine.model.slots} requests, for greedy and the default sampling)")
-  srv.scheduler.warmup(list({p.structure: p for p in (Params(), defaults)}.values()))   # one JIT capture per structure and batch size
+  slots = engine.model.slots
+  note("warming up (the prefill and the one-request steps, for greedy and the default sampling"
+       + (f"; the steps of 2-{slots} requests follow while the server is idle)" if slots > 1 else ")"))
+  srv.scheduler.warmup(list({p.structure: p for p in (Params(), defaults)}.values()), now=1)   # one JIT capture per structure and batch size
   def stop_on_term(signum, frame): raise KeyboardInterrupt
   signal.signal(signal.SIGTERM, stop_on_term)
   print(f"llm: serving {engine.name} on {srv.url}/v1 (POST /v1/chat/completions, /v1/completions, GET /v1/models; {engine.model.slots} at once); "

@@ -519,15 +519,18 @@ def test_start_time_times_the_load_step_by_step(tmp_path):
   assert len(row["cli_first_token_s"]) == 2 and all(0 < t < 60 for t in row["cli_first_token_s"]) and "llm.py -p: first token at" in r.stdout
 
 def test_start_time_times_a_server_to_ready(tmp_path):
-  """tools.start_time --serve 2: llm.py --serve with 2 slots to its /health answering, a first server (its warmup captures the
-  steps) and two later ones, the slower dropped (they load them: faster)."""
+  """tools.start_time --serve 2: llm.py --serve with 2 slots to its /health answering and to its warmup's last capture (the
+  step of 2 rows, made after it answers), a first server (its warmup captures the steps) and two later ones, the slower
+  dropped (they load them: faster)."""
   out = tmp_path / "start.json"
   cmd = [sys.executable, "-m", "tools.start_time", "--presets", "youtu-llm-2b-tiny", "--serve", "2", "--json", str(out)]
   r = subprocess.run(cmd, cwd=ROOT, env={**os.environ, "DEV": "CPU"}, capture_output=True, text=True, timeout=900)
   assert r.returncode == 0, r.stderr[-2000:]
-  s = json.loads(out.read_text())[0]["serve_ready_s"]
+  row = json.loads(out.read_text())[0]
+  s, w = row["serve_ready_s"], row["serve_warm_s"]
   assert s["slots"] == 2 and len(s["later"]) == 1 and max(s["later"]) < s["first"], s
-  assert "llm.py --serve (2 slots) ready at" in r.stdout
+  assert w["first"] > s["first"] and max(w["later"]) < w["first"] and all(a <= b for a, b in zip(s["later"], w["later"])), row
+  assert "llm.py --serve (2 slots) ready at" in r.stdout and "warm at" in r.stdout
 
 def test_start_time_writes_the_missing_bytecode(tmp_path):
   """tools.start_time's set-up: bytecode for imported sources outside the tree that lack it (or whose bytecode is stale), and

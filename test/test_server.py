@@ -79,10 +79,11 @@ def test_models_and_health(srv):
   status, _, payload = request(srv.server_address[1], "GET", "/health")
   health = json.loads(payload)
   assert status == 200 and health["status"] == "ok" and health["slots"] == SLOTS and health["slots_busy"] == 0 and health["waiting"] == 0
+  assert health["warming"] == 0
   status, headers, payload = request(srv.server_address[1], "GET", "/metrics")
   metrics = dict(line.split() for line in payload.decode().splitlines() if not line.startswith("#"))
   assert status == 200 and headers["content-type"].startswith("text/plain") and metrics["llm_slots"] == str(SLOTS)
-  assert {"llm_slots_busy", "llm_waiting", "llm_decode_tokens_per_second", "llm_steps_total", "llm_tokens_total"} <= set(metrics)
+  assert {"llm_slots_busy", "llm_waiting", "llm_warming", "llm_decode_tokens_per_second", "llm_steps_total", "llm_tokens_total"} <= set(metrics)
 
 def test_text_completion(srv):
   """/v1/completions: the prompt text as it is (no chat template), whole and streamed."""
@@ -289,6 +290,42 @@ def test_disconnect_while_waiting_for_a_whole_reply(srv):
   s.close()
   wait_for(lambda: len(srv.finished) > before)
   assert srv.finished[before].finish_reason == "cancelled" and srv.finished[before].completion_tokens < 100
+
+def test_warmup_of_batched_steps_waits_for_an_idle_server(srv):
+  """warmup(now=1), as `llm.py --serve` starts: the prefill and one-row steps at once, the steps of 2 and 4 rows left
+  (/health's "warming") for the model's thread, which makes them one at a time while no request is in a slot or waiting.
+  A request that comes while one is being made goes before the rest and gets its exact reply; then they are all made."""
+  sched, port, gate, started = srv.scheduler, srv.server_address[1], threading.Event(), threading.Event()
+  def blocker():   # a capture under way when the request comes
+    started.set()
+    assert gate.wait(60)
+  sched.pending.append(blocker)
+  wait_for(started.is_set)
+  sched.warmup([Params()], now=1)   # (the model's thread is inside blocker, which leaves the model alone)
+  before, ran = len(srv.finished), []
+  def wrap(task):
+    def run():
+      ran.append(len(srv.finished))
+      task()
+    return run
+  tasks = list(sched.pending)[1:]   # (the first: blocker, under way)
+  assert len(tasks) >= 4   # the steps of 2 and 4 rows, each with its mixed steps
+  while len(sched.pending) > 1: sched.pending.pop()
+  sched.pending.extend(wrap(t) for t in tasks)
+  assert json.loads(request(port, "GET", "/health")[2])["warming"] == 1 + len(tasks)
+  reply = []
+  client = threading.Thread(target=lambda: reply.append(chat(srv, {"messages": MSG_A, "max_tokens": 12, "temperature": 0})))
+  client.start()
+  wait_for(lambda: sched.waiting.qsize() == 1)
+  gate.set()
+  client.join(120)
+  status, _, payload = reply[0]
+  assert status == 200 and json.loads(payload)["choices"][0]["message"]["content"] == srv.engine.refs["A"]
+  wait_for(lambda: json.loads(request(port, "GET", "/health")[2])["warming"] == 0)
+  assert len(ran) == len(tasks) and min(ran) > before   # each made after the request's reply
+  jits = srv.engine.model.captures.jits
+  assert all(any(k[:2] == ("rows", B) and j.captured is not None for k, j in jits.items()) for B in (2, 4))
+  assert sorted(sched.free) == list(range(SLOTS)) and not any(srv.engine.model.slot_cached)   # each capture resets its slots
 
 def test_storm_of_mixed_and_abandoned_requests(srv):
   """Many clients at once, each at random: a whole reply, a stream read to its end, a stream abandoned after a chunk, a

@@ -85,13 +85,15 @@ def health(base: str) -> dict:
   with urllib.request.urlopen(base + "/health", timeout=10) as r: return json.loads(r.read())
 
 def wait_ready(base: str, timeout: float) -> None:
+  """Until the server answers and has made every capture of its warmup (a server captures its batched steps while idle
+  after it answers: a level measured before would time the captures)."""
   deadline = time.monotonic() + timeout
   while time.monotonic() < deadline:
     try:
-      health(base)
-      return
-    except OSError: time.sleep(1)
-  raise SystemExit(f"load: no server at {base} after {timeout:.0f} s")
+      if not health(base).get("warming"): return
+    except OSError: pass
+    time.sleep(1)
+  raise SystemExit(f"load: no warm server at {base} after {timeout:.0f} s")
 
 def faults(base: str, port: int, n: int, clients: int, seed: int) -> dict:
   """n requests from `clients` threads, each at random: streamed to its end, abandoned after its first chunk, abandoned

@@ -143,9 +143,10 @@ def cli_ttft(preset: str, kernels: str, n_prompt: int, scratch: Path, sampled: b
   if p.returncode or not first: raise SystemExit(f"start_time: llm.py -p failed on {preset}:\n{err.decode()[-3000:]}")
   return t
 
-def serve_ready(preset: str, kernels: str, slots: int, scratch: Path) -> float:
-  """Seconds from starting `llm.py --serve` with `slots` slots to its /health answering: the load and the warmup (every
-  batch size's steps captured, or loaded from the captures of an earlier server in `scratch`)."""
+def serve_ready(preset: str, kernels: str, slots: int, scratch: Path) -> tuple[float, float]:
+  """Seconds from starting `llm.py --serve` with `slots` slots to its /health answering (the load and the one-request
+  steps captured, or loaded from the captures of an earlier server in `scratch`) and to its warmup's last capture (the
+  batched steps, made while the server is idle: /health's "warming" at 0)."""
   import socket, urllib.request
   from apps.vocab import cache_dir
   (scratch / "serve").mkdir(exist_ok=True)
@@ -155,15 +156,17 @@ def serve_ready(preset: str, kernels: str, slots: int, scratch: Path) -> float:
     sk.bind(("127.0.0.1", 0))
     port = sk.getsockname()[1]
   env = {**os.environ, "CACHEDB": str(scratch / "cache.db"), "TINYGRAD_MLA_CACHE": str(scratch / "serve")}
-  t0 = time.time()
+  t0, ready = time.time(), None
   p = subprocess.Popen([sys.executable, "apps/llm.py", "--model", preset, "--kernels", kernels, "--max-context", "1024", "--serve",
                         str(port), "--parallel", str(slots)], env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
   try:
     while p.poll() is None:
       try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1) as r: r.read()
-        return time.time() - t0
-      except OSError: time.sleep(0.05)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1) as r: warming = json.loads(r.read())["warming"]
+        ready = ready or time.time() - t0
+        if not warming: return ready, time.time() - t0
+      except OSError: pass
+      time.sleep(0.05)
     raise SystemExit(f"start_time: llm.py --serve failed on {preset}:\n{p.stderr.read().decode()[-3000:]}")
   finally:
     p.terminate()
@@ -191,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
   ap.add_argument("--cli", action="store_true", help="the CLI's own time too: llm.py -p to the first byte it prints, 1 + repeat "
                   "runs, the slowest dropped (the first may capture its steps)")
   ap.add_argument("--serve", type=int, default=0, metavar="SLOTS", help="the server's time too: llm.py --serve with SLOTS slots to "
-                  "its /health answering (its warmup done), a first server and 1 + repeat later ones, the slowest dropped")
+                  "its /health answering and to its warmup's last capture, a first server and 1 + repeat later ones, the slowest dropped")
   ap.add_argument("--sampled", action="store_true", help="the measured first tokens drawn with the CLI's default sampling (llama.cpp's "
                   "chain: its own captured steps) instead of greedy")
   ap.add_argument("--child", nargs=6, help=argparse.SUPPRESS)
@@ -218,7 +221,9 @@ def main(argv: list[str] | None = None) -> int:
     runs = {"first": first, "second": seconds[len(seconds) // 2]}
     row = {"preset": preset, "kernels": a.kernels, "sampled": a.sampled, **runs, "seconds_first_token_s": [r["first_token_s"] for r in seconds]}
     if cli: row["cli_first_token_s"] = cli
-    if serve: row["serve_ready_s"] = {"slots": a.serve, "first": serve[0], "later": sorted(serve[1:])[:-1]}
+    if serve:
+      row["serve_ready_s"] = {"slots": a.serve, "first": serve[0][0], "later": sorted(r for r, _ in serve[1:])[:-1]}
+      row["serve_warm_s"] = {"slots": a.serve, "first": serve[0][1], "later": sorted(w for _, w in serve[1:])[:-1]}
     if a.llama: row["llama"] = {"first": llama_ttft(path, a.prompt), "second": llama_ttft(path, a.prompt)}
     rows.append(row)
     f, s = runs["first"], runs["second"]
@@ -228,8 +233,9 @@ def main(argv: list[str] | None = None) -> int:
           f"({s['load_gb_s']:.2f} GB/s), first token at {s['first_token_s']:.1f} s ({s['captures_loaded']} captures loaded)"
           + (f" [median of {len(seconds)}: {seconds[0]['first_token_s']:.2f}-{seconds[-1]['first_token_s']:.2f} s]" if len(seconds) > 1 else "")
           + (f" | llm.py -p: first token at {cli[len(cli) // 2]:.2f} s ({cli[0]:.2f}-{cli[-1]:.2f})" if cli else "")
-          + (f" | llm.py --serve ({a.serve} slots) ready at {serve[0]:.1f} s, later {(sv := row['serve_ready_s']['later'])[len(sv) // 2]:.2f} s "
-             f"({sv[0]:.2f}-{sv[-1]:.2f})" if serve else "")
+          + (f" | llm.py --serve ({a.serve} slots) ready at {serve[0][0]:.1f} s (warm at {serve[0][1]:.1f}), later "
+             f"{(sv := row['serve_ready_s']['later'])[len(sv) // 2]:.2f} s ({sv[0]:.2f}-{sv[-1]:.2f}; warm at "
+             f"{(sw := row['serve_warm_s']['later'])[len(sw) // 2]:.2f})" if serve else "")
           + (f" | llama.cpp {row['llama']['first']:.1f} / {row['llama']['second']:.1f} s" if a.llama else ""), flush=True)
     ph = s["load_phases_s"]
     print(f"{'':30s} second load: metadata and tokenizer {ph['metadata']:.2f} s, the device's opening past them {ph['device']:.2f} s, "

@@ -952,6 +952,40 @@ case $1 in
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
      done ;;
+  180) # the first server ever of $M (default glm-4.7-flash), $SLOTS (default 32) slots, empty caches (a fresh CACHEDB and
+     # capture directory; the model file from the project's cache): seconds to /health answering (its one-request steps
+     # captured; the tree before this case captured every batch size's, 66 steps in more than 400 s on GLM-4.7-Flash in
+     # call174), a 32-token reply's time right after, and /health's "warming" (batched steps left) every 20 s; a later
+     # server's answer if the first got warm in time
+     M=${M:-glm-4.7-flash}; synth $M; python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
+     d=$(mktemp -d); mkdir $d/serve; ln -s $PWD/.cache/models $d/serve/models; ln -s $PWD/.cache/vocab $d/serve/vocab
+     for run in first later; do
+       (CACHEDB=$d/cache.db TINYGRAD_MLA_CACHE=$d/serve exec python3 apps/llm.py --model $M --serve 8080 --parallel ${SLOTS:-32} \
+         --max-context 2048 > "$OUT/server_$run.log" 2>&1) &
+       pid=$!
+       timeout $(($(left) - 5)) python3 - $run <<'PY'
+import json, sys, time, urllib.request
+t0, run = time.time(), sys.argv[1]
+def get(path, body=None):
+  with urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:8080" + path, json.dumps(body).encode() if body else None,
+                                                    {"Content-Type": "application/json"}), timeout=600) as r: return json.loads(r.read())
+while True:
+  try: h = get("/health"); break
+  except OSError: time.sleep(0.1)
+print(f"{run} server: /health at {time.time() - t0:.1f} s: {h}", flush=True)
+t = time.time(); r = get("/v1/completions", {"prompt": "Hello", "max_tokens": 32, "temperature": 0})
+print(f"  a {r['usage']['completion_tokens']}-token reply: {time.time() - t:.2f} s", flush=True)
+shown = 0
+while (h := get("/health"))["warming"]:
+  if time.time() - shown >= 20:
+    print(f"  {time.time() - t0:.0f} s: warming {h['warming']}, device memory {h['device_memory_bytes'] / 1e9:.2f} GB", flush=True)
+    shown = time.time()
+  time.sleep(0.5)
+print(f"{run} server: warm at {time.time() - t0:.1f} s: {h}", flush=True)
+PY
+       rc=$?; kill $pid; wait $pid 2>/dev/null
+       [ $rc = 0 ] || break
+     done ;;
   179) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # the fast-start issue's targets at the tree in one call (carry .cache/llama/llama-cpp-src.tar.xz): llama.cpp built beside
      # the synthesis of $P (default all three), then tools.start_time --repeat 3 --llama --calls: the first process ever, the
