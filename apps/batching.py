@@ -54,6 +54,7 @@ class Scheduler:
     self.starting: collections.deque[tuple[Request, Prompt]] = collections.deque()   # given a slot, to prefill in turn (Transformer.begin)
     self.free = list(range(self.model.slots))
     self.pending: collections.deque[Callable[[], None]] = collections.deque()   # warmup's captures left for idle turns
+    self.on_warm: Callable[[], None] | None = None   # told when the last of them is made
     self.queued_chunk = max((c for c in self.model.prefill_chunks if c <= QUEUED_CHUNK), default=min(self.model.prefill_chunks))
     self.finished: collections.deque[Stats] = collections.deque(maxlen=256)
     self.recent: collections.deque[tuple[float, int]] = collections.deque()   # (time, tokens) of recent steps: tok/s
@@ -118,7 +119,9 @@ class Scheduler:
         self.model.forget_steps()
         for s in range(self.model.slots): self.model.reset(s)   # every slot was free: what the capture left in them is not known
         raise
-      finally: self.pending.popleft()
+      finally:
+        self.pending.popleft()
+        if not self.pending and self.on_warm is not None: self.on_warm()
       return True
     req, prompt = self.starting[0] if self.starting else (None, None)
     if self.running:

@@ -385,6 +385,9 @@ def serve(engine: Engine, host: str, port: int, defaults: Params, queue_size: in
   slots = engine.model.slots
   note("warming up (the prefill and the one-request steps, for greedy and the default sampling"
        + (f"; the steps of 2-{slots} requests follow while the server is idle)" if slots > 1 else ")"))
+  t0 = time.perf_counter()
+  srv.scheduler.on_warm = lambda: note(f"warm: the steps of up to {slots} requests are captured "
+                                       f"({time.perf_counter() - t0:.0f} s after the warmup began)")
   srv.scheduler.warmup(list({p.structure: p for p in (Params(), defaults)}.values()), now=1)   # one JIT capture per structure and batch size
   def stop_on_term(signum, frame): raise KeyboardInterrupt
   signal.signal(signal.SIGTERM, stop_on_term)

@@ -445,9 +445,10 @@ def test_cli_serve_subprocess(srv, tmp_path):
     assert status == 200 and json.loads(payload)["choices"][0]["message"]["content"] == srv.engine.refs["A"]  # --temperature 0: greedy
     status, _, payload = request(port, "POST", "/v1/chat/completions", None, raw=b"{oops")
     assert_error(status, payload, 400, "invalid_json")
+    wait_for(lambda: json.loads(request(port, "GET", "/health")[2])["warming"] == 0, timeout=300)   # the batched steps, made while idle
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=60) == 0
   finally:
     if proc.poll() is None: proc.kill()
   err = (tmp_path / "stderr.txt").read_text()
-  assert "server stopped" in err and "Traceback" not in err
+  assert "server stopped" in err and "Traceback" not in err and "warm: the steps of up to 4 requests are captured" in err
