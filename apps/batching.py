@@ -200,16 +200,17 @@ class Scheduler:
   def warmup(self, structures: list[Params], now: int | None = None) -> None:
     """Capture (or load) the prefill steps of a short and of a long prompt (one chunk of each length), every batch size's
     step, and every batch size's mixed steps (a prompt's chunk that is not its last, and its last), for these samplers'
-    structures: those that serve up to `now` requests at once (default all) here, the rest later, one at a time in run()
-    while no request is in a slot or waiting (status()'s "warming"). A first server of many slots then answers within the
-    time of one request's steps; a step not captured yet when requests need it captures itself then."""
-    tasks = sorted(self._warm_tasks(structures), key=lambda t: t[0])   # by requests, each count's structures in their order
-    for B, task in tasks:
-      if now is None or B <= now: task()
+    structures: the first structure's that serve up to `now` requests at once here (default: all of them), the rest
+    later, one at a time in run() while no request is in a slot or waiting (status()'s "warming"), by the requests they
+    serve. A first server of many slots then answers within the time of one request's steps; a step not captured yet when
+    requests need it captures itself then."""
+    for B, i, task in sorted(self._warm_tasks(structures), key=lambda t: t[:2]):
+      if now is None or (B <= now and i == 0): task()
       else: self.pending.append(task)
 
-  def _warm_tasks(self, structures: list[Params]) -> Iterator[tuple[int, Callable[[], None]]]:
-    """(requests it serves, capture) of every step warmup() makes; each capture leaves every slot reset."""
+  def _warm_tasks(self, structures: list[Params]) -> Iterator[tuple[int, int, Callable[[], None]]]:
+    """(requests it serves, its structure's index, capture) of every step warmup() makes; each capture leaves every slot
+    reset."""
     short = self.engine.text_ids("Hello")
     # a prompt of one long chunk (its last), one of a long chunk and a short last one, and one of two short chunks
     L, S = max(self.model.prefill_chunks), min(self.model.prefill_chunks)
@@ -229,10 +230,10 @@ class Scheduler:
       prompt = self.model.begin(n, (short * (k + 1))[:k], params)
       while prompt.done < len(prompt.ids): self.model.collect(self.model.launch(list(range(n)), prompt, bound))
       for s in range(n + 1): self.model.reset(s)
-    for params in structures:
-      yield 0, functools.partial(prefill, params)
+    for i, params in enumerate(structures):
+      yield 0, i, functools.partial(prefill, params)
       for B in self.model.step_sizes:
-        yield B, functools.partial(steps, B, params)
+        yield B, i, functools.partial(steps, B, params)
         # the mixed steps of B rows: the most running requests that take this size (one slot left for the prompt)
         n = min(B, self.model.slots - 1)
         if n and next(b for b in self.model.step_sizes if b >= n) == B:
@@ -240,4 +241,4 @@ class Scheduler:
           # (a shortest one), and that length as its last
           Q = self.queued_chunk
           for k, bound in [(S + 1, S)] + ([(Q + 1, Q), (Q, Q)] if Q != S and Q + 1 < self.model.max_context else []):
-            yield n + 1, functools.partial(mixed, n, k, bound, params)
+            yield n + 1, i, functools.partial(mixed, n, k, bound, params)

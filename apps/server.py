@@ -383,12 +383,14 @@ def serve(engine: Engine, host: str, port: int, defaults: Params, queue_size: in
   try: srv = LLMServer((host, port), engine, defaults, queue_size, max_tokens, stop)
   except OSError as e: raise UserError(f"cannot listen on {host}:{port}: {e.strerror or e}: choose another --serve port or --host") from None
   slots = engine.model.slots
-  note("warming up (the prefill and the one-request steps, for greedy and the default sampling"
-       + (f"; the steps of 2-{slots} requests follow while the server is idle)" if slots > 1 else ")"))
+  structures = list({p.structure: p for p in (defaults, Params())}.values())   # the default sampling's, then greedy's
+  later = (["greedy's"] if len(structures) > 1 else []) + ([f"the steps of 2-{slots} requests"] if slots > 1 else [])
+  note("warming up (the prefill and the one-request steps of the default sampling"
+       + (f"; {' and '.join(later)} follow while the server is idle)" if later else ")"))
   t0 = time.perf_counter()
   srv.scheduler.on_warm = lambda: note(f"warm: the steps of up to {slots} requests are captured "
                                        f"({time.perf_counter() - t0:.0f} s after the warmup began)")
-  srv.scheduler.warmup(list({p.structure: p for p in (Params(), defaults)}.values()), now=1)   # one JIT capture per structure and batch size
+  srv.scheduler.warmup(structures, now=1)   # one JIT capture per structure and batch size
   def stop_on_term(signum, frame): raise KeyboardInterrupt
   signal.signal(signal.SIGTERM, stop_on_term)
   print(f"llm: serving {engine.name} on {srv.url}/v1 (POST /v1/chat/completions, /v1/completions, GET /v1/models; {engine.model.slots} at once); "

@@ -292,16 +292,17 @@ def test_disconnect_while_waiting_for_a_whole_reply(srv):
   assert srv.finished[before].finish_reason == "cancelled" and srv.finished[before].completion_tokens < 100
 
 def test_warmup_of_batched_steps_waits_for_an_idle_server(srv):
-  """warmup(now=1), as `llm.py --serve` starts: the prefill and one-row steps at once, the steps of 2 and 4 rows left
-  (/health's "warming") for the model's thread, which makes them one at a time while no request is in a slot or waiting.
-  A request that comes while one is being made goes before the rest and gets its exact reply; then they are all made."""
+  """warmup(now=1), as `llm.py --serve` starts: the default sampling's prefill and one-row steps at once; greedy's, then
+  the steps of 2 and 4 rows left (/health's "warming") for the model's thread, which makes them one at a time while no
+  request is in a slot or waiting. A request that comes while one is being made goes before the rest and gets its exact
+  reply; then they are all made."""
   sched, port, gate, started = srv.scheduler, srv.server_address[1], threading.Event(), threading.Event()
   def blocker():   # a capture under way when the request comes
     started.set()
     assert gate.wait(60)
   sched.pending.append(blocker)
   wait_for(started.is_set)
-  sched.warmup([Params()], now=1)   # (the model's thread is inside blocker, which leaves the model alone)
+  sched.warmup([SAMPLED, Params()], now=1)   # (the model's thread is inside blocker, which leaves the model alone)
   before, ran = len(srv.finished), []
   def wrap(task):
     def run():
@@ -309,7 +310,9 @@ def test_warmup_of_batched_steps_waits_for_an_idle_server(srv):
       task()
     return run
   tasks = list(sched.pending)[1:]   # (the first: blocker, under way)
-  assert len(tasks) >= 4   # the steps of 2 and 4 rows, each with its mixed steps
+  assert len(tasks) >= 8   # greedy's prefill and steps, the steps of 2 and 4 rows, each with its mixed steps
+  assert [(t.func.__name__, t.args) for t in tasks[:2]] == [("prefill", (Params(),)), ("steps", (1, Params()))]
+  assert all(t.func.__name__ == "mixed" or t.args[0] > 1 for t in tasks[2:]) and any(t.args[-1] == SAMPLED for t in tasks[2:])
   while len(sched.pending) > 1: sched.pending.pop()
   sched.pending.extend(wrap(t) for t in tasks)
   assert json.loads(request(port, "GET", "/health")[2])["warming"] == 1 + len(tasks)
