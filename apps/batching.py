@@ -215,21 +215,26 @@ class Scheduler:
     # a prompt of one long chunk (its last), one of a long chunk and a short last one, and one of two short chunks
     L, S = max(self.model.prefill_chunks), min(self.model.prefill_chunks)
     prompts = [(short * (L + 1))[:n] for n in (L, L + 1, S + 1) if n + 1 < self.model.max_context and n > len(short)]
+    def clear(n: int) -> None:   # (a free slot keeps its last request's tokens, which a prompt here would partly reuse)
+      for s in range(n): self.model.reset(s)
     def prefill(params: Params) -> None:
       for ids in prompts:
+        clear(1)
         for _ in self.model.start(0, ids, params): pass
-        self.model.reset(0)
+      clear(1)
     def steps(B: int, params: Params) -> None:
+      clear(B)
       for s in range(B):
         for _ in self.model.start(s, short, params): pass
       for _ in range(3): self.model.step(list(range(B)))
-      for s in range(B): self.model.reset(s)
+      clear(B)
     def mixed(n: int, k: int, bound: int, params: Params) -> None:
+      clear(n + 1)
       for s in range(n):
         for _ in self.model.start(s, short, params): pass
       prompt = self.model.begin(n, (short * (k + 1))[:k], params)
       while prompt.done < len(prompt.ids): self.model.collect(self.model.launch(list(range(n)), prompt, bound))
-      for s in range(n + 1): self.model.reset(s)
+      clear(n + 1)
     for i, params in enumerate(structures):
       yield 0, i, functools.partial(prefill, params)
       for B in self.model.step_sizes:
