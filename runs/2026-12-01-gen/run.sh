@@ -106,15 +106,16 @@
 # (twice: the first server's captures took the first call), M=youtu-llm-2b SECS=8 146 and M="youtu-llm-2b deepseek-v2-lite
 # glm-4.7-flash" BATCH=1,4,8 147 (the batched table beside llama.cpp at 1 / 4 / 8). Tried and not started (the budget was
 # spent): 13 (Youtu-LLM-2B's load, driver call by driver call).
-# Next lease, in order: 177 (experiments/large-10m.diff: GLM-4.7-Flash's attn_output at 4 rows on the GEMM),
+# Tried 2026-12-07 and not started (no machine came in the lease): 180, 179, 177.
+# Next lease, in order: 180 (GLM-4.7-Flash's first server: answering after one request's steps, the batched ones while idle),
+# 177 (experiments/large-10m.diff: GLM-4.7-Flash's attn_output at 4 rows on the GEMM),
 # M=deepseek-v2-lite CLIENTS=1,8 WAIT=400 148 (every prompt beside running streams in chunks of 128 on the MoE models), then
 # M=glm-4.7-flash CLIENTS=1,8 WAIT=400 148 (each may take two calls, the first capturing both variants' steps), 179 (the fast-start issue's targets at the tree, beside llama.cpp, in one call:
 # Youtu-LLM-2B's weights, 4.3-4.8 GB/s in call127-128, loaded at 6.53 / 7.33 in call173's servers), 169
 # (experiments/x-slots.diff, regenerated on the staged kernel: the register kernels' records in the staged kernel's swizzled
 # slots), 166 (experiments/few-token-steps.diff), M="deepseek-v2-lite youtu-llm-2b glm-4.7-flash" BATCH=16,32 147 (the
 # batched table's 16 and 32 with b05fa2b), PRESETS=glm-4.7-flash 167,
-# CHUNKS=128 BATCH=1,8 145, 149 (the first server start with the radix select as it is, against f555886's), 151 (one capture
-# of a mixed step for a prompt's chunks, prepared), 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A, depths B A),
+# CHUNKS=128 BATCH=1,8 145, 151 (one capture of a mixed step for a prompt's chunks, prepared), 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A, depths B A),
 # 122 (the short context's decode over f32 and f16 caches on both MoE models, if 125 leaves it open), PRESETS=glm-4.7-flash
 # VARIANTS="A B" 139, PRESETS=glm-4.7-flash,deepseek-v2-lite 84, 85, 80, VARIANTS="B A" 74. Measured and closed: 150
 # (superseded by 159), 155-159 (OPTIMIZATION_JOURNAL.md, 2026-12-06).
@@ -1291,6 +1292,7 @@ PY
          | grep -v '^{' | tail -6)
      done ;;
   149) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # SUPERSEDED by 180 (a server answers after one request's steps since 2026-12-07; tools.start_time --serve times both):
      # a server's first start (every batch size's steps captured, greedy and llama.cpp's default sampling) with the sampler's
      # radix select as it is (B = the tree: 4 bits a pass from (16,) buffers, its passes one AST) against f555886's (A = the
      # tree with experiments/sampler-f555886.diff, f555886's apps/sampling.py: 32 passes of 1 bit a constant, ~130 kernels
