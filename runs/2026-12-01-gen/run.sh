@@ -106,12 +106,12 @@
 # (twice: the first server's captures took the first call), M=youtu-llm-2b SECS=8 146 and M="youtu-llm-2b deepseek-v2-lite
 # glm-4.7-flash" BATCH=1,4,8 147 (the batched table beside llama.cpp at 1 / 4 / 8). Tried and not started (the budget was
 # spent): 13 (Youtu-LLM-2B's load, driver call by driver call).
-# Tried 2026-12-07 and not started (no machine came in the lease): 180, 179, 177.
+# Measured 2026-12-07 (call178, H100): 179 (the fast-start targets beside llama.cpp: all met). Tried and not started (no
+# machine came for them): 180, 177.
 # Next lease, in order: 180 (GLM-4.7-Flash's first server: answering after one request's steps, the batched ones while idle),
 # 177 (experiments/large-10m.diff: GLM-4.7-Flash's attn_output at 4 rows on the GEMM),
 # M=deepseek-v2-lite CLIENTS=1,8 WAIT=400 148 (every prompt beside running streams in chunks of 128 on the MoE models), then
-# M=glm-4.7-flash CLIENTS=1,8 WAIT=400 148 (each may take two calls, the first capturing both variants' steps), 179 (the fast-start issue's targets at the tree, beside llama.cpp, in one call:
-# Youtu-LLM-2B's weights, 4.3-4.8 GB/s in call127-128, loaded at 6.53 / 7.33 in call173's servers), 169
+# M=glm-4.7-flash CLIENTS=1,8 WAIT=400 148 (each may take two calls, the first capturing both variants' steps), 169
 # (experiments/x-slots.diff, regenerated on the staged kernel: the register kernels' records in the staged kernel's swizzled
 # slots), 166 (experiments/few-token-steps.diff), M="deepseek-v2-lite youtu-llm-2b glm-4.7-flash" BATCH=16,32 147 (the
 # batched table's 16 and 32 with b05fa2b), PRESETS=glm-4.7-flash 167,
@@ -988,7 +988,7 @@ PY
        [ $rc = 0 ] || break
      done ;;
   179) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     # the fast-start issue's targets at the tree in one call (carry .cache/llama/llama-cpp-src.tar.xz): llama.cpp built beside
+     # MEASURED (call178: every target met, the journal) the fast-start issue's targets at the tree in one call (carry .cache/llama/llama-cpp-src.tar.xz): llama.cpp built beside
      # the synthesis of $P (default all three), then tools.start_time --repeat 3 --llama --calls: the first process ever, the
      # median second process, its load's phases (weights GB/s: Youtu-LLM-2B's 4.3-4.8 in call127-128; its servers' own load
      # lines in call173 read 6.53 / 7.33) and llama.cpp's first token, per model
