@@ -6,7 +6,8 @@ first token and the inter-token latency (p50 / p99), as the clients see them.
   python3 -m tools.load --port 8080 --clients 1,4,8,16,32 [--requests 16] [--seconds 20] [--json PATH]
   python3 -m tools.load --port 8080 --faults 1000     # requests with cancellations, disconnects and malformed bodies mixed in
 
-Talks to 127.0.0.1 only; bounded in requests and in time (--seconds per concurrency). tok/s is the throughput while all
+Talks to 127.0.0.1 only; bounded in requests and in time (--seconds per concurrency). It starts once /health answers
+with no captures left to make (ours makes its batched steps after it answers, while idle). tok/s is the throughput while all
 C clients stream (the level's ramp and drained tail left out); `all` counts the whole level. --faults checks afterwards that
 /health reports every slot free, nothing waiting and the device memory it reported before the storm (after a warm-up
 round), and that a plain request still gets its answer.
