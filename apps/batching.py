@@ -115,8 +115,7 @@ class Scheduler:
       while self.free and self._admit(): pass
     if self.pending and not (self.running or self.starting or self.inflight):   # idle: the next of warmup's captures
       try: self.pending[0]()   # (counted in status() until made)
-      except BaseException:
-        self.model.forget_steps()
+      except BaseException:   # (run() forgets the launched steps)
         for s in range(self.model.slots): self.model.reset(s)   # every slot was free: what the capture left in them is not known
         raise
       finally:
