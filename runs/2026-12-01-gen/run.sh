@@ -953,6 +953,19 @@ case $1 in
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
      done ;;
+  181) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # what bounds the decode matvecs of the MoE FFN (the step of 4's profile, call172: DeepSeek-V2-Lite's routed down with
+     # its mix and the shared Q6_K down, one sum kernel, 58 us a block for 38.6 MB, 0.66 TB/s; its gate_up with the shared
+     # Q5_K's 59 us for 75.7 MB, 1.28 TB/s; at one row the down 17 us for 14.5 MB): Nsight Compute's full set on one launch of
+     # each in a step of $BATCHES rows (default "1 4") of $M (default deepseek-v2-lite); the reports in $OUT/ncu_mv_<rows>.txt
+     M=${M:-deepseek-v2-lite}; synth $M; python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
+     for b in ${BATCHES:-1 4}; do echo "-- $b rows $(date +%T)"
+       timeout $(( $(left) - 5 )) ncu --set full --clock-control none --profile-from-start off --launch-count 2 \
+         --kernel-name regex:"${KERNELS:-mv_q4_0_experts|norm_glu}" python3 -m tools.profile --model $M --target decode --batch $b \
+         --repeat 1 --count 1 --ncu > "$OUT/ncu_mv_$b.txt" 2>&1
+       grep -E "^  [a-z_0-9+]+|Duration|Registers Per|Achieved Occupancy|Theoretical Occupancy|DRAM Throughput|L2 Cache Throughput|L1/TEX Cache Throughput|Warp Cycles Per Issued|Issue Slots Busy|Stall|No Eligible|Compute \(SM\) Throughput|Memory Throughput|Block Limit|Mem Busy|Max Bandwidth|L1/TEX Hit|L2 Hit|Active Warps|Eligible|Grid Size|Block Size|Shared Memory Config|Dynamic Shared|Static Shared|Waves Per SM" \
+         "$OUT/ncu_mv_$b.txt" | head -90
+     done ;;
   180) # the first server ever of $M (default glm-4.7-flash), $SLOTS (default 32) slots, empty caches (a fresh CACHEDB and
      # capture directory; the model file from the project's cache): seconds to /health answering (its one-request steps
      # captured; the tree before this case captured every batch size's, 66 steps in more than 400 s on GLM-4.7-Flash in
@@ -1310,8 +1323,8 @@ PY
      # Youtu-LLM-2B (call173: rejected, the journal; dense, a chunk's products grow with it). On the MoE models
      # (M=deepseek-v2-lite CLIENTS=1,8 WAIT=400, then M=glm-4.7-flash) a 32-token chunk's 128-240 picks reach nearly every
      # routed expert (DeepSeek-V2-Lite: ~311 MB a block in call149; a turn of 8 rows and the chunk 10.1 ms, 8 rows 5.4), so a
-     # longer chunk reads those weights once for 4x the prompt tokens. The server under load on $M (default youtu-llm-2b), 32
-     # slots, $CLIENTS (default 1,8,32), $VARIANTS (default B A). Each variant keeps its captures in a cache of its own (B:
+     # longer chunk reads those weights once for 4x the prompt tokens. The server under load on $M (default youtu-llm-2b), $SLOTS
+     # (default 32) slots (8: a server that captures the steps of 1-8 rows only), $CLIENTS (default 1,8,32), $VARIANTS (default B A). Each variant keeps its captures in a cache of its own (B:
      # .cache/b, the models, vocabulary and compiled kernels shared; one cache would drop the other code's captures as it
      # writes), so a second call on a warm machine loads both; a first call may spend its time capturing (WAIT, default 260)
      M=${M:-youtu-llm-2b}; synth $M; tree /tmp/B batching-chunks-always.diff || exit 1
@@ -1319,7 +1332,7 @@ PY
      for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null; done
      for v in ${VARIANTS:-B A}; do
        d=.; c=$PWD/.cache; [ $v = B ] && d=/tmp/B && c=$PWD/.cache/b; echo "-- $v $(date +%T)"
-       (cd $d && TINYGRAD_MLA_CACHE=$c exec python3 apps/llm.py --model $M --serve 8080 --parallel 32 --max-context 2048 --queue 64 \
+       (cd $d && TINYGRAD_MLA_CACHE=$c exec python3 apps/llm.py --model $M --serve 8080 --parallel ${SLOTS:-32} --max-context 2048 --queue 64 \
          > "$OUT/server_$v.log" 2>&1) &
        pid=$!
        timeout $(( $(left) - 5 )) python3 -m tools.load --port 8080 --clients ${CLIENTS:-1,8,32} --requests 16 --seconds ${SECS:-10} \
