@@ -13,7 +13,7 @@ tokens' latents: a later request whose prompt starts with them (the next turn of
 only the rest.
 """
 from __future__ import annotations
-import collections, functools, queue, sys, threading, time, traceback
+import bisect, collections, functools, queue, sys, threading, time, traceback
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 from apps.chat import reuse
@@ -34,6 +34,7 @@ class Request:
   slot: int = -1
   stats: Stats = field(default_factory=Stats)
   reply: Reply | None = None
+  last_token: float = 0.0   # when its latest token was read (perf_counter), for the inter-token histogram
 
 # A prompt that starts beside running requests goes in the shortest chunks: each running stream's next token waits for the
 # chunk's rows. While other prompts wait behind it, in chunks of up to this many tokens: the shortest chunks take in fewer
@@ -41,6 +42,11 @@ class Request:
 # and a prompt token costs the step less in a longer chunk (H100, Youtu-LLM-2B, 32 clients: 2,208 -> 2,584 tok/s, time to the
 # first token p50 534 -> 138 ms, inter-token p50 7.3 -> 10.2 ms; 8 clients as they were; the captures 1.3 GB more).
 QUEUED_CHUNK = 128
+
+# Upper bounds (seconds) of the inter-token histogram's buckets: 0.5 ms to 10 s, each 10% above the last. A request's gap is
+# the time between the reads of two of its tokens on the model's thread (its steps and the turns between them), before
+# detokenizing and streaming (a client's gaps add any text held back: an incomplete UTF-8 character, a possible stop string)
+ITL_BOUNDS = tuple(round(5e-4 * 1.1 ** i, 7) for i in range(105))
 
 class Scheduler:
   """The request loop of one engine whose model has slots. submit() from any thread; run() on the thread that owns the model."""
@@ -58,6 +64,8 @@ class Scheduler:
     self.queued_chunk = max((c for c in self.model.prefill_chunks if c <= QUEUED_CHUNK), default=min(self.model.prefill_chunks))
     self.finished: collections.deque[Stats] = collections.deque(maxlen=256)
     self.recent: collections.deque[tuple[float, int]] = collections.deque()   # (time, tokens) of recent steps: tok/s
+    self.itl = [0] * (len(ITL_BOUNDS) + 1)   # tokens by the bucket of their gap to the request's previous one (the last: longer)
+    self.itl_sum = 0.0
     self.steps = self.tokens = 0
     self._wake, self._stop, self._lock = threading.Event(), threading.Event(), threading.Lock()
 
@@ -139,7 +147,7 @@ class Scheduler:
     if first is not None:
       self.starting.popleft()
       self.running[req.slot] = req
-      self._take(req, first)
+      self._take(req, first, time.perf_counter())
     return True
 
   def _collect(self) -> None:
@@ -151,7 +159,7 @@ class Scheduler:
     self.recent.append((now, len(toks)))
     while self.recent and now - self.recent[0][0] > 10.0: self.recent.popleft()
     for req, t in zip(reqs, toks):
-      if req.slot >= 0 and self.running.get(req.slot) is req: self._take(req, t)
+      if req.slot >= 0 and self.running.get(req.slot) is req: self._take(req, t, now)
 
   def _admit(self) -> bool:
     """Give the next waiting request a free slot; False when none waits."""
@@ -167,8 +175,13 @@ class Scheduler:
     self.starting.append((req, self.model.begin(slot, req.ids, req.params)))   # its chunks in its turn
     return True
 
-  def _take(self, req: Request, t: int) -> None:
-    """A new token of a running request: its text out, or the end of the request."""
+  def _take(self, req: Request, t: int, now: float) -> None:
+    """A new token of a running request, read at `now`: its gap to the request's previous one counted, its text out, or
+    the end of the request."""
+    if req.last_token:
+      self.itl[bisect.bisect_left(ITL_BOUNDS, now - req.last_token)] += 1
+      self.itl_sum += now - req.last_token
+    req.last_token = now
     text, done = req.reply.add(t)
     if text: req.events.put(("text", text))
     if done: return self._finish(req)

@@ -1,6 +1,6 @@
 """tools.load's throughput at a concurrency: only while every client streams."""
 import math
-from tools.load import concurrent_rate
+from tools.load import concurrent_rate, histogram_pct
 
 def reply(client: int, stamps: list[float], tokens: int | None = None) -> dict:
   return {"client": client, "stamps": stamps, "tokens": len(stamps) if tokens is None else tokens}
@@ -21,3 +21,10 @@ def test_no_window_without_every_client():
   assert math.isnan(rate) and window == 0.0
   rate, window = concurrent_rate([reply(0, [0.0, 1.0]), reply(1, [5.0, 6.0])], 2)   # never both at once
   assert math.isnan(rate) and window == 0.0
+
+def test_server_itl_percentiles_from_a_histograms_two_reads():
+  # cumulative counts before and after a level: the level's gaps are 2 in (0, 1], 0 in (1, 2], 97 in (2, 4], 1 past 4
+  bounds, before, after = [1.0, 2.0, 4.0, math.inf], [5, 6, 6, 6], [7, 8, 105, 106]
+  assert histogram_pct(bounds, before, after, 50) == 4.0 and histogram_pct(bounds, before, after, 1) == 1.0
+  assert histogram_pct(bounds, before, after, 100) == math.inf
+  assert math.isnan(histogram_pct(bounds, before, before, 50)) and math.isnan(histogram_pct([], [], [], 99))

@@ -85,6 +85,23 @@ def test_models_and_health(srv):
   assert status == 200 and headers["content-type"].startswith("text/plain") and metrics["llm_slots"] == str(SLOTS)
   assert {"llm_slots_busy", "llm_waiting", "llm_warming", "llm_decode_tokens_per_second", "llm_steps_total", "llm_tokens_total"} <= set(metrics)
 
+def test_metrics_count_each_tokens_gap_to_the_last(srv):
+  """/metrics' inter-token histogram: a reply of n tokens adds its n - 1 gaps (n with an end-of-generation token drawn
+  after them), in buckets of cumulative counts that end at +Inf with the count, and their seconds to the sum."""
+  def hist():
+    rows = [line.split() for line in request(srv.server_address[1], "GET", "/metrics")[2].decode().splitlines() if not line.startswith("#")]
+    buckets = [(k.split('"')[1], int(v)) for k, v in rows if k.startswith("llm_inter_token_seconds_bucket")]
+    m = dict(rows)
+    return buckets, int(m["llm_inter_token_seconds_count"]), float(m["llm_inter_token_seconds_sum"])
+  b0, n0, s0 = hist()
+  status, _, payload = request(srv.server_address[1], "POST", "/v1/completions", {"prompt": "Once upon a time", "max_tokens": 9, "temperature": 0})
+  tokens = json.loads(payload)["usage"]["completion_tokens"]
+  b1, n1, s1 = hist()
+  assert status == 200 and tokens >= 2 and n1 - n0 in (tokens - 1, tokens) and s1 > s0
+  counts = [v for _, v in b1]
+  assert b1[-1] == ("+Inf", n1) and counts == sorted(counts) and [k for k, _ in b0] == [k for k, _ in b1]
+  assert all(float(k) < float(k2) for (k, _), (k2, _) in zip(b1[:-2], b1[1:-1]))
+
 def test_text_completion(srv):
   """/v1/completions: the prompt text as it is (no chat template), whole and streamed."""
   prompt = "Once upon a time"

@@ -1,6 +1,8 @@
 """Load on an OpenAI-compatible server (ours, or llama.cpp's llama-server): C concurrent clients, each streaming chat
 completions back to back with a mix of prompt and reply lengths; per concurrency the aggregate output tok/s, the time to
-first token and the inter-token latency (p50 / p99), as the clients see them.
+first token and the inter-token latency (p50 / p99), as the clients see them, and the inter-token latency as the server
+reads the tokens (its /metrics histogram: no text held back by the detokenizer, no streaming; each value the upper bound of
+its bucket, at most 10% above it).
 
   python3 apps/llm.py --model glm-4.7-flash --serve 8080 --parallel 32 &      # then:
   python3 -m tools.load --port 8080 --clients 1,4,8,16,32 [--requests 16] [--seconds 20] [--json PATH]
@@ -57,6 +59,7 @@ def run_level(base: str, clients: int, requests: int, seconds: float, seed: int)
   while all of them streamed (concurrent_rate: a level's ramp and its tail, when fewer clients are left, do not count as
   `clients` at once); tok_s_all is every token over the whole level."""
   results, errors, lock = [], [], threading.Lock()
+  bounds, itl0 = server_itl(base)
   deadline = time.perf_counter() + seconds
   def client(i: int) -> None:
     rng = random.Random(seed * 1000 + i)
@@ -75,12 +78,30 @@ def run_level(base: str, clients: int, requests: int, seconds: float, seed: int)
   wall = (max((r["end"] for r in results), default=t0) - t0) or float("nan")
   ttft = [r["stamps"][0] - r["t0"] for r in results if r["stamps"]]
   itl = [b - a for r in results for a, b in zip(r["stamps"], r["stamps"][1:])]
+  itl1 = server_itl(base)[1]
   tokens = sum(r["tokens"] for r in results)
   rate, window = concurrent_rate(results, clients)
   return {"clients": clients, "requests": len(results), "errors": len(errors), "first_error": errors[0] if errors else None,
           "tokens": tokens, "wall_s": wall, "tok_s": rate, "window_s": window,
           "tok_s_all": tokens / wall, "ttft_p50_ms": pct(ttft, 50) * 1e3, "ttft_p99_ms": pct(ttft, 99) * 1e3,
-          "itl_p50_ms": pct(itl, 50) * 1e3, "itl_p99_ms": pct(itl, 99) * 1e3}
+          "itl_p50_ms": pct(itl, 50) * 1e3, "itl_p99_ms": pct(itl, 99) * 1e3,
+          "server_itl_p50_ms": histogram_pct(bounds, itl0, itl1, 50) * 1e3, "server_itl_p99_ms": histogram_pct(bounds, itl0, itl1, 99) * 1e3}
+
+def server_itl(base: str) -> tuple[list[float], list[int]]:
+  """The server's inter-token histogram (/metrics' llm_inter_token_seconds): bucket upper bounds (s) and cumulative counts;
+  none where the server has no such histogram (llama-server)."""
+  try:
+    with urllib.request.urlopen(base + "/metrics", timeout=10) as r: text = r.read().decode()
+  except OSError: return [], []
+  rows = [line.split() for line in text.splitlines() if line.startswith('llm_inter_token_seconds_bucket{le="')]
+  return [float(k.split('"')[1]) for k, _ in rows], [int(v) for _, v in rows]
+
+def histogram_pct(bounds: list[float], before: list[int], after: list[int], q: float) -> float:
+  """pct(q) of the gaps counted between two reads of a cumulative histogram, as the upper bound of its bucket (nan: none)."""
+  counts = [a - b for a, b in zip(after, before)]
+  if not counts or not counts[-1]: return float("nan")
+  rank = int(round(q / 100 * (counts[-1] - 1)))
+  return next(le for le, c in zip(bounds, counts) if c > rank)
 
 def health(base: str) -> dict:
   with urllib.request.urlopen(base + "/health", timeout=10) as r: return json.loads(r.read())
@@ -168,12 +189,13 @@ def main() -> None:
     raise SystemExit(0 if not h["slots_busy"] and not h["waiting"] and same_memory and res["plain_request_tokens"] > 0 else 1)
   rows = []
   print(f"{'clients':>7s} {'reqs':>5s} {'tok/s':>8s} {'window':>7s} {'all':>8s} {'TTFT p50':>9s} {'p99':>8s} {'ITL p50':>8s} "
-        f"{'p99':>8s} (ms)", flush=True)
+        f"{'p99':>8s} {'server ITL p50':>14s} {'p99':>6s} (ms)", flush=True)
   for c in (int(x) for x in args.clients.split(",")):
     r = run_level(base, c, args.requests, args.seconds, args.seed)
     rows.append(r)
     print(f"{c:7d} {r['requests']:5d} {r['tok_s']:8.1f} {r['window_s']:6.1f}s {r['tok_s_all']:8.1f}"
           f" {r['ttft_p50_ms']:9.0f} {r['ttft_p99_ms']:8.0f} {r['itl_p50_ms']:8.1f} {r['itl_p99_ms']:8.1f}"
+          f" {r['server_itl_p50_ms']:14.1f} {r['server_itl_p99_ms']:6.1f}"
           + (f"  {r['errors']} errors: {r['first_error']}" if r["errors"] else ""), flush=True)
   if args.json:
     with open(args.json, "w") as f: json.dump({"levels": rows}, f, indent=1)
