@@ -953,6 +953,19 @@ case $1 in
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
      done ;;
+  182) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT experiments/mix-two-blocks.diff (B): an expert mix of 2-8 rows (the routed down with its mix, summed with
+     # the shared Q6_K down: DeepSeek-V2-Lite's steps of 2-4, GLM-4.7-Flash's of 2-8) at two workgroups an SM: its loads in
+     # batches of 32 registers and __launch_bounds__(256, 2), 128 registers a thread where hoisting every load took 246 /
+     # 160 (sm_90: one workgroup an SM, a grid of 2-8 waves whose loads, x staging and math ran one after another; call172's
+     # profile: DeepSeek-V2-Lite's at 4 rows 58 us a block for 38.6 MB, 0.66 TB/s). First the step of 4 kernel by kernel
+     # (tools.profile) in A and B, the MoE FFN's lines; then gpu_bench --batch $BATCH (default 1,2,4,8) of $P (default
+     # deepseek-v2-lite,glm-4.7-flash), A B B A
+     M=${M:-deepseek-v2-lite}; synth $M; tree /tmp/B mix-two-blocks.diff || exit 1
+     for d in . /tmp/B; do python3 -m compileall -q $d/upstream/tinygrad $d/apps $d/tools > /dev/null
+       (cd $d && timeout 120 python3 -m tools.profile --model $M --target decode --batch 4 --top 4 2>&1 | grep -E "^decode|experts|shared_expert|mv_q" | head -8)
+     done
+     PRESETS=${PRESETS:-deepseek-v2-lite,glm-4.7-flash} BATCH=${BATCH:-1,2,4,8} batch_ab mix B:mix-two-blocks.diff ;;
   181) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # what bounds the decode matvecs of the MoE FFN (the step of 4's profile, call172: DeepSeek-V2-Lite's routed down with
      # its mix and the shared Q6_K down, one sum kernel, 58 us a block for 38.6 MB, 0.66 TB/s; its gate_up with the shared
