@@ -108,12 +108,14 @@
 # spent): 13 (Youtu-LLM-2B's load, driver call by driver call).
 # Measured 2026-12-07 (call178, H100): 179 (the fast-start targets beside llama.cpp: all met). Tried and not started (no
 # machine came for them): 180, 177.
-# Next lease, in order: 180 (GLM-4.7-Flash's first server: answering after one request's steps, the batched ones while idle),
-# 177 (experiments/large-10m.diff: GLM-4.7-Flash's attn_output at 4 rows on the GEMM),
-# M=deepseek-v2-lite CLIENTS=1,8 WAIT=400 148 (every prompt beside running streams in chunks of 128 on the MoE models), then
-# M=glm-4.7-flash CLIENTS=1,8 WAIT=400 148 (each may take two calls, the first capturing both variants' steps), 169
+# 2026-12-07 (later): no machine came for 182, 148, 177 or 166 (five failed starts).
+# Next lease, in order: 182 (experiments/mix-two-blocks.diff: the expert mix of 2-8 rows at two workgroups an SM),
+# M=deepseek-v2-lite SLOTS=8 CLIENTS=1,8 SECS=8 WAIT=300 148 (every prompt beside running streams in chunks of 128 on the MoE
+# models; 8 slots capture fewer steps), then M=glm-4.7-flash SLOTS=8 CLIENTS=1,8 SECS=8 WAIT=300 148, 177
+# (experiments/large-10m.diff: GLM-4.7-Flash's attn_output at 4 rows on the GEMM), 166, 180 (GLM-4.7-Flash's first server:
+# answering after one request's steps, the batched ones while idle), 181 (Nsight Compute on the MoE FFN's matvecs), 169
 # (experiments/x-slots.diff, regenerated on the staged kernel: the register kernels' records in the staged kernel's swizzled
-# slots), 166 (experiments/few-token-steps.diff), M="deepseek-v2-lite youtu-llm-2b glm-4.7-flash" BATCH=16,32 147 (the
+# slots), M="deepseek-v2-lite youtu-llm-2b glm-4.7-flash" BATCH=16,32 147 (the
 # batched table's 16 and 32 with b05fa2b), PRESETS=glm-4.7-flash 167,
 # CHUNKS=128 BATCH=1,8 145, 151 (one capture of a mixed step for a prompt's chunks, prepared), 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A, depths B A),
 # 122 (the short context's decode over f32 and f16 caches on both MoE models, if 125 leaves it open), PRESETS=glm-4.7-flash
