@@ -324,7 +324,7 @@ def test_emulated_mma_experts_split(tmp_path, typ):
   for T, per_slot, glu in ((7, False, False), (7, True, False), (7, False, True), (8, True, False)):
     sel = np.stack([np.full(T, 1), np.arange(T) % 3 + 2, (np.arange(T) + 1) % 3 + 2], 1)   # expert 0 unused; 1 every token's
     shape = gemm.split_k(gemm.GemmShape(typ, T, N, K, J, E, per_slot, glu=glu))
-    assert shape.split == 4 and gemm.mma_tile(shape) == (8, 128 if glu else 64), shape
+    assert shape.split == 2 and gemm.mma_tile(shape) == (8, 128 if glu else 64), shape   # 8 steps of 4 sub-steps
     rows = 2 * N if glu else N
     bufs, ref = expert_case(typ, T, J, E, rows, K, per_slot, sel, seed=int(per_slot) + 2 * glu, seen=x24)
     bufs[0] = np.full((shape.split, T, J, rows), np.nan, np.float32)
@@ -390,14 +390,15 @@ dev = Device.DEFAULT
 def gemm_takes(B, N, K, **kw):
   return gemm.provider(KernelSpec("linear", format_for(GGMLType.Q4_0, K), B, 1, N, K, 1, False, False, dev, **kw)) is not None
 print(gemm_takes(4, 6144, 2048, glu=True), gemm_takes(3, 2048, 6144), gemm_takes(4, 102400, 2048),
-      gemm_takes(2, 6144, 2048, glu=True), gemm_takes(4, 2048, 2048), gemm_takes(4, 2816, 2048, glu=True))
+      gemm_takes(2, 6144, 2048, glu=True), gemm_takes(4, 2048, 2048), gemm_takes(4, 2816, 2048, glu=True), gemm_takes(4, 2048, 5120))
 """
 
 @needs_nvcc
 def test_few_tokens_large_products_take_the_gemm():
-  """A step of 3-4 sequences: Youtu-LLM-2B's dense gate_up and down and an output head (12M weights and more) take the
-  tensor-core GEMM; 2 tokens, DeepSeek-V2-Lite's attn_output and its shared experts' gate_up stay on the matvecs."""
-  assert run_nvcc_script(FEW).split() == ["True", "True", "True", "False", "False", "False"]
+  """A step of 3-4 sequences: Youtu-LLM-2B's dense gate_up and down, an output head, DeepSeek-V2-Lite's shared experts'
+  gate_up and GLM-4.7-Flash's attn_output (10M weights and more) take the tensor-core GEMM; 2 tokens and DeepSeek-V2-Lite's
+  attn_output stay on the matvecs."""
+  assert run_nvcc_script(FEW).split() == ["True", "True", "True", "False", "False", "True", "True"]
 
 def test_seam_adds_up_split_slices():
   """A kernel that leaves its K slices' sums apart (`split` on the program: gemm.split_k's) gets them added up by the seam,
@@ -471,8 +472,11 @@ def test_split_k_rule():
   mixed = gemm.split_k(S(q, 40, 2048, 6144))   # a step of 8 rows with a 32-token chunk: one tile of 40 tokens
   assert mixed.split > 1 and gemm.mma_tile(mixed) == (40, 64)
   assert gemm.split_k(S(q, 128, 2048, 6144)).split == 1 and gemm.split_k(S(q, 64, 2816, 2048, 6, 64)).split == 1
-  # a batched step's routed experts: slices of at least 4 steps, at most 4 (DeepSeek-V2-Lite's gate_up 32 steps, down 22)
-  assert gemm.split_k(S(q, 8, 1408, 2048, 6, 64, glu=True)).split == 4 and gemm.split_k(S(q, 8, 2048, 1408, 6, 64, True)).split == 2
+  # a batched step's routed experts: slices of at least 4 steps, at most 4 (DeepSeek-V2-Lite's gate_up 16 steps of 4
+  # sub-steps, down 11: whole)
+  assert gemm.split_k(S(q, 8, 1408, 2048, 6, 64, glu=True)).split == 4 and gemm.split_k(S(q, 8, 2048, 1408, 6, 64, True)).split == 1
+  assert gemm._mma_steps(S(q, 8, 1408, 2048, 6, 64, glu=True), (8, 128)) == 4 and gemm._mma_steps(S(q, 40, 2048, 6144), (40, 64)) == 2
+  assert gemm._mma_steps(S(q, 4, 102400, 2048), (8, 128)) == 2 and gemm._mma_steps(S(q, 16, 2048, 2048, split=4), (16, 64)) == 2
   assert gemm.mma_tile(S(q, 8, 2048, 1408, 6, 64, True, split=2)) == (8, 64)
   # past gemm.SPLIT_EXPERTS tokens: the unsplit tiles of a step of 16-32 sequences
   assert gemm.split_k(S(q, 16, 1408, 2048, 6, 64, glu=True)).split == 1 and gemm.mma_tile(S(q, 16, 1408, 2048, 6, 64, glu=True)) == (16, 256)

@@ -436,6 +436,27 @@ def test_emulated_side_by_side(tmp_path, language):
   assert b0[0].tobytes() == alone[0].tobytes() and b1[0].tobytes() == alone[1].tobytes()
   assert not np.isnan(alone[0]).any() and not np.isnan(alone[1]).any()
 
+@needs_nvcc
+def test_expert_mix_of_several_rows_fits_two_workgroups_an_sm(tmp_path):
+  """A batched step's routed down with its mix, summed with the shared Q6_K down (DeepSeek-V2-Lite's and GLM-4.7-Flash's
+  shapes at 4 rows): compiled for sm_90 in at most 128 registers a thread with nothing spilled, so two of its workgroups
+  share an SM (hoisting every load, it took 246 and 160: one an SM); one row keeps its plan and bounds."""
+  import subprocess
+  def regs(k) -> tuple[int, bool]:
+    (tmp_path / "k.cu").write_text(render(k, "CUDA"))
+    r = subprocess.run(["nvcc", "-arch=sm_90", "-cubin", "-o", str(tmp_path / "k.cubin"), "--resource-usage", str(tmp_path / "k.cu")],
+                       capture_output=True, text=True, timeout=300)
+    line = next(ln for ln in (r.stdout + r.stderr).splitlines() if "registers" in ln)
+    return int(line.split("Used ")[1].split()[0]), "stack" in line
+  for J, F, KS in ((6, 1408, 2816), (4, 1536, 1536)):
+    for B in (1, 4):
+      terms = (matvec.MatvecShape("experts", GGMLType.Q4_0, B, J, 2048, F, 64, True, residual=True, mix=True),
+               matvec.MatvecShape("linear", GGMLType.Q6_K, B, 1, 2048, KS, 1, False))
+      k = matvec._with_eps(matvec.build(terms), EPS)
+      if B == 1: assert k.min_blocks == 1; continue
+      n, spilled = regs(k)
+      assert k.min_blocks == 2 and n <= 65536 // (2 * k.local_size[0] * k.local_size[1]) and not spilled, (J, n, spilled)
+
 def test_plans():
   """Decode plans on the H100's 132 SMs: Youtu-LLM-2B's gate_up (384 workgroups at four rows a warp) runs as two rows at
   eight warps; its down (2048 rows of K = 6144) one row at sixteen warps (x's staging dominates)."""

@@ -445,8 +445,12 @@ def _mma_steps(s: GemmShape, tile: tuple[int, int]) -> int:
   """Sub-steps of 32 weights per step (a step's loads are in flight together): two, one where K or the shared memory (two
   steps of x records) asks. Four (8 row blocks of 16 a warp) held 32 more registers of weights in flight, which left two
   workgroups per SM; two, with registers for three workgroups an SM (build_mma's __launch_bounds__(128, 3): 168 a thread,
-  no spills), ran the chunk's products up to 1.5x faster on the H100 (tools/bench_gemm.py --sweep steps, OPTIMIZATION_JOURNAL.md)."""
-  sb = 2
+  no spills), ran the chunk's products up to 1.5x faster on the H100 (tools/bench_gemm.py --sweep steps, OPTIMIZATION_JOURNAL.md).
+  Four for a step of 5-8 sequences (a tile of 8 tokens, at most 2 row blocks a warp: its accumulators few, its loads one
+  step ahead all it has to hide memory behind; H100, 8 tokens alone: the output head 159 -> 124 us, DeepSeek-V2-Lite's
+  routed down 44.9 -> 39.4; the step of 8 Youtu-LLM-2B 2.13 -> 2.08 ms, DeepSeek-V2-Lite unchanged). The step of 16 gained
+  nothing (DeepSeek-V2-Lite +0.8%) and a step of 3-4 sequences' products keep two (not measured with four)."""
+  sb = 4 if FEW_TOKENS < s.T <= 8 and tile[1] <= 128 else 2
   while sb > 1 and not mma_steps_fit(s, tile, sb): sb //= 2
   return sb
 
@@ -724,8 +728,10 @@ FEW_TOKENS = 4
 # Weights from which a linear product of 3-4 tokens takes the GEMM too (the output heads, the dense FFNs): its matvecs spend
 # 3 DP4A a weight a token on the CUDA cores, where the GEMM's tensor cores read each weight once for all tokens. H100, a step
 # of 4 sequences: Youtu-LLM-2B 2.61 -> 2.16 ms, DeepSeek-V2-Lite 3.98 -> 3.93, GLM-4.7-Flash 6.26 -> 5.97; with every product
-# of 3-4 tokens on the GEMM DeepSeek-V2-Lite's step was 8% slower (its small attention and shared-expert products).
-LARGE = 12 << 20
+# of 3-4 tokens on the GEMM DeepSeek-V2-Lite's step was 8% slower (its small attention and shared-expert products). From 10M
+# rather than 12M: GLM-4.7-Flash's attn_output (10.5M) moves too, its step of 4 5.89 -> 5.70 ms (DeepSeek-V2-Lite's shared
+# experts' gate_up, 11.5M, as fast either way).
+LARGE = 10 << 20
 
 def few_tokens(spec) -> bool:
   """The decode matvecs take the product: up to FEW_TOKENS tokens, but a linear product of LARGE weights from 3."""

@@ -165,6 +165,11 @@ class MatvecShape:
 BATCH_REGS = 64             # registers one batch of loads holds per lane (the source has batch k+1's loads before batch k's
                             # math; ptxas may hoist more of them, and in the SASS seen it hoists all where registers allow).
                             # H100 decode, 40 -> 64: DSV2 -0.6%, GLM -1.7%, Youtu -0.3%; 96: no better (the journal)
+# An expert mix of several rows (a batched step's routed down, summed with the shared down): two workgroups an SM. Its loads
+# of six or more experts and a K-quant term, all hoisted, took 160-246 registers (sm_90), one workgroup an SM, whose grid of
+# 2-8 waves then ran each wave's loads, x staging and math one after another; at 128 registers (half the batch, ptxas's
+# bound for two) it spills nothing
+MIX_BLOCKS, MIX_BATCH_REGS = 2, 32
 # x as 24-bit integers: the float4 v of each of 8 lanes (a block of 32 x values) -> its scale d = max |x| / 8323072 (three
 # shuffles; 127 * 65536 keeps the top byte signed), X0..X3 = round(v / d), split into three signed bytes X = 65536 h +
 # 256 m + l, packed four to an int: wh, wm, wl (byte i: component i). The one rounding of x of the integer kernels (these
@@ -289,10 +294,10 @@ def build(s: MatvecShape | Terms, p: Plan | None = None) -> SourceKernel:
   # ---- items: (term, slot, lane chunk u, accumulator a) in batches that fit BATCH_REGS, a term's own batches (terms
   # without expert ids first: their loads can go before GRID_WAIT()); batch k+1's loads are issued before batch k's math,
   # so a warp always has a batch in flight while it computes
-  batches = []
+  batches, mixes = [], any(T.s.mix for T in terms) and s.B > 1
   for T in sorted(terms, key=lambda T: T.s.op == "experts"):
     items = [(T, j, u, a) for j in T.js for u in range(T.spl) for a in range(nacc)]
-    per = max(1, BATCH_REGS // T.tc.regs)
+    per = max(1, (MIX_BATCH_REGS if mixes else BATCH_REGS) // T.tc.regs)
     batches += [items[i:i + per] for i in range(0, len(items), per)]
   def suffix(it):
     T, j, u, a = it
@@ -441,7 +446,8 @@ def build(s: MatvecShape | Terms, p: Plan | None = None) -> SourceKernel:
   }}"""
   name = lambda s: f"{s.type.name.lower()}_{s.op}_{s.B}_{s.J}_{s.N}_{s.K}" + (f"_xs{s.x_stride}" if s.x_stride else "") + \
                    "".join(f"_{f}" for f in ("norm", "residual", "glu", "mix") if getattr(s, f))
-  return SourceKernel("mv_" + "_plus_".join(name(T.s) for T in terms), tuple(params), body, (-(-s.N // (R * W)) * s.B, slots, 1), (32, W, 1))
+  return SourceKernel("mv_" + "_plus_".join(name(T.s) for T in terms), tuple(params), body, (-(-s.N // (R * W)) * s.B, slots, 1), (32, W, 1),
+                      min_blocks=MIX_BLOCKS if mixes else 1)
 
 def _with_eps(k: SourceKernel, eps: float) -> SourceKernel:
   from dataclasses import replace

@@ -956,7 +956,7 @@ case $1 in
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
      done ;;
   182) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     # EXPERIMENT experiments/mix-two-blocks.diff (B): an expert mix of 2-8 rows (the routed down with its mix, summed with
+     # MEASURED (call179: landed, the diff removed) experiments/mix-two-blocks.diff (B): an expert mix of 2-8 rows (the routed down with its mix, summed with
      # the shared Q6_K down: DeepSeek-V2-Lite's steps of 2-4, GLM-4.7-Flash's of 2-8) at two workgroups an SM: its loads in
      # batches of 32 registers and __launch_bounds__(256, 2), 128 registers a thread where hoisting every load took 246 /
      # 160 (sm_90: one workgroup an SM, a grid of 2-8 waves whose loads, x staging and math ran one after another; call172's
@@ -1026,7 +1026,7 @@ PY
      python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
      timeout $(($(left) - 3)) python3 -m tools.start_time --presets $P --repeat 3 --llama --calls --json "$OUT/start.json" 2>&1 | tail -60 ;;
   177) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     # EXPERIMENT experiments/large-10m.diff (B): gemm.LARGE 12M -> 10M weights, so a step of 3-4 sequences puts
+     # MEASURED (call180: landed, the diff removed) experiments/large-10m.diff (B): gemm.LARGE 12M -> 10M weights, so a step of 3-4 sequences puts
      # GLM-4.7-Flash's attn_output (2,048 x 5,120, 10.5M; 19.5 us a block on the 4-row matvecs in call172's profile) and
      # DeepSeek-V2-Lite's shared experts' gate_up (2 x 2,816 x 2,048, 11.5M) on the tensor-core GEMM. gpu_bench --batch $BATCH
      # (default 4) of $P (default glm-4.7-flash,deepseek-v2-lite), A B B A
@@ -1095,7 +1095,7 @@ PY
        --sweep steps --steps 2,4 --mbs 3,4 --stages 0,4 --iters 30 2>&1 | tee "$OUT/staged_8.txt" | grep -v "^device")
      PRESETS=${PRESETS:-deepseek-v2-lite,glm-4.7-flash} BATCH=${BATCH:-4,8,16} batch_ab staged B:gemm-registers.diff ;;
   166) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     # EXPERIMENT experiments/few-token-steps.diff (B): a tile of at most 16 tokens and 2 row blocks a warp takes 4 sub-steps a
+     # MEASURED (call180: landed for the step of 5-8 only, the diff removed) experiments/few-token-steps.diff (B): a tile of at most 16 tokens and 2 row blocks a warp takes 4 sub-steps a
      # step (a batched step's products; call164: the output head 159 -> 124 us alone, DeepSeek-V2-Lite's routed down 45 -> 40;
      # slices follow: the routed down unsplit, the Q6_K shared down in 2). gpu_bench --batch 8,16 of $P (default
      # youtu-llm-2b,deepseek-v2-lite), A B B A
