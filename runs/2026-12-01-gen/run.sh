@@ -955,6 +955,12 @@ case $1 in
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
      done ;;
+  183) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # the three batched-step rules landed in bc23595 together (the expert mix of 2-8 rows at two workgroups an SM,
+     # gemm.LARGE 10M, four sub-steps for a step of 5-8 rows) against the tree before them (A: experiments/mix-large-steps.diff
+     # reversed): gpu_bench --batch $BATCH (default 1,2,4,8) of $P (default all three), $VARIANTS (default A B)
+     PRESETS=${PRESETS:-youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash} BATCH=${BATCH:-1,2,4,8} VARIANTS=${VARIANTS:-A B} \
+       batch_ab rules A:mix-large-steps.diff:-R ;;
   182) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # MEASURED (call179: landed, the diff removed) experiments/mix-two-blocks.diff (B): an expert mix of 2-8 rows (the routed down with its mix, summed with
      # the shared Q6_K down: DeepSeek-V2-Lite's steps of 2-4, GLM-4.7-Flash's of 2-8) at two workgroups an SM: its loads in
