@@ -108,15 +108,15 @@
 # spent): 13 (Youtu-LLM-2B's load, driver call by driver call).
 # Measured 2026-12-07 (call178, H100): 179 (the fast-start targets beside llama.cpp: all met). Tried and not started (no
 # machine came for them): 180, 177.
-# 2026-12-07 (later): no machine came for 182, 148, 177 or 166 (five failed starts).
-# Next lease, in order: 182 (experiments/mix-two-blocks.diff: the expert mix of 2-8 rows at two workgroups an SM),
-# M=deepseek-v2-lite SLOTS=8 CLIENTS=1,8 SECS=8 WAIT=300 148 (every prompt beside running streams in chunks of 128 on the MoE
-# models; 8 slots capture fewer steps), then M=glm-4.7-flash SLOTS=8 CLIENTS=1,8 SECS=8 WAIT=300 148, 177
-# (experiments/large-10m.diff: GLM-4.7-Flash's attn_output at 4 rows on the GEMM), 166, 180 (GLM-4.7-Flash's first server:
+# Measured 2026-12-07 (calls 179-181, H100, after nine failed starts): 182 (the expert mix at two workgroups an SM: landed),
+# 177 (LARGE 10M: landed), 166 (four sub-steps: landed for 5-8 rows), PRESETS=deepseek-v2-lite,glm-4.7-flash BATCH=2,4 183
+# (the three together, A B). Tried and not started: M=deepseek-v2-lite SLOTS=8 ... 148.
+# Next lease, in order: M="deepseek-v2-lite youtu-llm-2b glm-4.7-flash" BATCH=1,2,4,8,16,32 147 (the batched table beside
+# llama.cpp with bc23595), M=deepseek-v2-lite SLOTS=8 CLIENTS=1,8 SECS=8 WAIT=300 148 (every prompt beside running streams in chunks of 128 on the MoE
+# models; 8 slots capture fewer steps), then M=glm-4.7-flash SLOTS=8 CLIENTS=1,8 SECS=8 WAIT=300 148, 180 (GLM-4.7-Flash's first server:
 # answering after one request's steps, the batched ones while idle), 181 (Nsight Compute on the MoE FFN's matvecs), 169
 # (experiments/x-slots.diff, regenerated on the staged kernel: the register kernels' records in the staged kernel's swizzled
-# slots), M="deepseek-v2-lite youtu-llm-2b glm-4.7-flash" BATCH=16,32 147 (the
-# batched table's 16 and 32 with b05fa2b), PRESETS=glm-4.7-flash 167,
+# slots), PRESETS=glm-4.7-flash 167,
 # CHUNKS=128 BATCH=1,8 145, 151 (one capture of a mixed step for a prompt's chunks, prepared), 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A, depths B A),
 # 122 (the short context's decode over f32 and f16 caches on both MoE models, if 125 leaves it open), PRESETS=glm-4.7-flash
 # VARIANTS="A B" 139, PRESETS=glm-4.7-flash,deepseek-v2-lite 84, 85, 80, VARIANTS="B A" 74. Measured and closed: 150
@@ -956,7 +956,7 @@ case $1 in
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
      done ;;
   183) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     # the three batched-step rules landed in bc23595 together (the expert mix of 2-8 rows at two workgroups an SM,
+     # MEASURED (call181, BATCH=2,4 of the MoE models) the three batched-step rules landed in bc23595 together (the expert mix of 2-8 rows at two workgroups an SM,
      # gemm.LARGE 10M, four sub-steps for a step of 5-8 rows) against the tree before them (A: experiments/mix-large-steps.diff
      # reversed): gpu_bench --batch $BATCH (default 1,2,4,8) of $P (default all three), $VARIANTS (default A B)
      PRESETS=${PRESETS:-youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash} BATCH=${BATCH:-1,2,4,8} VARIANTS=${VARIANTS:-A B} \
