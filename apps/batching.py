@@ -13,7 +13,7 @@ tokens' latents: a later request whose prompt starts with them (the next turn of
 only the rest.
 """
 from __future__ import annotations
-import bisect, collections, functools, queue, sys, threading, time, traceback
+import bisect, collections, functools, itertools, queue, sys, threading, time, traceback
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 from apps.chat import reuse
@@ -90,6 +90,12 @@ class Scheduler:
     return {"slots": self.model.slots, "slots_busy": len(self.running) + len(self.starting), "waiting": self.waiting.qsize(),
             "warming": len(self.pending),
             "decode_tokens_per_s": round(toks / 10.0, 1), "steps": self.steps, "tokens": self.tokens, "device_memory_bytes": GlobalCounters.mem_used}
+
+  def itl_histogram(self) -> tuple[list[tuple[str, int]], float]:
+    """The inter-token histogram as Prometheus has it: (upper bound, tokens whose gap was at most it) per bucket, the last
+    "+Inf" with every token counted, and the gaps' seconds summed."""
+    cum = list(itertools.accumulate(list(self.itl)))
+    return list(zip([*map(str, ITL_BOUNDS), "+Inf"], cum)), self.itl_sum
 
   # ---- the model's thread
   def run(self) -> None:
@@ -179,8 +185,9 @@ class Scheduler:
     """A new token of a running request, read at `now`: its gap to the request's previous one counted, its text out, or
     the end of the request."""
     if req.last_token:
-      self.itl[bisect.bisect_left(ITL_BOUNDS, now - req.last_token)] += 1
-      self.itl_sum += now - req.last_token
+      gap = now - req.last_token
+      self.itl[bisect.bisect_left(ITL_BOUNDS, gap)] += 1
+      self.itl_sum += gap
     req.last_token = now
     text, done = req.reply.add(t)
     if text: req.events.put(("text", text))

@@ -20,7 +20,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from apps.chat import ChatError, check_messages
-from apps.batching import ITL_BOUNDS, Request, Scheduler
+from apps.batching import Request, Scheduler
 from apps.engine import Engine, Stats, UserError, note
 from apps.sampling import Params
 
@@ -295,12 +295,9 @@ class Handler(BaseHTTPRequestHandler):
                                                               ("decode_tokens_per_second", st["decode_tokens_per_s"]),
                                                               ("device_memory_bytes", st["device_memory_bytes"]))]
     lines += [f"# TYPE llm_{k}_total counter\nllm_{k}_total {st[k]}" for k in ("steps", "tokens")]
-    sched, total = self.server.scheduler, 0
-    lines.append("# TYPE llm_inter_token_seconds histogram")
-    for le, n in zip([*map(str, ITL_BOUNDS), "+Inf"], list(sched.itl)):
-      total += n
-      lines.append(f'llm_inter_token_seconds_bucket{{le="{le}"}} {total}')
-    lines += [f"llm_inter_token_seconds_sum {sched.itl_sum:.6f}", f"llm_inter_token_seconds_count {total}"]
+    buckets, total_s = self.server.scheduler.itl_histogram()
+    lines += ["# TYPE llm_inter_token_seconds histogram", *(f'llm_inter_token_seconds_bucket{{le="{le}"}} {n}' for le, n in buckets),
+              f"llm_inter_token_seconds_sum {total_s:.6f}", f"llm_inter_token_seconds_count {buckets[-1][1]}"]
     data = ("\n".join(lines) + "\n").encode()
     self.send_response(200)
     self.send_header("Content-Type", "text/plain; version=0.0.4")
