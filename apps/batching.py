@@ -222,10 +222,13 @@ class Scheduler:
     structures: the first structure's that serve up to `now` requests at once here (default: all of them), the rest
     later, one at a time in run() while no request is in a slot or waiting (status()'s "warming"), by the requests they
     serve. A first server of many slots then answers within the time of one request's steps; a step not captured yet when
-    requests need it captures itself then."""
+    requests need it captures itself then. The later ones reach `pending` only after those made here: the model's thread
+    (running beside this one in a server) takes them from there, and two captures at once are two users of one model."""
+    later = []
     for B, i, task in sorted(self._warm_tasks(structures), key=lambda t: t[:2]):
       if now is None or (B <= now and i == 0): task()
-      else: self.pending.append(task)
+      else: later.append(task)
+    self.pending.extend(later)
 
   def _warm_tasks(self, structures: list[Params]) -> Iterator[tuple[int, int, Callable[[], None]]]:
     """(requests it serves, its structure's index, capture) of every step warmup() makes; each capture leaves every slot

@@ -347,6 +347,17 @@ def test_warmup_of_batched_steps_waits_for_an_idle_server(srv):
   assert all(any(k[:2] == ("rows", B) and j.captured is not None for k, j in jits.items()) for B in (2, 4))
   assert sorted(sched.free) == list(range(SLOTS)) and not any(srv.engine.model.slot_cached)   # each capture resets its slots
 
+def test_warmup_leaves_its_later_captures_until_its_own_are_made(srv, monkeypatch):
+  """A server's model thread runs beside `llm.py --serve`'s warmup(now=1) and takes what is pending while idle: warmup puts
+  its later captures there only once the ones it makes itself are made, so no two captures run at once (tinygrad: "TinyJit
+  inside another TinyJit", seen on a first server)."""
+  sched, seen, ran = srv.scheduler, [], threading.Event()
+  tasks = [(0, 0, lambda: seen.append(len(sched.pending))), (0, 1, ran.set), (1, 0, lambda: seen.append(len(sched.pending)))]
+  monkeypatch.setattr(sched, "_warm_tasks", lambda structures: iter(tasks))
+  sched.warmup([SAMPLED, Params()], now=1)
+  assert seen == [0, 0] and ran.wait(30)   # the later one (structure 1) made by the model's thread afterwards
+  wait_for(lambda: not sched.pending)
+
 def test_a_failed_capture_leaves_the_server_serving(srv):
   """One of warmup's captures that raises (a bug, or the device out of memory) is reported on stderr and dropped; the
   slots are reset and the next request gets its exact reply."""
