@@ -168,8 +168,9 @@ BATCH_REGS = 64             # registers one batch of loads holds per lane (the s
 # An expert mix of several rows (a batched step's routed down, summed with the shared down): two workgroups an SM. Its loads
 # of six or more experts and a K-quant term, all hoisted, took 160-246 registers (sm_90), one workgroup an SM, whose grid of
 # 2-8 waves then ran each wave's loads, x staging and math one after another; at 128 registers (half the batch, ptxas's
-# bound for two) it spills nothing
-MIX_BLOCKS, MIX_BATCH_REGS = 2, 32
+# bound for two) it spills nothing; at four rows a warp (eight accumulators) batches of 24 (DeepSeek-V2-Lite's six mix
+# weights leave one word on the stack; 32 spilled 96 bytes)
+MIX_BLOCKS, MIX_BATCH_REGS, MIX_BATCH_REGS_4 = 2, 32, 24
 # x as 24-bit integers: the float4 v of each of 8 lanes (a block of 32 x values) -> its scale d = max |x| / 8323072 (three
 # shuffles; 127 * 65536 keeps the top byte signed), X0..X3 = round(v / d), split into three signed bytes X = 65536 h +
 # 256 m + l, packed four to an int: wh, wm, wl (byte i: component i). The one rounding of x of the integer kernels (these
@@ -221,6 +222,12 @@ def plan(s: MatvecShape | Terms) -> Plan:
   s0 = terms[0]
   slots = 1 if s0.mix else s0.J
   groups = lambda warps, r: -(-s0.N // (r * warps)) * slots * s0.B
+  # a batched step's routed experts of 2-4 tokens (each token its own experts: thousands of workgroups) at four rows and
+  # eight warps: half the workgroups, each staging x once for twice the rows; the gate_up from 4 waves of two an SM, the
+  # down with its mix (a workgroup per 32 rows of a token: 256 at four tokens) from 1.5 waves. H100, the step of 4:
+  # DeepSeek-V2-Lite 3.55 -> 3.43 ms, GLM-4.7-Flash 5.24 -> 4.97; the steps of 2 -1% (OPTIMIZATION_JOURNAL.md; 5-8 tokens
+  # not measured)
+  if s0.op == "experts" and 1 < s0.B <= 4 and groups(8, 4) >= (1.5 if s0.mix else 4) * SMS: return Plan(8, 4)
   rows = next((r for r in (4, 2) if groups(4, r) >= 2 * SMS), 1)
   row_bytes = sum(t.K // BLOCK[t.type][0] * BLOCK[t.type][1] * (2 if t.glu else 1) * (t.J if t.mix else 1) for t in terms)
   staged = sum(staged_slots(t) * t.K * 4 for t in terms)
@@ -297,7 +304,7 @@ def build(s: MatvecShape | Terms, p: Plan | None = None) -> SourceKernel:
   batches, mixes = [], any(T.s.mix for T in terms) and s.B > 1
   for T in sorted(terms, key=lambda T: T.s.op == "experts"):
     items = [(T, j, u, a) for j in T.js for u in range(T.spl) for a in range(nacc)]
-    per = max(1, (MIX_BATCH_REGS if mixes else BATCH_REGS) // T.tc.regs)
+    per = max(1, ((MIX_BATCH_REGS_4 if R == 4 else MIX_BATCH_REGS) if mixes else BATCH_REGS) // T.tc.regs)
     batches += [items[i:i + per] for i in range(0, len(items), per)]
   def suffix(it):
     T, j, u, a = it

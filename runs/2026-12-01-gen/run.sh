@@ -955,6 +955,16 @@ case $1 in
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
      done ;;
+  184) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT the routed experts' matvecs of a batched step at four rows a warp and eight warps (32 rows a workgroup: half
+     # the workgroups, each staging x once for twice the rows). Nsight Compute (call182, DeepSeek-V2-Lite's step of 4): the
+     # routed gate_up 36.8 us at 1.83 TB/s, 15.9M instructions (0.2 a weight byte; issue 42% busy), the down with its mix
+     # and the shared down 40.4 us at 0.98 TB/s, 17.5M; sm_90's PTX a thread per weight: gate_up 0.82x at 8 x 4. B =
+     # experiments/mv-rows4-gate-up.diff (the gate_up at >= 4 waves of 8 x 4), C = mv-rows4-experts.diff (also the mix at
+     # >= 198 workgroups, its loads in batches of 24 registers); gpu_bench --batch $BATCH (default 2,4) of $P (default the
+     # MoE models), $VARIANTS (default A B C C B A)
+     PRESETS=${PRESETS:-deepseek-v2-lite,glm-4.7-flash} BATCH=${BATCH:-2,4} VARIANTS=${VARIANTS:-A B C C B A} \
+       batch_ab rows4 B:mv-rows4-gate-up.diff C:mv-rows4-experts.diff ;;
   183) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # MEASURED (call181, BATCH=2,4 of the MoE models) the three batched-step rules landed in bc23595 together (the expert mix of 2-8 rows at two workgroups an SM,
      # gemm.LARGE 10M, four sub-steps for a step of 5-8 rows) against the tree before them (A: experiments/mix-large-steps.diff
