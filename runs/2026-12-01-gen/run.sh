@@ -955,6 +955,13 @@ case $1 in
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
      done ;;
+  185) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT the four-rows plan of a batched step's routed experts (2978aa4, measured at 2-4 tokens) from 5 tokens too
+     # (B = experiments/mv-rows4-to-8.diff): GLM-4.7-Flash's routed gate_up and mix of 5-8 tokens (4 experts a token: under
+     # gemm.SPLIT_EXPERT_PICKS, so on the matvecs), DeepSeek-V2-Lite's of 5-7; gpu_bench --batch $BATCH (default 5,8) of $P
+     # (default the MoE models), $VARIANTS (default A B B A)
+     PRESETS=${PRESETS:-glm-4.7-flash,deepseek-v2-lite} BATCH=${BATCH:-5,8} VARIANTS=${VARIANTS:-A B B A} \
+       batch_ab rows8 B:mv-rows4-to-8.diff ;;
   184) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT the routed experts' matvecs of a batched step at four rows a warp and eight warps (32 rows a workgroup: half
      # the workgroups, each staging x once for twice the rows). Nsight Compute (call182, DeepSeek-V2-Lite's step of 4): the
