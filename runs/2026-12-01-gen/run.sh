@@ -111,8 +111,13 @@
 # Measured 2026-12-07 (calls 179-181, H100, after nine failed starts): 182 (the expert mix at two workgroups an SM: landed),
 # 177 (LARGE 10M: landed), 166 (four sub-steps: landed for 5-8 rows), PRESETS=deepseek-v2-lite,glm-4.7-flash BATCH=2,4 183
 # (the three together, A B). Tried and not started: M=deepseek-v2-lite SLOTS=8 ... 148.
-# Next lease, in order: M="deepseek-v2-lite youtu-llm-2b glm-4.7-flash" BATCH=1,2,4,8,16,32 147 (the batched table beside
-# llama.cpp with bc23595), M=deepseek-v2-lite SLOTS=8 CLIENTS=1,8 SECS=8 WAIT=300 148 (every prompt beside running streams in chunks of 128 on the MoE
+# Measured 2026-12-07 (calls 182-187, H100, three failed starts): 181 (Nsight Compute on DeepSeek-V2-Lite's MoE matvecs at 1 and
+# 4 rows: instruction-bound, 0.2 instructions a weight byte), 184 (four rows at eight warps for the routed experts of 2-4
+# tokens: landed), M="deepseek-v2-lite glm-4.7-flash youtu-llm-2b" BATCH=1,2,4,8,16,32 147 (the batched table beside
+# llama.cpp), 185 (the four-rows plan from 5 tokens: landed), M=deepseek-v2-lite SLOTS=8 CLIENTS=1,8 SECS=8 VARIANTS=A 148
+# twice (the tree's server with 8 slots; the first call's 1-client level ran during its captures).
+# Next lease, in order: M=glm-4.7-flash BATCH=4,8 147 (GLM-4.7-Flash's step of 8 beside llama.cpp with 2d12f2c),
+# M=deepseek-v2-lite SLOTS=8 CLIENTS=1,8 SECS=8 WAIT=300 148 (B: every prompt beside running streams in chunks of 128 on the MoE
 # models; 8 slots capture fewer steps), then M=glm-4.7-flash SLOTS=8 CLIENTS=1,8 SECS=8 WAIT=300 148, 180 (GLM-4.7-Flash's first server:
 # answering after one request's steps, the batched ones while idle), 181 (Nsight Compute on the MoE FFN's matvecs), 169
 # (experiments/x-slots.diff, regenerated on the staged kernel: the register kernels' records in the staged kernel's swizzled
@@ -956,14 +961,14 @@ case $1 in
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
      done ;;
   185) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     # EXPERIMENT the four-rows plan of a batched step's routed experts (2978aa4, measured at 2-4 tokens) from 5 tokens too
+     # MEASURED (call185: landed in 2d12f2c, the diff removed) the four-rows plan of a batched step's routed experts (2978aa4, measured at 2-4 tokens) from 5 tokens too
      # (B = experiments/mv-rows4-to-8.diff): GLM-4.7-Flash's routed gate_up and mix of 5-8 tokens (4 experts a token: under
      # gemm.SPLIT_EXPERT_PICKS, so on the matvecs), DeepSeek-V2-Lite's of 5-7; gpu_bench --batch $BATCH (default 5,8) of $P
      # (default the MoE models), $VARIANTS (default A B B A)
      PRESETS=${PRESETS:-glm-4.7-flash,deepseek-v2-lite} BATCH=${BATCH:-5,8} VARIANTS=${VARIANTS:-A B B A} \
        batch_ab rows8 B:mv-rows4-to-8.diff ;;
   184) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     # EXPERIMENT the routed experts' matvecs of a batched step at four rows a warp and eight warps (32 rows a workgroup: half
+     # MEASURED (call183: C landed in 2978aa4 at 2-4 tokens, the diffs removed) the routed experts' matvecs of a batched step at four rows a warp and eight warps (32 rows a workgroup: half
      # the workgroups, each staging x once for twice the rows). Nsight Compute (call182, DeepSeek-V2-Lite's step of 4): the
      # routed gate_up 36.8 us at 1.83 TB/s, 15.9M instructions (0.2 a weight byte; issue 42% busy), the down with its mix
      # and the shared down 40.4 us at 0.98 TB/s, 17.5M; sm_90's PTX a thread per weight: gate_up 0.82x at 8 x 4. B =
