@@ -358,6 +358,19 @@ def test_warmup_leaves_its_later_captures_until_its_own_are_made(srv, monkeypatc
   assert seen == [0, 0] and ran.wait(30)   # the later one (structure 1) made by the model's thread afterwards
   wait_for(lambda: not sched.pending)
 
+def test_warmup_captures_a_prefill_chunk_of_every_length(srv):
+  """warmup() makes the prefill steps of every chunk length, as a chunk followed by others and as a prompt's last chunk, so
+  no prompt's length leaves a capture for its request to wait on (the 128s were missed: a first server's first prompt of
+  128-511 tokens waited 5.1 s on the H100)."""
+  model = srv.engine.model
+  srv.scheduler.warmup([Params()])   # (the server is idle)
+  jits = model.captures.jits
+  lengths = [c for c in model.prefill_chunks if c + 1 < model.max_context]
+  assert 128 in lengths, model.prefill_chunks
+  for c in lengths:
+    assert jits.get(("fill", c)) is not None and jits[("fill", c)].captured is not None, c
+    assert any(k[0] == "step" and k[-1] == c and j.captured is not None for k, j in jits.items()), c
+
 def test_a_failed_capture_leaves_the_server_serving(srv):
   """One of warmup's captures that raises (a bug, or the device out of memory) is reported on stderr and dropped; the
   slots are reset and the next request gets its exact reply."""
