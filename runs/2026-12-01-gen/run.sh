@@ -116,7 +116,8 @@
 # tokens: landed), M="deepseek-v2-lite glm-4.7-flash youtu-llm-2b" BATCH=1,2,4,8,16,32 147 (the batched table beside
 # llama.cpp), 185 (the four-rows plan from 5 tokens: landed), M=deepseek-v2-lite SLOTS=8 CLIENTS=1,8 SECS=8 VARIANTS=A 148
 # twice (the tree's server with 8 slots; the first call's 1-client level ran during its captures).
-# Next lease, in order: M=glm-4.7-flash BATCH=4,8 147 (GLM-4.7-Flash's step of 8 beside llama.cpp with 2d12f2c),
+# Next lease, in order: 186 (the routed experts on the staged GEMM from 24 or 32 picks), M=glm-4.7-flash BATCH=4,8 147
+# (GLM-4.7-Flash's step of 8 beside llama.cpp with 2d12f2c),
 # M=deepseek-v2-lite SLOTS=8 CLIENTS=1,8 SECS=8 WAIT=300 148 (B: every prompt beside running streams in chunks of 128 on the MoE
 # models; 8 slots capture fewer steps), then M=glm-4.7-flash SLOTS=8 CLIENTS=1,8 SECS=8 WAIT=300 148, 180 (GLM-4.7-Flash's first server:
 # answering after one request's steps, the batched ones while idle), 181 (Nsight Compute on the MoE FFN's matvecs), 169
@@ -960,6 +961,15 @@ case $1 in
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
      done ;;
+  186) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT the routed experts of a batched step on the staged split GEMM from fewer (token, expert) picks: the rule
+     # (gemm.SPLIT_EXPERT_PICKS = 48) was set on the unstaged split GEMM (GLM-4.7-Flash's 32 picks -8.6% there, H200); the
+     # staged kernel (cp.async, <= 8 tokens) came after, and gemm.few_tokens kept every product of <= 4 tokens on the
+     # matvecs. B = experiments/experts-gemm-picks24.diff (from 24 picks, also at <= 4 tokens: DeepSeek-V2-Lite from 4
+     # tokens, GLM-4.7-Flash from 6), C = experts-gemm-picks32.diff (from 32: DeepSeek-V2-Lite from 6, GLM-4.7-Flash at
+     # 8); gpu_bench --batch $BATCH (default 4,6,8) of $P (default the MoE models), $VARIANTS (default A B C C B A)
+     PRESETS=${PRESETS:-deepseek-v2-lite,glm-4.7-flash} BATCH=${BATCH:-4,6,8} VARIANTS=${VARIANTS:-A B C C B A} \
+       batch_ab picks B:experts-gemm-picks24.diff C:experts-gemm-picks32.diff ;;
   185) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # MEASURED (call185: landed in 2d12f2c, the diff removed) the four-rows plan of a batched step's routed experts (2978aa4, measured at 2-4 tokens) from 5 tokens too
      # (B = experiments/mv-rows4-to-8.diff): GLM-4.7-Flash's routed gate_up and mix of 5-8 tokens (4 experts a token: under
