@@ -116,7 +116,8 @@
 # tokens: landed), M="deepseek-v2-lite glm-4.7-flash youtu-llm-2b" BATCH=1,2,4,8,16,32 147 (the batched table beside
 # llama.cpp), 185 (the four-rows plan from 5 tokens: landed), M=deepseek-v2-lite SLOTS=8 CLIENTS=1,8 SECS=8 VARIANTS=A 148
 # twice (the tree's server with 8 slots; the first call's 1-client level ran during its captures).
-# Next lease, in order: 186 (the routed experts on the staged GEMM from 24 or 32 picks), 187 (k_b reading q in place), M=glm-4.7-flash BATCH=4,8 147
+# Next lease, in order: 186 (the routed experts on the staged GEMM from 24 or 32 picks), 187 (k_b reading q in place), 188 (the four-rows plan at fewer
+# waves), M=glm-4.7-flash BATCH=4,8 147
 # (GLM-4.7-Flash's step of 8 beside llama.cpp with 2d12f2c),
 # M=deepseek-v2-lite SLOTS=8 CLIENTS=1,8 SECS=8 WAIT=300 148 (B: every prompt beside running streams in chunks of 128 on the MoE
 # models; 8 slots capture fewer steps), then M=glm-4.7-flash SLOTS=8 CLIENTS=1,8 SECS=8 WAIT=300 148, 180 (GLM-4.7-Flash's first server:
@@ -961,6 +962,12 @@ case $1 in
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
      done ;;
+  188) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT the four-rows plan of a batched step's routed experts at fewer waves (B = experiments/mv-rows4-fewer-waves.diff:
+     # the gate_up from 2 waves of two workgroups an SM, not 4; the mix from 1, not 1.5): GLM-4.7-Flash's gate_up at 2
+     # tokens (384 workgroups), both models' mix at 3 (192); gpu_bench --batch $BATCH (default 2,3) of $P (default the MoE
+     # models), $VARIANTS (default A B B A)
+     PRESETS=${PRESETS:-deepseek-v2-lite,glm-4.7-flash} BATCH=${BATCH:-2,3} VARIANTS=${VARIANTS:-A B B A} batch_ab waves B:mv-rows4-fewer-waves.diff ;;
   187) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT k_b's decode matvec reading each token's heads of q in place (B = experiments/kb-rows-in-place.diff:
      # MatvecShape.x_row, the rows of the stacked [q; kv_a] output L apart): DeepSeek-V2-Lite (no q_lora) copies q out of
