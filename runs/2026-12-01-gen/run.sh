@@ -121,7 +121,7 @@
 # (GLM-4.7-Flash's step of 8 beside llama.cpp with 2d12f2c),
 # M=deepseek-v2-lite SLOTS=8 CLIENTS=1,8 SECS=8 WAIT=300 148 (B: every prompt beside running streams in chunks of 128 on the MoE
 # models; 8 slots capture fewer steps), then M=glm-4.7-flash SLOTS=8 CLIENTS=1,8 SECS=8 WAIT=300 148, 180 (GLM-4.7-Flash's first server:
-# answering after one request's steps, the batched ones while idle), 181 (Nsight Compute on the MoE FFN's matvecs), 169
+# answering after one request's steps, the batched ones while idle), 169
 # (experiments/x-slots.diff, regenerated on the staged kernel: the register kernels' records in the staged kernel's swizzled
 # slots), PRESETS=glm-4.7-flash 167,
 # CHUNKS=128 BATCH=1,8 145, 151 (one capture of a mixed step for a prompt's chunks, prepared), 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A, depths B A),
