@@ -117,7 +117,7 @@
 # llama.cpp), 185 (the four-rows plan from 5 tokens: landed), M=deepseek-v2-lite SLOTS=8 CLIENTS=1,8 SECS=8 VARIANTS=A 148
 # twice (the tree's server with 8 slots; the first call's 1-client level ran during its captures).
 # Next lease, in order: 186 (the routed experts on the staged GEMM from 24 or 32 picks), 187 (k_b reading q in place), 188 (the four-rows plan at fewer
-# waves), M=glm-4.7-flash BATCH=4,8 147
+# waves), 189 (half-warp rows for short last chunks), M=glm-4.7-flash BATCH=4,8 147
 # (GLM-4.7-Flash's step of 8 beside llama.cpp with 2d12f2c),
 # M=deepseek-v2-lite SLOTS=8 CLIENTS=1,8 SECS=8 WAIT=300 148 (B: every prompt beside running streams in chunks of 128 on the MoE
 # models; 8 slots capture fewer steps), then M=glm-4.7-flash SLOTS=8 CLIENTS=1,8 SECS=8 WAIT=300 148, 180 (GLM-4.7-Flash's first server:
@@ -962,6 +962,16 @@ case $1 in
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
      done ;;
+  189) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT rows on half a warp where a row's last lane chunk is at most 16 steps (B = experiments/mv-half-warp-rows.diff:
+     # 16 lanes a row, each half its own R / 2 rows, where the warp has an even number of rows): DeepSeek-V2-Lite's routed
+     # down (K = 1408, 44 Q4_0 blocks: 48 lane slots a row against 64, the last chunk idling 20 of 32 lanes; call182 saw
+     # 25.3 active threads a warp) and GLM-4.7-Flash's (48 blocks: 48 against 64), k_b's 4 steps and v_b's 16 at two rows
+     # a warp; sm_90 PTX of DeepSeek-V2-Lite's mix at 4 tokens 6,693 -> 5,324 instructions a thread, no spill. A row's sum
+     # order changes where it takes half warps (a batched row against the same row alone: the agree column); gpu_bench
+     # --batch $BATCH (default 1,2,4,8) of $P (default all three), $VARIANTS (default A B B A)
+     PRESETS=${PRESETS:-deepseek-v2-lite,glm-4.7-flash,youtu-llm-2b} BATCH=${BATCH:-1,2,4,8} VARIANTS=${VARIANTS:-A B B A} \
+       batch_ab half B:mv-half-warp-rows.diff ;;
   188) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT the four-rows plan of a batched step's routed experts at fewer waves (B = experiments/mv-rows4-fewer-waves.diff:
      # the gate_up from 2 waves of two workgroups an SM, not 4; the mix from 1, not 1.5): GLM-4.7-Flash's gate_up at 2
