@@ -116,8 +116,9 @@
 # tokens: landed), M="deepseek-v2-lite glm-4.7-flash youtu-llm-2b" BATCH=1,2,4,8,16,32 147 (the batched table beside
 # llama.cpp), 185 (the four-rows plan from 5 tokens: landed), M=deepseek-v2-lite SLOTS=8 CLIENTS=1,8 SECS=8 VARIANTS=A 148
 # twice (the tree's server with 8 slots; the first call's 1-client level ran during its captures).
-# Next lease, in order: 186 (the routed experts on the staged GEMM from 24 or 32 picks), 187 (k_b reading q in place), 188 (the four-rows plan at fewer
-# waves), 189 (half-warp rows for short last chunks), M=glm-4.7-flash BATCH=4,8 147
+# Next lease, in order: 189 (half-warp rows for short last chunks: the routed down's idle lanes), 186 (the routed experts on
+# the staged GEMM from 24 or 32 picks), 187 (k_b reading q in place), 188 (the four-rows plan at fewer waves),
+# M=glm-4.7-flash BATCH=4,8 147
 # (GLM-4.7-Flash's step of 8 beside llama.cpp with 2d12f2c),
 # M=deepseek-v2-lite SLOTS=8 CLIENTS=1,8 SECS=8 WAIT=300 148 (B: every prompt beside running streams in chunks of 128 on the MoE
 # models; 8 slots capture fewer steps), then M=glm-4.7-flash SLOTS=8 CLIENTS=1,8 SECS=8 WAIT=300 148, 180 (GLM-4.7-Flash's first server:
