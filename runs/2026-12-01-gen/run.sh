@@ -115,7 +115,8 @@
 # 4 rows: instruction-bound, 0.2 instructions a weight byte), 184 (four rows at eight warps for the routed experts of 2-4
 # tokens: landed), M="deepseek-v2-lite glm-4.7-flash youtu-llm-2b" BATCH=1,2,4,8,16,32 147 (the batched table beside
 # llama.cpp), 185 (the four-rows plan from 5 tokens: landed), M=deepseek-v2-lite SLOTS=8 CLIENTS=1,8 SECS=8 VARIANTS=A 148
-# twice (the tree's server with 8 slots; the first call's 1-client level ran during its captures).
+# twice (the tree's server with 8 slots; the first server's first long prompt captured the 128-token prefill chunk while it
+# waited: warmup makes it since, edf57c9).
 # Next lease, in order: 189 (half-warp rows for short last chunks: the routed down's idle lanes), 186 (the routed experts on
 # the staged GEMM from 24 or 32 picks), 187 (k_b reading q in place), 188 (the four-rows plan at fewer waves),
 # M=glm-4.7-flash BATCH=4,8 147
