@@ -235,8 +235,8 @@ class Scheduler:
     reset."""
     short = self.engine.text_ids("Hello")
     # for each chunk length c a prompt of c tokens (c its last chunk) and one of c + 1 (a chunk of c, then the shortest as
-    # its last): a prompt of any length then runs captured steps (a first server without the 128s captured its first
-    # prompt of 128-511 tokens while the request waited: 5.1 s on DeepSeek-V2-Lite)
+    # its last): a prompt of any length then runs captured steps, where a missing one would capture while its request
+    # waits (seconds on a full-size model)
     L, S = max(self.model.prefill_chunks), min(self.model.prefill_chunks)
     lengths = sorted({n for c in self.model.prefill_chunks for n in (c, c + 1)} - {S})
     prompts = [(short * (L + 1))[:n] for n in lengths if n + 1 < self.model.max_context and n > len(short)]

@@ -1006,7 +1006,7 @@ case $1 in
   184) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # MEASURED (call183: C landed in 2978aa4 at 2-4 tokens, the diffs removed) the routed experts' matvecs of a batched step at four rows a warp and eight warps (32 rows a workgroup: half
      # the workgroups, each staging x once for twice the rows). Nsight Compute (call182, DeepSeek-V2-Lite's step of 4): the
-     # routed gate_up 36.8 us at 1.83 TB/s, 15.9M instructions (0.2 a weight byte; issue 42% busy), the down with its mix
+     # routed gate_up 36.8 us at 1.83 TB/s, 15.9M instructions (0.2 a weight byte; issue slots 42% busy), the down with its mix
      # and the shared down 40.4 us at 0.98 TB/s, 17.5M; sm_90's PTX a thread per weight: gate_up 0.82x at 8 x 4. B =
      # experiments/mv-rows4-gate-up.diff (the gate_up at >= 4 waves of 8 x 4), C = mv-rows4-experts.diff (also the mix at
      # >= 198 workgroups, its loads in batches of 24 registers); gpu_bench --batch $BATCH (default 2,4) of $P (default the
