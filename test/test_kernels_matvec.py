@@ -469,6 +469,19 @@ def test_plans():
   down = matvec.MatvecShape("linear", GGMLType.Q4_0, 1, 1, 2048, 6144, 1, False, residual=True)
   assert matvec.plan(gate_up) == matvec.Plan(8, 2) and matvec.plan(down) == matvec.Plan(16, 1)
 
+def test_rows_with_a_short_last_chunk_take_half_warps():
+  """A row whose last lane chunk is at most 16 steps (DeepSeek-V2-Lite's routed down: K = 1408, 44 Q4_0 blocks) runs on
+  half a warp where the warp has an even number of rows: 48 lane slots a row against 64, whose last chunk idled 20 lanes;
+  K = 2048 (64 blocks), one row a warp and a step of one token keep the whole warp."""
+  down = lambda B, K: (matvec.MatvecShape("experts", GGMLType.Q4_0, B, 6, 2048, K, 64, True, residual=True, mix=True),
+                       matvec.MatvecShape("linear", GGMLType.Q6_K, B, 1, 2048, 2816, 1, False))
+  body = lambda s: matvec.build(s).body
+  gate_up = matvec.MatvecShape("experts", GGMLType.Q4_0, 4, 6, 1408, 2048, 64, False, norm=True, glu=True)
+  assert "sub = lane % 16" in body(down(4, 1408)) and "sub = lane % 32" in body(gate_up)
+  assert matvec.plan(down(1, 1408)).rows == 1 and "sub = lane % 32" in body(down(1, 1408))
+  q_b = lambda B: matvec.MatvecShape("linear", GGMLType.Q4_0, B, 1, 3072, 1536, 1, False)
+  assert matvec.plan(q_b(1)).rows == 2 and "sub = lane % 32" in body(q_b(1)) and "sub = lane % 16" in body(q_b(2))
+
 def test_batched_routed_experts_take_four_rows_at_eight_warps():
   """A batched step's routed experts: DeepSeek-V2-Lite's gate_up (each token its six experts) at four rows a warp and eight
   warps from 2 tokens (528 workgroups: 4 waves of two an SM), the down with its mix from 4 tokens (256 workgroups; at 2 its

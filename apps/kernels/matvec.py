@@ -277,7 +277,13 @@ def build(s: MatvecShape | Terms, p: Plan | None = None) -> SourceKernel:
   assert len(terms) == 1 or summable(tuple(T.s for T in terms)), terms
   p = p or plan(tuple(T.s for T in terms))
   R, W, slots = p.rows, p.warps, (1 if s.mix else s.J)
-  nacc = 2 * R if s.glu else R
+  # lanes a row in a batched step: half a warp where a term's row leaves a last chunk of at most 16 steps (K = 1408: 44
+  # steps, 48 lane slots at 16 lanes against 64 at 32, whose last chunk idles 20 lanes), each half its own RH = R / 2 rows.
+  # H100: steps of 2-8 rows -0.3% to -4% on all three models; one row keeps the whole warp (Youtu-LLM-2B's q_b: each lane
+  # reuses its x over fewer rows; its step +1.5% in one pair)
+  LW = 16 if s.B > 1 and R % 2 == 0 and any(0 < T.steps % 32 <= 16 for T in terms) else 32
+  RH = R * LW // 32
+  nacc = 2 * RH if s.glu else RH
   params = [Param("out", dtypes.float32, True)]
   for T in terms:
     params.append(Param("x" + T.sx, dtypes.float32))
@@ -303,7 +309,7 @@ def build(s: MatvecShape | Terms, p: Plan | None = None) -> SourceKernel:
   # so a warp always has a batch in flight while it computes
   batches, mixes = [], any(T.s.mix for T in terms) and s.B > 1
   for T in sorted(terms, key=lambda T: T.s.op == "experts"):
-    items = [(T, j, u, a) for j in T.js for u in range(T.spl) for a in range(nacc)]
+    items = [(T, j, u, a) for j in T.js for u in range(-(-T.steps // LW)) for a in range(nacc)]
     per = max(1, ((MIX_BATCH_REGS_4 if R == 4 else MIX_BATCH_REGS) if mixes else BATCH_REGS) // T.tc.regs)
     batches += [items[i:i + per] for i in range(0, len(items), per)]
   def suffix(it):
@@ -314,10 +320,10 @@ def build(s: MatvecShape | Terms, p: Plan | None = None) -> SourceKernel:
     for it in batch:
       T, j, u, a = it
       sf = suffix(it)
-      n = f"min(row0 + {a % R}, N - 1)"
-      wrow = (n if a < R else f"N + {n}") if s.glu else n
-      partial = T.steps % 32 != 0 and u == T.spl - 1
-      st = f"min(lane + {32 * u}, {T.steps - 1})" if partial else f"lane + {32 * u}"
+      n = f"min(row0 + hw*RH + {a % RH}, N - 1)"
+      wrow = (n if a < RH else f"N + {n}") if s.glu else n
+      partial = T.steps % LW != 0 and u == -(-T.steps // LW) - 1
+      st = f"min(sub + {LW * u}, {T.steps - 1})" if partial else f"sub + {LW * u}"
       out.append(f"int st{sf} = {st}, ib{sf} = st{sf} / {T.cpb}, c{sf} = st{sf} - ib{sf} * {T.cpb};")
       out.append(f"int bi{sf} = ({T.e(j)} * {T.rows_w} + {wrow}) * {T.nb} + ib{sf};")
       out.append(T.load.replace("@", sf).strip())
@@ -330,10 +336,10 @@ def build(s: MatvecShape | Terms, p: Plan | None = None) -> SourceKernel:
       if (T.t, j, u) != cur:
         if cur is not None: out.append("}")
         cur = (T.t, j, u)
-        guard = f"if (lane + {32 * u} < {T.steps}) " if T.steps % 32 != 0 and u == T.spl - 1 else ""
+        guard = f"if (sub + {LW * u} < {T.steps}) " if T.steps % LW != 0 and u == -(-T.steps // LW) - 1 else ""
         slot = 0 if j is None else j
         out.append(f"{guard}{{  // term {T.t}, slot {jname(j)}, chunk {u}")
-        xi = f"lane + {32 * u}"
+        xi = f"sub + {LW * u}"
         if tc.xint:
           xq4 = "xq4" + T.sx
           for part, name in enumerate("lmh"):
@@ -411,7 +417,7 @@ def build(s: MatvecShape | Terms, p: Plan | None = None) -> SourceKernel:
 
   final = "float v = acc[r]"
   if s.norm: final += " * rs"
-  if s.glu: final = "float g = acc[r]" + (" * rs" if s.norm else "") + ", u = acc[R + r]" + (" * rs" if s.norm else "") + \
+  if s.glu: final = "float g = acc[r]" + (" * rs" if s.norm else "") + ", u = acc[RH + r]" + (" * rs" if s.norm else "") + \
                     ";\n      float v = g / (1.0f + exp(-g)) * u"
   out_idx = "b*N + n" if s.mix or s.op == "linear" else "(b*J + j)*N + n"
   if s.residual: final += f";\n      v += residual[{out_idx}]"
@@ -430,10 +436,12 @@ def build(s: MatvecShape | Terms, p: Plan | None = None) -> SourceKernel:
     if k + 1 < len(batches) and k + 1 not in early: main.append(f"// batch {k + 1}: loads\n  {loads(batches[k + 1])}")
     main.append(f"// batch {k}: math\n  {maths(bt)}")
   nl = "\n  "
-  body = f"""  const int R = {R}, N = {s.N}, K = {s.K}, J = {s.J};
+  # a row's sum over its lanes: the warp, or its half (lanes xor 8, 4, 2, 1 stay in it)
+  rsum = (lambda v: f"{v} = WARP_SUM({v});") if LW == 32 else (lambda v: f"for (int o = 8; o > 0; o >>= 1) {v} += SHFL_XOR({v}, o);")
+  body = f"""  const int R = {R}, RH = {RH}, N = {s.N}, K = {s.K}, J = {s.J};
   const float EPS = EPS_VALUE;
-  int lane = LID_X, warp = LID_Y, b = GID_X % {s.B}, j = GID_Y, tid = warp * 32 + lane;
-  (void)j; (void)K; (void)J; (void)EPS; (void)tid;
+  int lane = LID_X, warp = LID_Y, b = GID_X % {s.B}, j = GID_Y, tid = warp * 32 + lane, sub = lane % {LW}, hw = lane / {LW};
+  (void)j; (void)K; (void)J; (void)EPS; (void)tid; (void)RH; (void)hw;
   int row0 = (GID_X / {s.B} * {W} + warp) * R;
   {nl.join(shared)}
   SHARED float part[{W}];
@@ -442,11 +450,11 @@ def build(s: MatvecShape | Terms, p: Plan | None = None) -> SourceKernel:
   float acc[{nacc}];
   for (int a = 0; a < {nacc}; a++) acc[a] = 0.0f;
   {nl.join(main)}
-  for (int r = 0; r < R; r++) {{
-    int n = row0 + r;
-    {"" if not s.glu else "acc[R + r] = WARP_SUM(acc[R + r]);"}
-    acc[r] = WARP_SUM(acc[r]);
-    if (lane == 0 && n < N) {{
+  for (int r = 0; r < RH; r++) {{
+    int n = row0 + hw*RH + r;
+    {"" if not s.glu else rsum("acc[RH + r]")}
+    {rsum("acc[r]")}
+    if (sub == 0 && n < N) {{
       {final};
       out[{out_idx}] = v;
     }}
