@@ -51,13 +51,15 @@ class KernelSpec:
   eps: float = 0.0
   x_dtype: DType = dtypes.float32
   x_stride: int = 0         # elements between x rows (slots); 0: K. Wider rows: the first K are the input
+  x_row: int = 0            # per-slot x: elements between x's rows, whose J slots sit x_stride apart (0: J * x_stride);
+                            # the heads of q inside a stacked [q; kv_a] output, read in place (the decode matvecs only)
   kernels: str = "hand"     # KERNEL_PATHS: "generated" asks tinygrad's code generator alone (no source, no planned opts)
   fusions: Fusions = Fusions()  # the model's: side_by_side and sum decide run / run_sum, trigger the hand-written source
   modules: KernelModules = field(default_factory=KernelModules)  # the modules the hand-written matvecs and GEMMs come from
   opts: tuple | None = None  # a tinygrad-generated product's opts instead of the heuristics' (a measurement's variants)
 
   @property
-  def fused(self) -> bool: return self.norm or self.residual or self.glu or self.mix or bool(self.x_stride)
+  def fused(self) -> bool: return self.norm or self.residual or self.glu or self.mix or bool(self.x_stride or self.x_row)
 
 # custom_kernel body: (out, x / ids, [sel], [mix], [norm_w], [residual], *parts) -> SINK or PROGRAM. One with an attribute
 # x_form = (elements, dtype, body) reads x as what that body makes of it: (out (elements,), x, [norm_w]) -> PROGRAM, run just
@@ -104,7 +106,7 @@ def _matvec_shape(spec: KernelSpec):
   if spec.mix and spec.modules.gemm is not None and spec.modules.gemm.provider(replace(spec, mix=False, residual=False)) is not None: return None
   if spec.fmt.type not in matvec.TYPES or spec.fmt.block != matvec.TYPES[spec.fmt.type].block: return None
   shape = matvec.MatvecShape(spec.op, spec.fmt.type, spec.B, spec.J, spec.N, spec.K, spec.E, spec.x_per_slot,
-                             spec.norm, spec.residual, spec.glu, spec.mix, spec.x_stride)
+                             spec.norm, spec.residual, spec.glu, spec.mix, spec.x_stride, spec.x_row)
   return shape if matvec.supports(shape, language_of(spec.device)) else None
 
 def _trigger(spec: KernelSpec) -> tuple:
@@ -122,7 +124,8 @@ def _source_cpu(spec: KernelSpec) -> KernelFn | None:
   apart), and the routed experts' products, an entry (a token's expert) at a time or in tiles of entries an expert; and
   the Q5_K and Q6_K products of any number of tokens (the MoE models' output head and shared experts)."""
   from apps.kernels import cpu
-  if base_device(spec.device) != "CPU" or not isinstance(spec.B, int) or spec.norm or spec.glu or spec.mix or spec.x_dtype != dtypes.float32:
+  if base_device(spec.device) != "CPU" or not isinstance(spec.B, int) or spec.norm or spec.glu or spec.mix or spec.x_row or \
+     spec.x_dtype != dtypes.float32:
     return None
   if spec.fmt.type in (GGMLType.Q5_K, GGMLType.Q6_K):
     if spec.op != "linear" or spec.x_stride or not cpu.supports(spec.N, spec.K, 256): return None
@@ -342,6 +345,10 @@ def _matvec_shapes(specs: tuple[KernelSpec, ...]) -> tuple | None:
   """The decode matvec shapes of specs that the hand-written matvecs serve (the provider the seam picks for each), or None."""
   if any(sp.kernels != "hand" or next((p for p in _PROVIDERS if p(sp) is not None), None) is not _source_matvec for sp in specs): return None
   return tuple(_matvec_shape(sp) for sp in specs)
+
+def matvecs_serve(specs: tuple[KernelSpec, ...]) -> bool:
+  """Whether the hand-written decode matvecs serve every one of specs (the provider the seam picks for each)."""
+  return _matvec_shapes(specs) is not None
 
 def _one_model(specs: tuple[KernelSpec, ...]) -> bool:
   """The specs' layers run with one set of fusions and kernel modules (one model's), which a kernel of all of them keeps."""

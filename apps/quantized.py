@@ -26,6 +26,7 @@ run_sum) is apps/dispatch.py.
 """
 from __future__ import annotations
 import math
+from dataclasses import replace
 from typing import Sequence
 import numpy as np
 from apps.gguf import GGUFFile, GGMLType, GGUFError
@@ -383,27 +384,31 @@ class QuantizedExpertWeights:
     """x (..., n_expert, in) -> (..., n_expert, out): expert e applied to x[..., e, :], no gather. prefix: x's last axis
     may be longer, the input is its first `in` entries (a kernel that can reads them in place, e.g. q_nope inside q).
     slot_stride: x is (..., L) instead, expert e's input starts at e * slot_stride (L may be longer still: the heads of a
-    stacked [q; kv_a] output; a kernel reads it in place for one token)."""
+    stacked [q; kv_a] output; a kernel reads it in place: one token's, and the decode matvecs' several tokens')."""
     J = self.n_expert
     if slot_stride:
       L = x.shape[-1] if x.ndim else 0
       if not isinstance(L, int) or slot_stride < self.in_features or L < J * slot_stride:
         raise ValueError(f"{self.name}: batched input shape {x.shape} holds no {J} slots of {slot_stride} (in={self.in_features})")
       sliced = lambda: self.batched(x[..., :J * slot_stride].reshape(*x.shape[:-1], J, slot_stride), prefix=True)
-      if not (isinstance(rows := prod(x.shape[:-1]), int) and rows == 1 and L > J * slot_stride): return sliced()
-      xs, B, Bmax, stride, lead = x.reshape(1, L), 1, 1, slot_stride, (*x.shape[:-1], J)   # one token: read in place
+      if not (isinstance(rows := prod(x.shape[:-1]), int) and L > J * slot_stride): return sliced()
+      # read in place: one token's slots, or several tokens' (rows L apart, a decode matvec's x_row)
+      xs, B, Bmax, stride, lead, row = x.reshape(rows, L), rows, rows, slot_stride, (*x.shape[:-1], J), L if rows > 1 else 0
     else:
       if x.ndim < 2 or x.shape[-2] != J or (stride := _input_stride(x, self.in_features, prefix)) is None:
         raise ValueError(f"{self.name}: batched input shape {x.shape} does not end in (n_expert, in)={(J, self.in_features)}")
       xs, B, Bmax = _flat(x, 2, self.name, self.fusions.slices)
-      sliced, lead = (lambda: self.batched(x[..., :self.in_features])), x.shape[:-1]
+      sliced, lead, row = (lambda: self.batched(x[..., :self.in_features])), x.shape[:-1], 0
     for w in self.groups: _check_device(w, x, "the input")
     if len(self.groups) == 1 and takes_block_products(self.kernels, Bmax, self.type, x.device):   # as QuantizedLinear's: in full
+      if row: return sliced()
       return _unflat(block_product(self.groups[0], xs[..., :self.in_features] if stride else xs).contiguous(), B, Bmax, (*lead, self.out_features))
     specs = [KernelSpec("batched", w.fmt, Bmax, J, n, self.in_features, J, True, False, base_device(x.device),
-                        x_stride=stride, kernels=self.kernels, fusions=self.fusions, modules=self.kernel_modules)
+                        x_stride=stride, x_row=row, kernels=self.kernels, fusions=self.fusions, modules=self.kernel_modules)
              for w, n in zip(self.groups, self.outs)]
     if stride and any(dispatch.kernel_cached(sp) is None for sp in specs): return sliced()
+    # rows read in place only where the decode matvecs serve the heads taken out too (more tokens: the GEMM's, with the copy)
+    if row and not dispatch.matvecs_serve(tuple(replace(sp, x_row=0) for sp in specs)): return sliced()
     ys = []
     for w, n, spec in zip(self.groups, self.outs, specs):
       ys.append(dispatch.launch(spec, Tensor.empty(Bmax, J, n, dtype=x.dtype, device=x.device), xs, *w.part_list()))

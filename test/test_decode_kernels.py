@@ -209,3 +209,36 @@ def test_kernels_per_step_of_8():
   after = [(a, b) for a, b in zip(names, names[1:]) if re.search(r"^gemm_mma_.*_split\d+$", a)]   # what runs next
   assert all(b.startswith("r_") for a, b in after if "_glu_" not in a), after   # [q_a; kv_a], q_b, o and down: their sums
   assert all(re.search(r"^gemm_xq_\d+_\d+_glu\d+$", b) for a, b in after if "_glu_" in a), after   # gate_up: none
+
+KB_ROWS = r"""
+import json, re
+from apps import synth
+from apps.model import Transformer
+from tinygrad.uop.ops import Ops
+m = Transformer.from_gguf(synth.generate("deepseek-v2-lite-tiny", "release", progress=False), max_context=256, slots=8, capture_dir=None)
+for s in range(8):
+  for _ in m.start(s, [3 + s, 4, 8]): pass
+for B in (4, 8):
+  for _ in range(2): m.step(list(range(B)))
+def names(B):
+  out = []
+  for call in next(j for k, j in m.captures.jits.items() if k[:2] == ("rows", B)).captured.linear.src:
+    ast = call.src[0]
+    if ast.op is Ops.CUSTOM_FUNCTION and ast.arg == "graph": out += [c.src[0].arg.name for c in ast.src[0].src if c.src[0].op is Ops.PROGRAM]
+    elif ast.op is Ops.PROGRAM: out.append(ast.arg.name)
+  return [re.sub(r"\x1b\[\d+m", "", n) for n in out]
+print("RESULT " + json.dumps({"names4": names(4), "names8": names(8), "n_layer": m.cfg.n_layer}))
+"""
+
+@needs_nvcc
+def test_step_of_4_reads_the_heads_of_q_in_place():
+  """DeepSeek-V2-Lite-tiny's step of 4 (no q_lora: q is the head of the stacked [q; kv_a] output): k_b's matvec reads each
+  token's heads of q in place (x_row), so no kernel copies them out of the stacked rows first. A step of 8, whose k_b the
+  GEMM takes, keeps the heads taken out (its x quantization reads them)."""
+  r = json.loads(next(l for l in run_nvcc_script("import os; os.environ['NULL_ALLOW_COPYOUT'] = '1'\n" + KB_ROWS).splitlines()
+                      if l.startswith("RESULT "))[7:])
+  L = r["n_layer"]
+  count = lambda names, pat: sum(1 for n in names if re.search(pat, n))
+  assert count(r["names4"], r"^mv_q4_0_batched_4_\d+_\d+_\d+_xs\d+_xr\d+$") == L, r["names4"]
+  assert count(r["names4"], r"^E_") < L, [n for n in r["names4"] if n.startswith("E_")]   # none a block (the step's own few)
+  assert not count(r["names8"], r"_xr\d+") and count(r["names8"], r"^gemm_mma_q4_0_8_.*_batched\d+") >= L, r["names8"]

@@ -318,6 +318,17 @@ def test_emulated_x_stride(tmp_path, typ):
   s = matvec.MatvecShape("batched", typ, 1, H, N, K, H, True, x_stride=K + 32)
   out = emulated(s, 1, "CUDA", raw, (K, N, H), xh, work=tmp_path / "batched")
   assert relerr(out, np.einsum("hnk,bhk->bhn", W, seen(typ, xh[..., :K]))) < BOUND(K)
+  # several tokens' heads inside rows of a stacked output (x_row: the rows L apart, the heads K + 32 apart), read in place:
+  # the bits of the same heads taken out first
+  L = H * (K + 32) + 40
+  xs = rng.standard_normal((B, L)).astype(np.float32)
+  s = matvec.MatvecShape("batched", typ, B, H, N, K, H, True, x_stride=K + 32, x_row=L)
+  assert matvec.supports(s) and not matvec.supports(matvec.MatvecShape("batched", typ, B, H, N, K, H, True, x_stride=K + 32, x_row=L - 40 - 4))
+  out = emulated(s, 1, "CUDA", raw, (K, N, H), xs, work=tmp_path / "rows")
+  heads = np.ascontiguousarray(xs[:, :H * (K + 32)].reshape(B, H, K + 32))
+  alone = emulated(matvec.MatvecShape("batched", typ, B, H, N, K, H, True, x_stride=K + 32), 1, "CUDA", raw, (K, N, H), heads,
+                   work=tmp_path / "heads")
+  assert not np.isnan(out).any() and out.tobytes() == alone.tobytes()
 
 def test_prefix_inputs_match_sliced(tmp_path):
   """prefix=True: the layer's input is the first in_features of a wider x; same result as slicing it first."""

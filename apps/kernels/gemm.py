@@ -750,7 +750,7 @@ def provider(spec):
   ops around the plain product)."""
   refused = spec.mix or (spec.op != "linear" and spec.residual) or (spec.residual and spec.glu) or \
             (spec.op == "batched" and (spec.norm or spec.glu)) or (spec.norm and spec.x_per_slot)
-  if spec.op not in ("linear", "experts", "batched") or refused or spec.x_dtype != dtypes.float32 or not isinstance(spec.B, int): return None
+  if spec.op not in ("linear", "experts", "batched") or refused or spec.x_row or spec.x_dtype != dtypes.float32 or not isinstance(spec.B, int): return None
   if few_tokens(spec) or spec.fmt.type not in TYPES or spec.fmt.block != BLOCK[spec.fmt.type][0] or not matvec.available(spec.device): return None
   s = GemmShape(spec.fmt.type, spec.B, spec.N, spec.K, *((spec.J, spec.E, spec.x_per_slot) if spec.op == "experts" else
                                                          (spec.J, spec.E, True, True) if spec.op == "batched" else ()),

@@ -29,6 +29,7 @@ What a kernel computes (buffers in this order: out, x, [sel], [mix], [norm_w], [
   linear   out[b, n] = W[n] . xn[b]                       xn = x, or rms_norm(x) * norm_w with `norm`
   experts  out[b, j, n] = W[sel[b, j]][n] . xn[b] (x (B, K)) or . x[b, j] (x (B, J, K))
   x_stride x rows (slots) x_stride apart, of which the first K are read (a stacked layer's output, q_nope in q)
+  x_row    per-slot x: token b's slots start at b * x_row (their heads inside rows of a stacked [q; kv_a] output)
   batched  out[b, e, n] = W[e][n] . x[b, e]
   glu      the W rows are [gate; up] (2F): out[..., f] = silu(gate_f . x) * (up_f . x)
   mix      (experts) out[b, n] = sum_j mix[b, j] * (W[sel[b, j]][n] . x[b, j])
@@ -161,6 +162,7 @@ class MatvecShape:
   glu: bool = False
   mix: bool = False
   x_stride: int = 0 # elements between x rows / slots (0: K); a larger stride reads the first K of each (a stacked output)
+  x_row: int = 0    # per-slot x: elements between rows, their slots x_stride apart (0: J * x_stride); a stacked output's heads
 
 BATCH_REGS = 64             # registers one batch of loads holds per lane (the source has batch k+1's loads before batch k's
                             # math; ptxas may hoist more of them, and in the SASS seen it hoists all where registers allow).
@@ -374,7 +376,8 @@ def build(s: MatvecShape | Terms, p: Plan | None = None) -> SourceKernel:
     run = min(16, tc.ch)
     xrun = tc.xrun.replace("CH", str(tc.ch)).replace("16*r", f"{run}*r")
     xs = ts.x_stride or ts.K
-    xbase = f"(b*{ts.J} + js)*{xs}" if ts.mix else f"(b*{ts.J} + j)*{xs}" if ts.x_per_slot else f"b*{xs}"
+    xbase = f"(b*{ts.J} + js)*{xs}" if ts.mix else (f"b*{ts.x_row} + j*{xs}" if ts.x_row else f"(b*{ts.J} + j)*{xs}") if ts.x_per_slot \
+      else f"b*{xs}"
     if tc.xint:
       # a block of 32 x values per 8 lanes (a float4 each), four blocks per warp step: the block's max |x| from 3 shuffles;
       # X = round(x / dx) splits into signed bytes X = 65536 h + 256 m + l (X24_SPLIT); each lane packs its 4 bytes of
@@ -460,7 +463,7 @@ def build(s: MatvecShape | Terms, p: Plan | None = None) -> SourceKernel:
     }}
   }}"""
   name = lambda s: f"{s.type.name.lower()}_{s.op}_{s.B}_{s.J}_{s.N}_{s.K}" + (f"_xs{s.x_stride}" if s.x_stride else "") + \
-                   "".join(f"_{f}" for f in ("norm", "residual", "glu", "mix") if getattr(s, f))
+                   (f"_xr{s.x_row}" if s.x_row else "") + "".join(f"_{f}" for f in ("norm", "residual", "glu", "mix") if getattr(s, f))
   return SourceKernel("mv_" + "_plus_".join(name(T.s) for T in terms), tuple(params), body, (-(-s.N // (R * W)) * s.B, slots, 1), (32, W, 1),
                       min_blocks=MIX_BLOCKS if mixes else 1)
 
@@ -476,6 +479,7 @@ def supports(s: MatvecShape | Terms, language: str = "CUDA") -> bool:
     tc = TYPES[t.type]
     if t.K % tc.block or t.K % 4: return False
     if t.x_stride and (t.x_stride < t.K or t.x_stride % 4): return False
+    if t.x_row and (not t.x_per_slot or t.mix or t.x_row < t.J * (t.x_stride or t.K) or t.x_row % 4): return False
     if t.mix and t.op != "experts": return False
     if t.norm and t.x_per_slot: return False
   return shared_bytes(terms) <= SHARED_BYTES[language]
