@@ -450,8 +450,8 @@ def test_emulated_side_by_side(tmp_path, language):
 @needs_nvcc
 def test_expert_mix_of_several_rows_fits_two_workgroups_an_sm(tmp_path):
   """A batched step's routed down with its mix, summed with the shared Q6_K down (DeepSeek-V2-Lite's and GLM-4.7-Flash's
-  shapes at 2, 4 and 8 rows): compiled for sm_90 in at most 128 registers a thread, so two of its workgroups share an SM
-  (hoisting every load, it took 246 and 160: one an SM). Two rows a warp spill nothing; four (the plan from 4 tokens, eight
+  shapes at 2, 3, 4 and 8 rows): compiled for sm_90 in at most 128 registers a thread, so two of its workgroups share an SM
+  (hoisting every load, it took 246 and 160: one an SM). Two rows a warp spill nothing; four (the plan from 3 tokens, eight
   accumulators) at most DeepSeek-V2-Lite's one word (its six mix weights; batches of 32 registers spilled 96 bytes). One
   row keeps its plan and bounds."""
   import subprocess
@@ -463,7 +463,7 @@ def test_expert_mix_of_several_rows_fits_two_workgroups_an_sm(tmp_path):
     stack = int(line.split(" bytes cumulative stack")[0].split()[-1]) if "stack" in line else 0
     return int(line.split("Used ")[1].split()[0]), stack
   for J, F, KS in ((6, 1408, 2816), (4, 1536, 1536)):
-    for B in (1, 2, 4, 8):
+    for B in (1, 2, 3, 4, 8):
       terms = (matvec.MatvecShape("experts", GGMLType.Q4_0, B, J, 2048, F, 64, True, residual=True, mix=True),
                matvec.MatvecShape("linear", GGMLType.Q6_K, B, 1, 2048, KS, 1, False))
       k = matvec._with_eps(matvec.build(terms), EPS)
@@ -495,15 +495,15 @@ def test_rows_with_a_short_last_chunk_take_half_warps():
 
 def test_batched_routed_experts_take_four_rows_at_eight_warps():
   """A batched step's routed experts: DeepSeek-V2-Lite's gate_up (each token its six experts) at four rows a warp and eight
-  warps from 2 tokens (528 workgroups: 4 waves of two an SM), the down with its mix from 4 tokens (256 workgroups; at 2 its
-  128 would leave SMs idle); GLM-4.7-Flash's (four experts a token) from 3 and 4, through 8 tokens; one token keeps its plan."""
+  warps from 2 tokens (528 workgroups: 4 waves of two an SM), the down with its mix from 3 tokens (192 workgroups; at 2 its
+  128 would leave SMs idle); GLM-4.7-Flash's (four experts a token) from 3, through 8 tokens; one token keeps its plan."""
   def shapes(B, J, F, KS):
     return (matvec.MatvecShape("experts", GGMLType.Q4_0, B, J, F, 2048, 64, False, norm=True, glu=True),
             (matvec.MatvecShape("experts", GGMLType.Q4_0, B, J, 2048, F, 64, True, residual=True, mix=True),
              matvec.MatvecShape("linear", GGMLType.Q6_K, B, 1, 2048, KS, 1, False)))
   rows = lambda J, F, KS: [tuple(matvec.plan(s).rows for s in shapes(B, J, F, KS)) for B in (1, 2, 3, 4, 5, 8)]
-  assert rows(6, 1408, 2816) == [(2, 1), (4, 2), (4, 2), (4, 4), (4, 4), (4, 4)]
-  assert rows(4, 1536, 1536) == [(2, 1), (2, 2), (4, 2), (4, 4), (4, 4), (4, 4)]
+  assert rows(6, 1408, 2816) == [(2, 1), (4, 2), (4, 4), (4, 4), (4, 4), (4, 4)]
+  assert rows(4, 1536, 1536) == [(2, 1), (2, 2), (4, 4), (4, 4), (4, 4), (4, 4)]
   assert all(matvec.plan(s).warps == 8 for B in (2, 4, 8) for s in shapes(B, 6, 1408, 2816))
 
 @pytest.mark.parametrize("typ", [GGMLType.Q4_0, GGMLType.Q6_K], ids=lambda t: t.name)

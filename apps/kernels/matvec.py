@@ -226,10 +226,11 @@ def plan(s: MatvecShape | Terms) -> Plan:
   groups = lambda warps, r: -(-s0.N // (r * warps)) * slots * s0.B
   # a batched step's routed experts (each token its own experts: thousands of workgroups) at four rows and eight warps:
   # half the workgroups, each staging x once for twice the rows; the gate_up from 4 waves of two an SM, the down with its
-  # mix (a workgroup per 32 rows of a token: 256 at four tokens) from 1.5 waves. H100: the step of 4 DeepSeek-V2-Lite
+  # mix (a workgroup per 32 rows of a token: 192 at three tokens) from 1 wave. H100: the step of 4 DeepSeek-V2-Lite
   # 3.55 -> 3.43 ms, GLM-4.7-Flash 5.24 -> 4.97; GLM-4.7-Flash's steps of 5 and 8 (their routed experts on the matvecs)
-  # 7.30 -> 6.49 and 7.50 -> 6.90; the steps of 2 -1% (OPTIMIZATION_JOURNAL.md)
-  if s0.op == "experts" and s0.B > 1 and groups(8, 4) >= (1.5 if s0.mix else 4) * SMS: return Plan(8, 4)
+  # 7.30 -> 6.49 and 7.50 -> 6.90; the steps of 3 (the mix from 1 wave, not 1.5) -4.7% / -4.5%; the gate_up from 2 waves
+  # moved nothing (OPTIMIZATION_JOURNAL.md)
+  if s0.op == "experts" and s0.B > 1 and groups(8, 4) >= (1 if s0.mix else 4) * SMS: return Plan(8, 4)
   rows = next((r for r in (4, 2) if groups(4, r) >= 2 * SMS), 1)
   row_bytes = sum(t.K // BLOCK[t.type][0] * BLOCK[t.type][1] * (2 if t.glu else 1) * (t.J if t.mix else 1) for t in terms)
   staged = sum(staged_slots(t) * t.K * 4 for t in terms)
