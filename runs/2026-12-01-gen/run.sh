@@ -117,10 +117,11 @@
 # llama.cpp), 185 (the four-rows plan from 5 tokens: landed), M=deepseek-v2-lite SLOTS=8 CLIENTS=1,8 SECS=8 VARIANTS=A 148
 # twice (the tree's server with 8 slots; the first server's first long prompt captured the 128-token prefill chunk while it
 # waited: warmup makes it since, edf57c9).
-# Next lease, in order: 189 (half-warp rows for short last chunks: the routed down's idle lanes), 186 (the routed experts on
-# the staged GEMM from 24 or 32 picks), 187 (k_b reading q in place), 188 (the four-rows plan at fewer waves),
-# M=glm-4.7-flash BATCH=4,8 147
-# (GLM-4.7-Flash's step of 8 beside llama.cpp with 2d12f2c),
+# Measured 2026-12-07 (calls 188-191, H100, one failed start): 189 (half-warp rows: landed for 2+ rows), 186 (rejected), 187
+# (k_b in place: landed), 188 (twice: the mix from 1 wave landed on the half-warp rows), M="deepseek-v2-lite glm-4.7-flash
+# youtu-llm-2b" BATCH=1,2,4,8,16,32 147 (the batched table beside llama.cpp with them).
+# Next lease, in order: BATCH=16 KINDS=rows PRESETS=glm-4.7-flash,deepseek-v2-lite 160 and BATCH=2 KINDS=rows
+# PRESETS=deepseek-v2-lite 160 (the steps of 16 and 2 kernel by kernel: GLM-4.7-Flash's 16 is its furthest from 2x),
 # M=deepseek-v2-lite SLOTS=8 CLIENTS=1,8 SECS=8 WAIT=300 148 (B: every prompt beside running streams in chunks of 128 on the MoE
 # models; 8 slots capture fewer steps), then M=glm-4.7-flash SLOTS=8 CLIENTS=1,8 SECS=8 WAIT=300 148, 180 (GLM-4.7-Flash's first server:
 # answering after one request's steps, the batched ones while idle), 169
@@ -965,7 +966,7 @@ case $1 in
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
      done ;;
   189) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     # EXPERIMENT rows on half a warp where a row's last lane chunk is at most 16 steps (B = experiments/mv-half-warp-rows.diff:
+     # MEASURED (call188: landed in 8b15aec for steps of 2+ rows, the diff removed) rows on half a warp where a row's last lane chunk is at most 16 steps (B = experiments/mv-half-warp-rows.diff:
      # 16 lanes a row, each half its own R / 2 rows, where the warp has an even number of rows): DeepSeek-V2-Lite's routed
      # down (K = 1408, 44 Q4_0 blocks: 48 lane slots a row against 64, the last chunk idling 20 of 32 lanes; call182 saw
      # 25.3 active threads a warp) and GLM-4.7-Flash's (48 blocks: 48 against 64), k_b's 4 steps and v_b's 16 at two rows
@@ -975,20 +976,20 @@ case $1 in
      PRESETS=${PRESETS:-deepseek-v2-lite,glm-4.7-flash,youtu-llm-2b} BATCH=${BATCH:-1,2,4,8} VARIANTS=${VARIANTS:-A B B A} \
        batch_ab half B:mv-half-warp-rows.diff ;;
   188) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     # EXPERIMENT the four-rows plan of a batched step's routed experts at fewer waves (B = experiments/mv-rows4-fewer-waves.diff:
+     # MEASURED (call190, and call191 on the half-warp rows: the mix's part landed in 4e14026, the diff removed) the four-rows plan of a batched step's routed experts at fewer waves (B = experiments/mv-rows4-fewer-waves.diff:
      # the gate_up from 2 waves of two workgroups an SM, not 4; the mix from 1, not 1.5): GLM-4.7-Flash's gate_up at 2
      # tokens (384 workgroups), both models' mix at 3 (192); gpu_bench --batch $BATCH (default 2,3) of $P (default the MoE
      # models), $VARIANTS (default A B B A)
      PRESETS=${PRESETS:-deepseek-v2-lite,glm-4.7-flash} BATCH=${BATCH:-2,3} VARIANTS=${VARIANTS:-A B B A} batch_ab waves B:mv-rows4-fewer-waves.diff ;;
   187) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     # EXPERIMENT k_b's decode matvec reading each token's heads of q in place (B = experiments/kb-rows-in-place.diff:
+     # MEASURED (call190: landed in e674ba0, the diff removed) k_b's decode matvec reading each token's heads of q in place (B = experiments/kb-rows-in-place.diff:
      # MatvecShape.x_row, the rows of the stacked [q; kv_a] output L apart): DeepSeek-V2-Lite (no q_lora) copies q out of
      # those rows with a generated kernel in each of its 27 blocks at 2-4 rows (E_48_4_16_4 in call172's step of 4, 8.6 us
      # a block one by one); the GEMMs of 5+ rows keep the copy. gpu_bench --batch $BATCH (default 2,4) of $P (default
      # deepseek-v2-lite), $VARIANTS (default A B B A)
      PRESETS=${PRESETS:-deepseek-v2-lite} BATCH=${BATCH:-2,4} VARIANTS=${VARIANTS:-A B B A} batch_ab kbrows B:kb-rows-in-place.diff ;;
   186) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     # EXPERIMENT the routed experts of a batched step on the staged split GEMM from fewer (token, expert) picks: the rule
+     # MEASURED (call189: rejected, +8% to +18%) the routed experts of a batched step on the staged split GEMM from fewer (token, expert) picks: the rule
      # (gemm.SPLIT_EXPERT_PICKS = 48) was set on the unstaged split GEMM (GLM-4.7-Flash's 32 picks -8.6% there, H200); the
      # staged kernel (cp.async, <= 8 tokens) came after, and gemm.few_tokens kept every product of <= 4 tokens on the
      # matvecs. B = experiments/experts-gemm-picks24.diff (from 24 picks, also at <= 4 tokens: DeepSeek-V2-Lite from 4
