@@ -1224,14 +1224,15 @@ PY
      # (Bench.distinct_tokens: the profiles before it repeated one token in every row, which a MoE model routes to the same
      # 6 or 4 experts: DeepSeek-V2-Lite's step of 8 3.24 ms there, 5.36 in gpu_bench's generate): tools.profile --target
      # decode --batch $BATCH (default 8) and --target mixed --batch $BATCH --chunk 32 of $P (default
-     # deepseek-v2-lite,glm-4.7-flash; KINDS=rows: the step alone), tables in $OUT/prof_<model>_<rows or 32>.txt (the routed
+     # deepseek-v2-lite,glm-4.7-flash; KINDS=rows: the step alone), tables in $OUT/prof_<model>_<rows or 32>_b<B>.txt (the routed
      # products' bytes: the experts the step's tokens reach, WeightRef.share). The step of 4 of all three models:
      # BATCH=4 KINDS=rows PRESETS=youtu-llm-2b,deepseek-v2-lite,glm-4.7-flash
      P=${PRESETS:-deepseek-v2-lite,glm-4.7-flash}; (for m in ${P//,/ }; do synth $m & done; wait); echo "synthesized $(date +%T)"
      for m in ${P//,/ }; do for c in ${KINDS:-rows 32}; do
        a="--target mixed --chunk $c"; [ $c = rows ] && a="--target decode"
-       timeout $(($(left) - 3)) python3 -m tools.profile --model $m $a --batch ${BATCH:-8} --pos 256 --top 8 > "$OUT/prof_${m}_$c.txt" 2>&1
-       grep -E "^(decode|mixed):|critical path|\(all\)" "$OUT/prof_${m}_$c.txt"
+       f="$OUT/prof_${m}_${c}_b${BATCH:-8}.txt"
+       timeout $(($(left) - 3)) python3 -m tools.profile --model $m $a --batch ${BATCH:-8} --pos 256 --top 8 > "$f" 2>&1
+       grep -E "^(decode|mixed):|critical path|\(all\)" "$f"
      done; done ;;
   159) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT experiments/sampler-two-stage.diff (B): each radix pass of the sampler's top-k / top-p select counts per
