@@ -120,8 +120,11 @@
 # Measured 2026-12-07 (calls 188-191, H100, one failed start): 189 (half-warp rows: landed for 2+ rows), 186 (rejected), 187
 # (k_b in place: landed), 188 (twice: the mix from 1 wave landed on the half-warp rows), M="deepseek-v2-lite glm-4.7-flash
 # youtu-llm-2b" BATCH=1,2,4,8,16,32 147 (the batched table beside llama.cpp with them).
-# Next lease, in order: BATCH=16 KINDS=rows PRESETS=glm-4.7-flash,deepseek-v2-lite 160 and BATCH=2 KINDS=rows
-# PRESETS=deepseek-v2-lite 160 (the steps of 16 and 2 kernel by kernel: GLM-4.7-Flash's 16 is its furthest from 2x),
+# Measured 2026-12-07 (call192, H100, after four failed starts): BATCH=16 KINDS=rows PRESETS=glm-4.7-flash,deepseek-v2-lite 160,
+# then BATCH=2 and BATCH=1 KINDS=rows PRESETS=deepseek-v2-lite 160 (the routed GEMMs of 16 rows at 1.0-1.2 TB/s).
+# Next lease, in order: M=glm-4.7-flash BATCHES=16 KERNELS=gemm_mma_q4_0_16_1536_2048_e64 181 (Nsight Compute's stall
+# reasons on the routed gate_up GEMM of a step of 16: 143 us a layer for 146 MB), the same with BATCHES=8 on
+# deepseek-v2-lite (gemm_mma_q4_0_8_1408_2048_e64),
 # M=deepseek-v2-lite SLOTS=8 CLIENTS=1,8 SECS=8 WAIT=300 148 (B: every prompt beside running streams in chunks of 128 on the MoE
 # models; 8 slots capture fewer steps), then M=glm-4.7-flash SLOTS=8 CLIENTS=1,8 SECS=8 WAIT=300 148, 180 (GLM-4.7-Flash's first server:
 # answering after one request's steps, the batched ones while idle), 169
