@@ -282,8 +282,8 @@ def build(s: MatvecShape | Terms, p: Plan | None = None) -> SourceKernel:
   R, W, slots = p.rows, p.warps, (1 if s.mix else s.J)
   # lanes a row in a batched step: half a warp where a term's row leaves a last chunk of at most 16 steps (K = 1408: 44
   # steps, 48 lane slots at 16 lanes against 64 at 32, whose last chunk idles 20 lanes), each half its own RH = R / 2 rows.
-  # H100: steps of 2-8 rows -0.3% to -4% on all three models; one row keeps the whole warp (Youtu-LLM-2B's q_b: each lane
-  # reuses its x over fewer rows; its step +1.5% in one pair)
+  # H100: steps of 2-8 tokens -0.3% to -4% on all three models. A step of one token keeps whole warps (Youtu-LLM-2B's q_b:
+  # each lane would reuse its x over fewer rows; its step read +1.5% in one pair)
   LW = 16 if s.B > 1 and R % 2 == 0 and any(0 < T.steps % 32 <= 16 for T in terms) else 32
   RH = R * LW // 32
   nacc = 2 * RH if s.glu else RH
