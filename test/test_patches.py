@@ -2056,3 +2056,41 @@ print("ok")
 
 def test_0077_cpu_renderers_imported_when_chosen(trees):
   assert_patch_needed(trees, "0077", CPU_RENDERERS_WHEN_CHOSEN, env={"DEV": "CPU"})
+
+POOL_SIGTERM = """
+# tinygrad's worker pool under a SIGTERM sent to the whole process group (`timeout`, `kill -- -PGID`, systemd's stop): a process
+# that stops cleanly on SIGTERM (as a server does) exits, and one that dies of it leaves no worker behind
+import os, signal, subprocess, sys, time
+CHILD = '''
+import signal, sys, time
+from tinygrad.engine.worker import get_worker_pool
+def stop(signum, frame): raise KeyboardInterrupt
+if __name__ == "__main__":
+  assert sorted(get_worker_pool().imap_unordered(abs, [-1, -2, -3, -4])) == [1, 2, 3, 4]
+  if sys.argv[1] == "clean": signal.signal(signal.SIGTERM, stop)
+  print("ready", flush=True)
+  try: time.sleep(60)
+  except KeyboardInterrupt: print("stopped", flush=True)
+'''
+def group_alive(pgid):
+  try: os.killpg(pgid, 0); return True
+  except ProcessLookupError: return False
+for how in ("clean", "dies"):
+  p = subprocess.Popen([sys.executable, "-c", CHILD, how], start_new_session=True, stdout=subprocess.PIPE, text=True,
+                       env={**os.environ, "PARALLEL": "2"})
+  assert p.stdout.readline().strip() == "ready"
+  time.sleep(0.5)   # every worker idle, one of them waiting for a task with the queue's read lock
+  os.killpg(p.pid, signal.SIGTERM)
+  try: p.wait(timeout=20)
+  except subprocess.TimeoutExpired:
+    os.killpg(p.pid, signal.SIGKILL)
+    raise AssertionError(f"{how}: the process did not exit within 20 s of SIGTERM")
+  for _ in range(100):
+    if not group_alive(p.pid): break
+    time.sleep(0.1)
+  assert not group_alive(p.pid), f"{how}: workers outlived their parent"
+print("ok")
+"""
+
+def test_0078_pool_workers_ignore_sigterm_and_end_with_their_parent(trees):
+  assert_patch_needed(trees, "0078", POOL_SIGTERM, env={"DEV": "CPU"})
