@@ -261,7 +261,6 @@ class _Term:
     assert s.K % tc.block == 0 and tc.block % tc.ch == 0, (s, tc)
     self.nb, self.cpb = s.K // tc.block, tc.block // tc.ch
     self.steps = self.nb * self.cpb              # chunks of CH weights in a row
-    self.spl = -(-self.steps // 32)              # chunks per lane (the last one partial if steps % 32)
     self.q4 = tc.ch // 4                         # float4s of x per chunk
     self.sp = self.steps + _pad(self.steps)      # row stride of the staged x, in float4s
     self.rows_w = 2 * s.N if s.glu else s.N      # rows of one expert's W
@@ -286,6 +285,7 @@ def build(s: MatvecShape | Terms, p: Plan | None = None) -> SourceKernel:
   # each lane would reuse its x over fewer rows; its step read +1.5% in one pair)
   LW = 16 if s.B > 1 and R % 2 == 0 and any(0 < T.steps % 32 <= 16 for T in terms) else 32
   RH = R * LW // 32
+  spl = lambda T: -(-T.steps // LW)   # chunks per lane of a row (the last one partial if steps % LW)
   nacc = 2 * RH if s.glu else RH
   params = [Param("out", dtypes.float32, True)]
   for T in terms:
@@ -312,7 +312,7 @@ def build(s: MatvecShape | Terms, p: Plan | None = None) -> SourceKernel:
   # so a warp always has a batch in flight while it computes
   batches, mixes = [], any(T.s.mix for T in terms) and s.B > 1
   for T in sorted(terms, key=lambda T: T.s.op == "experts"):
-    items = [(T, j, u, a) for j in T.js for u in range(-(-T.steps // LW)) for a in range(nacc)]
+    items = [(T, j, u, a) for j in T.js for u in range(spl(T)) for a in range(nacc)]
     per = max(1, ((MIX_BATCH_REGS_4 if R == 4 else MIX_BATCH_REGS) if mixes else BATCH_REGS) // T.tc.regs)
     batches += [items[i:i + per] for i in range(0, len(items), per)]
   def suffix(it):
@@ -325,7 +325,7 @@ def build(s: MatvecShape | Terms, p: Plan | None = None) -> SourceKernel:
       sf = suffix(it)
       n = f"min(row0 + hw*RH + {a % RH}, N - 1)"
       wrow = (n if a < RH else f"N + {n}") if s.glu else n
-      partial = T.steps % LW != 0 and u == -(-T.steps // LW) - 1
+      partial = T.steps % LW != 0 and u == spl(T) - 1
       st = f"min(sub + {LW * u}, {T.steps - 1})" if partial else f"sub + {LW * u}"
       out.append(f"int st{sf} = {st}, ib{sf} = st{sf} / {T.cpb}, c{sf} = st{sf} - ib{sf} * {T.cpb};")
       out.append(f"int bi{sf} = ({T.e(j)} * {T.rows_w} + {wrow}) * {T.nb} + ib{sf};")
@@ -339,7 +339,7 @@ def build(s: MatvecShape | Terms, p: Plan | None = None) -> SourceKernel:
       if (T.t, j, u) != cur:
         if cur is not None: out.append("}")
         cur = (T.t, j, u)
-        guard = f"if (sub + {LW * u} < {T.steps}) " if T.steps % LW != 0 and u == -(-T.steps // LW) - 1 else ""
+        guard = f"if (sub + {LW * u} < {T.steps}) " if T.steps % LW != 0 and u == spl(T) - 1 else ""
         slot = 0 if j is None else j
         out.append(f"{guard}{{  // term {T.t}, slot {jname(j)}, chunk {u}")
         xi = f"sub + {LW * u}"
