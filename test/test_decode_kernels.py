@@ -143,16 +143,27 @@ def test_generated_kernels_are_tinygrads(captures):
   assert captures["generated_fill"]["tensor_cores"] >= 2 * captures["generated_fill"]["n_layer"], captures["generated_fill"]["tensor_cores"]
   assert captures["generated_decode"]["tensor_cores"] == 0
 
-MIXED = r"""
-import json
+# the scripts below: a tiny model on DEV=NULL:NVCC, and the names of a captured step's kernels (inside its graphs too) in order
+STEP_NAMES = r"""
+import json, re
 from apps import synth
 from apps.model import Transformer
 from tinygrad.uop.ops import Ops
+def kernel_names(jit):
+  out = []
+  for call in jit.captured.linear.src:
+    ast = call.src[0]
+    if ast.op is Ops.CUSTOM_FUNCTION and ast.arg == "graph": out += [c.src[0].arg.name for c in ast.src[0].src if c.src[0].op is Ops.PROGRAM]
+    elif ast.op is Ops.PROGRAM: out.append(ast.arg.name)
+  return [re.sub(r"\x1b\[\d+m", "", n) for n in out]
+"""
+
+MIXED = STEP_NAMES + r"""
 m = Transformer.from_gguf(synth.generate("glm-4.7-flash-tiny", "release", progress=False), max_context=256, slots=3, capture_dir=None)
 for _ in m.start(0, [3, 4, 8, 1, 2, 6, 7]): pass
 p = m.begin(1, [9] * 40)
 while p.done < len(p.ids): m.collect(m.launch([0], p))
-names = []
+names = []   # as captured: tinygrad's own kernels keep their colour codes, so the ^E_ count below sees none of them
 for call in m.captures.jits[("mixed", 1, 32, False, (True, False, False, False, False))].captured.linear.src:
   ast = call.src[0]
   if ast.op is Ops.CUSTOM_FUNCTION and ast.arg == "graph": names += [c.src[0].arg.name for c in ast.src[0].src if c.src[0].op is Ops.PROGRAM]
@@ -178,21 +189,12 @@ def test_kernels_per_mixed_step():
   assert count(r"^mv_q\d_\w+_linear_") == 1   # the block's products in the GEMMs; the head of the one sampled row a matvec
   assert count(r"^mv_f32_linear") == r["n_moe"]   # the router's f32 product of all 33 rows on the matvec (MAX_ROWS_F32)
 
-ROWS = r"""
-import json, re
-from apps import synth
-from apps.model import Transformer
-from tinygrad.uop.ops import Ops
+ROWS = STEP_NAMES + r"""
 m = Transformer.from_gguf(synth.generate("youtu-llm-2b-tiny", "release", progress=False), max_context=256, slots=8, capture_dir=None)
 for s in range(8):
   for _ in m.start(s, [3 + s, 4, 8]): pass
 for _ in range(2): m.step(list(range(8)))
-names = []
-for call in m.captures.jits[("rows", 8, (True, False, False, False, False))].captured.linear.src:
-  ast = call.src[0]
-  if ast.op is Ops.CUSTOM_FUNCTION and ast.arg == "graph": names += [c.src[0].arg.name for c in ast.src[0].src if c.src[0].op is Ops.PROGRAM]
-  elif ast.op is Ops.PROGRAM: names.append(ast.arg.name)
-print("RESULT " + json.dumps({"names": [re.sub(r"\x1b\[\d+m", "", n) for n in names], "n_layer": m.cfg.n_layer}))
+print("RESULT " + json.dumps({"names": kernel_names(m.captures.jits[("rows", 8, (True, False, False, False, False))]), "n_layer": m.cfg.n_layer}))
 """
 
 @needs_nvcc
@@ -210,23 +212,13 @@ def test_kernels_per_step_of_8():
   assert all(b.startswith("r_") for a, b in after if "_glu_" not in a), after   # [q_a; kv_a], q_b, o and down: their sums
   assert all(re.search(r"^gemm_xq_\d+_\d+_glu\d+$", b) for a, b in after if "_glu_" in a), after   # gate_up: none
 
-KB_ROWS = r"""
-import json, re
-from apps import synth
-from apps.model import Transformer
-from tinygrad.uop.ops import Ops
+KB_ROWS = STEP_NAMES + r"""
 m = Transformer.from_gguf(synth.generate("deepseek-v2-lite-tiny", "release", progress=False), max_context=256, slots=8, capture_dir=None)
 for s in range(8):
   for _ in m.start(s, [3 + s, 4, 8]): pass
 for B in (4, 8):
   for _ in range(2): m.step(list(range(B)))
-def names(B):
-  out = []
-  for call in next(j for k, j in m.captures.jits.items() if k[:2] == ("rows", B)).captured.linear.src:
-    ast = call.src[0]
-    if ast.op is Ops.CUSTOM_FUNCTION and ast.arg == "graph": out += [c.src[0].arg.name for c in ast.src[0].src if c.src[0].op is Ops.PROGRAM]
-    elif ast.op is Ops.PROGRAM: out.append(ast.arg.name)
-  return [re.sub(r"\x1b\[\d+m", "", n) for n in out]
+names = lambda B: kernel_names(next(j for k, j in m.captures.jits.items() if k[:2] == ("rows", B)))
 print("RESULT " + json.dumps({"names4": names(4), "names8": names(8), "n_layer": m.cfg.n_layer}))
 """
 
