@@ -318,13 +318,15 @@ def test_emulated_mma_split(tmp_path, typ):
 def test_emulated_mma_experts_split(tmp_path, typ):
   """A batched decode step's routed experts (a few tokens: split_k's slices of K, mma_tile's narrow tiles): each slice's
   sums in out (split, T, J, rows of W) for every (token, slot) entry, which add up to the product; an expert chosen by
-  every token (its 7 or 8 entries one tile of 8), one by nobody, x shared by the slots and one
-  row per slot, and [gate; up] rows."""
+  every token (its 7 or 8 entries one tile of 8; at 20 tokens three tiles of 8), one by nobody, x shared by the slots and
+  one row per slot, and [gate; up] rows."""
   J, E, N, K = 3, 5, 72, 1024
-  for T, per_slot, glu in ((7, False, False), (7, True, False), (7, False, True), (8, True, False)):
+  for T, per_slot, glu in ((7, False, False), (7, True, False), (7, False, True), (8, True, False), (20, True, False), (20, False, True)):
     sel = np.stack([np.full(T, 1), np.arange(T) % 3 + 2, (np.arange(T) + 1) % 3 + 2], 1)   # expert 0 unused; 1 every token's
     shape = gemm.split_k(gemm.GemmShape(typ, T, N, K, J, E, per_slot, glu=glu))
-    assert shape.split == 2 and gemm.mma_tile(shape) == (8, 128 if glu else 64), shape   # 8 steps of 4 sub-steps
+    # up to 8 tokens 8 steps of 4 sub-steps in 2 slices; 20 tokens 16 steps of 2 in 4 slices of 8 x 256 tiles (expert 1's 20
+    # entries: three tiles)
+    assert shape.split == (4 if T > 8 else 2) and gemm.mma_tile(shape) == ((8, 256) if T > 8 else (8, 128 if glu else 64)), shape
     rows = 2 * N if glu else N
     bufs, ref = expert_case(typ, T, J, E, rows, K, per_slot, sel, seed=int(per_slot) + 2 * glu, seen=x24)
     bufs[0] = np.full((shape.split, T, J, rows), np.nan, np.float32)
@@ -478,10 +480,35 @@ def test_split_k_rule():
   assert gemm._mma_steps(S(q, 8, 1408, 2048, 6, 64, glu=True), (8, 128)) == 4 and gemm._mma_steps(S(q, 40, 2048, 6144), (40, 64)) == 2
   assert gemm._mma_steps(S(q, 4, 102400, 2048), (8, 128)) == 2 and gemm._mma_steps(S(q, 16, 2048, 2048, split=4), (16, 64)) == 2
   assert gemm.mma_tile(S(q, 8, 2048, 1408, 6, 64, True, split=2)) == (8, 64)
-  # past gemm.SPLIT_EXPERTS tokens: the unsplit tiles of a step of 16-32 sequences
-  assert gemm.split_k(S(q, 16, 1408, 2048, 6, 64, glu=True)).split == 1 and gemm.mma_tile(S(q, 16, 1408, 2048, 6, 64, glu=True)) == (16, 256)
+  # a step of 9-32 sequences: 8 entries x 256 rows, K split (DeepSeek-V2-Lite's gate_up 32 steps of 2 sub-steps: 4 slices;
+  # its down 22: 2); past gemm.SPLIT_EXPERTS (a step of 8 rows with a 32-token chunk) unsplit 16 x 256 tiles
+  for T in (9, 16, 32):
+    gu, dn = gemm.split_k(S(q, T, 1408, 2048, 6, 64, glu=True)), gemm.split_k(S(q, T, 2048, 1408, 6, 64, True))
+    assert (gu.split, dn.split, gemm.mma_tile(gu), gemm.mma_tile(dn)) == (4, 2, (8, 256), (8, 256)), T
+    assert gemm.mma_stages(gu, (8, 256), 2) == 0 and not gemm.build_mma(gu).name.endswith(f"_st{gemm.STAGES}")
+  assert gemm.split_k(S(q, 40, 1408, 2048, 6, 64, glu=True)).split == 1 and gemm.mma_tile(S(q, 40, 1408, 2048, 6, 64, glu=True)) == (16, 256)
   assert gemm.split_k(S(q, 16, 512, 128, 16, 16, True, True)).split == 1
   assert gemm.split_k(S(q, 16, 2048, 96)).split == 1   # 3 blocks: one step of K, nothing to split
+
+@needs_nvcc
+def test_batched_steps_experts_tile_spills_nothing(tmp_path):
+  """The routed gate_up and down of a step of 16 and 32 sequences (DeepSeek-V2-Lite's and GLM-4.7-Flash's shapes, K split,
+  8 x 256 tiles) compile for sm_90 within three workgroups an SM and no stack: the 16 x 256 tile they took before took
+  168 registers and spilled 24 bytes (H100: 60% of cycles with no eligible warp)."""
+  import subprocess
+  def regs(k) -> tuple[int, int]:
+    (tmp_path / "k.cu").write_text(render(k, "CUDA"))
+    r = subprocess.run(["nvcc", "-arch=sm_90", "-cubin", "-o", str(tmp_path / "k.cubin"), "--resource-usage", str(tmp_path / "k.cu")],
+                       capture_output=True, text=True, timeout=300)
+    line = next(ln for ln in (r.stdout + r.stderr).splitlines() if "registers" in ln)
+    return int(line.split("Used ")[1].split()[0]), int(line.split(" bytes cumulative stack")[0].split()[-1]) if "stack" in line else 0
+  q = GGMLType.Q4_0
+  for T in (16, 32):
+    for J, F in ((6, 1408), (4, 1536)):
+      for s in (gemm.GemmShape(q, T, F, 2048, J, 64, glu=True), gemm.GemmShape(q, T, 2048, F, J, 64, True)):
+        k = gemm.build_mma(gemm.split_k(s))
+        n, stack = regs(k)
+        assert k.min_blocks == 3 and n <= 65536 // (3 * 128) and stack == 0, (T, J, s.glu, n, stack)
 
 def test_mma_has_no_metal_rendering():
   k = gemm.build_mma(gemm.GemmShape(GGMLType.Q4_0, 64, 64, 256))

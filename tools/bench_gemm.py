@@ -3,8 +3,8 @@ chunk of each model (512 tokens by default; up to 64, a batched step's, with K s
 model's rule builds it and, with --sweep, every tile x steps x workgroups-per-SM (x K slices, --splits) variant that fits,
 so a rule can be chosen from the table.
 
-  DEV=CUDA python3 -m tools.bench_gemm [--tokens 512] [--models youtu,dsv2,glm] [--sweep steps|tiles] [--steps 4,2,1] [--mbs 1,3,4]
-                                       [--splits 1,2,4] [--iters 20]
+  DEV=CUDA python3 -m tools.bench_gemm [--tokens 512] [--models youtu,dsv2,glm] [--sweep steps|tiles] [--tiles 16x128,..] [--steps 4,2,1]
+                                       [--mbs 1,3,4] [--splits 1,2,4] [--stages 0,4] [--iters 20]
   DEV=CUDA python3 -m tools.bench_gemm --kernels generated [--opts U0:8,U1:4,R3:0,L1:32,L0:2]
 
 --kernels generated times instead the kernel tinygrad generates for each dense product (apps/quantized.py on the generated
@@ -15,7 +15,8 @@ axis:amount).
 A timed step is one TinyJit replay of `copies` calls of the kernel on distinct weight copies (together past the L2 cache,
 as a chunk's products read weights the previous kernels evicted), one x and one output (so the graph runs the calls one
 after another: independent calls overlapped, which flattered tiles that leave SMs idle); the table shows microseconds per call, the
-integer tensor-core throughput (two int8 mma a product: x is 16-bit) and, for variants, the ratio to the rule's kernel.
+integer tensor-core throughput (two int8 mma a product: x is 16-bit), the weights' bytes read a second (routed experts: those
+of the experts the uniform random routing reaches) and, for variants, the ratio to the rule's kernel.
 Only the quantized x records are timed (build_xq runs once, apart). Runs with python3 + numpy + upstream/ only.
 """
 from __future__ import annotations
@@ -53,13 +54,14 @@ def shape_of(typ: GGMLType, T: int, N: int, K: int, form: str) -> GemmShape:
   if form.startswith("b"): J = int(form[1:]); return GemmShape(typ, T, N, K, J, J, True, True)
   return GemmShape(typ, T, N, K, glu=glu, residual=res)
 
-def variants(s: GemmShape, tiles: bool, steps=(4, 2, 1), mbs=(1, 3, 4), splits=()) -> list[tuple[tuple[int, int], int, int, int]]:
+def variants(s: GemmShape, tiles: bool | list[tuple[int, int]], steps=(4, 2, 1), mbs=(1, 3, 4),
+             splits=()) -> list[tuple[tuple[int, int], int, int, int]]:
   """(tile, steps, workgroups per SM, K slices) of the rule first, then the others that fit the shape and shared memory: the
-  rule's tile (with `tiles`, every tile) x steps 4, 2, 1 x registers as they come or capped for 3 or 4 workgroups per SM x
-  the rule's slices of K (or each of `splits` that divides the steps)."""
+  rule's tile (with `tiles`, every tile, or those listed) x steps 4, 2, 1 x registers as they come or capped for 3 or 4
+  workgroups per SM x the rule's slices of K (or each of `splits` that divides the steps)."""
   rule = (mma_tile(s), _mma_steps(s, mma_tile(s)), build_mma(s).min_blocks, s.split)
   out = [rule]
-  alts = [(64, 128), (16, 256), (32, 128), (48, 128), (32, 256), (64, 64), (32, 64)] if s.experts else \
+  alts = tiles if isinstance(tiles, list) else [(64, 128), (16, 256), (32, 128), (48, 128), (32, 256), (64, 64), (32, 64)] if s.experts else \
          [(tt, tn) for tn in ((128, 256) if s.glu else (64, 128)) for tt in (64, 32, 16, 8) if tt < 2 * s.T]
   for tile in [rule[0]] + ([t for t in alts if t != rule[0]] if tiles else []):
     for sb in steps:
@@ -70,7 +72,7 @@ def variants(s: GemmShape, tiles: bool, steps=(4, 2, 1), mbs=(1, 3, 4), splits=(
           if v not in out and (s.K // KB // sb) % sp == 0 and (sp == 1 or not (s.batched or s.residual)): out.append(v)
   return out
 
-def bench(model: str, name: str, s: GemmShape, sweep: str, iters: int, rng, steps, mbs, splits, stages=(None,)) -> None:
+def bench(model: str, name: str, s: GemmShape, sweep: str, iters: int, rng, steps, mbs, splits, stages=(None,), tiles=None) -> None:
   dev = Device.DEFAULT
   ne = (s.K, s.N * (2 if s.glu else 1), *([s.E] if s.E else []))
   w_bytes = math.prod(ne) // 32 * 18
@@ -81,11 +83,14 @@ def bench(model: str, name: str, s: GemmShape, sweep: str, iters: int, rng, step
   R = s.T * s.J if (s.x_per_slot or s.batched) else s.T
   xq = Tensor(rng.integers(0, 2**32, (s.K // KB * R * XQ_WORDS,), dtype=np.uint32)).realize()
   extra = []
-  if s.experts: extra.append(Tensor(rng.integers(0, s.E, (s.T, s.J)).astype(np.int32)).realize())
+  sel = rng.integers(0, s.E, (s.T, s.J)).astype(np.int32)
+  if s.experts: extra.append(Tensor(sel).realize())
+  read = len(raw) // max(s.E, 1) * (len(np.unique(sel)) if s.experts else 1)   # the weights' bytes the product reads
   if s.residual: extra.append(Tensor(rng.standard_normal((s.T, s.N)).astype(np.float32)).realize())
   flops = 2 * 2 * s.T * s.J * s.N * s.K * (2 if s.glu else 1)   # int8 multiply-adds: (h, l) per product
   base = None
-  for (tile, sb, mb, sp), st in itertools.product(variants(s, sweep == "tiles", steps, mbs, splits) if sweep else variants(s, False)[:1], stages):
+  vs = variants(s, tiles or sweep == "tiles", steps, mbs, splits) if sweep else variants(s, False)[:1]
+  for (tile, sb, mb, sp), st in itertools.product(vs, stages):
     v = replace(s, split=sp)
     try: k = build_mma(v, tile, sb, mb, st)
     except AssertionError: continue
@@ -104,7 +109,7 @@ def bench(model: str, name: str, s: GemmShape, sweep: str, iters: int, rng, step
     us = (time.perf_counter() - t0) / iters / copies * 1e6
     base = base or us
     print(f"{model:6s} {name:15s} {s.type.name:5s} {s.T:5d} {s.N:6d} {s.K:6d} {str(tile):>10s} {sb:3d} {mb:3d} {sp:3d} {us:9.1f} "
-          f"{flops / us / 1e6:8.1f} {base / us:6.3f} {k.name.rsplit('_', 1)[1] if '_st' in k.name else 'reg':>4s}", flush=True)
+          f"{flops / us / 1e6:8.1f} {read / us / 1e3:6.0f} {base / us:6.3f} {k.name.rsplit('_', 1)[1] if '_st' in k.name else 'reg':>4s}", flush=True)
 
 def bench_generated(model: str, name: str, typ: GGMLType, T: int, N: int, K: int, iters: int, rng, opts: str | None = None) -> None:
   from apps.quantized import QuantizedLinear
@@ -123,6 +128,7 @@ def main() -> None:
   ap.add_argument("--only", default="", help="comma list of product names to time (default: all)")
   ap.add_argument("--sweep", choices=["steps", "tiles"], help="also the variants: steps x workgroups per SM of the rule's tile "
                   "(steps), or of every tile (tiles)")
+  ap.add_argument("--tiles", default="", help="the sweep's tiles instead of every tile, as TTxTN,.. (e.g. 16x128,16x256)")
   ap.add_argument("--steps", default="4,2,1", help="the sweep's sub-steps per step")
   ap.add_argument("--mbs", default="1,3,4", help="the sweep's workgroups per SM")
   ap.add_argument("--splits", default="", help="the sweep's slices of K (default: the rule's)")
@@ -142,13 +148,14 @@ def main() -> None:
           bench_generated(model, name, typ, args.tokens, N * (2 if form == "glu" else 1), K, args.iters, rng, args.opts)
     return
   print(f"{'model':6s} {'product':15s} {'type':5s} {'T':>5s} {'N':>6s} {'K':>6s} {'tile':>10s} {'sb':>3s} {'mb':>3s} {'sp':>3s} {'us':>9s} "
-        f"{'int8 TOPS':>8s} {'x rule':>6s} {'wts':>4s}")
+        f"{'int8 TOPS':>8s} {'GB/s':>6s} {'x rule':>6s} {'wts':>4s}")
   for model in args.models.split(","):
     for name, typ, N, K, form in MODELS[model]:
       if args.only and name not in args.only.split(","): continue
       s = gemm.split_k(shape_of(typ, args.tokens, N, K, form))
       if not mma_supports(s, Device.DEFAULT): print(f"{model:6s} {name:15s}: no tensor-core kernel on {Device.DEFAULT}"); continue
       bench(model, name, s, args.sweep, args.iters, rng, [int(v) for v in args.steps.split(',')], [int(v) for v in args.mbs.split(',')],
-            [int(v) for v in args.splits.split(',') if v], [int(v) for v in args.stages.split(',') if v] or [None])
+            [int(v) for v in args.splits.split(',') if v], [int(v) for v in args.stages.split(',') if v] or [None],
+            [tuple(map(int, t.split("x"))) for t in args.tiles.split(",") if t] or None)
 
 if __name__ == "__main__": main()

@@ -20,11 +20,10 @@ row blocks in gate / up pairs). x records reach shared memory by cp.async, two s
 workgroups (`split_k`): its tokens make one tile, so unsplit it would be N / 64 workgroups each streaming its rows' whole
 K with few loads in flight; the slices' sums are added up by a tensor op, which then applies SwiGLU and the residual (H200,
 Youtu-LLM-2B decode of 16 sequences: 2,658 -> 5,395 tok/s, OPTIMIZATION_JOURNAL.md); a SwiGLU product's slices go to the
-next product's x quantization instead, where that is their reader (build_xq's glu). Such a step's routed experts split
-too, in narrow tiles (an expert's entries are at most its tokens): the workgroups that run are the chosen experts' row
-bands, so unsplit they were few (DeepSeek-V2-Lite's
-8 sequences chose ~6.5 experts a layer on the synthetic files: 72 workgroups of 256 rows, each streaming K whole); their
-expert mix is the tensor ops' after the slices' sum.
+next product's x quantization instead, where that is their reader (build_xq's glu). Such a step's routed experts (up to 32
+tokens) split too, in tiles of a few entries (an expert's entries are at most its tokens): the workgroups that run are the
+chosen experts' row bands, so unsplit they were few, each streaming K whole; their expert mix is the tensor ops' after
+the slices' sum.
 
 The CUDA-core kernel (`build`, Metal and older CUDA): per step it dequantizes its rows' 32 weights exactly (as gguf-py:
 d * (q - offset), or (d * sc) * q - (dmin * m) for the K-quants, in fp32) and stages x in shared memory, both k-major as
@@ -392,8 +391,10 @@ MMA_TYPES: dict[GGMLType, MmaType] = {
     ("ds", "sc0", "sc1")),
 }
 
-SPLIT_EXPERTS = 8    # tokens up to which routed experts take narrow tiles with K split (split_k): H200, DeepSeek-V2-Lite's
-                     # batched step of 8 sequences +7.0%; of 16 -4.3% against the unsplit 16 x 256 tiles (OPTIMIZATION_JOURNAL.md)
+SPLIT_EXPERTS = 32   # tokens up to which routed experts split K (split_k): H200, DeepSeek-V2-Lite's batched step of 8
+                     # sequences +7.0% against unsplit tiles; H100, on 8 x 256 tiles from 9 tokens, the steps of 16 / 32
+                     # -15% / -10% (DeepSeek-V2-Lite) and -16% / -11% (GLM-4.7-Flash) against unsplit 16 x 256 ones
+                     # (OPTIMIZATION_JOURNAL.md)
 SPLIT_EXPERT_PICKS = 48   # (token, expert) picks from which such a step's routed experts take the split GEMM, not the
                           # matvecs (which dequantize an expert's rows again for each pick; the GEMM's slices cost two
                           # kernels a layer more): H200, 8 sequences, DeepSeek-V2-Lite's 48 picks +7.3%, GLM-4.7-Flash's 32 -8.6%;
@@ -412,7 +413,10 @@ def mma_tile(s: GemmShape) -> tuple[int, int]:
   (H100: 207 -> 159 us alone, Youtu-LLM-2B's step of 8 -4.3%)."""
   few = -(-s.T // 8) * 8   # the tokens in whole column blocks: a wider tile stages x records nobody reads
   if s.experts:
-    if s.T <= SPLIT_EXPERTS: return (min(16, few), 128 if s.glu else 64)   # a batched decode step: its K split (split_k)
+    # a batched decode step, its K split (split_k): up to 8 tokens narrow tiles; 9-32 tokens pick ~1.5-3 entries an expert
+    # (64 experts), so 8 entries x 256 rows: the 16 x 256 tile took 168 registers and spilled (sm_90), three workgroups an
+    # SM at 18.8% occupancy, no eligible warp 60% of cycles (Nsight Compute, H100); 8 x 256 takes 142-146, no stack
+    if s.T <= SPLIT_EXPERTS: return (min(16, few), 128 if s.glu else 64) if s.T <= 8 else (8, 256)
     return (64, 128) if s.T * s.J >= 32 * s.E else (16, 256)
   if s.split > 1: return (few, 128 if s.glu else 64)   # all the tokens in one tile, a row block a warp
   wgs = lambda tt, tn: -(-s.N * (2 if s.glu else 1) // tn) * -(-s.T // tt) * (s.E if s.batched else 1)

@@ -122,9 +122,13 @@
 # youtu-llm-2b" BATCH=1,2,4,8,16,32 147 (the batched table beside llama.cpp with them).
 # Measured 2026-12-07 (call192, H100, after four failed starts): BATCH=16 KINDS=rows PRESETS=glm-4.7-flash,deepseek-v2-lite 160,
 # then BATCH=2 and BATCH=1 KINDS=rows PRESETS=deepseek-v2-lite 160 (the routed GEMMs of 16 rows at 1.0-1.2 TB/s).
-# Next lease, in order: M=glm-4.7-flash BATCHES=16 KERNELS=gemm_mma_q4_0_16_1536_2048_e64 181 (Nsight Compute's stall
-# reasons on the routed gate_up GEMM of a step of 16: 143 us a layer for 146 MB), the same with BATCHES=8 on
-# deepseek-v2-lite (gemm_mma_q4_0_8_1408_2048_e64),
+# Measured 2026-12-07 (calls 193-195, H100, two failed starts): 193 (the routed GEMMs of 16 and 32 tokens alone; staged split
+# tiles from 9 tokens: rejected; Nsight Compute on GLM-4.7-Flash's gate_up of 16: 168 registers, spills, 18.8% occupancy),
+# 194 (8 x 256 tiles in K slices: landed, the steps of 16 / 32 -10% to -16%), M="deepseek-v2-lite glm-4.7-flash"
+# BATCH=1,8,16,32 147 (beside llama.cpp with it).
+# Next lease, in order: the routed GEMMs of 8 tokens (DeepSeek-V2-Lite's step of 8 at 1.27x llama.cpp) on the 8 x 256
+# register tiles against the staged 8 x 128 ones (bench_gemm --tokens 8 --tiles 8x128,8x256 --stages 0,4, then the model),
+# Nsight Compute on the 8 x 256 gate_up of 16 (what bounds it now),
 # M=deepseek-v2-lite SLOTS=8 CLIENTS=1,8 SECS=8 WAIT=300 148 (B: every prompt beside running streams in chunks of 128 on the MoE
 # models; 8 slots capture fewer steps), then M=glm-4.7-flash SLOTS=8 CLIENTS=1,8 SECS=8 WAIT=300 148, 180 (GLM-4.7-Flash's first server:
 # answering after one request's steps, the batched ones while idle), 169
@@ -967,6 +971,49 @@ case $1 in
        d=.; [ $v = B ] && d=/tmp/B; echo "-- $v $(date +%T)"
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
+     done ;;
+  194) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # MEASURED (call194, against 90b61bd: E landed, the diff removed; D rejected, experiments/experts-split-32-d.diff applies
+     # to 90b61bd) the routed experts' GEMMs of a step of 16 and 32 sequences on K slices in register tiles (call193: the rule's unsplit
+     # 16 x 256 tile takes 168 registers and spills (sm_90: 24 bytes of stack), three workgroups an SM, Nsight Compute 18.8%
+     # occupancy and 60% of cycles with no eligible warp; the staged split (16 x 128) lost in the model; the 16 x 256
+     # register tile in 2 or 4 slices ran GLM-4.7-Flash's and DeepSeek-V2-Lite's gate_up 18-20% faster alone, and a SwiGLU
+     # product's slices go to the next x quantization, no sum kernel). While the models synthesize, bench_gemm --tokens 16 and
+     # 32 (uniform routing): tiles 8 x 256 (142-146 registers, no stack) / 16 x 256 x workgroups an SM 3 / 4 x K slices 1 / 2
+     # / 4; then in the model (gpu_bench --batch $BATCH, default 16,32, of $P, default the MoE models, $VARIANTS, default A D
+     # E E D A): D = experiments/experts-split-32-d.diff (9-32 tokens: 16 x 256 tiles, K split as split_k splits <= 8's), E
+     # = -e.diff (the same on 8 x 256 tiles)
+     P=${PRESETS:-deepseek-v2-lite,glm-4.7-flash}; (for m in ${P//,/ }; do synth $m & done; wait) > "$OUT/synth.log" 2>&1 &
+     python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
+     for tk in 16 32; do
+       timeout $(( ($(left) - 360) / 2 )) python3 -m tools.bench_gemm --tokens $tk --models dsv2,glm --only gate_up_exps,down_exps --sweep steps \
+         --tiles 8x256,16x256 --steps 2 --mbs 3,4 --splits 1,2,4 --stages 0 --iters 30 2>&1 | grep -v "^device" | tee "$OUT/sweep_$tk.txt"
+     done
+     wait; echo "synthesized $(date +%T)"
+     PRESETS=$P BATCH=${BATCH:-16,32} VARIANTS=${VARIANTS:-A D E E D A} batch_ab split D:experts-split-32-d.diff E:experts-split-32-e.diff ;;
+  193) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # MEASURED (call193, against 90b61bd: B and C rejected) the routed experts' GEMMs of a step of 16 and 32 sequences (call192: GLM-4.7-Flash's step of 16 reads 9.9 GB in them at
+     # 1.0-1.2 TB/s, gate_up 143 us a layer; unsplit 16 x 256 tiles, the weights one step ahead in registers). While the
+     # models synthesize, the products alone (bench_gemm --tokens 16 and 32, uniform routing, GB/s the chosen experts'
+     # bytes): tiles 16 x 128 / 16 x 256 x K slices 1 / 2 / 4 x weights in registers or staged (4 steps); then in the model
+     # (gpu_bench --batch $BATCH, default 16,32, of $P, default the MoE models, $VARIANTS, default A B C C B A): B =
+     # experiments/experts-staged-split-16.diff (the staged split rule of <= 8 tokens up to 16), C = -32.diff (up to 32);
+     # then, while the time lasts, Nsight Compute's full set on GLM-4.7-Flash's gate_up of 16 tokens, the tree's kernel and B's
+     P=${PRESETS:-deepseek-v2-lite,glm-4.7-flash}; (for m in ${P//,/ }; do synth $m & done; wait) > "$OUT/synth.log" 2>&1 &
+     python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
+     for tk in 16 32; do
+       timeout $(( ($(left) - 400) / 2 )) python3 -m tools.bench_gemm --tokens $tk --models dsv2,glm --only gate_up_exps,down_exps --sweep steps \
+         --tiles 16x128,16x256 --steps 2 --mbs 3 --splits 1,2,4 --stages 0,4 --iters 30 2>&1 | grep -v "^device" | tee "$OUT/sweep_$tk.txt"
+     done
+     wait; echo "synthesized $(date +%T)"
+     PRESETS=$P BATCH=${BATCH:-16,32} VARIANTS=${VARIANTS:-A B C C B A} DEADLINE=$((DEADLINE - 90)) \
+       batch_ab staged B:experts-staged-split-16.diff C:experts-staged-split-32.diff
+     for d in . /tmp/B; do [ $(left) -gt 45 ] || break; n=A; [ $d = . ] || n=B; echo "-- ncu $n $(date +%T)"
+       (cd $d && timeout $(( $(left) - 5 )) ncu --set full --clock-control none --launch-skip 3 --launch-count 1 \
+         --kernel-name regex:"gemm_mma_q4_0_16_1536_2048_e64" python3 -m tools.bench_gemm --tokens 16 --models glm --only gate_up_exps \
+         --iters 2 > "$OUT/ncu_gate_up_16_$n.txt" 2>&1)
+       grep -E "^  [a-z_0-9]+\(|Duration|Registers Per|Achieved Occupancy|Theoretical Occupancy|DRAM Throughput|L2 Cache Throughput|L1/TEX Cache Throughput|Warp Cycles Per Issued|Issue Slots Busy|Stall|No Eligible|Compute \(SM\) Throughput|Memory Throughput|Block Limit|Mem Busy|Max Bandwidth|L1/TEX Hit|L2 Hit|Active Warps|Eligible|Waves Per SM" \
+         "$OUT/ncu_gate_up_16_$n.txt" | head -45
      done ;;
   189) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # MEASURED (call188: landed in 8b15aec for steps of 2+ rows, the diff removed) rows on half a warp where a row's last lane chunk is at most 16 steps (B = experiments/mv-half-warp-rows.diff:
