@@ -126,9 +126,8 @@
 # tiles from 9 tokens: rejected; Nsight Compute on GLM-4.7-Flash's gate_up of 16: 168 registers, spills, 18.8% occupancy),
 # 194 (8 x 256 tiles in K slices: landed, the steps of 16 / 32 -10% to -16%), M="deepseek-v2-lite glm-4.7-flash"
 # BATCH=1,8,16,32 147 (beside llama.cpp with it).
-# Next lease, in order: the routed GEMMs of 8 tokens (DeepSeek-V2-Lite's step of 8 at 1.27x llama.cpp) on the 8 x 256
-# register tiles against the staged 8 x 128 ones (bench_gemm --tokens 8 --tiles 8x128,8x256 --stages 0,4, then the model),
-# Nsight Compute on the 8 x 256 gate_up of 16 (what bounds it now),
+# Next lease, in order: 196 (the routed GEMMs of 5-8 tokens on the 8 x 256 register tiles, and from 32 picks: DeepSeek-V2-Lite's
+# step of 8 is 1.27x llama.cpp, GLM-4.7-Flash's 1.56x), Nsight Compute on the 8 x 256 gate_up of 16 (what bounds it now),
 # M=deepseek-v2-lite SLOTS=8 CLIENTS=1,8 SECS=8 WAIT=300 148 (B: every prompt beside running streams in chunks of 128 on the MoE
 # models; 8 slots capture fewer steps), then M=glm-4.7-flash SLOTS=8 CLIENTS=1,8 SECS=8 WAIT=300 148, 180 (GLM-4.7-Flash's first server:
 # answering after one request's steps, the batched ones while idle), 169
@@ -972,6 +971,22 @@ case $1 in
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
      done ;;
+  196) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT the routed experts of 5-8 tokens on the 8 x 256 register tiles in K slices that 9-32 tokens took in 414a71e
+     # (DeepSeek-V2-Lite's step of 8, 48 picks on the staged 8 x 128 GEMM, is 1.27x llama.cpp in call195; GLM-4.7-Flash's 32
+     # picks stay on the matvecs under gemm.SPLIT_EXPERT_PICKS). While the models synthesize, bench_gemm --tokens 8 (uniform
+     # routing): tiles 8 x 128 / 8 x 256 x steps 2 / 4 x K slices 1 / 2 / 4 x staged or not; then gpu_bench --batch $BATCH
+     # (default 6,8) of $P (default the MoE models), $VARIANTS (default A F G G F A): F = experiments/experts-8-tokens-8x256.diff,
+     # G = -picks32.diff (F, and the GEMM from 32 picks: GLM-4.7-Flash's 8 rows, DeepSeek-V2-Lite's 6); between them tools.path_check
+     # of a 24-token window
+     P=${PRESETS:-deepseek-v2-lite,glm-4.7-flash}; (for m in ${P//,/ }; do synth $m & done; wait) > "$OUT/synth.log" 2>&1 &
+     python3 -m compileall -q upstream/tinygrad apps tools > /dev/null
+     [ -n "$NOSWEEP" ] || timeout $(( $(left) - 330 )) python3 -m tools.bench_gemm --tokens 8 --models dsv2,glm --only gate_up_exps,down_exps \
+       --sweep steps --tiles 8x128,8x256 --steps 2,4 --mbs 3 --splits 1,2,4 --stages 0,4 --iters 30 2>&1 | grep -v "^device" | tee "$OUT/sweep_8.txt"
+     wait; echo "synthesized $(date +%T)"
+     # the full-size check of a 24-token prompt's products on 414a71e's split 8 x 256 expert tiles (prefill against generated)
+     timeout 150 python3 -m tools.path_check --presets $P --tokens 24 --skip 4 2>&1 | grep -v Warn | tail -6
+     PRESETS=$P BATCH=${BATCH:-6,8} VARIANTS=${VARIANTS:-A F G G F A} batch_ab few F:experts-8-tokens-8x256.diff G:experts-8-tokens-8x256-picks32.diff ;;
   194) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # MEASURED (call194, against 90b61bd: E landed, the diff removed; D rejected, experiments/experts-split-32-d.diff applies
      # to 90b61bd) the routed experts' GEMMs of a step of 16 and 32 sequences on K slices in register tiles (call193: the rule's unsplit
