@@ -18,3 +18,11 @@ def run_script(script: str, dev: str) -> str:
   r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)
   assert r.returncode == 0, r.stderr[-3000:]
   return r.stdout
+
+def sm90_registers(source: str, tmp_path) -> tuple[int, int]:
+  """(registers a thread, bytes of stack) of the CUDA `source`'s kernel compiled for sm_90 (nvcc --resource-usage)."""
+  (tmp_path / "k.cu").write_text(source)
+  r = subprocess.run(["nvcc", "-arch=sm_90", "-cubin", "-o", str(tmp_path / "k.cubin"), "--resource-usage", str(tmp_path / "k.cu")],
+                     capture_output=True, text=True, timeout=300)
+  line = next(ln for ln in (r.stdout + r.stderr).splitlines() if "registers" in ln)
+  return int(line.split("Used ")[1].split()[0]), int(line.split(" bytes cumulative stack")[0].split()[-1]) if "stack" in line else 0

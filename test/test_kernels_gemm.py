@@ -15,7 +15,7 @@ from apps.packed import PackedTensor, format_for
 from apps.dispatch import KernelSpec
 from apps.kernels import gemm, render, language_of
 from test_quantized import random_tensor, ref_weight, relerr, fp32_bound, x24, near_tie_case, top_k_sets
-from nvcc import needs_nvcc, run_nvcc_script
+from nvcc import needs_nvcc, run_nvcc_script, sm90_registers
 from emulator import emulate
 
 TYPES = list(gemm.TYPES)
@@ -495,13 +495,7 @@ def test_batched_steps_experts_tile_spills_nothing(tmp_path):
   """The routed gate_up and down of a step of 16 and 32 sequences (DeepSeek-V2-Lite's and GLM-4.7-Flash's shapes, K split,
   8 x 256 tiles) compile for sm_90 within three workgroups an SM and no stack: the 16 x 256 tile they took before took
   168 registers and spilled 24 bytes (H100: 60% of cycles with no eligible warp)."""
-  import subprocess
-  def regs(k) -> tuple[int, int]:
-    (tmp_path / "k.cu").write_text(render(k, "CUDA"))
-    r = subprocess.run(["nvcc", "-arch=sm_90", "-cubin", "-o", str(tmp_path / "k.cubin"), "--resource-usage", str(tmp_path / "k.cu")],
-                       capture_output=True, text=True, timeout=300)
-    line = next(ln for ln in (r.stdout + r.stderr).splitlines() if "registers" in ln)
-    return int(line.split("Used ")[1].split()[0]), int(line.split(" bytes cumulative stack")[0].split()[-1]) if "stack" in line else 0
+  regs = lambda k: sm90_registers(render(k, "CUDA"), tmp_path)
   q = GGMLType.Q4_0
   for T in (16, 32):
     for J, F in ((6, 1408), (4, 1536)):

@@ -14,7 +14,7 @@ from apps.dispatch import KernelSpec, kernel_for
 from apps.kernels import matvec, render, language_of
 from tinygrad import Tensor, Device, GlobalCounters
 from test_quantized import random_tensor, ref_weight, write_gguf, relerr, fp32_bound, x24, near_tie_case, top_k_sets
-from nvcc import needs_nvcc, run_nvcc_script
+from nvcc import needs_nvcc, run_nvcc_script, sm90_registers
 from emulator import emulate
 from apps.packed import PackedTensor
 
@@ -454,14 +454,7 @@ def test_expert_mix_of_several_rows_fits_two_workgroups_an_sm(tmp_path):
   (hoisting every load, it took 246 and 160: one an SM). Two rows a warp spill nothing; four (the plan from 3 tokens, eight
   accumulators) at most DeepSeek-V2-Lite's one word (its six mix weights; batches of 32 registers spilled 96 bytes). One
   row keeps its plan and bounds."""
-  import subprocess
-  def regs(k) -> tuple[int, int]:
-    (tmp_path / "k.cu").write_text(render(k, "CUDA"))
-    r = subprocess.run(["nvcc", "-arch=sm_90", "-cubin", "-o", str(tmp_path / "k.cubin"), "--resource-usage", str(tmp_path / "k.cu")],
-                       capture_output=True, text=True, timeout=300)
-    line = next(ln for ln in (r.stdout + r.stderr).splitlines() if "registers" in ln)
-    stack = int(line.split(" bytes cumulative stack")[0].split()[-1]) if "stack" in line else 0
-    return int(line.split("Used ")[1].split()[0]), stack
+  regs = lambda k: sm90_registers(render(k, "CUDA"), tmp_path)
   for J, F, KS in ((6, 1408, 2816), (4, 1536, 1536)):
     for B in (1, 2, 3, 4, 8):
       terms = (matvec.MatvecShape("experts", GGMLType.Q4_0, B, J, 2048, F, 64, True, residual=True, mix=True),
