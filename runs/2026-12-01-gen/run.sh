@@ -127,7 +127,7 @@
 # 194 (8 x 256 tiles in K slices: landed, the steps of 16 / 32 -10% to -16%), M="deepseek-v2-lite glm-4.7-flash"
 # BATCH=1,8,16,32 147 (beside llama.cpp with it).
 # Next lease, in order: 196 (the routed GEMMs of 5-8 tokens on the 8 x 256 register tiles, and from 32 picks: DeepSeek-V2-Lite's
-# step of 8 is 1.27x llama.cpp, GLM-4.7-Flash's 1.56x), Nsight Compute on the 8 x 256 gate_up of 16 (what bounds it now),
+# step of 8 is 1.27x llama.cpp, GLM-4.7-Flash's 1.56x), 197 (a tile's x records of its entries only), Nsight Compute on the 8 x 256 gate_up of 16 (what bounds it now),
 # M=deepseek-v2-lite SLOTS=8 CLIENTS=1,8 SECS=8 WAIT=300 148 (B: every prompt beside running streams in chunks of 128 on the MoE
 # models; 8 slots capture fewer steps), then M=glm-4.7-flash SLOTS=8 CLIENTS=1,8 SECS=8 WAIT=300 148, 180 (GLM-4.7-Flash's first server:
 # answering after one request's steps, the batched ones while idle), 169
@@ -971,6 +971,19 @@ case $1 in
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
      done ;;
+  197) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT a tile's x records of its entries only (H = experiments/experts-entries-records.diff: build_mma's cp.async of
+     # x skips the tile's columns past its entries, which it never stores; a step of 16's routed expert has ~1.5 of its 8 x
+     # 256 tile's 8 columns, and the records are ~14% of a workgroup's bytes a step, read from L2): bench_gemm --tokens 16 of
+     # the MoE models' routed products in the tree and in H, then gpu_bench --batch $BATCH (default 8,16,32) of $P (default
+     # the MoE models), $VARIANTS (default A H H A)
+     P=${PRESETS:-deepseek-v2-lite,glm-4.7-flash}; (for m in ${P//,/ }; do synth $m & done; wait) > "$OUT/synth.log" 2>&1 &
+     tree /tmp/H experts-entries-records.diff || exit 1
+     for d in . /tmp/H; do echo "-- bench_gemm $d"
+       (cd $d && timeout 60 python3 -m tools.bench_gemm --tokens 16 --models dsv2,glm --only gate_up_exps,down_exps --iters 50 2>&1 | grep -v "^device\|^model")
+     done
+     wait; echo "synthesized $(date +%T)"
+     PRESETS=$P BATCH=${BATCH:-8,16,32} VARIANTS=${VARIANTS:-A H H A} batch_ab records H:experts-entries-records.diff ;;
   196) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT the routed experts of 5-8 tokens on the 8 x 256 register tiles in K slices that 9-32 tokens took in 414a71e
      # (DeepSeek-V2-Lite's step of 8, 48 picks on the staged 8 x 128 GEMM, is 1.27x llama.cpp in call195; GLM-4.7-Flash's 32
