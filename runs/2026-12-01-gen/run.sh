@@ -127,7 +127,8 @@
 # 194 (8 x 256 tiles in K slices: landed, the steps of 16 / 32 -10% to -16%), M="deepseek-v2-lite glm-4.7-flash"
 # BATCH=1,8,16,32 147 (beside llama.cpp with it).
 # Next lease, in order: 196 (the routed GEMMs of 5-8 tokens on the 8 x 256 register tiles, and from 32 picks: DeepSeek-V2-Lite's
-# step of 8 is 1.27x llama.cpp, GLM-4.7-Flash's 1.56x), 197 (a tile's x records of its entries only), Nsight Compute on the 8 x 256 gate_up of 16 (what bounds it now),
+# step of 8 is 1.27x llama.cpp, GLM-4.7-Flash's 1.56x), 197 (a tile's x records of its entries only), Nsight Compute on the
+# 8 x 256 gate_up of 16 (what bounds it now),
 # M=deepseek-v2-lite SLOTS=8 CLIENTS=1,8 SECS=8 WAIT=300 148 (B: every prompt beside running streams in chunks of 128 on the MoE
 # models; 8 slots capture fewer steps), then M=glm-4.7-flash SLOTS=8 CLIENTS=1,8 SECS=8 WAIT=300 148, 180 (GLM-4.7-Flash's first server:
 # answering after one request's steps, the batched ones while idle), 169
