@@ -495,13 +495,12 @@ def test_batched_steps_experts_tile_spills_nothing(tmp_path):
   """The routed gate_up and down of a step of 16 and 32 sequences (DeepSeek-V2-Lite's and GLM-4.7-Flash's shapes, K split,
   8 x 256 tiles) compile for sm_90 within three workgroups an SM and no stack: the 16 x 256 tile they took before took
   168 registers and spilled 24 bytes (H100: 60% of cycles with no eligible warp)."""
-  regs = lambda k: sm90_registers(render(k, "CUDA"), tmp_path)
   q = GGMLType.Q4_0
   for T in (16, 32):
     for J, F in ((6, 1408), (4, 1536)):
       for s in (gemm.GemmShape(q, T, F, 2048, J, 64, glu=True), gemm.GemmShape(q, T, 2048, F, J, 64, True)):
         k = gemm.build_mma(gemm.split_k(s))
-        n, stack = regs(k)
+        n, stack = sm90_registers(render(k, "CUDA"), tmp_path)
         assert k.min_blocks == 3 and n <= 65536 // (3 * 128) and stack == 0, (T, J, s.glu, n, stack)
 
 def test_mma_has_no_metal_rendering():

@@ -454,14 +454,13 @@ def test_expert_mix_of_several_rows_fits_two_workgroups_an_sm(tmp_path):
   (hoisting every load, it took 246 and 160: one an SM). Two rows a warp spill nothing; four (the plan from 3 tokens, eight
   accumulators) at most DeepSeek-V2-Lite's one word (its six mix weights; batches of 32 registers spilled 96 bytes). One
   row keeps its plan and bounds."""
-  regs = lambda k: sm90_registers(render(k, "CUDA"), tmp_path)
   for J, F, KS in ((6, 1408, 2816), (4, 1536, 1536)):
     for B in (1, 2, 3, 4, 8):
       terms = (matvec.MatvecShape("experts", GGMLType.Q4_0, B, J, 2048, F, 64, True, residual=True, mix=True),
                matvec.MatvecShape("linear", GGMLType.Q6_K, B, 1, 2048, KS, 1, False))
       k = matvec._with_eps(matvec.build(terms), EPS)
       if B == 1: assert k.min_blocks == 1; continue
-      n, stack = regs(k)
+      n, stack = sm90_registers(render(k, "CUDA"), tmp_path)
       assert matvec.plan(terms).rows == (2 if B == 2 else 4), (J, B, matvec.plan(terms))
       assert k.min_blocks == 2 and n <= 65536 // (2 * k.local_size[0] * k.local_size[1]), (J, B, n)
       assert stack <= (0 if B == 2 else 8), (J, B, stack)   # an 8-byte frame holds the one spilled word

@@ -83,9 +83,11 @@ def bench(model: str, name: str, s: GemmShape, sweep: str, iters: int, rng, step
   R = s.T * s.J if (s.x_per_slot or s.batched) else s.T
   xq = Tensor(rng.integers(0, 2**32, (s.K // KB * R * XQ_WORDS,), dtype=np.uint32)).realize()
   extra = []
-  sel = rng.integers(0, s.E, (s.T, s.J)).astype(np.int32)
-  if s.experts: extra.append(Tensor(sel).realize())
-  read = len(raw) // max(s.E, 1) * (len(np.unique(sel)) if s.experts else 1)   # the weights' bytes the product reads
+  read = len(raw)   # the weights' bytes the product reads: routed experts, those of the experts sel reaches
+  if s.experts:
+    sel = rng.integers(0, s.E, (s.T, s.J)).astype(np.int32)
+    extra.append(Tensor(sel).realize())
+    read = read // s.E * len(np.unique(sel))
   if s.residual: extra.append(Tensor(rng.standard_normal((s.T, s.N)).astype(np.float32)).realize())
   flops = 2 * 2 * s.T * s.J * s.N * s.K * (2 if s.glu else 1)   # int8 multiply-adds: (h, l) per product
   base = None
