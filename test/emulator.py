@@ -56,6 +56,7 @@ static float emu_reduce(float v, bool is_max) {
   return r;
 }
 static void emu_barrier() { emu_wait(emu_wg); }
+static long emu_cp_bytes;  // bytes the workgroups' cp.async copies moved (CUDA), printed at the end
 // programmatic dependent launch (apps/kernels: GRID_WAIT()): before a workgroup runs, every buffer but the `weight`
 // parameters is saved and overwritten with poison (NaN bits for floats, 0x7f7f7f7f for ints); the first GRID_WAIT() of the
 // workgroup checks the poison is intact (nothing written before the wait) and puts the real contents back. A read before
@@ -199,12 +200,12 @@ static void emu_ldsm_x4_t(unsigned* r, const void* p) {
 }
 #define LDSM_X4_T(r, p) emu_ldsm_x4_t((r), (p))
 // cp.async: the copy done at once is one order the GPU may run it in; the wait has nothing left to do
-#define CP_ASYNC16(dst, src) (*(dst) = *(src))
+#define CP_ASYNC16(dst, src) (emu_cp_bytes += 16, *(dst) = *(src))
 #define CP_ASYNC_WAIT()
 #define CP_ASYNC_COMMIT()
 #define CP_ASYNC_WAIT_PENDING(n)
 #define CP_ASYNC_N(dst, src, n) do { if (((size_t)(dst) | (size_t)(src)) % (n)) { fprintf(stderr, "cp.async of %d bytes misaligned\n", n); abort(); } \
-                                     memcpy((void*)(dst), (const void*)(src), n); } while (0)
+                                     emu_cp_bytes += n; memcpy((void*)(dst), (const void*)(src), n); } while (0)
 #define MMA_K32(c, a, b0, b1) do { unsigned b_[2] = {(unsigned)(b0), (unsigned)(b1)}; emu_mma((c), (const unsigned*)(a), b_, 32); } while (0)
 #define MMA_K16(c, a0, a1, b0) do { unsigned a_[2] = {(unsigned)(a0), (unsigned)(a1)}, b_[2] = {(unsigned)(b0), 0u}; emu_mma((c), a_, b_, 16); } while (0)
 typedef _Float16 half;
@@ -304,6 +305,7 @@ int main(int argc, char** argv) {
     char fn[4096]; snprintf(fn, sizeof fn, "%s/b%d.bin", argv[1], i);
     FILE* f = fopen(fn, "wb"); fwrite(mem[i], 1, size[i], f); fclose(f);
   }
+  printf("%ld\n", emu_cp_bytes);
   return 0;
 }
 """
@@ -335,13 +337,14 @@ def _compile(k: SourceKernel, language: str, work: Path) -> Path:
     _EXES[code] = exe
   return exe
 
-def emulate(k: SourceKernel, language: str, bufs: list[np.ndarray], work: Path) -> None:
+def emulate(k: SourceKernel, language: str, bufs: list[np.ndarray], work: Path) -> int:
   """Run kernel k's rendered `language` source on the CPU over the numpy buffers (params in order; written ones updated
-  in place), twice: first warp ahead and last warp ahead, which must agree bit for bit."""
+  in place), twice: first warp ahead and last warp ahead, which must agree bit for bit. Returns the bytes its cp.async
+  copies moved."""
   assert k.threads % 32 == 0 and len(bufs) == len(k.params)
   exe = _compile(k, language, work)
   guard = lambda b: np.full(GUARD // b.itemsize, np.nan if b.dtype.kind == 'f' else 0x7f7f7f7f, b.dtype)
-  results = []
+  results, copied = [], set()
   for order in ("f", "r"):
     data = work / f"bufs_{order}"
     data.mkdir(exist_ok=True)
@@ -356,7 +359,10 @@ def emulate(k: SourceKernel, language: str, bufs: list[np.ndarray], work: Path) 
       if not p.written: assert full[g:-g].tobytes() == b.tobytes(), f"{k.name}: wrote into read-only {p.name}"
       got.append(full[g:-g])
     results.append(got)
+    copied.add(int(r.stdout.split()[-1]))
   for i, (b, p) in enumerate(zip(bufs, k.params)):
     assert results[0][i].tobytes() == results[1][i].tobytes(), f"{k.name}: {p.name} depends on the order warps run in (a missing barrier?)"
     if p.written: b.reshape(-1)[:] = results[0][i]
+  assert len(copied) == 1, f"{k.name}: its cp.async bytes depend on the order warps run in"
+  return copied.pop()
 

@@ -335,6 +335,32 @@ def test_emulated_mma_experts_split(tmp_path, typ):
     assert not np.isnan(bufs[0]).any() and not np.allclose(bufs[0][0], bufs[0][1])   # every entry written, each slice its part
     assert relerr(bufs[0].sum(0), ref) < fp32_bound(K), (per_slot, glu, relerr(bufs[0].sum(0), ref))
 
+def test_emulated_mma_copies_its_entries_records_only(tmp_path):
+  """A tile copies the x records of its entries only, never a column past them: every workgroup along N moves K / 32
+  records of each entry once (a routed expert of a few tokens fills ~2 of its tile's 8 columns; a dense product's last
+  tile 5 of 8), and the product stays right with the columns past the entries never written (the emulator fills
+  workgroup memory with NaN)."""
+  typ, J, E, N, K = GGMLType.Q5_K, 3, 5, 72, 1024   # Q5_K: never staged, so the kernel's only cp.async copies are x's
+  T = 20
+  sel = np.stack([np.full(T, 1), np.arange(T) % 3 + 2, (np.arange(T) + 1) % 3 + 2], 1)   # entries 0, 20, 13, 14, 13: 9 tiles of 8
+  for per_slot in (False, True):
+    s = gemm.split_k(gemm.GemmShape(typ, T, N, K, J, E, per_slot))
+    k = gemm.build_mma(s)
+    bufs, ref = expert_case(typ, T, J, E, N, K, per_slot, sel, seed=7, seen=x24)
+    bufs[0] = np.full((s.split, T, J, N), np.nan, np.float32)
+    bufs[1] = xq_records(bufs[1].reshape(-1, K), tmp_path / f"x{per_slot}")
+    copied = emulate(k, "CUDA", bufs, tmp_path / str(per_slot))
+    assert copied == k.global_size[0] * T * J * (K // 32) * gemm.XQ_VECS * 16, (per_slot, copied)
+    assert relerr(bufs[0].sum(0), ref) < fp32_bound(K), per_slot
+  T, K = 37, 512
+  rng = np.random.default_rng(8)
+  raw, x = random_tensor(typ, (K, N), rng), rng.standard_normal((T, K)).astype(np.float32)
+  fmt, host = PackedTensor.pack_host(raw, typ, (K, N))
+  out, k = np.full((T, N), np.nan, np.float32), gemm.build_mma(gemm.GemmShape(typ, T, N, K), (8, 64))
+  copied = emulate(k, "CUDA", [out, xq_records(x, tmp_path / "xd")] + [np.ascontiguousarray(host[p]) for p, _, _ in fmt.parts], tmp_path / "d")
+  assert copied == k.global_size[0] * T * (K // 32) * gemm.XQ_VECS * 16, copied
+  assert relerr(out, x24(x) @ ref_weight(raw, typ, (K, N)).astype(np.float64).T) < fp32_bound(K)
+
 def test_emulated_mma_staged_is_the_register_kernel(tmp_path):
   """A staged kernel (gemm.mma_stages: a few tokens' Q4_0 weights and x records through workgroup memory, STAGES steps in
   flight) stores what the kernel with its weights in registers stores, bit for bit (the same products in the same order):

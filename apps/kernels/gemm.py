@@ -553,7 +553,7 @@ def build_mma(s: GemmShape, tile: tuple[int, int] | None = None, steps: int | No
     return f"""{{
       for (int r = 0; r < {XR}; r++) {{
         int idx = tid + 128 * r;
-        if (idx < {NX}) {{
+        if (idx < {NX} && (idx / {XQ_VECS}) % {TT} < mt) {{   // the tile's entries only: a column past them is never stored
           int u = idx / {TT * XQ_VECS}, i = (idx / {XQ_VECS}) % {TT}, w = idx % {XQ_VECS};
           int ent = {ent.format(t="i")};
           CP_ASYNC16(&xs4[(({step}) & 1) * {NX} + idx], &xq4[((({step}) * {SB} + u) * {R} + {xrow}) * {XQ_VECS} + w]);
@@ -569,7 +569,7 @@ def build_mma(s: GemmShape, tile: tuple[int, int] | None = None, steps: int | No
       const int st = ({step}) % {NST};
       for (int r = 0; r < {XR}; r++) {{
         int idx = tid + 128 * r;
-        if (idx < {NX}) {{
+        if (idx < {NX} && (idx / {XQ_VECS}) % {TT} < mt) {{   // the tile's entries only: a column past them is never stored
           int u = idx / {TT * XQ_VECS}, i = (idx / {XQ_VECS}) % {TT}, w = idx % {XQ_VECS};
           int ent = {ent.format(t="i")};
           CP_ASYNC16(&xs4[st * {NXS} + (idx / {XQ_VECS}) * 8 + (w ^ SWZ(i))], &xq4[((({step}) * {SB} + u) * {R} + {xrow}) * {XQ_VECS} + w]);
