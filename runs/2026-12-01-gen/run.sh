@@ -972,6 +972,24 @@ case $1 in
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
      done ;;
+  198) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # the batched table beside llama.cpp (as 147: gpu_bench --batch $BATCH, default 1,8,16,32, --llama of $M, default the
+     # MoE models); while llama.cpp builds and the models synthesize, Nsight Compute's full set on the routed gate_up alone
+     # (bench_gemm, uniform routing): GLM-4.7-Flash's of 16 tokens (the 8 x 256 register tile in 4 slices) and
+     # DeepSeek-V2-Lite's of 8 (the staged 8 x 128 tile), in $OUT/ncu_<model>_<tokens>.txt
+     [ -x .cache/llama/build/bin/llama-bench ] || (python3 -m tools.llama_bench build --time-limit 370 > "$OUT/llama_build.log" 2>&1) &
+     M=${M:-deepseek-v2-lite glm-4.7-flash}; (for m in $M; do synth $m & done; wait) > "$OUT/synth.log" 2>&1 &
+     for c in glm:16:1536 dsv2:8:1408; do IFS=: read -r m tk n <<< "$c"; echo "-- ncu $m $tk $(date +%T)"
+       timeout 100 ncu --set full --clock-control none --launch-skip 3 --launch-count 1 --kernel-name regex:"gemm_mma_q4_0_${tk}_${n}_2048_e64" \
+         python3 -m tools.bench_gemm --tokens $tk --models $m --only gate_up_exps --iters 2 > "$OUT/ncu_${m}_$tk.txt" 2>&1
+       grep -E "^  [a-z_0-9]+\(|Duration|Registers Per|Achieved Occupancy|Theoretical Occupancy|DRAM Throughput|L1/TEX Cache Throughput|Warp Cycles Per Issued|Issue Slots Busy|No Eligible|Compute \(SM\) Throughput|Memory Throughput|Block Limit (Reg|Shared)|L1/TEX Hit|L2 Hit|Eligible Warps" \
+         "$OUT/ncu_${m}_$tk.txt" | head -24
+     done
+     wait; tail -1 "$OUT/llama_build.log" 2>/dev/null; echo "built and synthesized $(date +%T)"
+     for m in $M; do
+       timeout $(($(left) - 3)) python3 -m tools.gpu_bench --presets $m --batch ${BATCH:-1,8,16,32} --decode 32 --llama \
+         --json "$OUT/batch_llama_$m.json" 2>&1 | grep -v '^{' | tail -7
+     done ;;
   197) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT a tile's x records of its entries only (H = experiments/experts-entries-records.diff: build_mma's cp.async of
      # x skips the tile's columns past its entries, which it never stores; a step of 16's routed expert has ~1.5 of its 8 x
