@@ -972,6 +972,19 @@ case $1 in
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
      done ;;
+  199) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT three stages in flight for the staged routed GEMM of <= 8 tokens (S = experiments/experts-stages-3.diff:
+     # gemm.STAGES 4 -> 3; call198: DeepSeek-V2-Lite's gate_up of 8 tokens 63.8 -> 61.3 us alone, its down 35.2 -> 32.2, and
+     # Nsight Compute: the staged gate_up at 3 workgroups an SM by workgroup memory, 18.75% occupancy): bench_gemm --tokens 8 of
+     # DeepSeek-V2-Lite's routed products in the tree and S, then gpu_bench --batch $BATCH (default 8) of $P (default
+     # deepseek-v2-lite: its step of 8 is the only decode step on these tiles), $VARIANTS (default A S S A)
+     P=${PRESETS:-deepseek-v2-lite}; (for m in ${P//,/ }; do synth $m & done; wait) > "$OUT/synth.log" 2>&1 &
+     tree /tmp/S experts-stages-3.diff || exit 1
+     for d in . /tmp/S; do echo "-- bench_gemm $d"
+       (cd $d && timeout 60 python3 -m tools.bench_gemm --tokens 8 --models dsv2 --only gate_up_exps,down_exps --iters 50 2>&1 | grep -v "^device\|^model")
+     done
+     wait; echo "synthesized $(date +%T)"
+     PRESETS=$P BATCH=${BATCH:-8} VARIANTS=${VARIANTS:-A S S A} batch_ab stages S:experts-stages-3.diff ;;
   198) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # the batched table beside llama.cpp (as 147: gpu_bench --batch $BATCH, default 1,8,16,32, --llama of $M, default the
      # MoE models); while llama.cpp builds and the models synthesize, Nsight Compute's full set on the routed gate_up alone
