@@ -126,9 +126,11 @@
 # tiles from 9 tokens: rejected; Nsight Compute on GLM-4.7-Flash's gate_up of 16: 168 registers, spills, 18.8% occupancy),
 # 194 (8 x 256 tiles in K slices: landed, the steps of 16 / 32 -10% to -16%), M="deepseek-v2-lite glm-4.7-flash"
 # BATCH=1,8,16,32 147 (beside llama.cpp with it).
-# Next lease, in order: 196 (the routed GEMMs of 5-8 tokens on the 8 x 256 register tiles, and from 32 picks: DeepSeek-V2-Lite's
-# step of 8 is 1.27x llama.cpp, GLM-4.7-Flash's 1.56x), 197 (a tile's x records of its entries only), Nsight Compute on the
-# 8 x 256 gate_up of 16 (what bounds it now),
+# Measured 2026-12-07 (calls 196-198, H100, four failed starts): NOSWEEP=1 196 (the 24-token prompt's path check at full size;
+# 5-8 tokens on 8 x 256 tiles and the GEMM from 32 picks: rejected), 197 (a tile's x records of its entries only: landed),
+# 198 (the table beside llama.cpp with it; Nsight Compute on the routed gate_ups of 8 and 16 tokens; the staged stages swept).
+# Next lease, in order: 199 (three stages for the staged routed GEMM: DeepSeek-V2-Lite's step of 8, 1.34x llama.cpp, is the
+# furthest cell),
 # M=deepseek-v2-lite SLOTS=8 CLIENTS=1,8 SECS=8 WAIT=300 148 (B: every prompt beside running streams in chunks of 128 on the MoE
 # models; 8 slots capture fewer steps), then M=glm-4.7-flash SLOTS=8 CLIENTS=1,8 SECS=8 WAIT=300 148, 180 (GLM-4.7-Flash's first server:
 # answering after one request's steps, the batched ones while idle), 169
@@ -1004,7 +1006,7 @@ case $1 in
          --json "$OUT/batch_llama_$m.json" 2>&1 | grep -v '^{' | tail -7
      done ;;
   197) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     # EXPERIMENT a tile's x records of its entries only (H = experiments/experts-entries-records.diff: build_mma's cp.async of
+     # MEASURED (call197, against 1003e53: H landed in 65f6d01, the diff removed) a tile's x records of its entries only (H = experiments/experts-entries-records.diff: build_mma's cp.async of
      # x skips the tile's columns past its entries, which it never stores; a step of 16's routed expert has ~1.5 of its 8 x
      # 256 tile's 8 columns, and the records are ~14% of a workgroup's bytes a step, read from L2): bench_gemm --tokens 16 of
      # the MoE models' routed products in the tree and in H, then gpu_bench --batch $BATCH (default 8,16,32) of $P (default
@@ -1017,7 +1019,7 @@ case $1 in
      wait; echo "synthesized $(date +%T)"
      PRESETS=$P BATCH=${BATCH:-8,16,32} VARIANTS=${VARIANTS:-A H H A} batch_ab records H:experts-entries-records.diff ;;
   196) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     # EXPERIMENT the routed experts of 5-8 tokens on the 8 x 256 register tiles in K slices that 9-32 tokens took in 414a71e
+     # MEASURED (call196 with NOSWEEP=1, against 1003e53: F and G rejected, their diffs apply to 1003e53) the routed experts of 5-8 tokens on the 8 x 256 register tiles in K slices that 9-32 tokens took in 414a71e
      # (DeepSeek-V2-Lite's step of 8, 48 picks on the staged 8 x 128 GEMM, is 1.27x llama.cpp in call195; GLM-4.7-Flash's 32
      # picks stay on the matvecs under gemm.SPLIT_EXPERT_PICKS). While the models synthesize, bench_gemm --tokens 8 (uniform
      # routing): tiles 8 x 128 / 8 x 256 x steps 2 / 4 x K slices 1 / 2 / 4 x staged or not; then gpu_bench --batch $BATCH
