@@ -2059,14 +2059,21 @@ def test_0077_cpu_renderers_imported_when_chosen(trees):
 
 POOL_SIGTERM = """
 # tinygrad's worker pool under a SIGTERM sent to the whole process group (`timeout`, `kill -- -PGID`, systemd's stop): a process
-# that stops cleanly on SIGTERM (as a server does) exits, and one that dies of it leaves no worker behind
+# that stops cleanly on SIGTERM (as a server does) exits, and one that dies of it leaves no worker behind; and the pool's own
+# terminate (a KeyboardInterrupt while compiling or in BEAM) still ends its idle workers at once
 import os, signal, subprocess, sys, time
 CHILD = '''
 import signal, sys, time
-from tinygrad.engine.worker import get_worker_pool
+from tinygrad.engine.worker import get_worker_pool, terminate_worker_pool
 def stop(signum, frame): raise KeyboardInterrupt
 if __name__ == "__main__":
   assert sorted(get_worker_pool().imap_unordered(abs, [-1, -2, -3, -4])) == [1, 2, 3, 4]
+  if sys.argv[1] == "terminate":
+    for _ in range(8):
+      time.sleep(0.3)   # every worker idle, one of them waiting for a task with the queue's read lock
+      terminate_worker_pool()
+      assert sorted(get_worker_pool().imap_unordered(abs, [-1, -2, -3, -4])) == [1, 2, 3, 4]
+    sys.exit(0)
   if sys.argv[1] == "clean": signal.signal(signal.SIGTERM, stop)
   print("ready", flush=True)
   try: time.sleep(60)
@@ -2075,6 +2082,11 @@ if __name__ == "__main__":
 def group_alive(pgid):
   try: os.killpg(pgid, 0); return True
   except ProcessLookupError: return False
+p = subprocess.Popen([sys.executable, "-c", CHILD, "terminate"], start_new_session=True, env={**os.environ, "PARALLEL": "4"})
+try: assert p.wait(timeout=60) == 0, "terminate: the child failed"
+except subprocess.TimeoutExpired:
+  os.killpg(p.pid, signal.SIGKILL)
+  raise AssertionError("terminate: the pool's terminate did not end its workers")
 for how in ("clean", "dies"):
   p = subprocess.Popen([sys.executable, "-c", CHILD, how], start_new_session=True, stdout=subprocess.PIPE, text=True,
                        env={**os.environ, "PARALLEL": "2"})
