@@ -191,6 +191,7 @@ def test_emulated_xq_records_of_glu_slices(tmp_path):
   assert (plain == rec).all(-1).mean() > 0.9
 
 def mma_dense(typ, T, N, K, work, tile, residual=False, seed=0):
+  """(out, the float64 product, the x records each workgroup along N copied a K / 32 block of them) of a dense product."""
   rng = np.random.default_rng(seed)
   raw = random_tensor(typ, (K, N), rng)
   W = ref_weight(raw, typ, (K, N)).astype(np.float64)
@@ -199,8 +200,9 @@ def mma_dense(typ, T, N, K, work, tile, residual=False, seed=0):
   fmt, host = PackedTensor.pack_host(raw, typ, (K, N))
   out = np.full((T, N), np.nan, np.float32)
   k = gemm.build_mma(gemm.GemmShape(typ, T, N, K, residual=residual), tile)
-  emulate(k, "CUDA", [out, xq_records(x, work)] + ([res] if residual else []) + [np.ascontiguousarray(host[p]) for p, _, _ in fmt.parts], work)
-  return out, x24(x) @ W.T + (res if residual else 0)
+  bufs = [out, xq_records(x, work)] + ([res] if residual else []) + [np.ascontiguousarray(host[p]) for p, _, _ in fmt.parts]
+  copied = emulate(k, "CUDA", bufs, work)
+  return out, x24(x) @ W.T + (res if residual else 0), copied / (k.global_size[0] * K // 32 * gemm.XQ_VECS * 16)
 
 def test_emulated_mma_keeps_near_tie_routing(tmp_path):
   """The routing after a prefill product is the fp32 routing wherever the router's top-k margin is above fp32 rounding:
@@ -219,12 +221,12 @@ def test_emulated_mma_keeps_near_tie_routing(tmp_path):
 def test_emulated_mma(tmp_path, typ):
   """Partial tiles both ways (37 tokens, 72 rows), eight steps of two sub-steps (K = 512), each dense tile (8 .. 64 tokens)."""
   for tt in (8, 16, 64):
-    out, ref = mma_dense(typ, 37, 72, 512, tmp_path / str(tt), (tt, 64))
+    out, ref, _ = mma_dense(typ, 37, 72, 512, tmp_path / str(tt), (tt, 64))
     assert relerr(out, ref) < fp32_bound(512), (tt, relerr(out, ref))
 
 def test_emulated_mma_residual_and_one_sub_step(tmp_path):
   """The residual in the store; K of 3 blocks (one sub-step per step, three steps)."""
-  out, ref = mma_dense(GGMLType.Q4_0, 20, 40, 96, tmp_path, None, residual=True, seed=3)
+  out, ref, _ = mma_dense(GGMLType.Q4_0, 20, 40, 96, tmp_path, None, residual=True, seed=3)
   assert relerr(out, ref) < fp32_bound(96)
 
 @pytest.mark.parametrize("typ", [GGMLType.Q4_0, GGMLType.Q4_K, GGMLType.Q6_K], ids=lambda t: t.name)
@@ -352,14 +354,8 @@ def test_emulated_mma_copies_its_entries_records_only(tmp_path):
     copied = emulate(k, "CUDA", bufs, tmp_path / str(per_slot))
     assert copied == k.global_size[0] * T * J * (K // 32) * gemm.XQ_VECS * 16, (per_slot, copied)
     assert relerr(bufs[0].sum(0), ref) < fp32_bound(K), per_slot
-  T, K = 37, 512
-  rng = np.random.default_rng(8)
-  raw, x = random_tensor(typ, (K, N), rng), rng.standard_normal((T, K)).astype(np.float32)
-  fmt, host = PackedTensor.pack_host(raw, typ, (K, N))
-  out, k = np.full((T, N), np.nan, np.float32), gemm.build_mma(gemm.GemmShape(typ, T, N, K), (8, 64))
-  copied = emulate(k, "CUDA", [out, xq_records(x, tmp_path / "xd")] + [np.ascontiguousarray(host[p]) for p, _, _ in fmt.parts], tmp_path / "d")
-  assert copied == k.global_size[0] * T * (K // 32) * gemm.XQ_VECS * 16, copied
-  assert relerr(out, x24(x) @ ref_weight(raw, typ, (K, N)).astype(np.float64).T) < fp32_bound(K)
+  out, ref, records = mma_dense(typ, 37, N, 512, tmp_path / "dense", (8, 64), seed=8)
+  assert records == 37 and relerr(out, ref) < fp32_bound(512), records
 
 def test_emulated_mma_staged_is_the_register_kernel(tmp_path):
   """A staged kernel (gemm.mma_stages: a few tokens' Q4_0 weights and x records through workgroup memory, STAGES steps in
