@@ -493,15 +493,16 @@ def mma_supports(s: GemmShape, device: str | None = None) -> bool:
   return s.type in MMA_TYPES and s.K % BLOCK[s.type][0] == 0 and s.T > 0 and s.N > 0 and s.J > 0 and \
          mma_shared_bytes(s) <= _mma_limit(s, mma_tile(s)) and _experts_bytes(s) <= matvec.SHARED_BYTES["CUDA"]
 
-STAGES = 4   # steps of a staged kernel's weights and x records in flight in workgroup memory (mma_stages)
+STAGES = 3   # steps of a staged kernel's weights and x records in flight in workgroup memory (mma_stages): four left three
+             # workgroups an SM by workgroup memory and ran DeepSeek-V2-Lite's step of 8 1.6% slower (H100)
 
 def mma_stages(s: GemmShape, tile: tuple[int, int], sb: int) -> int:
   """Steps in flight through workgroup memory (0: the weights one step ahead in registers). A routed experts' Q4_0 product
   of at most 8 tokens (a batched step's) stages each step's weights with cp.async, a row's blocks whole (16 bytes a copy,
   their scales 2 sb bytes): the register loads took a lane's 4-byte word of each row's block and a row's 2-byte scales
   alone, so the L1 moved 32-byte sectors for 12 of their bytes and was the limit (Nsight Compute, H100: DeepSeek-V2-Lite's
-  routed gate_up at 8 tokens, L1/TEX 78% busy, DRAM 46%). Staged, at the rule's steps, that gate_up takes 63.8 us against
-  72.3 and its down 46.1 against 47.8; a plain product of 8 tokens gains nothing (attn_output 3.6 / 3.6 us) and the steps
+  routed gate_up at 8 tokens, L1/TEX 78% busy, DRAM 46%). Staged, at the rule's steps, that gate_up takes 61.5 us against
+  74.9 and its down 31.8 against 34.6; a plain product of 8 tokens gains nothing (attn_output 3.6 / 3.6 us) and the steps
   of 16 and Youtu-LLM-2B's of 8 run slower with every product of up to 16 tokens staged (H100, OPTIMIZATION_JOURNAL.md).
   build_mma stages any tile of up to 16 tokens when asked."""
   return STAGES if s.experts and s.type == GGMLType.Q4_0 and s.T <= 8 and tile[0] <= 8 and sb % 2 == 0 else 0

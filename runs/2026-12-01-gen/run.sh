@@ -129,8 +129,9 @@
 # Measured 2026-12-07 (calls 196-198, H100, four failed starts): NOSWEEP=1 196 (the 24-token prompt's path check at full size;
 # 5-8 tokens on 8 x 256 tiles and the GEMM from 32 picks: rejected), 197 (a tile's x records of its entries only: landed),
 # 198 (the table beside llama.cpp with it; Nsight Compute on the routed gate_ups of 8 and 16 tokens; the staged stages swept).
-# Next lease, in order: 199 (three stages for the staged routed GEMM: DeepSeek-V2-Lite's step of 8, 1.34x llama.cpp, is the
-# furthest cell),
+# Measured 2026-12-07 (call199, H100): 199 (three stages for the staged routed GEMM: DeepSeek-V2-Lite's step of 8 -1.6%,
+# landed; the step of 8 kernel by kernel after it).
+# Next lease, in order: 200 (the staged gate_up in two stages and two slices; the steps of 32 / 16 rows kernel by kernel), 169,
 # M=deepseek-v2-lite SLOTS=8 CLIENTS=1,8 SECS=8 WAIT=300 148 (B: every prompt beside running streams in chunks of 128 on the MoE
 # models; 8 slots capture fewer steps), then M=glm-4.7-flash SLOTS=8 CLIENTS=1,8 SECS=8 WAIT=300 148, 180 (GLM-4.7-Flash's first server:
 # answering after one request's steps, the batched ones while idle), 169
@@ -974,8 +975,25 @@ case $1 in
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
      done ;;
+  200) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT the staged routed gate_up of <= 8 tokens in two stages and two K slices (T = experiments/experts-gate-up-st2.diff;
+     # call198's sweep: DeepSeek-V2-Lite's gate_up of 8 tokens 61.3 us at 3 stages in 4 slices, 59.2 at 2 in 2; its down keeps
+     # 3 stages): bench_gemm --tokens 8 of DeepSeek-V2-Lite's gate_up in the tree and T, then gpu_bench --batch 8 of
+     # deepseek-v2-lite, $VARIANTS (default A T T A); then the steps nearest 2x llama.cpp kernel by kernel (rows of distinct
+     # tokens): $PROF (default deepseek-v2-lite:32 youtu-llm-2b:16), in $OUT/prof_<model>_b<rows>.txt
+     P=deepseek-v2-lite; (synth $P youtu-llm-2b) > "$OUT/synth.log" 2>&1 &
+     tree /tmp/T experts-gate-up-st2.diff || exit 1
+     for d in . /tmp/T; do echo "-- bench_gemm $d"
+       (cd $d && timeout 60 python3 -m tools.bench_gemm --tokens 8 --models dsv2 --only gate_up_exps --iters 50 2>&1 | grep -v "^device\|^model")
+     done
+     wait; echo "synthesized $(date +%T)"
+     PRESETS=$P BATCH=8 VARIANTS=${VARIANTS:-A T T A} batch_ab gu2 T:experts-gate-up-st2.diff
+     for c in ${PROF:-deepseek-v2-lite:32 youtu-llm-2b:16}; do m=${c%:*} b=${c#*:}; [ $(left) -gt 60 ] || break
+       timeout $(($(left) - 3)) python3 -m tools.profile --model $m --target decode --batch $b --pos 32 --repeat 3 --count 20 \
+         --top 40 > "$OUT/prof_${m}_b$b.txt" 2>&1; sed -n 4,5p "$OUT/prof_${m}_b$b.txt"
+     done ;;
   199) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     # EXPERIMENT three stages in flight for the staged routed GEMM of <= 8 tokens (S = experiments/experts-stages-3.diff:
+     # MEASURED (call199: S landed, the diff removed) three stages in flight for the staged routed GEMM of <= 8 tokens (S = experiments/experts-stages-3.diff:
      # gemm.STAGES 4 -> 3; call198: DeepSeek-V2-Lite's gate_up of 8 tokens 63.8 -> 61.3 us alone, its down 35.2 -> 32.2, and
      # Nsight Compute: the staged gate_up at 3 workgroups an SM by workgroup memory, 18.75% occupancy): bench_gemm --tokens 8 of
      # DeepSeek-V2-Lite's routed products in the tree and S, then gpu_bench --batch $BATCH (default 8) of $P (default
@@ -986,7 +1004,10 @@ case $1 in
        (cd $d && timeout 60 python3 -m tools.bench_gemm --tokens 8 --models dsv2 --only gate_up_exps,down_exps --iters 50 2>&1 | grep -v "^device\|^model")
      done
      wait; echo "synthesized $(date +%T)"
-     PRESETS=$P BATCH=${BATCH:-8} VARIANTS=${VARIANTS:-A S S A} batch_ab stages S:experts-stages-3.diff ;;
+     PRESETS=$P BATCH=${BATCH:-8} VARIANTS=${VARIANTS:-A S S A} batch_ab stages S:experts-stages-3.diff
+     # then the tree's step of 8 of the first preset kernel by kernel (rows of distinct tokens), in $OUT/prof_b8.txt
+     [ $(left) -gt 90 ] && timeout $(($(left) - 3)) python3 -m tools.profile --model ${P%%,*} --target decode --batch 8 --pos 32 \
+       --repeat 3 --count 20 --top 60 > "$OUT/prof_b8.txt" 2>&1; head -12 "$OUT/prof_b8.txt" ;;
   198) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # the batched table beside llama.cpp (as 147: gpu_bench --batch $BATCH, default 1,8,16,32, --llama of $M, default the
      # MoE models); while llama.cpp builds and the models synthesize, Nsight Compute's full set on the routed gate_up alone
