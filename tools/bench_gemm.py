@@ -37,13 +37,13 @@ Q4_0, Q5_K, Q6_K = GGMLType.Q4_0, GGMLType.Q5_K, GGMLType.Q6_K
 MODELS = {
   "youtu": [("q_a+kv_a", Q4_0, 2112, 2048, ""), ("q_b", Q4_0, 3072, 1536, ""), ("k_b", Q4_0, 512, 128, "b16"),
             ("v_b", Q4_0, 128, 512, "b16"), ("attn_output", Q4_0, 2048, 2048, "res"), ("gate_up", Q4_0, 6144, 2048, "glu"),
-            ("down", Q4_0, 2048, 6144, "res")],
+            ("down", Q4_0, 2048, 6144, "res"), ("output", Q4_0, 128256, 2048, "")],
   "dsv2": [("q+kv_a", Q4_0, 3648, 2048, ""), ("attn_output", Q4_0, 2048, 2048, "res"), ("gate_up_shexp", Q5_K, 2816, 2048, "glu"),
            ("down_shexp", Q6_K, 2048, 2816, "res"), ("gate_up_exps", Q4_0, 1408, 2048, "e64j6glu"),
            ("down_exps", Q4_0, 2048, 1408, "e64j6"), ("output", Q6_K, 102400, 2048, "")],
   "glm": [("q_a+kv_a", Q4_0, 1344, 2048, ""), ("q_b", Q4_0, 5120, 768, ""), ("k_b", Q4_0, 512, 192, "b20"), ("v_b", Q4_0, 256, 512, "b20"),
           ("attn_output", Q4_0, 2048, 5120, "res"), ("gate_up_shexp", Q5_K, 1536, 2048, "glu"), ("down_shexp", Q6_K, 2048, 1536, "res"),
-          ("gate_up_exps", Q4_0, 1536, 2048, "e64j4glu"), ("down_exps", Q4_0, 2048, 1536, "e64j4")],
+          ("gate_up_exps", Q4_0, 1536, 2048, "e64j4glu"), ("down_exps", Q4_0, 2048, 1536, "e64j4"), ("output", Q6_K, 154880, 2048, "")],
 }
 
 def shape_of(typ: GGMLType, T: int, N: int, K: int, form: str) -> GemmShape:

@@ -129,14 +129,13 @@
 # Measured 2026-12-07 (calls 196-198, H100, four failed starts): NOSWEEP=1 196 (the 24-token prompt's path check at full size;
 # 5-8 tokens on 8 x 256 tiles and the GEMM from 32 picks: rejected), 197 (a tile's x records of its entries only: landed),
 # 198 (the table beside llama.cpp with it; Nsight Compute on the routed gate_ups of 8 and 16 tokens; the staged stages swept).
-# Measured 2026-12-07 (call199, H100): 199 (three stages for the staged routed GEMM: DeepSeek-V2-Lite's step of 8 -1.6%,
-# landed; the step of 8 kernel by kernel after it).
-# Next lease, in order: 200 (the staged gate_up in two stages and two slices; the steps of 32 / 16 rows kernel by kernel), 169,
+# Measured 2026-12-07 (calls 199-201, H100): 199 (three stages for the staged routed GEMM: DeepSeek-V2-Lite's step of 8 -1.6%,
+# landed; the step of 8 kernel by kernel after it), 200 (call200: the staged gate_up in two stages and two slices, rejected; the
+# steps of 32 / 16 rows kernel by kernel), BATCH=16,32 169 (call201: x-slots.diff rejected, prefill -23% / -25%).
+# Next lease, in order: 202 (the output heads of 16 / 32 rows alone, swept),
 # M=deepseek-v2-lite SLOTS=8 CLIENTS=1,8 SECS=8 WAIT=300 148 (B: every prompt beside running streams in chunks of 128 on the MoE
 # models; 8 slots capture fewer steps), then M=glm-4.7-flash SLOTS=8 CLIENTS=1,8 SECS=8 WAIT=300 148, 180 (GLM-4.7-Flash's first server:
-# answering after one request's steps, the batched ones while idle), 169
-# (experiments/x-slots.diff, regenerated on the staged kernel: the register kernels' records in the staged kernel's swizzled
-# slots), PRESETS=glm-4.7-flash 167,
+# answering after one request's steps, the batched ones while idle), PRESETS=glm-4.7-flash 167,
 # CHUNKS=128 BATCH=1,8 145, 151 (one capture of a mixed step for a prompt's chunks, prepared), 125 (GLM-4.7-Flash's 20 heads on the CUDA cores below 2,048 fp16 keys: short A B B A, depths B A),
 # 122 (the short context's decode over f32 and f16 caches on both MoE models, if 125 leaves it open), PRESETS=glm-4.7-flash
 # VARIANTS="A B" 139, PRESETS=glm-4.7-flash,deepseek-v2-lite 84, 85, 80, VARIANTS="B A" 74. Measured and closed: 150
@@ -975,8 +974,16 @@ case $1 in
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
      done ;;
+  202) # the output heads of a batched step (call200: DeepSeek-V2-Lite's Q6_K head of 32 rows 308 us one by one, 0.56 TB/s;
+     # Youtu-LLM-2B's Q4_0 head of 16 rows 120 us) alone, bench_gemm --sweep steps over tiles x sub-steps x workgroups an SM at
+     # $TOKENS (default 16 32) of $MODELS (default youtu,dsv2), in $OUT/sweep_output_<tokens>.txt
+     for tk in ${TOKENS:-16 32}; do echo "-- output $tk tokens $(date +%T)"
+       timeout $(($(left) - 3)) python3 -m tools.bench_gemm --tokens $tk --models ${MODELS:-youtu,dsv2} --only output --sweep steps \
+         --tiles 8x128,16x128,32x128,8x64,16x64,32x64 --steps 4,2 --mbs 2,3,4 --iters 20 2>&1 | grep -v "^device" > "$OUT/sweep_output_$tk.txt"
+       head -3 "$OUT/sweep_output_$tk.txt"
+     done ;;
   200) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     # EXPERIMENT the staged routed gate_up of <= 8 tokens in two stages and two K slices (T = experiments/experts-gate-up-st2.diff;
+     # MEASURED (call200: rejected, the step unchanged) the staged routed gate_up of <= 8 tokens in two stages and two K slices (T = experiments/experts-gate-up-st2.diff;
      # call198's sweep: DeepSeek-V2-Lite's gate_up of 8 tokens 61.3 us at 3 stages in 4 slices, 59.2 at 2 in 2; its down keeps
      # 3 stages): bench_gemm --tokens 8 of DeepSeek-V2-Lite's gate_up in the tree and T, then gpu_bench --batch 8 of
      # deepseek-v2-lite, $VARIANTS (default A T T A); then the steps nearest 2x llama.cpp kernel by kernel (rows of distinct
@@ -1258,7 +1265,7 @@ PY
        kill $pid; wait $pid 2>/dev/null
      done ;;
   169) export TINYGRAD_MLA_CACHE=$PWD/.cache
-     # EXPERIMENT experiments/x-slots.diff (B): the tensor-core kernel's x records in 8 uint4 slots a token, uint4 j in slot
+     # MEASURED (call201: rejected, prefill -23% / -25%, the journal) experiments/x-slots.diff (B): the tensor-core kernel's x records in 8 uint4 slots a token, uint4 j in slot
      # j ^ SWZ(token), so a fragment's loads of them take the fewest wavefronts (16-byte h / m words 8 -> 4, 8-byte l words 4
      # -> 2; call164: 3.1-way conflicts, 40% of the shared loads' wavefronts). Every build_mma kernel: a chunk's products too
      # (these were L1 / shared-memory bound, the journal). bench_gemm at 512 and 8 tokens of $MODELS (default dsv2) in the
