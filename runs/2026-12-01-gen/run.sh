@@ -129,10 +129,11 @@
 # Measured 2026-12-07 (calls 196-198, H100, four failed starts): NOSWEEP=1 196 (the 24-token prompt's path check at full size;
 # 5-8 tokens on 8 x 256 tiles and the GEMM from 32 picks: rejected), 197 (a tile's x records of its entries only: landed),
 # 198 (the table beside llama.cpp with it; Nsight Compute on the routed gate_ups of 8 and 16 tokens; the staged stages swept).
-# Measured 2026-12-07 (calls 199-201, H100): 199 (three stages for the staged routed GEMM: DeepSeek-V2-Lite's step of 8 -1.6%,
+# Measured 2026-12-07 (calls 199-202, H100): 199 (three stages for the staged routed GEMM: DeepSeek-V2-Lite's step of 8 -1.6%,
 # landed; the step of 8 kernel by kernel after it), 200 (call200: the staged gate_up in two stages and two slices, rejected; the
-# steps of 32 / 16 rows kernel by kernel), BATCH=16,32 169 (call201: x-slots.diff rejected, prefill -23% / -25%).
-# Next lease, in order: 202 (the output heads of 16 / 32 rows alone, swept),
+# steps of 32 / 16 rows kernel by kernel), BATCH=16,32 169 (call201: x-slots.diff rejected, prefill -23% / -25%), 202 (call202:
+# the output heads of 16 / 32 rows swept: compute-bound at every tile).
+# Next lease, in order:
 # M=deepseek-v2-lite SLOTS=8 CLIENTS=1,8 SECS=8 WAIT=300 148 (B: every prompt beside running streams in chunks of 128 on the MoE
 # models; 8 slots capture fewer steps), then M=glm-4.7-flash SLOTS=8 CLIENTS=1,8 SECS=8 WAIT=300 148, 180 (GLM-4.7-Flash's first server:
 # answering after one request's steps, the batched ones while idle), PRESETS=glm-4.7-flash 167,
