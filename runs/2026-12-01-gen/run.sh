@@ -133,7 +133,8 @@
 # landed; the step of 8 kernel by kernel after it), 200 (call200: the staged gate_up in two stages and two slices, rejected; the
 # steps of 32 / 16 rows kernel by kernel), BATCH=16,32 169 (call201: x-slots.diff rejected, prefill -23% / -25%), 202 (call202:
 # the output heads of 16 / 32 rows swept: compute-bound at every tile).
-# Next lease, in order:
+# Next lease, in order: 203 (DeepSeek-V2-Lite's step of 8 under Nsight Compute: each kernel's own time in the step; four tries
+# got no machine), 204 (the Q6_K output heads of 9-16 rows on call202's best tile, prepared),
 # M=deepseek-v2-lite SLOTS=8 CLIENTS=1,8 SECS=8 WAIT=300 148 (B: every prompt beside running streams in chunks of 128 on the MoE
 # models; 8 slots capture fewer steps), then M=glm-4.7-flash SLOTS=8 CLIENTS=1,8 SECS=8 WAIT=300 148, 180 (GLM-4.7-Flash's first server:
 # answering after one request's steps, the batched ones while idle), PRESETS=glm-4.7-flash 167,
@@ -975,6 +976,27 @@ case $1 in
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
      done ;;
+  204) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT a Q6_K output head of 9-16 tokens in 16 x 64 tiles of 4 sub-steps at 4 workgroups an SM (B =
+     # experiments/output-q6k-16x64.diff; call202: DeepSeek-V2-Lite's head of 16 rows 202 -> 159 us alone): bench_gemm --tokens
+     # 16 --only output of dsv2,glm in the tree and B, then gpu_bench --batch 16 of the MoE models (their heads are Q6_K), A B B A
+     P=deepseek-v2-lite,glm-4.7-flash; (for m in ${P//,/ }; do synth $m & done; wait) > "$OUT/synth.log" 2>&1 &
+     tree /tmp/B output-q6k-16x64.diff || exit 1
+     for d in . /tmp/B; do echo "-- bench_gemm $d"
+       (cd $d && timeout 60 python3 -m tools.bench_gemm --tokens 16 --models dsv2,glm --only output --iters 30 2>&1 | grep -v "^device\|^model")
+     done
+     wait; echo "synthesized $(date +%T)"
+     PRESETS=$P BATCH=16 VARIANTS=${VARIANTS:-A B B A} batch_ab q6head B:output-q6k-16x64.diff ;;
+  203) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # the step of $B (default 8) rows of $M (default deepseek-v2-lite) under Nsight Compute: each kernel's own time and DRAM
+     # bytes (rows of distinct tokens), the table in $OUT/ncu_b$B.txt; what the step spends inside its graph, where
+     # tools.profile's one-by-one times carry each kernel's launch
+     M=${M:-deepseek-v2-lite} B=${B:-8}; synth $M; echo "synthesized $(date +%T)"
+     timeout $(($(left) - 10)) ncu --profile-from-start off --clock-control none --cache-control none \
+       --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum --csv --log-file "$OUT/ncu_b$B.csv" \
+       python3 -m tools.profile --model $M --target decode --batch $B --pos 32 --repeat 3 --count 20 --ncu --json > "$OUT/rows_b$B.json" 2> "$OUT/ncu_b$B.err"
+     python3 -m tools.profile --ncu-csv "$OUT/ncu_b$B.csv" --rows "$OUT/rows_b$B.json" --top 60 > "$OUT/ncu_b$B.txt" 2>&1; head -40 "$OUT/ncu_b$B.txt"
+     [ -s "$OUT/ncu_b$B.err" ] || rm -f "$OUT/ncu_b$B.err" ;;
   202) # the output heads of a batched step (call200: DeepSeek-V2-Lite's Q6_K head of 32 rows 308 us one by one, 0.56 TB/s;
      # Youtu-LLM-2B's Q4_0 head of 16 rows 120 us) alone, bench_gemm --sweep steps over tiles x sub-steps x workgroups an SM at
      # $TOKENS (default 16 32) of $MODELS (default youtu,dsv2), in $OUT/sweep_output_<tokens>.txt
