@@ -556,6 +556,20 @@ def test_start_time_writes_the_missing_bytecode(tmp_path):
   assert stt.outside_sources({"apps.engine": apps.engine, "pkg_bc.mod": types.SimpleNamespace(__file__=srcs["pkg_bc.mod"])}) == \
     {"pkg_bc.mod": srcs["pkg_bc.mod"]}
 
+def test_sass_mix_counts_the_mma_loop():
+  """tools.sass_mix: of cuobjdump's SASS, the innermost loop that holds the mma instructions (not the outer loop around
+  it, not a loop without them) is counted by opcode, predicates and modifiers dropped."""
+  from tools import sass_mix
+  lines = ["IMAD.MOV.U32 R1, RZ, RZ, c[0x0][0x28]", "LDS R2, [R3]", "ISETP.GE.AND P0, PT, R2, 0x8, PT",   # 0x00-0x20
+           "LDGSTS.E.BYPASS.128 [R4], desc[UR4][R6.64]", "IMMA.16832.S8.S8 R8, R12, R16, R8", "LOP3.LUT R5, R5, 0xf0f, RZ, 0xc0, !PT",
+           "IMMA.16832.S8.S8 R20, R12, R18, R20", "I2FP.F32.S32 R9, R8", "FFMA R30, R9, R31, R30", "@P0 BRA 0x30",   # 0x30-0x90
+           "@!P1 BRA 0x10", "IADD3 R1, R1, 0x1, RZ", "@P2 BRA 0xb0", "EXIT"]   # 0xa0: the outer loop; 0xc0: one without mma
+  sass = "\n".join(f"        /*{16 * i:04x}*/                   {t} ;   /* 0x0 */" for i, t in enumerate(lines))
+  lp = sass_mix.mma_loop(sass)
+  assert (lp.start, lp.end) == (0x30, 0x90) and lp.size == 7 and lp.kind("mma") == 2 and lp.ops["BRA"] == 1
+  assert lp.kind("float") == 2 and lp.kind("integer") == 1 and lp.kind("global") == 1
+  with pytest.raises(ValueError, match="no loop holds an mma"): sass_mix.mma_loop(sass.replace("IMMA", "IADD3"))
+
 def test_ncu_source_ranks_instructions(tmp_path, capsys):
   """tools.ncu_source: the hottest SASS instructions of an Nsight Compute source page first, with their largest stalls, and
   the samples by instruction kind; a CSV without stall samples is a one-line error."""
