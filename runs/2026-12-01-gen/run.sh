@@ -134,7 +134,8 @@
 # steps of 32 / 16 rows kernel by kernel), BATCH=16,32 169 (call201: x-slots.diff rejected, prefill -23% / -25%), 202 (call202:
 # the output heads of 16 / 32 rows swept: compute-bound at every tile).
 # Next lease, in order: 203 (DeepSeek-V2-Lite's step of 8 under Nsight Compute: each kernel's own time in the step; four tries
-# got no machine), 204 (the Q6_K output heads of 9-16 rows on call202's best tile, prepared),
+# got no machine), 205 (the staged routed GEMM's copy offsets once a tile, prepared: 9% fewer instructions in the gate_up's K
+# loop), 204 (the Q6_K output heads of 9-16 rows on call202's best tile, prepared),
 # M=deepseek-v2-lite SLOTS=8 CLIENTS=1,8 SECS=8 WAIT=300 148 (B: every prompt beside running streams in chunks of 128 on the MoE
 # models; 8 slots capture fewer steps), then M=glm-4.7-flash SLOTS=8 CLIENTS=1,8 SECS=8 WAIT=300 148, 180 (GLM-4.7-Flash's first server:
 # answering after one request's steps, the batched ones while idle), PRESETS=glm-4.7-flash 167,
@@ -976,6 +977,19 @@ case $1 in
        (cd $d && timeout $(($(left) - 5)) python3 -m tools.gpu_bench --presets $P --batch ${BATCH:-1,4,8,16} --decode 32 --mixed ${MIX:-256} \
          --json "$OUT/mixed_$v.$RANDOM.json" 2>&1 | grep -v '^{' | tail -16)
      done ;;
+  205) export TINYGRAD_MLA_CACHE=$PWD/.cache
+     # EXPERIMENT the staged routed GEMM's copy offsets once a tile (H = experiments/experts-staged-offsets.diff: each
+     # thread's x record and weight row offsets computed before the K loop, a step adding its own; tools.sass_mix: the
+     # gate_up's K loop 698 -> 635 instructions, the down's 357 -> 361; the journal, 2026-12-08: the staged kernel is
+     # issue-bound): bench_gemm --tokens 8 of DeepSeek-V2-Lite's routed products in the tree and H, then gpu_bench --batch 8
+     # of deepseek-v2-lite (its step of 8 is the only decode step on these tiles), $VARIANTS (default A H H A)
+     P=deepseek-v2-lite; (synth $P) > "$OUT/synth.log" 2>&1 &
+     tree /tmp/H experts-staged-offsets.diff || exit 1
+     for d in . /tmp/H; do echo "-- bench_gemm $d"
+       (cd $d && timeout 60 python3 -m tools.bench_gemm --tokens 8 --models dsv2 --only gate_up_exps,down_exps --iters 50 2>&1 | grep -v "^device\|^model")
+     done
+     wait; echo "synthesized $(date +%T)"
+     PRESETS=$P BATCH=8 VARIANTS=${VARIANTS:-A H H A} batch_ab offsets H:experts-staged-offsets.diff ;;
   204) export TINYGRAD_MLA_CACHE=$PWD/.cache
      # EXPERIMENT a Q6_K output head of 9-16 tokens in 16 x 64 tiles of 4 sub-steps at 4 workgroups an SM (B =
      # experiments/output-q6k-16x64.diff; call202: DeepSeek-V2-Lite's head of 16 rows 202 -> 159 us alone): bench_gemm --tokens
