@@ -72,7 +72,7 @@ def sass_of(source: str, arch: str = "sm_90") -> str:
   with tempfile.TemporaryDirectory() as tmp:
     cu, cubin = Path(tmp) / "k.cu", Path(tmp) / "k.cubin"
     cu.write_text(source)
-    subprocess.run(["nvcc", f"-arch={arch}", "-cubin", "-o", str(cubin), str(cu)], check=True, capture_output=True, timeout=300)
+    subprocess.run(["nvcc", f"-arch={arch}", "-cubin", "-o", str(cubin), str(cu)], check=True, capture_output=True, text=True, timeout=300)
     exe = cuobjdump()   # (its nvdisasm beside it)
     env = {**os.environ, "PATH": os.pathsep.join([str(Path(exe).parent), os.environ.get("PATH", "")])}
     return subprocess.run([exe, "-sass", str(cubin)], check=True, capture_output=True, text=True, timeout=120, env=env).stdout
@@ -101,7 +101,8 @@ def main() -> None:
   tile = tuple(map(int, args.tile.split("x"))) if args.tile else gemm.mma_tile(s)
   k = gemm.build_mma(s, tile if args.tile else None, args.steps, stages=args.stages)
   sb = args.steps or gemm._mma_steps(s, tile)
-  sass = sass_of(render(k, "CUDA"))
+  try: sass = sass_of(render(k, "CUDA"))
+  except subprocess.CalledProcessError as e: sys.exit(f"sass_mix: {Path(e.cmd[0]).name} failed: {(e.stderr or '').strip()[-300:]}")
   lp = mma_loop(sass)
   block, size = BLOCK[typ]
   wbytes = tile[1] // 4 * sb * gemm.KB * size / block   # a warp's weight bytes an iteration (tile rows over 4 warps)
