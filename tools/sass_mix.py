@@ -21,7 +21,7 @@ KINDS = {"mma": ("IMMA", "HMMA"), "float": ("I2FP", "I2F", "FFMA", "FMUL", "FADD
                      "BMSK", "SGXT", "I2I", "LDC", "S2R", "CS2R", "P2R", "R2P", "PLOP3"),
          "uniform": ("UMOV", "ULEA", "UIADD3", "USHF", "ULDC", "S2UR", "UISETP", "ULOP3", "UIMAD"),
          "control": ("BRA", "BAR", "BSSY", "BSYNC", "WARPSYNC", "NOP", "EXIT", "YIELD")}
-CLOCK_GHZ, SMS, ISSUE = 1.755, 132, 4   # H100 SXM: boost clock, SMs, warp instructions an SM issues a clock
+CLOCK_GHZ, ISSUE = 1.755, 4   # H100 SXM: boost clock, warp instructions an SM issues a clock (its SMs: matvec.SMS)
 
 @dataclass
 class Loop:
@@ -40,7 +40,8 @@ def instructions(sass: str) -> list[tuple[int, str]]:
 def opcode(text: str) -> str: return re.sub(r"^@!?U?P[T\d]+\s+", "", text).split()[0].split(".")[0]
 
 def mma_loop(sass: str) -> Loop:
-  """The smallest loop (a backward branch's span) that holds every mma instruction of the kernel's longest run of them."""
+  """Of the loops (a backward branch's span) that hold the most mma instructions, the smallest: the K loop, not a loop
+  around it."""
   ins = instructions(sass)
   loops = []
   for a, t in ins:
@@ -91,7 +92,7 @@ def main() -> None:
   if shutil.which("nvcc") is None: ap.error("needs nvcc (the kernel is compiled for sm_90, not run)")
   import apps  # noqa: F401  (the patched tinygrad on the path)
   from apps.gguf import BLOCK
-  from apps.kernels import render, gemm
+  from apps.kernels import render, gemm, matvec
   from tools.bench_gemm import MODELS, shape_of
   prods = {p[0]: p for p in MODELS.get(args.model, [])}
   if args.product not in prods: ap.error(f"--model {args.model} has no product {args.product!r}: {', '.join(prods) or 'no such model'}")
@@ -111,8 +112,8 @@ def main() -> None:
         f"{wbytes:.0f} weight bytes a warp")
   print("  " + ", ".join(f"{kd} {lp.kind(kd)}" for kd in KINDS) + f", other {lp.size - sum(lp.kind(kd) for kd in KINDS)}")
   print("  most: " + ", ".join(f"{o} {n}" for o, n in lp.ops.most_common(12)))
-  print(f"  {per_byte:.3f} instructions a weight byte: at {ISSUE} a clock an SM at most {ISSUE / per_byte * SMS * CLOCK_GHZ / 1e3:.2f} TB/s "
-        f"(H100: {SMS} SMs, {CLOCK_GHZ} GHz)")
+  print(f"  {per_byte:.3f} instructions a weight byte: at {ISSUE} a clock an SM at most {ISSUE / per_byte * matvec.SMS * CLOCK_GHZ / 1e3:.2f} TB/s "
+        f"(H100: {matvec.SMS} SMs, {CLOCK_GHZ} GHz)")
   if args.sass:
     for a, t in instructions(sass):
       if lp.start <= a <= lp.end: print(f"  {a:#06x}  {t}")
